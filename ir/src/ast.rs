@@ -1,0 +1,119 @@
+//! The syntax tree the grammar produces: names and literals as written, not yet resolved.
+//!
+//! Guarantees: every node keeps the byte span of its text. Nothing here is checked beyond the
+//! grammar; [`crate::parse`] lowers it to the IR and reports every resolution error.
+
+use crate::span::Span;
+
+#[derive(Clone, Debug)]
+pub struct Spanned<T> {
+    pub node: T,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug)]
+pub enum AstType {
+    /// A scalar type name as written (`f32`), resolved later.
+    Named(Spanned<String>),
+    /// `ptr<space, elem>`.
+    Ptr { space: Spanned<String>, elem: Spanned<String> },
+}
+
+impl AstType {
+    pub fn span(&self) -> Span {
+        match self {
+            AstType::Named(n) => n.span,
+            AstType::Ptr { space, elem } => space.span.to(elem.span),
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct AstModule {
+    pub items: Vec<AstItem>,
+}
+
+#[derive(Clone, Debug)]
+pub enum AstItem {
+    Kernel(AstKernel),
+}
+
+#[derive(Clone, Debug)]
+pub struct AstParam {
+    pub name: Spanned<String>,
+    pub ty: AstType,
+}
+
+#[derive(Clone, Debug)]
+pub struct AstShared {
+    pub name: Spanned<String>,
+    pub elem: Spanned<String>,
+    /// `None` for `[]` (dynamic shared memory).
+    pub len: Option<Spanned<String>>,
+    pub align: Option<Spanned<String>>,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug)]
+pub struct AstKernel {
+    pub name: Spanned<String>,
+    pub params: Vec<AstParam>,
+    pub shared: Vec<AstShared>,
+    pub blocks: Vec<AstBlock>,
+    pub span: Span,
+    /// Span of the closing brace.
+    pub end: Span,
+}
+
+#[derive(Clone, Debug)]
+pub struct AstBlock {
+    pub name: Spanned<String>,
+    pub params: Vec<AstParam>,
+    pub stmts: Vec<AstStmt>,
+}
+
+#[derive(Clone, Debug)]
+pub enum AstOperand {
+    Value(String),
+    /// `%p[index]`.
+    Indexed(String, Box<Spanned<AstOperand>>),
+    Global(String),
+    Int(String),
+    Float(String),
+    HexFloat(String),
+    Bool(bool),
+    Inf { negative: bool },
+    Nan,
+}
+
+#[derive(Clone, Debug)]
+pub struct AstBlockCall {
+    pub block: Spanned<String>,
+    pub args: Vec<Spanned<AstOperand>>,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug)]
+pub enum AstStmtKind {
+    Inst {
+        result: Option<Spanned<String>>,
+        op: Spanned<String>,
+        args: Vec<Spanned<AstOperand>>,
+        annot: Option<AstType>,
+    },
+    Br { cond: Spanned<AstOperand>, then_: AstBlockCall, else_: AstBlockCall },
+    Jmp(AstBlockCall),
+    Ret,
+}
+
+#[derive(Clone, Debug)]
+pub struct AstStmt {
+    pub kind: AstStmtKind,
+    pub span: Span,
+}
+
+impl AstStmt {
+    pub fn is_terminator(&self) -> bool {
+        !matches!(self.kind, AstStmtKind::Inst { .. })
+    }
+}

@@ -1,0 +1,26 @@
+//! kir-ir: the kir intermediate representation.
+//!
+//! - [`types`]: value types and typed constants.
+//! - [`op`]: the op set and each op's signature and mnemonic.
+//! - [`ir`]: modules, kernels, blocks with block parameters, instructions, SSA values (arena handles).
+//! - [`parse`] and [`printer`]: the `.kir` text format (logos lexer, lalrpop grammar); the printer's
+//!   output re-parses to a structurally equal module.
+//! - [`diag`]: located diagnostics rendered as `file:line:col` with carets.
+
+pub mod ast;
+pub mod diag;
+pub mod ir;
+pub mod lexer;
+pub mod op;
+pub mod parse;
+pub mod printer;
+pub mod span;
+pub mod types;
+
+pub use diag::{Diagnostic, Severity};
+pub use ir::*;
+pub use op::*;
+pub use parse::parse;
+pub use printer::{print_kernel, print_module};
+pub use span::Span;
+pub use types::{AddrSpace, Constant, ScalarType, Type};

@@ -1,0 +1,676 @@
+//! The op set of the kir IR: what each instruction computes, with its types and modifiers.
+//!
+//! Guarantees:
+//! - An [`Op`] carries every type and modifier needed to know its operand and result types
+//!   ([`Op::signature`]), except memory ops, whose element type comes from their pointer operand.
+//! - Every op has exactly one textual mnemonic ([`Op::mnemonic`]) that the parser maps back to the
+//!   same `Op` ([`crate::parse`]); the table lives in this module so the two stay in step.
+//! - Pure ops (no memory, no synchronization, no thread identity) are exactly those for which
+//!   [`Op::is_pure`] holds; they are evaluated by [`crate::eval`], the single definition of their
+//!   semantics used by constant folding and the interpreter.
+//!
+//! Operand layout per op (the `args` of an instruction):
+//! - `Special`: none. `Mov`: `[a]`. Binary ops: `[a, b]`. `Mad`/`Fma`: `[a, b, c]`.
+//! - `Unary`, `Cvt`, `Bitcast`: `[a]`. `Cmp`: `[a, b]`. `Select`: `[cond, a, b]`.
+//! - `Load`: `[ptr, index]`. `Store`: `[ptr, index, value]`. `Atomic`: `[ptr, index, value]`.
+//!   `AtomicCas`: `[ptr, index, compare, new]`. The index counts elements of the pointee type and
+//!   may be any integer type (signed types are sign-extended).
+//! - `PtrOffset`: `[ptr, index]` (elements). `PtrOffsetBytes`: `[ptr, bytes]`. `PtrCast`: `[ptr]`.
+//!   `SharedAddr`: none (names a shared declaration).
+//! - `Barrier`: none. `Shfl`: `[value, lane_or_delta, member_mask]`. `Vote`: `[pred, member_mask]`.
+
+use crate::types::{ScalarType, Type};
+use std::fmt;
+
+/// A dimension of the thread/block index space.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Dim {
+    X,
+    Y,
+    Z,
+}
+
+impl Dim {
+    pub const ALL: [Dim; 3] = [Dim::X, Dim::Y, Dim::Z];
+    pub fn name(self) -> &'static str {
+        match self {
+            Dim::X => "x",
+            Dim::Y => "y",
+            Dim::Z => "z",
+        }
+    }
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// Special registers: thread identity and launch shape. All are `u32`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SpecialReg {
+    /// Thread index within the block.
+    Tid(Dim),
+    /// Block index within the grid.
+    Ctaid(Dim),
+    /// Block size.
+    Ntid(Dim),
+    /// Grid size in blocks.
+    Nctaid(Dim),
+    /// `ctaid * ntid + tid` (wrapping u32): the global thread index along a dimension.
+    GlobalId(Dim),
+    /// Lane index within the warp (0..32).
+    LaneId,
+    /// Warp index within the block (`linear tid / 32`).
+    WarpId,
+}
+
+impl SpecialReg {
+    /// True when the value differs between threads of one block.
+    pub fn is_thread_varying(self) -> bool {
+        matches!(
+            self,
+            SpecialReg::Tid(_) | SpecialReg::GlobalId(_) | SpecialReg::LaneId | SpecialReg::WarpId
+        )
+    }
+}
+
+/// Rounding of a float operation or conversion.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Rounding {
+    /// To nearest, ties to even (the default).
+    Rn,
+    /// Toward zero.
+    Rz,
+    /// Toward minus infinity.
+    Rm,
+    /// Toward plus infinity.
+    Rp,
+    /// Round to an integral value (float→int and float→float): nearest even.
+    Rni,
+    /// Integral, toward zero.
+    Rzi,
+    /// Integral, toward minus infinity.
+    Rmi,
+    /// Integral, toward plus infinity.
+    Rpi,
+}
+
+impl Rounding {
+    pub fn name(self) -> &'static str {
+        match self {
+            Rounding::Rn => "rn",
+            Rounding::Rz => "rz",
+            Rounding::Rm => "rm",
+            Rounding::Rp => "rp",
+            Rounding::Rni => "rni",
+            Rounding::Rzi => "rzi",
+            Rounding::Rmi => "rmi",
+            Rounding::Rpi => "rpi",
+        }
+    }
+    pub fn from_name(s: &str) -> Option<Rounding> {
+        Some(match s {
+            "rn" => Rounding::Rn,
+            "rz" => Rounding::Rz,
+            "rm" => Rounding::Rm,
+            "rp" => Rounding::Rp,
+            "rni" => Rounding::Rni,
+            "rzi" => Rounding::Rzi,
+            "rmi" => Rounding::Rmi,
+            "rpi" => Rounding::Rpi,
+            _ => return None,
+        })
+    }
+    /// True for the integral roundings (`rni`, `rzi`, `rmi`, `rpi`).
+    pub fn is_integral(self) -> bool {
+        matches!(self, Rounding::Rni | Rounding::Rzi | Rounding::Rmi | Rounding::Rpi)
+    }
+}
+
+/// How a float arithmetic op computes its result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FloatMode {
+    /// IEEE 754 correctly rounded with the given (non-integral) rounding.
+    Exact(Rounding),
+    /// The hardware's fast approximation (`.approx`); its maximum error is documented per op.
+    Approx,
+    /// `div.full.f32`: the full-range approximate division (2 ulp).
+    Full,
+}
+
+impl FloatMode {
+    pub const RN: FloatMode = FloatMode::Exact(Rounding::Rn);
+    pub fn is_approx(self) -> bool {
+        !matches!(self, FloatMode::Exact(_))
+    }
+}
+
+/// Float modifiers: the mode and flush-to-zero of subnormal inputs and outputs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FloatFlags {
+    pub mode: FloatMode,
+    pub ftz: bool,
+}
+
+impl FloatFlags {
+    pub const RN: FloatFlags = FloatFlags { mode: FloatMode::RN, ftz: false };
+    pub const APPROX: FloatFlags = FloatFlags { mode: FloatMode::Approx, ftz: false };
+}
+
+/// Two-operand arithmetic and logic ops. Which types each accepts is in [`Op::signature`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BinOp {
+    Add,
+    Sub,
+    /// Low half of the product for integers; rounded product for floats.
+    Mul,
+    /// High half of the double-width integer product.
+    MulHi,
+    Div,
+    Rem,
+    Min,
+    Max,
+    And,
+    Or,
+    Xor,
+    /// Shift left; the shift amount is always `u32`, amounts >= width give 0.
+    Shl,
+    /// Shift right, arithmetic for signed types and logical for unsigned; amount is `u32`.
+    Shr,
+}
+
+impl BinOp {
+    pub const ALL: [BinOp; 13] = [
+        BinOp::Add,
+        BinOp::Sub,
+        BinOp::Mul,
+        BinOp::MulHi,
+        BinOp::Div,
+        BinOp::Rem,
+        BinOp::Min,
+        BinOp::Max,
+        BinOp::And,
+        BinOp::Or,
+        BinOp::Xor,
+        BinOp::Shl,
+        BinOp::Shr,
+    ];
+    pub fn name(self) -> &'static str {
+        match self {
+            BinOp::Add => "add",
+            BinOp::Sub => "sub",
+            BinOp::Mul => "mul",
+            BinOp::MulHi => "mul.hi",
+            BinOp::Div => "div",
+            BinOp::Rem => "rem",
+            BinOp::Min => "min",
+            BinOp::Max => "max",
+            BinOp::And => "and",
+            BinOp::Or => "or",
+            BinOp::Xor => "xor",
+            BinOp::Shl => "shl",
+            BinOp::Shr => "shr",
+        }
+    }
+    /// Whether `ty` is a valid operand type for this op.
+    pub fn accepts(self, ty: ScalarType) -> bool {
+        use BinOp::*;
+        match self {
+            Add | Sub | Mul | Div | Min | Max => ty.is_int() || ty.is_float(),
+            MulHi | Rem | Shl | Shr => ty.is_int(),
+            And | Or | Xor => ty.is_int() || ty.is_pred(),
+        }
+    }
+    /// Whether the op takes a rounding/approx modifier for float operands.
+    pub fn has_float_mode(self) -> bool {
+        matches!(self, BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div)
+    }
+    pub fn is_commutative(self) -> bool {
+        use BinOp::*;
+        matches!(self, Add | Mul | MulHi | Min | Max | And | Or | Xor)
+    }
+}
+
+/// One-operand arithmetic ops.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum UnOp {
+    Neg,
+    Abs,
+    /// Bitwise not (integers) or logical not (pred).
+    Not,
+    Sqrt,
+    /// `1/sqrt(x)`, approx only.
+    Rsqrt,
+    /// `1/x`, exact (rounded) or approx.
+    Rcp,
+    /// `2^x`, approx only.
+    Ex2,
+    /// `log2(x)`, approx only.
+    Lg2,
+    /// approx only.
+    Sin,
+    /// approx only.
+    Cos,
+    /// approx only (f32).
+    Tanh,
+}
+
+impl UnOp {
+    pub const ALL: [UnOp; 11] = [
+        UnOp::Neg,
+        UnOp::Abs,
+        UnOp::Not,
+        UnOp::Sqrt,
+        UnOp::Rsqrt,
+        UnOp::Rcp,
+        UnOp::Ex2,
+        UnOp::Lg2,
+        UnOp::Sin,
+        UnOp::Cos,
+        UnOp::Tanh,
+    ];
+    pub fn name(self) -> &'static str {
+        match self {
+            UnOp::Neg => "neg",
+            UnOp::Abs => "abs",
+            UnOp::Not => "not",
+            UnOp::Sqrt => "sqrt",
+            UnOp::Rsqrt => "rsqrt",
+            UnOp::Rcp => "rcp",
+            UnOp::Ex2 => "ex2",
+            UnOp::Lg2 => "lg2",
+            UnOp::Sin => "sin",
+            UnOp::Cos => "cos",
+            UnOp::Tanh => "tanh",
+        }
+    }
+    pub fn accepts(self, ty: ScalarType) -> bool {
+        use UnOp::*;
+        match self {
+            Neg | Abs => ty.is_signed_int() || ty.is_float(),
+            Not => ty.is_int() || ty.is_pred(),
+            Sqrt | Rcp => matches!(ty, ScalarType::F32 | ScalarType::F64),
+            Rsqrt | Ex2 | Lg2 | Sin | Cos | Tanh => ty == ScalarType::F32,
+        }
+    }
+    /// Ops that exist only as `.approx` on the GPU.
+    pub fn approx_only(self) -> bool {
+        matches!(self, UnOp::Rsqrt | UnOp::Ex2 | UnOp::Lg2 | UnOp::Sin | UnOp::Cos | UnOp::Tanh)
+    }
+    /// Ops that take float flags (rounding/approx, ftz).
+    pub fn has_float_mode(self) -> bool {
+        !matches!(self, UnOp::Neg | UnOp::Abs | UnOp::Not)
+    }
+}
+
+/// Comparison operators. For floats, the plain forms are ordered (false when either operand is NaN)
+/// and the `u` forms are unordered (true when either operand is NaN).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CmpOp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Equ,
+    Neu,
+    Ltu,
+    Leu,
+    Gtu,
+    Geu,
+    /// Both operands are numbers (not NaN).
+    Num,
+    /// Either operand is NaN.
+    Nan,
+}
+
+impl CmpOp {
+    pub const ALL: [CmpOp; 14] = [
+        CmpOp::Eq,
+        CmpOp::Ne,
+        CmpOp::Lt,
+        CmpOp::Le,
+        CmpOp::Gt,
+        CmpOp::Ge,
+        CmpOp::Equ,
+        CmpOp::Neu,
+        CmpOp::Ltu,
+        CmpOp::Leu,
+        CmpOp::Gtu,
+        CmpOp::Geu,
+        CmpOp::Num,
+        CmpOp::Nan,
+    ];
+    pub fn name(self) -> &'static str {
+        match self {
+            CmpOp::Eq => "eq",
+            CmpOp::Ne => "ne",
+            CmpOp::Lt => "lt",
+            CmpOp::Le => "le",
+            CmpOp::Gt => "gt",
+            CmpOp::Ge => "ge",
+            CmpOp::Equ => "equ",
+            CmpOp::Neu => "neu",
+            CmpOp::Ltu => "ltu",
+            CmpOp::Leu => "leu",
+            CmpOp::Gtu => "gtu",
+            CmpOp::Geu => "geu",
+            CmpOp::Num => "num",
+            CmpOp::Nan => "nan",
+        }
+    }
+    pub fn accepts(self, ty: ScalarType) -> bool {
+        match self {
+            CmpOp::Eq | CmpOp::Ne => true,
+            CmpOp::Lt | CmpOp::Le | CmpOp::Gt | CmpOp::Ge => ty.is_int() || ty.is_float(),
+            _ => ty.is_float(),
+        }
+    }
+}
+
+/// Read-modify-write atomic operations (`atom.*`). All return the old value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AtomicOp {
+    Add,
+    Min,
+    Max,
+    Exch,
+}
+
+impl AtomicOp {
+    pub fn name(self) -> &'static str {
+        match self {
+            AtomicOp::Add => "add",
+            AtomicOp::Min => "min",
+            AtomicOp::Max => "max",
+            AtomicOp::Exch => "exch",
+        }
+    }
+    /// Element types the GPU supports for this atomic.
+    pub fn accepts(self, ty: ScalarType) -> bool {
+        use ScalarType::*;
+        match self {
+            AtomicOp::Add => matches!(ty, U32 | S32 | U64 | F32 | F64),
+            AtomicOp::Min | AtomicOp::Max => matches!(ty, U32 | S32 | U64 | S64),
+            AtomicOp::Exch => matches!(ty, U32 | S32 | U64 | S64 | F32 | F64),
+        }
+    }
+}
+
+/// Warp shuffle modes (`shfl.sync.*`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ShflMode {
+    /// Read from lane `laneid + delta`; lanes past 31 keep their own value.
+    Down,
+    /// Read from lane `laneid - delta`; lanes below 0 keep their own value.
+    Up,
+    /// Read from lane `laneid ^ mask`.
+    Bfly,
+    /// Read from lane `idx`.
+    Idx,
+}
+
+impl ShflMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            ShflMode::Down => "down",
+            ShflMode::Up => "up",
+            ShflMode::Bfly => "bfly",
+            ShflMode::Idx => "idx",
+        }
+    }
+}
+
+/// Warp votes (`vote.sync.*`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum VoteMode {
+    /// True when the predicate holds on every lane in the member mask. Result `pred`.
+    All,
+    /// True when it holds on any lane in the member mask. Result `pred`.
+    Any,
+    /// Bit i set when it holds on lane i (lanes in the member mask). Result `u32`.
+    Ballot,
+}
+
+impl VoteMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            VoteMode::All => "all",
+            VoteMode::Any => "any",
+            VoteMode::Ballot => "ballot",
+        }
+    }
+}
+
+/// What an instruction does.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Op {
+    /// Read a special register (`tid.x`, `global_id.x`, `laneid`, ...). Result `u32`.
+    Special(SpecialReg),
+    /// `mov.T a`: copy a value (or materialize a constant).
+    Mov(ScalarType),
+    /// Two-operand arithmetic/logic. `flags` is meaningful only for float add/sub/mul/div
+    /// (and is `FloatFlags::RN` otherwise).
+    Bin(BinOp, ScalarType, FloatFlags),
+    /// `mul.wide.T a, b`: full product of two `T` integers as the double-width integer.
+    MulWide(ScalarType),
+    /// `mad.T a, b, c`: low half of `a*b + c` (integers), wrapping.
+    Mad(ScalarType),
+    /// `fma.T a, b, c`: `a*b + c` rounded once.
+    Fma(ScalarType, FloatFlags),
+    /// One-operand arithmetic.
+    Unary(UnOp, ScalarType, FloatFlags),
+    /// Comparison; result `pred`.
+    Cmp(CmpOp, ScalarType),
+    /// `select.T c, a, b`: `c ? a : b`.
+    Select(ScalarType),
+    /// `cvt[.rnd][.sat][.ftz].TO.FROM a`: numeric conversion.
+    Cvt { to: ScalarType, from: ScalarType, rounding: Option<Rounding>, sat: bool, ftz: bool },
+    /// `bitcast.TO.FROM a`: reinterpret bits between types of the same width.
+    Bitcast { to: ScalarType, from: ScalarType },
+    /// `load p[i]`: read the element at index `i` of pointer `p`.
+    Load,
+    /// `store p[i], v`.
+    Store,
+    /// `atom.OP p[i], v`: returns the old value.
+    Atomic(AtomicOp),
+    /// `atom.cas p[i], cmp, new`: returns the old value; writes `new` if old == cmp (bitwise).
+    AtomicCas,
+    /// `offset p, i`: pointer `i` elements past `p`.
+    PtrOffset,
+    /// `offset.bytes p, b`: pointer `b` bytes past `p` (any integer type `b`).
+    PtrOffsetBytes,
+    /// `ptrcast p : ptr<space, T>`: same address, another element type (same address space).
+    PtrCast(Type),
+    /// `addr @name`: the address of a shared-memory declaration of the kernel.
+    SharedAddr(u32),
+    /// `barrier`: block-wide barrier (`bar.sync 0`).
+    Barrier,
+    /// `shfl.MODE.T v, lane, mask`.
+    Shfl(ShflMode, ScalarType),
+    /// `vote.MODE p, mask`.
+    Vote(VoteMode),
+}
+
+/// What an op needs of its operands and gives as its result, where the op alone determines it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Signature {
+    /// The operand types; `None` for an operand the op takes as any pointer or any integer
+    /// (memory ops, offsets), checked by the verifier's op-specific rules.
+    pub args: Vec<Option<Type>>,
+    /// The result type; `None` when the op has no result or the result depends on a pointer
+    /// operand (loads, atomics, offsets).
+    pub result: Option<Type>,
+    /// Whether the op produces a value at all.
+    pub has_result: bool,
+}
+
+impl Op {
+    /// Whether the op is a pure function of its operands (evaluated by [`crate::eval`]).
+    pub fn is_pure(&self) -> bool {
+        matches!(
+            self,
+            Op::Mov(_)
+                | Op::Bin(..)
+                | Op::MulWide(_)
+                | Op::Mad(_)
+                | Op::Fma(..)
+                | Op::Unary(..)
+                | Op::Cmp(..)
+                | Op::Select(_)
+                | Op::Cvt { .. }
+                | Op::Bitcast { .. }
+        )
+    }
+
+    /// Whether removing an unused instance could change behaviour (memory writes, atomics,
+    /// synchronization, collectives). Loads are side-effect free.
+    pub fn has_side_effects(&self) -> bool {
+        matches!(self, Op::Store | Op::Atomic(_) | Op::AtomicCas | Op::Barrier | Op::Shfl(..) | Op::Vote(_))
+    }
+
+    /// Whether the op is an approximation whose GPU result may differ from the exact one.
+    pub fn is_approx(&self) -> bool {
+        match self {
+            Op::Bin(_, _, f) | Op::Fma(_, f) | Op::Unary(_, _, f) => f.mode.is_approx(),
+            _ => false,
+        }
+    }
+
+    /// Whether the op is a warp collective (shuffle or vote).
+    pub fn is_warp_collective(&self) -> bool {
+        matches!(self, Op::Shfl(..) | Op::Vote(_))
+    }
+
+    /// Number of operands the op takes.
+    pub fn arity(&self) -> usize {
+        match self {
+            Op::Special(_) | Op::SharedAddr(_) | Op::Barrier => 0,
+            Op::Mov(_) | Op::Unary(..) | Op::Cvt { .. } | Op::Bitcast { .. } | Op::PtrCast(_) => 1,
+            Op::Bin(..) | Op::MulWide(_) | Op::Cmp(..) | Op::Load | Op::PtrOffset | Op::PtrOffsetBytes => 2,
+            Op::Vote(_) => 2,
+            Op::Mad(_) | Op::Fma(..) | Op::Select(_) | Op::Store | Op::Atomic(_) | Op::Shfl(..) => 3,
+            Op::AtomicCas => 4,
+        }
+    }
+
+    /// The operand and result types the op itself determines.
+    pub fn signature(&self) -> Signature {
+        use ScalarType as S;
+        let t = Type::Scalar;
+        let (args, result, has_result): (Vec<Option<Type>>, Option<Type>, bool) = match self {
+            Op::Special(_) => (vec![], Some(Type::U32), true),
+            Op::Mov(ty) => (vec![Some(t(*ty))], Some(t(*ty)), true),
+            Op::Bin(op, ty, _) => {
+                let b = if matches!(op, BinOp::Shl | BinOp::Shr) { S::U32 } else { *ty };
+                (vec![Some(t(*ty)), Some(t(b))], Some(t(*ty)), true)
+            }
+            Op::MulWide(ty) => {
+                let wide = ty.widened().unwrap_or(*ty);
+                (vec![Some(t(*ty)), Some(t(*ty))], Some(t(wide)), true)
+            }
+            Op::Mad(ty) | Op::Fma(ty, _) => (vec![Some(t(*ty)); 3], Some(t(*ty)), true),
+            Op::Unary(_, ty, _) => (vec![Some(t(*ty))], Some(t(*ty)), true),
+            Op::Cmp(_, ty) => (vec![Some(t(*ty)), Some(t(*ty))], Some(Type::PRED), true),
+            Op::Select(ty) => (vec![Some(Type::PRED), Some(t(*ty)), Some(t(*ty))], Some(t(*ty)), true),
+            Op::Cvt { to, from, .. } | Op::Bitcast { to, from } => (vec![Some(t(*from))], Some(t(*to)), true),
+            Op::Load => (vec![None, None], None, true),
+            Op::Store => (vec![None, None, None], None, false),
+            Op::Atomic(_) => (vec![None, None, None], None, true),
+            Op::AtomicCas => (vec![None, None, None, None], None, true),
+            Op::PtrOffset | Op::PtrOffsetBytes => (vec![None, None], None, true),
+            Op::PtrCast(to) => (vec![None], Some(*to), true),
+            Op::SharedAddr(_) => (vec![], None, true),
+            Op::Barrier => (vec![], None, false),
+            Op::Shfl(_, ty) => (vec![Some(t(*ty)), Some(Type::U32), Some(Type::U32)], Some(t(*ty)), true),
+            Op::Vote(mode) => {
+                let r = if *mode == VoteMode::Ballot { Type::U32 } else { Type::PRED };
+                (vec![Some(Type::PRED), Some(Type::U32)], Some(r), true)
+            }
+        };
+        Signature { args, result, has_result }
+    }
+
+    /// The op's textual mnemonic, as the parser accepts it (without operands).
+    pub fn mnemonic(&self) -> String {
+        fn flags(f: &FloatFlags) -> String {
+            let mut s = String::new();
+            match f.mode {
+                FloatMode::Exact(Rounding::Rn) => {}
+                FloatMode::Exact(r) => {
+                    s.push('.');
+                    s.push_str(r.name())
+                }
+                FloatMode::Approx => s.push_str(".approx"),
+                FloatMode::Full => s.push_str(".full"),
+            }
+            if f.ftz {
+                s.push_str(".ftz");
+            }
+            s
+        }
+        match self {
+            Op::Special(r) => match r {
+                SpecialReg::Tid(d) => format!("tid.{}", d.name()),
+                SpecialReg::Ctaid(d) => format!("ctaid.{}", d.name()),
+                SpecialReg::Ntid(d) => format!("ntid.{}", d.name()),
+                SpecialReg::Nctaid(d) => format!("nctaid.{}", d.name()),
+                SpecialReg::GlobalId(d) => format!("global_id.{}", d.name()),
+                SpecialReg::LaneId => "laneid".into(),
+                SpecialReg::WarpId => "warpid".into(),
+            },
+            Op::Mov(ty) => format!("mov.{ty}"),
+            Op::Bin(op, ty, f) => {
+                if ty.is_float() && op.has_float_mode() {
+                    format!("{}{}.{ty}", op.name(), flags(f))
+                } else {
+                    format!("{}.{ty}", op.name())
+                }
+            }
+            Op::MulWide(ty) => format!("mul.wide.{ty}"),
+            Op::Mad(ty) => format!("mad.{ty}"),
+            Op::Fma(ty, f) => format!("fma{}.{ty}", flags(f)),
+            Op::Unary(op, ty, f) => {
+                if op.has_float_mode() {
+                    format!("{}{}.{ty}", op.name(), flags(f))
+                } else {
+                    format!("{}.{ty}", op.name())
+                }
+            }
+            Op::Cmp(op, ty) => format!("{}.{ty}", op.name()),
+            Op::Select(ty) => format!("select.{ty}"),
+            Op::Cvt { to, from, rounding, sat, ftz } => {
+                let mut s = String::from("cvt");
+                if let Some(r) = rounding {
+                    s.push('.');
+                    s.push_str(r.name());
+                }
+                if *sat {
+                    s.push_str(".sat");
+                }
+                if *ftz {
+                    s.push_str(".ftz");
+                }
+                format!("{s}.{to}.{from}")
+            }
+            Op::Bitcast { to, from } => format!("bitcast.{to}.{from}"),
+            Op::Load => "load".into(),
+            Op::Store => "store".into(),
+            Op::Atomic(a) => format!("atom.{}", a.name()),
+            Op::AtomicCas => "atom.cas".into(),
+            Op::PtrOffset => "offset".into(),
+            Op::PtrOffsetBytes => "offset.bytes".into(),
+            Op::PtrCast(_) => "ptrcast".into(),
+            Op::SharedAddr(_) => "addr".into(),
+            Op::Barrier => "barrier".into(),
+            Op::Shfl(m, ty) => format!("shfl.{}.{ty}", m.name()),
+            Op::Vote(m) => format!("vote.{}", m.name()),
+        }
+    }
+}
+
+impl fmt::Display for Op {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.mnemonic())
+    }
+}

@@ -1,0 +1,951 @@
+//! Parsing `.kir` text into a [`Module`]: lexing, the LALR grammar, then lowering names, mnemonics
+//! and literals to IR entities.
+//!
+//! Guarantees:
+//! - No input panics: every failure is a [`Diagnostic`] with a span into the input.
+//! - Lowering reports every error it finds (not just the first): unknown ops, bad literals,
+//!   undefined or duplicate names, wrong operand counts, instructions after a terminator, blocks
+//!   without a terminator. Deeper checks (types of values, dominance) are the verifier's.
+//! - The mnemonic table is the inverse of [`Op::mnemonic`]: for every op `o`,
+//!   `parse_mnemonic(o.mnemonic()) == o` (tested).
+//! - Literal operands take their type from their position (the op's operand type, the pointee type
+//!   of a store, `u64` for an index, the target block's parameter type for a block argument).
+
+use crate::ast::*;
+use crate::diag::Diagnostic;
+use crate::ir::*;
+use crate::lexer::{self, LexError, Token};
+use crate::op::*;
+use crate::span::Span;
+use crate::types::{AddrSpace, Constant, ScalarType, Type};
+use std::collections::HashMap;
+
+#[allow(clippy::all)]
+mod grammar {
+    include!(concat!(env!("OUT_DIR"), "/grammar.rs"));
+}
+
+/// Parses source text into a module. On failure, returns every error found.
+pub fn parse(src: &str) -> Result<Module, Vec<Diagnostic>> {
+    let ast = parse_ast(src).map_err(|d| vec![d])?;
+    lower_module(&ast)
+}
+
+/// Parses source text into the syntax tree only.
+pub fn parse_ast(src: &str) -> Result<AstModule, Diagnostic> {
+    if src.len() >= u32::MAX as usize {
+        return Err(Diagnostic::error("input is larger than 4 GiB"));
+    }
+    grammar::ModuleParser::new().parse(lexer::tokens(src)).map_err(|e| syntax_error(src, e))
+}
+
+fn syntax_error(src: &str, e: lalrpop_util::ParseError<usize, Token<'_>, LexError>) -> Diagnostic {
+    use lalrpop_util::ParseError::*;
+    match e {
+        InvalidToken { location } => {
+            Diagnostic::error("invalid token").at(Span::new(location, (location + 1).min(src.len())), "not a token")
+        }
+        UnrecognizedEof { location, expected } => {
+            let mut d = Diagnostic::error("unexpected end of file").at(Span::new(location, location), "input ends here");
+            if !expected.is_empty() {
+                d = d.with_note(format!("expected one of {}", describe_expected(&expected)));
+            }
+            if expected.iter().any(|e| e == "\"}\"") {
+                d = d.with_note("a kernel body must end with `}`");
+            }
+            d
+        }
+        UnrecognizedToken { token: (l, tok, r), expected } => {
+            let mut d = Diagnostic::error(format!("unexpected {tok}")).at(Span::new(l, r), "unexpected here");
+            if !expected.is_empty() {
+                d = d.with_note(format!("expected one of {}", describe_expected(&expected)));
+            }
+            d
+        }
+        ExtraToken { token: (l, tok, r) } => {
+            Diagnostic::error(format!("unexpected {tok} after the end of the module")).at(Span::new(l, r), "extra token")
+        }
+        User { error } => {
+            let text = src.get(error.start..error.end).unwrap_or("");
+            if error.start == error.end || text.is_empty() {
+                Diagnostic::error("invalid token").at(Span::new(error.start, error.end), "here")
+            } else {
+                Diagnostic::error(format!("invalid token `{}`", text.escape_debug())).at(Span::new(error.start, error.end), "not a token")
+            }
+        }
+    }
+}
+
+fn describe_expected(expected: &[String]) -> String {
+    let nice: Vec<String> = expected
+        .iter()
+        .map(|e| match e.as_str() {
+            "VALUE" => "a value (`%name`)".to_string(),
+            "DEF" => "an instruction (`%name = op ...`)".to_string(),
+            "GLOBAL" => "a name (`@name`)".to_string(),
+            "IDENT" => "an identifier".to_string(),
+            "LABEL" => "a block label (`name:`)".to_string(),
+            "CALLOPEN" => "a block label with parameters (`name(`)".to_string(),
+            "INT" => "an integer".to_string(),
+            "FLOAT" => "a float".to_string(),
+            "HEXFLOAT" => "a hex float".to_string(),
+            other => format!("`{}`", other.trim_matches('"')),
+        })
+        .collect();
+    nice.join(", ")
+}
+
+/// Maps a mnemonic (split on `.`) to an op. Memory-op and pointer-op mnemonics whose types come from
+/// operands are resolved here too; `ptrcast` needs the annotation, `addr` the shared declaration
+/// (set by the caller).
+pub fn parse_mnemonic(m: &str, annot: Option<Type>) -> Result<Op, String> {
+    let parts: Vec<&str> = m.split('.').collect();
+    let unknown = || format!("unknown op `{m}`");
+    let ty_at = |i: usize| -> Result<ScalarType, String> {
+        let p = parts.get(i).ok_or_else(|| format!("`{m}` needs a type suffix (e.g. `{m}.u32`)"))?;
+        ScalarType::from_name(p).ok_or_else(|| format!("unknown type `{p}` in `{m}`"))
+    };
+    let exact_len = |n: usize| -> Result<(), String> {
+        if parts.len() == n {
+            Ok(())
+        } else if parts.len() < n {
+            Err(format!("`{m}` is missing a modifier or type suffix"))
+        } else {
+            Err(format!("`{m}` has unexpected modifiers"))
+        }
+    };
+    let dim = |s: &str| match s {
+        "x" => Some(Dim::X),
+        "y" => Some(Dim::Y),
+        "z" => Some(Dim::Z),
+        _ => None,
+    };
+    // Float modifiers between the op name and the type: [.rnd|.approx|.full][.ftz].
+    let float_flags = |mods: &[&str]| -> Result<FloatFlags, String> {
+        let mut flags = FloatFlags::RN;
+        let mut seen_mode = false;
+        for (i, md) in mods.iter().enumerate() {
+            match *md {
+                "ftz" if i == mods.len() - 1 => flags.ftz = true,
+                "approx" if !seen_mode => {
+                    flags.mode = FloatMode::Approx;
+                    seen_mode = true
+                }
+                "full" if !seen_mode => {
+                    flags.mode = FloatMode::Full;
+                    seen_mode = true
+                }
+                r if !seen_mode && Rounding::from_name(r).is_some_and(|r| !r.is_integral()) => {
+                    flags.mode = FloatMode::Exact(Rounding::from_name(r).unwrap());
+                    seen_mode = true
+                }
+                other => return Err(format!("unexpected modifier `.{other}` in `{m}`")),
+            }
+        }
+        Ok(flags)
+    };
+    let base = parts[0];
+    let op = match base {
+        "tid" | "ctaid" | "ntid" | "nctaid" | "global_id" => {
+            exact_len(2)?;
+            let d = dim(parts[1]).ok_or_else(|| format!("`{m}`: the dimension must be `x`, `y` or `z`"))?;
+            Op::Special(match base {
+                "tid" => SpecialReg::Tid(d),
+                "ctaid" => SpecialReg::Ctaid(d),
+                "ntid" => SpecialReg::Ntid(d),
+                "nctaid" => SpecialReg::Nctaid(d),
+                _ => SpecialReg::GlobalId(d),
+            })
+        }
+        "laneid" => {
+            exact_len(1)?;
+            Op::Special(SpecialReg::LaneId)
+        }
+        "warpid" => {
+            exact_len(1)?;
+            Op::Special(SpecialReg::WarpId)
+        }
+        "mov" => {
+            exact_len(2)?;
+            Op::Mov(ty_at(1)?)
+        }
+        "mul" if parts.get(1) == Some(&"wide") => {
+            exact_len(3)?;
+            Op::MulWide(ty_at(2)?)
+        }
+        "mul" if parts.get(1) == Some(&"hi") => {
+            exact_len(3)?;
+            Op::Bin(BinOp::MulHi, ty_at(2)?, FloatFlags::RN)
+        }
+        "mad" => {
+            exact_len(2)?;
+            Op::Mad(ty_at(1)?)
+        }
+        "fma" => {
+            let ty = ty_at(parts.len() - 1)?;
+            Op::Fma(ty, float_flags(&parts[1..parts.len() - 1])?)
+        }
+        "add" | "sub" | "mul" | "div" | "rem" | "min" | "max" | "and" | "or" | "xor" | "shl" | "shr" => {
+            let bin = BinOp::ALL.iter().copied().find(|b| b.name() == base).ok_or_else(unknown)?;
+            let ty = ty_at(parts.len() - 1)?;
+            let mods = &parts[1..parts.len() - 1];
+            let flags = if ty.is_float() && bin.has_float_mode() {
+                float_flags(mods)?
+            } else if let Some(md) = mods.first() {
+                return Err(format!("unexpected modifier `.{md}` in `{m}`"));
+            } else {
+                FloatFlags::RN
+            };
+            Op::Bin(bin, ty, flags)
+        }
+        "neg" | "abs" | "not" | "sqrt" | "rsqrt" | "rcp" | "ex2" | "lg2" | "sin" | "cos" | "tanh" => {
+            let un = UnOp::ALL.iter().copied().find(|u| u.name() == base).ok_or_else(unknown)?;
+            let ty = ty_at(parts.len() - 1)?;
+            let mods = &parts[1..parts.len() - 1];
+            let flags = if un.has_float_mode() {
+                float_flags(mods)?
+            } else if let Some(md) = mods.first() {
+                return Err(format!("unexpected modifier `.{md}` in `{m}`"));
+            } else {
+                FloatFlags::RN
+            };
+            Op::Unary(un, ty, flags)
+        }
+        "select" => {
+            exact_len(2)?;
+            Op::Select(ty_at(1)?)
+        }
+        "cvt" => {
+            if parts.len() < 3 {
+                return Err(format!("`{m}` needs a destination and a source type (e.g. `cvt.f32.u32`)"));
+            }
+            let to = ty_at(parts.len() - 2)?;
+            let from = ty_at(parts.len() - 1)?;
+            let (mut rounding, mut sat, mut ftz) = (None, false, false);
+            for md in &parts[1..parts.len() - 2] {
+                match *md {
+                    "sat" if !sat => sat = true,
+                    "ftz" if !ftz => ftz = true,
+                    r if rounding.is_none() && Rounding::from_name(r).is_some() => rounding = Rounding::from_name(r),
+                    other => return Err(format!("unexpected modifier `.{other}` in `{m}`")),
+                }
+            }
+            Op::Cvt { to, from, rounding, sat, ftz }
+        }
+        "bitcast" => {
+            exact_len(3)?;
+            Op::Bitcast { to: ty_at(1)?, from: ty_at(2)? }
+        }
+        "load" => {
+            exact_len(1)?;
+            Op::Load
+        }
+        "store" => {
+            exact_len(1)?;
+            Op::Store
+        }
+        "atom" => {
+            exact_len(2)?;
+            match parts[1] {
+                "add" => Op::Atomic(AtomicOp::Add),
+                "min" => Op::Atomic(AtomicOp::Min),
+                "max" => Op::Atomic(AtomicOp::Max),
+                "exch" => Op::Atomic(AtomicOp::Exch),
+                "cas" => Op::AtomicCas,
+                other => return Err(format!("unknown atomic operation `{other}` (expected add, min, max, exch or cas)")),
+            }
+        }
+        "offset" if parts.len() == 1 => Op::PtrOffset,
+        "offset" => {
+            exact_len(2)?;
+            if parts[1] != "bytes" {
+                return Err(format!("unexpected modifier `.{}` in `{m}` (did you mean `offset.bytes`?)", parts[1]));
+            }
+            Op::PtrOffsetBytes
+        }
+        "ptrcast" => {
+            exact_len(1)?;
+            match annot {
+                Some(t @ Type::Ptr(..)) => Op::PtrCast(t),
+                _ => return Err("`ptrcast` needs the target pointer type: `%q = ptrcast %p : ptr<global, u8>`".into()),
+            }
+        }
+        "addr" => {
+            exact_len(1)?;
+            Op::SharedAddr(0)
+        }
+        "barrier" => {
+            exact_len(1)?;
+            Op::Barrier
+        }
+        "shfl" => {
+            exact_len(3)?;
+            let mode = match parts[1] {
+                "down" => ShflMode::Down,
+                "up" => ShflMode::Up,
+                "bfly" => ShflMode::Bfly,
+                "idx" => ShflMode::Idx,
+                other => return Err(format!("unknown shuffle mode `{other}` (expected down, up, bfly or idx)")),
+            };
+            Op::Shfl(mode, ty_at(2)?)
+        }
+        "vote" => {
+            exact_len(2)?;
+            Op::Vote(match parts[1] {
+                "all" => VoteMode::All,
+                "any" => VoteMode::Any,
+                "ballot" => VoteMode::Ballot,
+                other => return Err(format!("unknown vote mode `{other}` (expected all, any or ballot)")),
+            })
+        }
+        _ => {
+            if let Some(c) = CmpOp::ALL.iter().copied().find(|c| c.name() == base) {
+                exact_len(2)?;
+                Op::Cmp(c, ty_at(1)?)
+            } else {
+                return Err(unknown());
+            }
+        }
+    };
+    Ok(op)
+}
+
+/// Parses a literal as a constant of type `ty`.
+pub fn literal_constant(lit: &AstOperand, ty: ScalarType) -> Result<Constant, String> {
+    match lit {
+        AstOperand::Bool(b) => {
+            if ty == ScalarType::Pred {
+                Ok(Constant::pred(*b))
+            } else {
+                Err(format!("`{b}` is a pred literal, but a `{ty}` is expected here"))
+            }
+        }
+        AstOperand::Int(text) => int_literal(text, ty),
+        AstOperand::Float(text) => {
+            if !ty.is_float() {
+                return Err(format!("float literal `{text}` where a `{ty}` is expected"));
+            }
+            float_from_text(text, ty)
+        }
+        AstOperand::HexFloat(text) => {
+            let (kind, digits) = text.split_at(2);
+            let want = match ty {
+                ScalarType::F32 => ("0f", 8),
+                ScalarType::F64 => ("0d", 16),
+                ScalarType::F16 | ScalarType::BF16 => ("0h", 4),
+                _ => return Err(format!("hex float literal `{text}` where a `{ty}` is expected")),
+            };
+            if kind != want.0 || digits.len() != want.1 {
+                return Err(format!("a `{ty}` hex literal is `{}` followed by {} hex digits, not `{text}`", want.0, want.1));
+            }
+            let bits = u64::from_str_radix(digits, 16).map_err(|_| format!("bad hex float literal `{text}`"))?;
+            Ok(Constant::from_bits(ty, bits))
+        }
+        AstOperand::Inf { negative } => {
+            if !ty.is_float() {
+                return Err(format!("`inf` where a `{ty}` is expected"));
+            }
+            float_from_f64(if *negative { f64::NEG_INFINITY } else { f64::INFINITY }, ty)
+        }
+        AstOperand::Nan => {
+            if !ty.is_float() {
+                return Err(format!("`nan` where a `{ty}` is expected"));
+            }
+            Ok(canonical_nan(ty))
+        }
+        AstOperand::Value(_) | AstOperand::Indexed(..) | AstOperand::Global(_) => Err("not a literal".into()),
+    }
+}
+
+/// The canonical quiet NaN of a float type, as the GPU produces it (all mantissa bits set for
+/// f32/f64 per PTX: `0x7fffffff`; `0x7fff` for f16/bf16).
+pub fn canonical_nan(ty: ScalarType) -> Constant {
+    match ty {
+        ScalarType::F32 => Constant::from_bits(ty, 0x7fff_ffff),
+        ScalarType::F64 => Constant::from_bits(ty, 0x7fff_ffff_ffff_ffff),
+        _ => Constant::from_bits(ty, 0x7fff),
+    }
+}
+
+fn int_literal(text: &str, ty: ScalarType) -> Result<Constant, String> {
+    let (neg, body) = match text.strip_prefix('-') {
+        Some(b) => (true, b),
+        None => (false, text),
+    };
+    let hex = body.starts_with("0x");
+    let magnitude = if hex { u128::from_str_radix(&body[2..], 16) } else { body.parse::<u128>() }
+        .map_err(|_| format!("integer literal `{text}` is too large"))?;
+    if ty.is_float() {
+        // Integer spelling of a float: must be exactly representable.
+        let v = if neg { -(magnitude as f64) } else { magnitude as f64 };
+        let c = float_from_f64(v, ty)?;
+        let back = c.as_f64().unwrap_or(f64::NAN);
+        if magnitude > (1u128 << 53) || back != v {
+            return Err(format!("`{text}` is not exactly representable as `{ty}`; write a float literal"));
+        }
+        return Ok(c);
+    }
+    if ty.is_pred() {
+        return Err(format!("integer literal `{text}` where a `pred` is expected (use `true` or `false`)"));
+    }
+    let bits = ty.bits();
+    let umax: u128 = if bits == 64 { u64::MAX as u128 } else { (1u128 << bits) - 1 };
+    let value: i128 = if neg { -(magnitude as i128) } else { magnitude as i128 };
+    let ok = if ty.is_signed_int() {
+        let min = -(1i128 << (bits - 1));
+        let max = (1i128 << (bits - 1)) - 1;
+        // Hex literals may spell the bit pattern of a negative number (`0xffffffff` as s32 is -1).
+        (value >= min && value <= max) || (hex && !neg && magnitude <= umax)
+    } else {
+        !neg && magnitude <= umax
+    };
+    if !ok {
+        return Err(format!("integer literal `{text}` is out of range for `{ty}`"));
+    }
+    Ok(Constant::int_wrapping(ty, value))
+}
+
+fn float_from_text(text: &str, ty: ScalarType) -> Result<Constant, String> {
+    let bad = || format!("bad float literal `{text}`");
+    Ok(match ty {
+        ScalarType::F64 => Constant::f64(text.parse::<f64>().map_err(|_| bad())?),
+        ScalarType::F32 => Constant::f32(text.parse::<f32>().map_err(|_| bad())?),
+        // f16/bf16: the printer writes the exact f32 value, which converts exactly; other decimal
+        // text is rounded to f32 first, then to the narrow type (round to nearest even each time).
+        ScalarType::F16 => Constant::from_bits(ty, half::f16::from_f32(text.parse::<f32>().map_err(|_| bad())?).to_bits() as u64),
+        ScalarType::BF16 => Constant::from_bits(ty, half::bf16::from_f32(text.parse::<f32>().map_err(|_| bad())?).to_bits() as u64),
+        _ => return Err(bad()),
+    })
+}
+
+fn float_from_f64(v: f64, ty: ScalarType) -> Result<Constant, String> {
+    Ok(match ty {
+        ScalarType::F64 => Constant::f64(v),
+        ScalarType::F32 => Constant::f32(v as f32),
+        ScalarType::F16 => Constant::from_bits(ty, half::f16::from_f64(v).to_bits() as u64),
+        ScalarType::BF16 => Constant::from_bits(ty, half::bf16::from_f64(v).to_bits() as u64),
+        _ => return Err(format!("a float where a `{ty}` is expected")),
+    })
+}
+
+fn lower_type(t: &AstType, errs: &mut Vec<Diagnostic>) -> Option<Type> {
+    let scalar = |n: &Spanned<String>, errs: &mut Vec<Diagnostic>| match ScalarType::from_name(&n.node) {
+        Some(s) => Some(s),
+        None => {
+            errs.push(
+                Diagnostic::error(format!("unknown type `{}`", n.node))
+                    .at(n.span, "not a type")
+                    .with_note("types are pred, u8, u16, u32, u64, s8, s16, s32, s64, f16, bf16, f32, f64, ptr<global|shared, T>"),
+            );
+            None
+        }
+    };
+    match t {
+        AstType::Named(n) => scalar(n, errs).map(Type::Scalar),
+        AstType::Ptr { space, elem } => {
+            let sp = AddrSpace::from_name(&space.node);
+            if sp.is_none() {
+                errs.push(Diagnostic::error(format!("unknown address space `{}`", space.node)).at(space.span, "expected `global` or `shared`"));
+            }
+            let el = scalar(elem, errs);
+            if el == Some(ScalarType::Pred) {
+                errs.push(Diagnostic::error("pointers to `pred` are not allowed").at(elem.span, "use u8 or u32 storage"));
+                return None;
+            }
+            Some(Type::Ptr(sp?, el?))
+        }
+    }
+}
+
+/// Span of a name token with its sigil but without the trailing `=` or `:` the lexer attached.
+fn name_span(s: &Spanned<String>, sigil: bool) -> Span {
+    Span { start: s.span.start, end: s.span.start + s.node.len() as u32 + sigil as u32 }
+}
+
+fn lower_module(ast: &AstModule) -> Result<Module, Vec<Diagnostic>> {
+    let mut errs = Vec::new();
+    let mut module = Module::default();
+    let mut seen: HashMap<&str, Span> = HashMap::new();
+    for item in &ast.items {
+        match item {
+            AstItem::Kernel(k) => {
+                if let Some(prev) = seen.get(k.name.node.as_str()) {
+                    errs.push(
+                        Diagnostic::error(format!("duplicate kernel name `@{}`", k.name.node))
+                            .at(k.name.span, "defined again here")
+                            .with_label(*prev, "first defined here"),
+                    );
+                } else {
+                    seen.insert(&k.name.node, k.name.span);
+                }
+                if let Some(kernel) = KernelLowering::new(k, &mut errs).run() {
+                    module.kernels.push(kernel);
+                }
+            }
+        }
+    }
+    if errs.iter().any(|d| d.is_error()) {
+        errs.sort_by_key(|d| d.span().map(|s| s.start).unwrap_or(0));
+        Err(errs)
+    } else {
+        Ok(module)
+    }
+}
+
+struct KernelLowering<'a, 'e> {
+    ast: &'a AstKernel,
+    errs: &'e mut Vec<Diagnostic>,
+    kernel: Kernel,
+    names: HashMap<String, ValueId>,
+    /// Results of instructions that failed to lower: uses of them are not reported again.
+    poisoned: std::collections::HashSet<String>,
+    blocks: HashMap<String, BlockId>,
+}
+
+/// An instruction whose result type is not yet known (it depends on a pointer operand).
+struct Pending<'a> {
+    block: BlockId,
+    stmt: &'a AstStmt,
+    op: Op,
+}
+
+impl<'a, 'e> KernelLowering<'a, 'e> {
+    fn new(ast: &'a AstKernel, errs: &'e mut Vec<Diagnostic>) -> Self {
+        let mut kernel = Kernel::new(ast.name.node.clone());
+        kernel.span = ast.name.span;
+        KernelLowering { ast, errs, kernel, names: HashMap::new(), poisoned: Default::default(), blocks: HashMap::new() }
+    }
+
+    fn define(&mut self, name: &Spanned<String>, span: Span, ty: Type, def: ValueDef) -> ValueId {
+        let v = self.kernel.add_value(name.node.clone(), ty, def, span);
+        if let Some(prev) = self.names.get(&name.node) {
+            let prev_span = self.kernel.value(*prev).span;
+            self.errs.push(
+                Diagnostic::error(format!("duplicate value name `%{}`", name.node))
+                    .at(span, "defined again here")
+                    .with_label(prev_span, "first defined here")
+                    .with_note("every SSA value of a kernel needs a unique name"),
+            );
+        } else {
+            self.names.insert(name.node.clone(), v);
+        }
+        v
+    }
+
+    fn run(mut self) -> Option<Kernel> {
+        let ast = self.ast;
+        let errs_before = self.errs.len();
+        // Parameters.
+        for (n, p) in ast.params.iter().enumerate() {
+            let ty = lower_type(&p.ty, self.errs).unwrap_or(Type::U32);
+            let span = name_span(&p.name, true);
+            let v = self.define(&p.name, span, ty, ValueDef::Param(n as u32));
+            self.kernel.params.push(v);
+        }
+        // Shared declarations.
+        let mut dynamic_seen: Option<Span> = None;
+        for s in &ast.shared {
+            let elem = match ScalarType::from_name(&s.elem.node) {
+                Some(ScalarType::Pred) | None => {
+                    self.errs.push(Diagnostic::error(format!("bad shared element type `{}`", s.elem.node)).at(s.elem.span, "expected a numeric type"));
+                    ScalarType::U32
+                }
+                Some(t) => t,
+            };
+            let len = match &s.len {
+                None => {
+                    if let Some(prev) = dynamic_seen {
+                        self.errs.push(
+                            Diagnostic::error("a kernel may declare dynamic shared memory (`[]`) only once")
+                                .at(s.span, "second dynamic declaration")
+                                .with_label(prev, "first one"),
+                        );
+                    }
+                    dynamic_seen = Some(s.span);
+                    None
+                }
+                Some(l) => match l.node.parse::<u64>() {
+                    Ok(n) if n > 0 && n <= (1 << 24) => Some(n),
+                    _ => {
+                        self.errs.push(Diagnostic::error(format!("bad shared array length `{}`", l.node)).at(l.span, "expected 1 to 16777216 elements"));
+                        Some(1)
+                    }
+                },
+            };
+            let align = match &s.align {
+                None => elem.bytes(),
+                Some(a) => match a.node.parse::<u32>() {
+                    Ok(n) if n.is_power_of_two() && n >= elem.bytes() && n <= 256 => n,
+                    _ => {
+                        self.errs.push(
+                            Diagnostic::error(format!("bad alignment `{}`", a.node))
+                                .at(a.span, format!("expected a power of two from {} to 256", elem.bytes())),
+                        );
+                        elem.bytes()
+                    }
+                },
+            };
+            if let Some(prev) = self.kernel.shared.iter().find(|d| d.name == s.name.node) {
+                self.errs.push(
+                    Diagnostic::error(format!("duplicate shared declaration `@{}`", s.name.node))
+                        .at(s.name.span, "declared again here")
+                        .with_label(prev.span, "first declared here"),
+                );
+            }
+            self.kernel.shared.push(SharedDecl { name: s.name.node.clone(), elem, len, align, span: s.name.span });
+        }
+        // Blocks and their parameters.
+        if ast.blocks.is_empty() {
+            self.errs.push(
+                Diagnostic::error(format!("kernel `@{}` has no blocks", ast.name.node))
+                    .at(ast.name.span, "empty kernel")
+                    .with_note("a kernel body needs at least an entry block, e.g. `entry:` followed by `ret`"),
+            );
+            return None;
+        }
+        for b in &ast.blocks {
+            let id = self.kernel.add_block(b.name.node.clone());
+            let label_span = name_span(&b.name, false);
+            self.kernel.block_mut(id).span = label_span;
+            if let Some(prev) = self.blocks.get(&b.name.node) {
+                let prev_span = self.kernel.block(*prev).span;
+                self.errs.push(
+                    Diagnostic::error(format!("duplicate block label `{}`", b.name.node))
+                        .at(label_span, "defined again here")
+                        .with_label(prev_span, "first defined here"),
+                );
+            } else {
+                self.blocks.insert(b.name.node.clone(), id);
+            }
+            for (n, p) in b.params.iter().enumerate() {
+                let ty = lower_type(&p.ty, self.errs).unwrap_or(Type::U32);
+                let span = name_span(&p.name, true);
+                let v = self.define(&p.name, span, ty, ValueDef::BlockParam(id, n as u32));
+                self.kernel.block_mut(id).params.push(v);
+            }
+        }
+        // Instructions: resolve mnemonics and result types, then operands.
+        let mut pending = Vec::new();
+        let mut placed: Vec<(BlockId, &AstStmt, Op, Option<InstId>)> = Vec::new();
+        for (bi, b) in ast.blocks.iter().enumerate() {
+            let bid = BlockId(bi as u32);
+            let mut term_seen: Option<Span> = None;
+            for stmt in &b.stmts {
+                if let Some(t) = term_seen {
+                    self.errs.push(
+                        Diagnostic::error(format!("instruction after the terminator of block `{}`", b.name.node))
+                            .at(stmt.span, "unreachable: the block already ended")
+                            .with_label(t, "block ends here")
+                            .with_note("start a new block with a label, or remove the instruction"),
+                    );
+                    continue;
+                }
+                match &stmt.kind {
+                    AstStmtKind::Inst { result, op, args: _, annot } => {
+                        let annot_ty = annot.as_ref().and_then(|a| lower_type(a, self.errs));
+                        let parsed = parse_mnemonic(&op.node, annot_ty);
+                        let mut op_val = match parsed {
+                            Ok(o) => o,
+                            Err(msg) => {
+                                self.errs.push(Diagnostic::error(msg).at(op.span, "here").with_note("see docs/language.md for the op set"));
+                                if let Some(r) = result {
+                                    self.poisoned.insert(r.node.clone());
+                                }
+                                continue;
+                            }
+                        };
+                        if let Op::SharedAddr(_) = op_val {
+                            op_val = Op::SharedAddr(self.shared_operand(stmt).unwrap_or(0));
+                        }
+                        let sig = op_val.signature();
+                        if result.is_some() && !sig.has_result {
+                            self.errs.push(Diagnostic::error(format!("`{}` produces no value", op.node)).at(stmt.span, "remove the `%name =`"));
+                            continue;
+                        }
+                        let ty = match (&op_val, sig.result) {
+                            (_, Some(t)) => Some(t),
+                            (Op::SharedAddr(i), None) => self.kernel.shared.get(*i as usize).map(|d| Type::Ptr(AddrSpace::Shared, d.elem)),
+                            _ => None,
+                        };
+                        let inst = if let Some(r) = result {
+                            match ty {
+                                Some(t) => {
+                                    let id = self.new_inst(bid, op_val.clone(), r, t, stmt);
+                                    self.check_annot(annot.as_ref(), annot_ty, t);
+                                    Some(id)
+                                }
+                                None => {
+                                    pending.push(Pending { block: bid, stmt, op: op_val.clone() });
+                                    None
+                                }
+                            }
+                        } else {
+                            let id = self.kernel.create_inst(op_val.clone(), vec![], None, stmt.span);
+                            Some(id)
+                        };
+                        placed.push((bid, stmt, op_val, inst));
+                    }
+                    _ => term_seen = Some(stmt.span),
+                }
+            }
+            if term_seen.is_none() {
+                let end = b.stmts.last().map(|s| s.span).unwrap_or(name_span(&b.name, false));
+                self.errs.push(
+                    Diagnostic::error(format!("block `{}` has no terminator", b.name.node))
+                        .at(end, "the block ends here without `br`, `jmp` or `ret`")
+                        .with_note("every block must end with exactly one terminator"),
+                );
+            }
+        }
+        // Results whose type depends on a pointer operand: iterate to a fixed point.
+        let mut progress = true;
+        while progress && !pending.is_empty() {
+            progress = false;
+            let mut rest = Vec::new();
+            for p in pending {
+                match self.infer_from_pointer(&p) {
+                    Some(t) => {
+                        let AstStmtKind::Inst { result: Some(r), annot, .. } = &p.stmt.kind else { unreachable!() };
+                        let id = self.new_inst(p.block, p.op.clone(), r, t, p.stmt);
+                        let annot_ty = annot.as_ref().and_then(|a| lower_type(a, &mut Vec::new()));
+                        self.check_annot(annot.as_ref(), annot_ty, t);
+                        for entry in placed.iter_mut() {
+                            if std::ptr::eq(entry.1, p.stmt) {
+                                entry.3 = Some(id);
+                            }
+                        }
+                        progress = true;
+                    }
+                    None => rest.push(p),
+                }
+            }
+            pending = rest;
+        }
+        for p in &pending {
+            let AstStmtKind::Inst { args, op, .. } = &p.stmt.kind else { unreachable!() };
+            let at = args.first().map(|a| a.span).unwrap_or(op.span);
+            self.errs.push(
+                Diagnostic::error(format!("`{}` needs a pointer operand", op.node))
+                    .at(at, "expected a pointer value (`%p` or `%p[%i]`) whose type is known")
+                    .with_note("the pointer must be a kernel parameter or a value derived from one"),
+            );
+        }
+        // Operands.
+        for (bid, stmt, op, inst) in &placed {
+            let Some(inst) = inst else { continue };
+            let AstStmtKind::Inst { args, op: op_name, .. } = &stmt.kind else { unreachable!() };
+            let operands = self.lower_inst_operands(op, &op_name.node, args, stmt.span);
+            self.kernel.inst_mut(*inst).args = operands;
+            self.kernel.block_mut(*bid).insts.push(*inst);
+        }
+        // Terminators.
+        for (bi, b) in ast.blocks.iter().enumerate() {
+            let bid = BlockId(bi as u32);
+            let Some(stmt) = b.stmts.iter().find(|s| s.is_terminator()) else { continue };
+            let term = match &stmt.kind {
+                AstStmtKind::Ret => Terminator::Ret,
+                AstStmtKind::Jmp(c) => match self.lower_call(c) {
+                    Some(c) => Terminator::Jmp(c),
+                    None => continue,
+                },
+                AstStmtKind::Br { cond, then_, else_ } => {
+                    let cond = self.lower_operand(cond, Some(ScalarType::Pred));
+                    let (t, e) = (self.lower_call(then_), self.lower_call(else_));
+                    match (cond, t, e) {
+                        (Some(cond), Some(then_), Some(else_)) => Terminator::Br { cond, then_, else_ },
+                        _ => continue,
+                    }
+                }
+                AstStmtKind::Inst { .. } => unreachable!(),
+            };
+            let blk = self.kernel.block_mut(bid);
+            blk.term = term;
+            blk.term_span = stmt.span;
+        }
+        if self.errs[errs_before..].iter().any(|d| d.is_error()) {
+            None
+        } else {
+            Some(self.kernel)
+        }
+    }
+
+    fn new_inst(&mut self, _b: BlockId, op: Op, r: &Spanned<String>, ty: Type, stmt: &AstStmt) -> InstId {
+        let id = self.kernel.create_inst(op, vec![], None, stmt.span);
+        let span = name_span(r, true);
+        let v = self.define(r, span, ty, ValueDef::Inst(id));
+        self.kernel.inst_mut(id).result = Some(v);
+        id
+    }
+
+    fn check_annot(&mut self, annot: Option<&AstType>, annot_ty: Option<Type>, actual: Type) {
+        if let (Some(a), Some(t)) = (annot, annot_ty) {
+            if t != actual {
+                self.errs.push(
+                    Diagnostic::error(format!("type annotation `{t}` does not match the result type `{actual}`")).at(a.span(), "annotated here"),
+                );
+            }
+        }
+    }
+
+    fn shared_operand(&mut self, stmt: &AstStmt) -> Option<u32> {
+        let AstStmtKind::Inst { args, op, .. } = &stmt.kind else { return None };
+        match args.as_slice() {
+            [Spanned { node: AstOperand::Global(g), span }] => match self.kernel.shared_by_name(g) {
+                Some(i) => Some(i),
+                None => {
+                    self.errs.push(
+                        Diagnostic::error(format!("undefined shared declaration `@{g}`"))
+                            .at(*span, "not declared in this kernel")
+                            .with_note("declare it at the top of the kernel: `shared @name: f32[256]`"),
+                    );
+                    None
+                }
+            },
+            _ => {
+                self.errs.push(Diagnostic::error("`addr` takes one operand, a shared declaration (`addr @tile`)").at(op.span.to(stmt.span), "here"));
+                None
+            }
+        }
+    }
+
+    fn pointer_type_of(&self, o: &AstOperand) -> Option<Type> {
+        let name = match o {
+            AstOperand::Value(n) | AstOperand::Indexed(n, _) => n,
+            _ => return None,
+        };
+        let v = self.names.get(name)?;
+        let t = self.kernel.value_type(*v);
+        t.is_ptr().then_some(t)
+    }
+
+    fn infer_from_pointer(&self, p: &Pending<'_>) -> Option<Type> {
+        let AstStmtKind::Inst { args, .. } = &p.stmt.kind else { return None };
+        let ptr = self.pointer_type_of(&args.first()?.node)?;
+        let (_, elem) = ptr.pointee()?;
+        match p.op {
+            Op::Load | Op::Atomic(_) | Op::AtomicCas => Some(Type::Scalar(elem)),
+            Op::PtrOffset | Op::PtrOffsetBytes => Some(ptr),
+            _ => None,
+        }
+    }
+
+    fn lower_operand(&mut self, o: &Spanned<AstOperand>, expected: Option<ScalarType>) -> Option<Operand> {
+        match &o.node {
+            AstOperand::Value(n) => match self.names.get(n) {
+                Some(v) => Some(Operand::Value(*v)),
+                None if self.poisoned.contains(n) => None,
+                None => {
+                    self.errs.push(Diagnostic::error(format!("undefined value `%{n}`")).at(o.span, "not defined in this kernel"));
+                    None
+                }
+            },
+            AstOperand::Indexed(..) => {
+                self.errs.push(Diagnostic::error("indexed operand `%p[i]` is only allowed as the address of load, store and atom").at(o.span, "here"));
+                None
+            }
+            AstOperand::Global(g) => {
+                self.errs.push(Diagnostic::error(format!("`@{g}` is only allowed as the operand of `addr`")).at(o.span, "here"));
+                None
+            }
+            lit => {
+                let Some(ty) = expected else {
+                    self.errs.push(Diagnostic::error("a literal is not allowed here").at(o.span, "expected a value (`%name`)"));
+                    return None;
+                };
+                match literal_constant(lit, ty) {
+                    Ok(c) => Some(Operand::Const(c)),
+                    Err(msg) => {
+                        self.errs.push(Diagnostic::error(msg).at(o.span, "bad literal"));
+                        None
+                    }
+                }
+            }
+        }
+    }
+
+    fn lower_inst_operands(&mut self, op: &Op, mnemonic: &str, args: &[Spanned<AstOperand>], span: Span) -> Vec<Operand> {
+        let is_mem = matches!(op, Op::Load | Op::Store | Op::Atomic(_) | Op::AtomicCas);
+        let expected_count = if is_mem { op.arity() - 1 } else { op.arity() };
+        if args.len() != expected_count {
+            let what = match op {
+                Op::Load => "`load %p[%i]`".to_string(),
+                Op::Store => "`store %p[%i], %v`".to_string(),
+                Op::Atomic(_) => format!("`{mnemonic} %p[%i], %v`"),
+                Op::AtomicCas => "`atom.cas %p[%i], %cmp, %new`".to_string(),
+                _ => format!("{expected_count} operand{}", if expected_count == 1 { "" } else { "s" }),
+            };
+            self.errs.push(
+                Diagnostic::error(format!("`{mnemonic}` takes {what}, but {} operand{} given", args.len(), if args.len() == 1 { " is" } else { "s are" }))
+                    .at(span, "wrong number of operands"),
+            );
+            return vec![];
+        }
+        if matches!(op, Op::SharedAddr(_)) {
+            return vec![];
+        }
+        let sig = op.signature();
+        let mut out = Vec::new();
+        if is_mem {
+            let (ptr_name, index) = match &args[0].node {
+                AstOperand::Indexed(p, i) => (p.clone(), Some(&**i)),
+                AstOperand::Value(p) => (p.clone(), None),
+                _ => {
+                    self.errs.push(Diagnostic::error(format!("`{mnemonic}` needs an address `%p[%i]`")).at(args[0].span, "not an address"));
+                    return vec![];
+                }
+            };
+            let ptr = self.lower_operand(&Spanned { node: AstOperand::Value(ptr_name), span: args[0].span }, None);
+            let idx = match index {
+                Some(i) => self.lower_operand(i, Some(ScalarType::U64)),
+                None => Some(Operand::Const(Constant::u64(0))),
+            };
+            let elem = ptr.and_then(|p| self.kernel.operand_type(p).pointee()).map(|(_, e)| e);
+            out.extend([ptr, idx]);
+            for a in &args[1..] {
+                out.push(self.lower_operand(a, elem));
+            }
+        } else {
+            for (i, a) in args.iter().enumerate() {
+                let expected = match op {
+                    Op::PtrOffset | Op::PtrOffsetBytes if i == 1 => Some(ScalarType::U64),
+                    _ => sig.args.get(i).copied().flatten().and_then(Type::scalar),
+                };
+                out.push(self.lower_operand(a, expected));
+            }
+        }
+        out.into_iter().collect::<Option<Vec<_>>>().unwrap_or_default()
+    }
+
+    fn lower_call(&mut self, c: &AstBlockCall) -> Option<BlockCall> {
+        let Some(&block) = self.blocks.get(&c.block.node) else {
+            self.errs.push(Diagnostic::error(format!("undefined block `{}`", c.block.node)).at(name_span(&c.block, false), "no block with this label"));
+            return None;
+        };
+        let param_types: Vec<Type> = self.kernel.block(block).params.iter().map(|p| self.kernel.value_type(*p)).collect();
+        if c.args.len() != param_types.len() {
+            let n = param_types.len();
+            self.errs.push(
+                Diagnostic::error(format!(
+                    "block `{}` takes {n} argument{}, but {} {} given",
+                    c.block.node,
+                    if n == 1 { "" } else { "s" },
+                    c.args.len(),
+                    if c.args.len() == 1 { "is" } else { "are" }
+                ))
+                .at(c.span, "wrong number of block arguments")
+                .with_label(self.kernel.block(block).span, "block defined here"),
+            );
+            return None;
+        }
+        let mut args = Vec::new();
+        let mut ok = true;
+        for (i, a) in c.args.iter().enumerate() {
+            let expected = param_types.get(i).and_then(|t| t.scalar());
+            match self.lower_operand(a, expected) {
+                Some(o) => args.push(o),
+                None => ok = false,
+            }
+        }
+        ok.then_some(BlockCall { block, args })
+    }
+}

@@ -1,0 +1,164 @@
+//! The printer: the canonical text form of a module.
+//!
+//! Guarantees:
+//! - The output is valid input to [`crate::parse`], and for a compacted module
+//!   (see [`Kernel::compact`]) `parse(print(m))` is structurally equal to `m`.
+//! - Constants print so that they re-parse to the same bits: floats in their shortest round-trip
+//!   decimal form, NaNs as hex bits (`0f7fffffff`), infinities as `inf`/`-inf`, and `-0.0` with its
+//!   sign.
+//! - Output is deterministic: the same module always prints the same bytes.
+
+use crate::ir::*;
+use crate::op::Op;
+use crate::types::{Constant, ScalarType};
+use std::fmt::Write;
+
+/// Prints a whole module.
+pub fn print_module(m: &Module) -> String {
+    let mut out = String::new();
+    for (i, k) in m.kernels.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        out.push_str(&print_kernel(k));
+    }
+    out
+}
+
+/// Prints one kernel.
+pub fn print_kernel(k: &Kernel) -> String {
+    let mut out = String::new();
+    let params: Vec<String> = k.params.iter().map(|p| format!("%{}: {}", k.value(*p).name, k.value(*p).ty)).collect();
+    let _ = writeln!(out, "kernel @{}({}) {{", k.name, params.join(", "));
+    for s in &k.shared {
+        let len = s.len.map(|n| n.to_string()).unwrap_or_default();
+        let _ = write!(out, "  shared @{}: {}[{}]", s.name, s.elem, len);
+        if s.align != s.elem.bytes() {
+            let _ = write!(out, " align {}", s.align);
+        }
+        out.push('\n');
+    }
+    for b in &k.blocks {
+        out.push_str(&b.name);
+        if !b.params.is_empty() {
+            let ps: Vec<String> = b.params.iter().map(|p| format!("%{}: {}", k.value(*p).name, k.value(*p).ty)).collect();
+            let _ = write!(out, "({})", ps.join(", "));
+        }
+        out.push_str(":\n");
+        for &i in &b.insts {
+            out.push_str("  ");
+            out.push_str(&print_inst(k, i));
+            out.push('\n');
+        }
+        out.push_str("  ");
+        out.push_str(&print_terminator(k, &b.term));
+        out.push('\n');
+    }
+    out.push_str("}\n");
+    out
+}
+
+/// Prints an operand.
+pub fn print_operand(k: &Kernel, o: Operand) -> String {
+    match o {
+        Operand::Value(v) => match k.values.get(v.index()) {
+            Some(d) => format!("%{}", d.name),
+            None => format!("%<undefined#{}>", v.0),
+        },
+        Operand::Const(c) => print_constant(c),
+    }
+}
+
+/// Prints a constant as a literal that re-parses to the same bits at the same type.
+pub fn print_constant(c: Constant) -> String {
+    match c.ty {
+        ScalarType::Pred => (if c.bits != 0 { "true" } else { "false" }).to_string(),
+        t if t.is_signed_int() => c.as_i128().to_string(),
+        t if t.is_unsigned_int() => c.bits.to_string(),
+        ScalarType::F32 => {
+            let v = f32::from_bits(c.bits as u32);
+            if v.is_nan() {
+                format!("0f{:08x}", c.bits)
+            } else {
+                float_text(v.is_infinite(), v.is_sign_negative(), format!("{v:?}"))
+            }
+        }
+        ScalarType::F64 => {
+            let v = f64::from_bits(c.bits);
+            if v.is_nan() {
+                format!("0d{:016x}", c.bits)
+            } else {
+                float_text(v.is_infinite(), v.is_sign_negative(), format!("{v:?}"))
+            }
+        }
+        // f16/bf16: print the exact f32 value (exactly representable, and converts back exactly).
+        ScalarType::F16 | ScalarType::BF16 => {
+            let v = c.as_f64().unwrap_or(f64::NAN) as f32;
+            if v.is_nan() {
+                format!("0h{:04x}", c.bits)
+            } else {
+                float_text(v.is_infinite(), v.is_sign_negative(), format!("{v:?}"))
+            }
+        }
+        _ => c.bits.to_string(),
+    }
+}
+
+fn float_text(inf: bool, neg: bool, debug: String) -> String {
+    if inf {
+        return if neg { "-inf".into() } else { "inf".into() };
+    }
+    // `{:?}` gives the shortest round-trip form, always with `.` or an exponent (`1e-40`, `1.5`).
+    // Make sure a mantissa without `.` before an exponent still lexes as a float: `1e20` does.
+    debug
+}
+
+/// Prints one instruction (without indentation or newline).
+pub fn print_inst(k: &Kernel, i: InstId) -> String {
+    let d = k.inst(i);
+    let mut s = String::new();
+    if let Some(r) = d.result {
+        let _ = write!(s, "%{} = ", k.value(r).name);
+    }
+    s.push_str(&d.op.mnemonic());
+    let ops: Vec<String> = match &d.op {
+        Op::Load | Op::Store | Op::Atomic(_) | Op::AtomicCas if d.args.len() >= 2 => {
+            let mut v = vec![format!("{}[{}]", print_operand(k, d.args[0]), print_operand(k, d.args[1]))];
+            v.extend(d.args[2..].iter().map(|a| print_operand(k, *a)));
+            v
+        }
+        Op::SharedAddr(idx) => {
+            vec![format!("@{}", k.shared.get(*idx as usize).map(|s| s.name.as_str()).unwrap_or("<undeclared>"))]
+        }
+        _ => d.args.iter().map(|a| print_operand(k, *a)).collect(),
+    };
+    if !ops.is_empty() {
+        s.push(' ');
+        s.push_str(&ops.join(", "));
+    }
+    if let Op::PtrCast(t) = &d.op {
+        let _ = write!(s, " : {t}");
+    }
+    s
+}
+
+fn print_call(k: &Kernel, c: &BlockCall) -> String {
+    let name = k.blocks.get(c.block.index()).map(|b| b.name.as_str()).unwrap_or("<undefined-block>");
+    if c.args.is_empty() {
+        name.to_string()
+    } else {
+        let args: Vec<String> = c.args.iter().map(|a| print_operand(k, *a)).collect();
+        format!("{name}({})", args.join(", "))
+    }
+}
+
+/// Prints a terminator.
+pub fn print_terminator(k: &Kernel, t: &Terminator) -> String {
+    match t {
+        Terminator::Ret => "ret".into(),
+        Terminator::Jmp(c) => format!("jmp {}", print_call(k, c)),
+        Terminator::Br { cond, then_, else_ } => {
+            format!("br {}, {}, {}", print_operand(k, *cond), print_call(k, then_), print_call(k, else_))
+        }
+    }
+}

@@ -1,0 +1,2 @@
+//! kir: the library facade behind the `kir` command line tool.
+pub use kir_ir as ir;
