@@ -8,6 +8,7 @@
 //! - [`diag`]: located diagnostics rendered as `file:line:col` with carets.
 
 pub mod ast;
+pub mod cfg;
 pub mod diag;
 pub mod ir;
 pub mod lexer;

@@ -1,0 +1,238 @@
+//! The control-flow graph of a kernel (petgraph), with dominators and post-dominators.
+//!
+//! Guarantees:
+//! - One graph node per block (node index == block index), one edge per terminator successor, in
+//!   terminator order (`br %c, a, a` gives two edges to `a`).
+//! - Dominators are computed from the entry block over reachable blocks only; an unreachable block
+//!   has no immediate dominator and is dominated by nothing but itself.
+//! - Post-dominators are computed on the reversed graph with a virtual exit node that every `ret`
+//!   block flows to. [`Cfg::ipdom`] returns `None` when the immediate post-dominator is the virtual
+//!   exit, or when the block cannot reach any `ret` (an infinite loop).
+//! - [`Cfg::to_dot`] output is deterministic.
+
+use crate::ir::{BlockId, Kernel, Terminator};
+use crate::printer::{print_inst, print_terminator};
+use petgraph::algo::dominators::{simple_fast, Dominators};
+use petgraph::graph::{DiGraph, NodeIndex};
+use petgraph::visit::{DfsPostOrder, Walker};
+use std::fmt::Write;
+
+/// The CFG of one kernel.
+pub struct Cfg {
+    /// Node `i` is block `i`; edge weights are the successor's position in the terminator (0 = then/jmp, 1 = else).
+    pub graph: DiGraph<BlockId, u8>,
+    succs: Vec<Vec<BlockId>>,
+    preds: Vec<Vec<BlockId>>,
+    rpo: Vec<BlockId>,
+    reachable: Vec<bool>,
+    doms: Dominators<NodeIndex>,
+    /// Reversed graph plus the virtual exit (last node).
+    pdoms: Dominators<NodeIndex>,
+    exit: NodeIndex,
+    reaches_exit: Vec<bool>,
+}
+
+impl Cfg {
+    pub fn new(k: &Kernel) -> Cfg {
+        let n = k.blocks.len();
+        let mut graph = DiGraph::with_capacity(n, n * 2);
+        for b in k.block_ids() {
+            graph.add_node(b);
+        }
+        let mut succs = vec![vec![]; n];
+        let mut preds = vec![vec![]; n];
+        for b in k.block_ids() {
+            for (pos, call) in k.block(b).term.successors().into_iter().enumerate() {
+                if call.block.index() < n {
+                    graph.add_edge(NodeIndex::new(b.index()), NodeIndex::new(call.block.index()), pos as u8);
+                    succs[b.index()].push(call.block);
+                    preds[call.block.index()].push(b);
+                }
+            }
+        }
+        let entry = NodeIndex::new(0);
+        let mut reachable = vec![false; n];
+        let mut post = Vec::with_capacity(n);
+        if n > 0 {
+            // Post-order over successors in terminator order, for a deterministic RPO.
+            let mut order_graph = DiGraph::<(), ()>::with_capacity(n, n * 2);
+            for _ in 0..n {
+                order_graph.add_node(());
+            }
+            for (b, ss) in succs.iter().enumerate() {
+                // petgraph visits neighbours in reverse insertion order; insert reversed.
+                for s in ss.iter().rev() {
+                    order_graph.add_edge(NodeIndex::new(b), NodeIndex::new(s.index()), ());
+                }
+            }
+            for node in DfsPostOrder::new(&order_graph, entry).iter(&order_graph) {
+                reachable[node.index()] = true;
+                post.push(BlockId(node.index() as u32));
+            }
+        }
+        post.reverse();
+        let doms = simple_fast(&graph, entry);
+
+        // Reversed graph with a virtual exit.
+        let mut rev = DiGraph::<(), ()>::with_capacity(n + 1, n * 2 + 1);
+        for _ in 0..=n {
+            rev.add_node(());
+        }
+        let exit = NodeIndex::new(n);
+        for b in k.block_ids() {
+            if matches!(k.block(b).term, Terminator::Ret) {
+                rev.add_edge(exit, NodeIndex::new(b.index()), ());
+            }
+            for s in &succs[b.index()] {
+                rev.add_edge(NodeIndex::new(s.index()), NodeIndex::new(b.index()), ());
+            }
+        }
+        let pdoms = simple_fast(&rev, exit);
+        let mut reaches_exit = vec![false; n];
+        for node in DfsPostOrder::new(&rev, exit).iter(&rev) {
+            if node != exit {
+                reaches_exit[node.index()] = true;
+            }
+        }
+        Cfg { graph, succs, preds, rpo: post, reachable, doms, pdoms, exit, reaches_exit }
+    }
+
+    pub fn len(&self) -> usize {
+        self.succs.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.succs.is_empty()
+    }
+    /// Successors in terminator order (duplicates kept).
+    pub fn succs(&self, b: BlockId) -> &[BlockId] {
+        &self.succs[b.index()]
+    }
+    /// Predecessors, one entry per edge, in block order.
+    pub fn preds(&self, b: BlockId) -> &[BlockId] {
+        &self.preds[b.index()]
+    }
+    /// Reachable blocks in reverse post-order from the entry (the entry first).
+    pub fn rpo(&self) -> &[BlockId] {
+        &self.rpo
+    }
+    pub fn is_reachable(&self, b: BlockId) -> bool {
+        self.reachable[b.index()]
+    }
+    /// Whether a `ret` is reachable from `b`.
+    pub fn reaches_exit(&self, b: BlockId) -> bool {
+        self.reaches_exit[b.index()]
+    }
+    /// The immediate dominator (None for the entry and unreachable blocks).
+    pub fn idom(&self, b: BlockId) -> Option<BlockId> {
+        if !self.is_reachable(b) {
+            return None;
+        }
+        self.doms.immediate_dominator(NodeIndex::new(b.index())).map(|n| BlockId(n.index() as u32))
+    }
+    /// Whether `a` dominates `b` (every block dominates itself).
+    pub fn dominates(&self, a: BlockId, b: BlockId) -> bool {
+        if a == b {
+            return true;
+        }
+        if !self.is_reachable(b) {
+            return false;
+        }
+        let mut cur = b;
+        while let Some(d) = self.idom(cur) {
+            if d == a {
+                return true;
+            }
+            cur = d;
+        }
+        false
+    }
+    /// The immediate post-dominator; `None` when it is the virtual exit or `b` cannot reach a `ret`.
+    pub fn ipdom(&self, b: BlockId) -> Option<BlockId> {
+        if !self.reaches_exit(b) {
+            return None;
+        }
+        match self.pdoms.immediate_dominator(NodeIndex::new(b.index())) {
+            Some(n) if n != self.exit => Some(BlockId(n.index() as u32)),
+            _ => None,
+        }
+    }
+    /// Whether `a` post-dominates `b` (every path from `b` to a `ret` passes through `a`; every block
+    /// post-dominates itself). False when `b` cannot reach a `ret`.
+    pub fn post_dominates(&self, a: BlockId, b: BlockId) -> bool {
+        if a == b {
+            return true;
+        }
+        if !self.reaches_exit(b) {
+            return false;
+        }
+        let mut cur = b;
+        while let Some(p) = self.ipdom(cur) {
+            if p == a {
+                return true;
+            }
+            cur = p;
+        }
+        false
+    }
+    /// Edges `from → to` where `to` dominates `from` (loop back edges), in RPO of `from`.
+    pub fn back_edges(&self) -> Vec<(BlockId, BlockId)> {
+        let mut out = Vec::new();
+        for &b in &self.rpo {
+            for &s in self.succs(b) {
+                if self.dominates(s, b) && !out.contains(&(b, s)) {
+                    out.push((b, s));
+                }
+            }
+        }
+        out
+    }
+    /// The blocks of the natural loop with header `header` formed by the back edge `latch → header`.
+    pub fn natural_loop(&self, header: BlockId, latch: BlockId) -> Vec<BlockId> {
+        let mut body = vec![header];
+        let mut stack = vec![latch];
+        while let Some(b) = stack.pop() {
+            if !body.contains(&b) {
+                body.push(b);
+                stack.extend(self.preds(b).iter().copied().filter(|p| self.is_reachable(*p)));
+            }
+        }
+        body.sort();
+        body
+    }
+
+    /// Graphviz DOT: one node per block, labelled with its parameters and instructions.
+    pub fn to_dot(&self, k: &Kernel) -> String {
+        let esc = |s: &str| s.replace('\\', "\\\\").replace('"', "\\\"").replace('{', "\\{").replace('}', "\\}").replace('<', "\\<").replace('>', "\\>").replace('|', "\\|");
+        let mut out = String::new();
+        let _ = writeln!(out, "digraph \"{}\" {{", esc(&k.name));
+        let _ = writeln!(out, "  node [shape=record, fontname=\"monospace\"];");
+        for b in k.block_ids() {
+            let blk = k.block(b);
+            let mut label = blk.name.clone();
+            if !blk.params.is_empty() {
+                let ps: Vec<String> = blk.params.iter().map(|p| format!("%{}: {}", k.value(*p).name, k.value(*p).ty)).collect();
+                label = format!("{label}({})", ps.join(", "));
+            }
+            let mut lines = vec![esc(&format!("{label}:"))];
+            for &i in &blk.insts {
+                lines.push(esc(&print_inst(k, i)));
+            }
+            lines.push(esc(&print_terminator(k, &blk.term)));
+            let style = if self.is_reachable(b) { "" } else { ", style=dashed" };
+            let _ = writeln!(out, "  b{} [label=\"{{{}\\l}}\"{style}];", b.0, lines.join("\\l"));
+        }
+        for b in k.block_ids() {
+            let term = &k.block(b).term;
+            for (pos, s) in self.succs(b).iter().enumerate() {
+                let label = match (term, pos) {
+                    (Terminator::Br { .. }, 0) => " [label=\"T\"]",
+                    (Terminator::Br { .. }, _) => " [label=\"F\"]",
+                    _ => "",
+                };
+                let _ = writeln!(out, "  b{} -> b{}{label};", b.0, s.0);
+            }
+        }
+        out.push_str("}\n");
+        out
+    }
+}
