@@ -1,2 +1,3 @@
 //! kir: the library facade behind the `kir` command line tool.
 pub use kir_ir as ir;
+pub mod checks;

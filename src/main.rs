@@ -1,1 +1,32 @@
-fn main() {}
+//! The `kir` command line tool.
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+mod cmd;
+use kir::checks;
+
+#[derive(Parser)]
+#[command(name = "kir", version, about = "kir: parse, verify, optimize, run and emit PTX for .kir GPU kernels")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Parse and verify .kir files; exit 1 with located errors if any.
+    Check(cmd::check::Args),
+    /// Print the canonical form of .kir files (or check it with --check).
+    Fmt(cmd::fmt::Args),
+    /// Print a kernel's control-flow graph as Graphviz DOT.
+    Cfg(cmd::cfg::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match &cli.command {
+        Command::Check(a) => cmd::check::run(a),
+        Command::Fmt(a) => cmd::fmt::run(a),
+        Command::Cfg(a) => cmd::cfg::run(a),
+    }
+}

@@ -1,0 +1,5 @@
+//! The `kir` subcommands, one module each.
+pub mod cfg;
+pub mod check;
+pub mod common;
+pub mod fmt;
