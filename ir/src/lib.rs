@@ -10,6 +10,7 @@
 pub mod ast;
 pub mod cfg;
 pub mod diag;
+pub mod format;
 pub mod ir;
 pub mod lexer;
 pub mod op;

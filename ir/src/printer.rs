@@ -28,34 +28,66 @@ pub fn print_module(m: &Module) -> String {
 /// Prints one kernel.
 pub fn print_kernel(k: &Kernel) -> String {
     let mut out = String::new();
-    let params: Vec<String> = k.params.iter().map(|p| format!("%{}: {}", k.value(*p).name, k.value(*p).ty)).collect();
-    let _ = writeln!(out, "kernel @{}({}) {{", k.name, params.join(", "));
-    for s in &k.shared {
-        let len = s.len.map(|n| n.to_string()).unwrap_or_default();
-        let _ = write!(out, "  shared @{}: {}[{}]", s.name, s.elem, len);
-        if s.align != s.elem.bytes() {
-            let _ = write!(out, " align {}", s.align);
-        }
+    for line in kernel_lines(k) {
+        out.push_str(&line.text);
         out.push('\n');
     }
-    for b in &k.blocks {
-        out.push_str(&b.name);
+    out
+}
+
+/// What a printed line of a kernel shows (for tools that interleave source comments).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LineKind {
+    /// `kernel @name(...) {`
+    Header,
+    /// `  shared @name: T[N]`
+    Shared(usize),
+    /// `label(params):`
+    Label(BlockId),
+    /// `  %r = op ...`
+    Inst(InstId),
+    /// `  br/jmp/ret`
+    Term(BlockId),
+    /// `}`
+    Close,
+}
+
+/// One line of a printed kernel.
+#[derive(Clone, Debug)]
+pub struct PrintedLine {
+    pub kind: LineKind,
+    pub text: String,
+}
+
+/// The printed kernel, line by line, in output order.
+pub fn kernel_lines(k: &Kernel) -> Vec<PrintedLine> {
+    let mut lines = Vec::new();
+    let params: Vec<String> = k.params.iter().map(|p| format!("%{}: {}", k.value(*p).name, k.value(*p).ty)).collect();
+    lines.push(PrintedLine { kind: LineKind::Header, text: format!("kernel @{}({}) {{", k.name, params.join(", ")) });
+    for (i, s) in k.shared.iter().enumerate() {
+        let len = s.len.map(|n| n.to_string()).unwrap_or_default();
+        let mut text = format!("  shared @{}: {}[{}]", s.name, s.elem, len);
+        if s.align != s.elem.bytes() {
+            let _ = write!(text, " align {}", s.align);
+        }
+        lines.push(PrintedLine { kind: LineKind::Shared(i), text });
+    }
+    for (bi, b) in k.blocks.iter().enumerate() {
+        let bid = BlockId(bi as u32);
+        let mut text = b.name.clone();
         if !b.params.is_empty() {
             let ps: Vec<String> = b.params.iter().map(|p| format!("%{}: {}", k.value(*p).name, k.value(*p).ty)).collect();
-            let _ = write!(out, "({})", ps.join(", "));
+            let _ = write!(text, "({})", ps.join(", "));
         }
-        out.push_str(":\n");
+        text.push(':');
+        lines.push(PrintedLine { kind: LineKind::Label(bid), text });
         for &i in &b.insts {
-            out.push_str("  ");
-            out.push_str(&print_inst(k, i));
-            out.push('\n');
+            lines.push(PrintedLine { kind: LineKind::Inst(i), text: format!("  {}", print_inst(k, i)) });
         }
-        out.push_str("  ");
-        out.push_str(&print_terminator(k, &b.term));
-        out.push('\n');
+        lines.push(PrintedLine { kind: LineKind::Term(bid), text: format!("  {}", print_terminator(k, &b.term)) });
     }
-    out.push_str("}\n");
-    out
+    lines.push(PrintedLine { kind: LineKind::Close, text: "}".into() });
+    lines
 }
 
 /// Prints an operand.

@@ -20,26 +20,9 @@ pub struct Args {
     pub write: bool,
 }
 
-/// The canonical text of a source file: its leading comment block (the file's documentation and
-/// `; run:` directives) followed by the printed module.
+/// The canonical text of a source file: the printed module with the source's comments kept.
 pub fn canonical_text(source: &str, module: &kir_ir::Module) -> String {
-    let mut header = String::new();
-    for line in source.lines() {
-        let t = line.trim_start();
-        if t.starts_with(';') || t.is_empty() {
-            header.push_str(line.trim_end());
-            header.push('\n');
-        } else {
-            break;
-        }
-    }
-    let header = header.trim_end_matches('\n');
-    let body = kir_ir::print_module(module);
-    if header.is_empty() {
-        body
-    } else {
-        format!("{header}\n{body}")
-    }
+    kir_ir::format::format_source(source, module)
 }
 
 pub fn run(args: &Args) -> ExitCode {
