@@ -674,3 +674,121 @@ impl fmt::Display for Op {
         f.write_str(&self.mnemonic())
     }
 }
+
+/// Every op the text format can spell, with every operand type its `accepts` admits and every
+/// modifier combination the parser takes, in a fixed order. `PtrCast` and `SharedAddr` are given
+/// with representative payloads (`ptr<global, u8>`, declaration 0). Some of these the verifier
+/// rejects (e.g. `.rz` on an approx-only op); this is the syntactic set, for round-trip tests and
+/// exhaustive checks.
+pub fn all_ops() -> Vec<Op> {
+    use ScalarType as S;
+    let mut ops = Vec::new();
+    for d in Dim::ALL {
+        for r in [SpecialReg::Tid(d), SpecialReg::Ctaid(d), SpecialReg::Ntid(d), SpecialReg::Nctaid(d), SpecialReg::GlobalId(d)] {
+            ops.push(Op::Special(r));
+        }
+    }
+    ops.push(Op::Special(SpecialReg::LaneId));
+    ops.push(Op::Special(SpecialReg::WarpId));
+    let modes = [
+        FloatMode::RN,
+        FloatMode::Exact(Rounding::Rz),
+        FloatMode::Exact(Rounding::Rm),
+        FloatMode::Exact(Rounding::Rp),
+        FloatMode::Approx,
+        FloatMode::Full,
+    ];
+    let all_flags: Vec<FloatFlags> =
+        modes.iter().flat_map(|&mode| [false, true].map(move |ftz| FloatFlags { mode, ftz })).collect();
+    for t in S::ALL {
+        ops.push(Op::Mov(t));
+        for b in BinOp::ALL {
+            if !b.accepts(t) {
+                continue;
+            }
+            if t.is_float() && b.has_float_mode() {
+                for f in &all_flags {
+                    ops.push(Op::Bin(b, t, *f));
+                }
+            } else {
+                ops.push(Op::Bin(b, t, FloatFlags::RN));
+            }
+        }
+        if t.widened().is_some() {
+            ops.push(Op::MulWide(t));
+        }
+        if t.is_int() {
+            ops.push(Op::Mad(t));
+        }
+        if t.is_float() {
+            for f in &all_flags {
+                ops.push(Op::Fma(t, *f));
+            }
+        }
+        for u in UnOp::ALL {
+            if !u.accepts(t) {
+                continue;
+            }
+            if u.has_float_mode() {
+                for f in &all_flags {
+                    ops.push(Op::Unary(u, t, *f));
+                }
+            } else {
+                ops.push(Op::Unary(u, t, FloatFlags::RN));
+            }
+        }
+        for c in CmpOp::ALL {
+            if c.accepts(t) {
+                ops.push(Op::Cmp(c, t));
+            }
+        }
+        ops.push(Op::Select(t));
+        for from in S::ALL {
+            if t.is_pred() || from.is_pred() {
+                continue;
+            }
+            let roundings = [
+                None,
+                Some(Rounding::Rn),
+                Some(Rounding::Rz),
+                Some(Rounding::Rm),
+                Some(Rounding::Rp),
+                Some(Rounding::Rni),
+                Some(Rounding::Rzi),
+                Some(Rounding::Rmi),
+                Some(Rounding::Rpi),
+            ];
+            for rounding in roundings {
+                for sat in [false, true] {
+                    for ftz in [false, true] {
+                        ops.push(Op::Cvt { to: t, from, rounding, sat, ftz });
+                    }
+                }
+            }
+            if t.bits() == from.bits() {
+                ops.push(Op::Bitcast { to: t, from });
+            }
+        }
+        for m in [ShflMode::Down, ShflMode::Up, ShflMode::Bfly, ShflMode::Idx] {
+            ops.push(Op::Shfl(m, t));
+        }
+    }
+    ops.extend([
+        Op::Load,
+        Op::Store,
+        Op::Atomic(AtomicOp::Add),
+        Op::Atomic(AtomicOp::Min),
+        Op::Atomic(AtomicOp::Max),
+        Op::Atomic(AtomicOp::Exch),
+        Op::AtomicCas,
+        Op::PtrOffset,
+        Op::PtrOffsetBytes,
+        Op::PtrCast(Type::Ptr(crate::types::AddrSpace::Global, S::U8)),
+        Op::SharedAddr(0),
+        Op::Barrier,
+        Op::Vote(VoteMode::All),
+        Op::Vote(VoteMode::Any),
+        Op::Vote(VoteMode::Ballot),
+    ]);
+    ops
+}

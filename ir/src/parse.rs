@@ -765,6 +765,9 @@ impl<'a, 'e> KernelLowering<'a, 'e> {
         if self.errs[errs_before..].iter().any(|d| d.is_error()) {
             None
         } else {
+            // Number values and instructions in layout order (results typed late by the
+            // fixed-point above were created out of order).
+            self.kernel.compact();
             Some(self.kernel)
         }
     }
