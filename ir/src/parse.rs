@@ -867,6 +867,10 @@ impl<'a, 'e> KernelLowering<'a, 'e> {
     }
 
     fn lower_inst_operands(&mut self, op: &Op, mnemonic: &str, args: &[Spanned<AstOperand>], span: Span) -> Vec<Operand> {
+        // `addr @name` takes its operand through `shared_operand`, which reports a bad operand count.
+        if matches!(op, Op::SharedAddr(_)) {
+            return vec![];
+        }
         let is_mem = matches!(op, Op::Load | Op::Store | Op::Atomic(_) | Op::AtomicCas);
         let expected_count = if is_mem { op.arity() - 1 } else { op.arity() };
         if args.len() != expected_count {
@@ -881,9 +885,6 @@ impl<'a, 'e> KernelLowering<'a, 'e> {
                 Diagnostic::error(format!("`{mnemonic}` takes {what}, but {} operand{} given", args.len(), if args.len() == 1 { " is" } else { "s are" }))
                     .at(span, "wrong number of operands"),
             );
-            return vec![];
-        }
-        if matches!(op, Op::SharedAddr(_)) {
             return vec![];
         }
         let sig = op.signature();
