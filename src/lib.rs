@@ -1,3 +1,4 @@
 //! kir: the library facade behind the `kir` command line tool.
 pub use kir_ir as ir;
 pub mod checks;
+pub mod directives;
