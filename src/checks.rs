@@ -2,12 +2,19 @@
 //! verifies, the static analyses that must hold before code generation.
 //!
 //! Guarantees: every diagnostic of every check is returned (errors and warnings), in source order per
-//! check.
+//! check. Analyses after the verifier only ever see well-formed IR: when the verifier reports an
+//! error, its diagnostics are returned alone.
 
-use kir_ir::diag::Diagnostic;
+use kir_ir::diag::{has_errors, Diagnostic};
 use kir_ir::Module;
 
 /// Runs every static check on a module.
-pub fn check_module(_m: &Module) -> Vec<Diagnostic> {
-    Vec::new()
+pub fn check_module(m: &Module) -> Vec<Diagnostic> {
+    let diags = kir_ir::verify::verify_module(m);
+    if has_errors(&diags) {
+        // Later analyses assume the invariants the verifier establishes.
+        return diags;
+    }
+    // Analyses that need well-formed IR (e.g. barrier verification) append their diagnostics here.
+    diags
 }

@@ -18,6 +18,7 @@ pub mod parse;
 pub mod printer;
 pub mod span;
 pub mod types;
+pub mod verify;
 
 pub use diag::{Diagnostic, Severity};
 pub use ir::*;
