@@ -1,1 +1,27 @@
-//! (being written)
+//! kir-passes: the pass manager and the optimization passes.
+//!
+//! Guarantees:
+//! - Passes are registered by name in [`registry::registry`]; a pipeline is a string such as
+//!   `fold,simplify-cfg,dce` or `fold{approx},dce` ([`pipeline::parse_pipeline`]);
+//!   [`pipeline::DEFAULT_PIPELINE`] is what `kir opt` runs without `--passes`.
+//! - [`manager::run_pipeline`] verifies its input, runs every step on every kernel, optionally
+//!   verifies after each pass (keeping the IR from before a pass that breaks it), and produces
+//!   the `--print-ir-*` dumps, per-step dump files, statistics and timings.
+//! - Every pass preserves the behaviour of a verified kernel, as defined by the interpreter, bit
+//!   for bit (the property tests in `tests/` check this on random kernels).
+//!
+//! Modules: [`pass`] (the `Pass` trait, stats, options), [`pipeline`], [`registry`], [`manager`],
+//! [`edit`] (IR editing helpers), and the passes [`dce`], [`simplify_cfg`].
+
+pub mod dce;
+pub mod edit;
+pub mod manager;
+pub mod pass;
+pub mod pipeline;
+pub mod registry;
+pub mod simplify_cfg;
+
+pub use manager::{run_on_kernel, run_pipeline, PassError, Report, RunConfig, StepReport};
+pub use pass::{Pass, PassContext, PassOptions, PassStats};
+pub use pipeline::{parse_pipeline, Pipeline, Step, DEFAULT_PIPELINE};
+pub use registry::{registry, PassInfo};

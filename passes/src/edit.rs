@@ -1,0 +1,300 @@
+//! IR editing helpers shared by the passes: value substitution, block-parameter removal, block
+//! removal, and a linear-time traversal order.
+//!
+//! Guarantees:
+//! - Every helper runs in time linear in the size of the kernel (plus the substitution chains,
+//!   which are path-compressed), so a pipeline over a large kernel stays linear.
+//! - [`Subst::apply`] rewrites every operand of every placed instruction and terminator; a constant
+//!   put in an index position (load/store/atom index, `offset` amount) is converted to the `u64`
+//!   the text format uses there, with the same meaning (signed indices are sign-extended), so the
+//!   printed kernel re-parses to the same kernel.
+//! - [`retain_block_params`] and [`remove_blocks`] keep arities consistent: the arguments of every
+//!   edge into a block follow its parameters, and every [`ValueDef::BlockParam`] names its block's
+//!   new position.
+
+use kir_ir::{BlockCall, BlockId, Constant, Kernel, Op, Operand, ScalarType, Terminator, ValueDef, ValueId};
+
+/// A substitution of values by operands, resolved transitively.
+pub struct Subst {
+    map: Vec<Option<Operand>>,
+    len: usize,
+}
+
+impl Subst {
+    pub fn new(k: &Kernel) -> Subst {
+        Subst {
+            map: vec![None; k.values.len()],
+            len: 0,
+        }
+    }
+
+    /// Number of values mapped.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Maps `v` to `to`. `to` should already be resolved (see [`Subst::resolve`]) and must not
+    /// resolve back to `v`; callers guarantee this by resolving first.
+    pub fn set(&mut self, v: ValueId, to: Operand) {
+        if to == Operand::Value(v) {
+            return;
+        }
+        if let Some(slot) = self.map.get_mut(v.index()) {
+            if slot.is_none() {
+                self.len += 1;
+            }
+            *slot = Some(to);
+        }
+    }
+
+    /// Whether `v` is mapped to something else.
+    pub fn is_mapped(&self, v: ValueId) -> bool {
+        matches!(self.map.get(v.index()), Some(Some(_)))
+    }
+
+    /// The final replacement of an operand (itself when unmapped), compressing the chain it follows.
+    pub fn resolve(&mut self, o: Operand) -> Operand {
+        let Operand::Value(start) = o else { return o };
+        let mut cur = o;
+        let mut steps = 0usize;
+        while let Operand::Value(v) = cur {
+            match self.map.get(v.index()).copied().flatten() {
+                Some(next) => {
+                    cur = next;
+                    steps += 1;
+                    if steps > self.map.len() {
+                        // A cycle cannot be built through `set` on resolved targets; stop rather
+                        // than loop if a caller broke that rule.
+                        break;
+                    }
+                }
+                None => break,
+            }
+        }
+        // Path compression: point every value on the chain at the final operand.
+        if steps > 1 {
+            let mut v = start;
+            for _ in 0..steps {
+                let next = self.map[v.index()];
+                self.map[v.index()] = Some(cur);
+                match next {
+                    Some(Operand::Value(n)) => v = n,
+                    _ => break,
+                }
+            }
+        }
+        cur
+    }
+
+    /// Rewrites one instruction's operands in place.
+    pub fn apply_to_args(&mut self, op: &Op, args: &mut [Operand]) {
+        for (pos, a) in args.iter_mut().enumerate() {
+            let r = self.resolve(*a);
+            *a = match r {
+                Operand::Const(c) => Operand::Const(const_for_use(op, pos, c)),
+                v => v,
+            };
+        }
+    }
+
+    /// Rewrites a terminator's operands in place.
+    pub fn apply_to_term(&mut self, t: &mut Terminator) {
+        if let Terminator::Br { cond, .. } = t {
+            *cond = self.resolve(*cond);
+        }
+        for c in t.successors_mut() {
+            for a in &mut c.args {
+                *a = self.resolve(*a);
+            }
+        }
+    }
+
+    /// Rewrites every operand of the kernel (placed instructions and terminators).
+    pub fn apply(&mut self, k: &mut Kernel) {
+        if self.is_empty() {
+            return;
+        }
+        for b in 0..k.blocks.len() {
+            for idx in 0..k.blocks[b].insts.len() {
+                let i = k.blocks[b].insts[idx];
+                let inst = &mut k.insts[i.index()];
+                let op = inst.op.clone();
+                self.apply_to_args(&op, &mut inst.args);
+            }
+            self.apply_to_term(&mut k.blocks[b].term);
+        }
+    }
+}
+
+/// Whether operand `pos` of `op` is an element or byte index (whose literal type is `u64`).
+pub fn is_index_position(op: &Op, pos: usize) -> bool {
+    pos == 1
+        && matches!(
+            op,
+            Op::Load | Op::Store | Op::Atomic(_) | Op::AtomicCas | Op::PtrOffset | Op::PtrOffsetBytes
+        )
+}
+
+/// The constant to write at operand `pos` of `op` for a value `c`: unchanged, except in index
+/// positions, where an integer constant becomes the `u64` with the same meaning (sign-extended
+/// when signed), as the text format spells it.
+pub fn const_for_use(op: &Op, pos: usize, c: Constant) -> Constant {
+    if is_index_position(op, pos) && c.ty.is_int() && c.ty != ScalarType::U64 {
+        Constant::u64(c.as_i128() as i64 as u64)
+    } else {
+        c
+    }
+}
+
+/// The `i`-th successor call of a terminator.
+pub fn succ_call(t: &Terminator, i: usize) -> Option<&BlockCall> {
+    match (t, i) {
+        (Terminator::Jmp(c), 0) => Some(c),
+        (Terminator::Br { then_, .. }, 0) => Some(then_),
+        (Terminator::Br { else_, .. }, 1) => Some(else_),
+        _ => None,
+    }
+}
+
+/// For every block, its incoming edges as `(predecessor, successor position)`, one per edge.
+pub fn incoming_edges(k: &Kernel) -> Vec<Vec<(BlockId, usize)>> {
+    let mut inc = vec![Vec::new(); k.blocks.len()];
+    for b in k.block_ids() {
+        for (pos, c) in k.block(b).term.successors().into_iter().enumerate() {
+            if let Some(v) = inc.get_mut(c.block.index()) {
+                v.push((b, pos));
+            }
+        }
+    }
+    inc
+}
+
+/// Blocks reachable from the entry in reverse post-order (successors visited in terminator
+/// order), computed iteratively.
+pub fn reverse_post_order(k: &Kernel) -> Vec<BlockId> {
+    let n = k.blocks.len();
+    let mut post = Vec::with_capacity(n);
+    if n == 0 {
+        return post;
+    }
+    let mut seen = vec![false; n];
+    // Stack of (block, next successor position).
+    let mut stack: Vec<(BlockId, usize)> = vec![(Kernel::ENTRY, 0)];
+    seen[0] = true;
+    while let Some(top) = stack.last_mut() {
+        let (b, pos) = *top;
+        match succ_call(&k.block(b).term, pos) {
+            Some(c) => {
+                top.1 += 1;
+                let s = c.block;
+                if s.index() < n && !seen[s.index()] {
+                    seen[s.index()] = true;
+                    stack.push((s, 0));
+                }
+            }
+            None => {
+                post.push(b);
+                stack.pop();
+            }
+        }
+    }
+    post.reverse();
+    post
+}
+
+/// Removes the block parameters whose `keep` flag is false, and the matching argument of every
+/// edge into their block. `keep[b]` must have one flag per parameter of block `b`. Returns the
+/// number of parameters removed.
+pub fn retain_block_params(k: &mut Kernel, keep: &[Vec<bool>]) -> usize {
+    let drops = |b: BlockId| keep.get(b.index()).is_some_and(|f| f.iter().any(|x| !x));
+    if !k.block_ids().any(drops) {
+        return 0;
+    }
+    for b in 0..k.blocks.len() {
+        for c in k.blocks[b].term.successors_mut() {
+            if let Some(flags) = keep.get(c.block.index()) {
+                if flags.len() == c.args.len() && flags.iter().any(|x| !x) {
+                    let mut it = flags.iter();
+                    c.args.retain(|_| *it.next().unwrap_or(&true));
+                }
+            }
+        }
+    }
+    let mut removed = 0;
+    for b in 0..k.blocks.len() {
+        let Some(flags) = keep.get(b) else { continue };
+        if flags.len() != k.blocks[b].params.len() || flags.iter().all(|x| *x) {
+            continue;
+        }
+        let old = std::mem::take(&mut k.blocks[b].params);
+        let mut kept = Vec::with_capacity(old.len());
+        for (p, &f) in old.iter().zip(flags) {
+            if f {
+                k.values[p.index()].def = ValueDef::BlockParam(BlockId(b as u32), kept.len() as u32);
+                kept.push(*p);
+            } else {
+                removed += 1;
+            }
+        }
+        k.blocks[b].params = kept;
+    }
+    removed
+}
+
+/// Removes the blocks whose `keep` flag is false (the entry block is always kept), renumbering
+/// the others. No kept block may branch to a removed one. Returns the number removed.
+pub fn remove_blocks(k: &mut Kernel, keep: &[bool]) -> usize {
+    let n = k.blocks.len();
+    let keep_b = |i: usize| i == 0 || keep.get(i).copied().unwrap_or(true);
+    if (0..n).all(keep_b) {
+        return 0;
+    }
+    let mut new_index = vec![u32::MAX; n];
+    let mut next = 0u32;
+    for (i, slot) in new_index.iter_mut().enumerate() {
+        if keep_b(i) {
+            *slot = next;
+            next += 1;
+        }
+    }
+    let old = std::mem::take(&mut k.blocks);
+    let removed = n - next as usize;
+    for (i, mut b) in old.into_iter().enumerate() {
+        if !keep_b(i) {
+            continue;
+        }
+        for c in b.term.successors_mut() {
+            // A kept block never targets a removed one (caller's contract); if it did, the
+            // verifier reports the dangling label rather than this code panicking.
+            c.block = BlockId(new_index.get(c.block.index()).copied().unwrap_or(u32::MAX));
+        }
+        let nb = BlockId(new_index[i]);
+        for (n, p) in b.params.iter().enumerate() {
+            k.values[p.index()].def = ValueDef::BlockParam(nb, n as u32);
+        }
+        k.blocks.push(b);
+    }
+    removed
+}
+
+/// For every instruction of the arena, the block it is placed in (None when not placed).
+pub fn inst_blocks(k: &Kernel) -> Vec<Option<BlockId>> {
+    let mut at = vec![None; k.insts.len()];
+    for (b, i) in k.placed_insts() {
+        at[i.index()] = Some(b);
+    }
+    at
+}
+
+/// The block that defines `v` (None for kernel parameters and unplaced instructions).
+pub fn def_block(k: &Kernel, inst_blocks: &[Option<BlockId>], v: ValueId) -> Option<BlockId> {
+    match k.value(v).def {
+        ValueDef::Param(_) => None,
+        ValueDef::BlockParam(b, _) => Some(b),
+        ValueDef::Inst(i) => inst_blocks.get(i.index()).copied().flatten(),
+    }
+}

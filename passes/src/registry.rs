@@ -1,0 +1,50 @@
+//! The pass registry: every pass by name, with a one-line description and its options.
+//!
+//! Guarantees: names are unique; [`registry`] lists passes in a fixed order (the order of
+//! `kir opt --list-passes`). A new pass registers by adding one entry to [`registry`].
+
+use crate::pass::{Pass, PassOptions};
+use crate::{dce, simplify_cfg};
+
+/// How to make a pass from its options.
+pub type PassFactory = fn(&PassOptions) -> Result<Box<dyn Pass>, String>;
+
+/// One registered pass.
+pub struct PassInfo {
+    pub name: &'static str,
+    /// One line, shown by `kir opt --list-passes`.
+    pub description: &'static str,
+    /// The options it takes in braces, each with a one-line description.
+    pub options: &'static [(&'static str, &'static str)],
+    pub create: PassFactory,
+}
+
+/// Every registered pass.
+pub fn registry() -> Vec<PassInfo> {
+    vec![
+        PassInfo {
+            name: "dce",
+            description: "remove side-effect-free instructions whose results are unused, and unused block parameters",
+            options: &[],
+            create: |o| {
+                o.expect_only("dce", &[])?;
+                Ok(Box::new(dce::Dce))
+            },
+        },
+        PassInfo {
+            name: "simplify-cfg",
+            description:
+                "fold constant branches, remove unreachable blocks, merge straight-line blocks, drop block arguments equal on every edge",
+            options: &[],
+            create: |o| {
+                o.expect_only("simplify-cfg", &[])?;
+                Ok(Box::new(simplify_cfg::SimplifyCfg))
+            },
+        },
+    ]
+}
+
+/// Looks a pass up by name.
+pub fn lookup(name: &str) -> Option<PassInfo> {
+    registry().into_iter().find(|p| p.name == name)
+}

@@ -1,0 +1,246 @@
+//! `simplify-cfg`: control-flow graph clean-up.
+//!
+//! Guarantees, applied repeatedly until none applies:
+//! - `br` on a constant becomes `jmp` to the taken target (with its arguments); `br` whose two
+//!   targets are the same block with the same arguments becomes `jmp`.
+//! - Blocks unreachable from the entry are removed.
+//! - A block whose parameter receives the same operand on every incoming edge (ignoring edges
+//!   that pass the parameter to itself) loses that parameter; its uses read the operand instead.
+//!   This is done only when the operand is available in the block (a constant, a kernel parameter,
+//!   or a value defined in a block that strictly dominates it).
+//! - A block with exactly one incoming edge, from a block that ends in `jmp` to it, is merged into
+//!   that predecessor (its parameters replaced by the jump's arguments).
+//! - The entry block is never removed or merged away; instructions keep their order and spans; the
+//!   kernel's behaviour is unchanged.
+//! - Each round is linear in the kernel's size (plus the dominator computation, only when a
+//!   parameter is a candidate for removal).
+
+use crate::edit::{def_block, incoming_edges, inst_blocks, remove_blocks, retain_block_params, reverse_post_order, succ_call, Subst};
+use crate::pass::{Pass, PassContext};
+use kir_ir::cfg::Cfg;
+use kir_ir::{BlockId, Kernel, Operand, Terminator, ValueDef};
+
+pub struct SimplifyCfg;
+
+impl Pass for SimplifyCfg {
+    fn name(&self) -> &'static str {
+        "simplify-cfg"
+    }
+
+    fn run(&self, k: &mut Kernel, cx: &mut PassContext) -> bool {
+        let mut changed = false;
+        let mut counts = [0u64; 4];
+        loop {
+            let a = fold_branches(k);
+            let b = remove_unreachable(k);
+            let c = drop_uniform_params(k);
+            let d = merge_blocks(k);
+            counts[0] += a as u64;
+            counts[1] += b as u64;
+            counts[2] += c as u64;
+            counts[3] += d as u64;
+            if a + b + c + d == 0 {
+                break;
+            }
+            changed = true;
+        }
+        cx.stats.add("branches folded", counts[0]);
+        cx.stats.add("blocks removed", counts[1] + counts[3]);
+        cx.stats.add("blocks merged", counts[3]);
+        cx.stats.add("block params removed", counts[2]);
+        changed
+    }
+}
+
+/// `br` on a constant, or to the same target twice with the same arguments, becomes `jmp`.
+fn fold_branches(k: &mut Kernel) -> usize {
+    let mut n = 0;
+    for b in &mut k.blocks {
+        let new = match &b.term {
+            Terminator::Br {
+                cond: Operand::Const(c),
+                then_,
+                else_,
+            } => Some(if c.bits != 0 { then_.clone() } else { else_.clone() }),
+            Terminator::Br { then_, else_, .. } if then_ == else_ => Some(then_.clone()),
+            _ => None,
+        };
+        if let Some(call) = new {
+            b.term = Terminator::Jmp(call);
+            n += 1;
+        }
+    }
+    n
+}
+
+/// Removes blocks not reachable from the entry.
+fn remove_unreachable(k: &mut Kernel) -> usize {
+    let mut keep = vec![false; k.blocks.len()];
+    for b in reverse_post_order(k) {
+        keep[b.index()] = true;
+    }
+    remove_blocks(k, &keep)
+}
+
+/// Dominance queries in O(1) from the dominator tree's DFS intervals.
+struct DomTree {
+    tin: Vec<u32>,
+    tout: Vec<u32>,
+}
+
+impl DomTree {
+    fn new(k: &Kernel) -> DomTree {
+        let cfg = Cfg::new(k);
+        let n = k.blocks.len();
+        let mut children = vec![Vec::new(); n];
+        for &b in cfg.rpo() {
+            if let Some(d) = cfg.idom(b) {
+                children[d.index()].push(b);
+            }
+        }
+        let (mut tin, mut tout) = (vec![u32::MAX; n], vec![0; n]);
+        let mut clock = 0u32;
+        if n > 0 {
+            let mut stack = vec![(Kernel::ENTRY, 0usize)];
+            tin[0] = clock;
+            clock += 1;
+            while let Some(top) = stack.last_mut() {
+                let (b, i) = *top;
+                if let Some(&c) = children[b.index()].get(i) {
+                    top.1 += 1;
+                    tin[c.index()] = clock;
+                    clock += 1;
+                    stack.push((c, 0));
+                } else {
+                    tout[b.index()] = clock;
+                    clock += 1;
+                    stack.pop();
+                }
+            }
+        }
+        DomTree { tin, tout }
+    }
+
+    /// Whether `a` strictly dominates `b` (both reachable).
+    fn strictly_dominates(&self, a: BlockId, b: BlockId) -> bool {
+        let (ai, bi) = (a.index(), b.index());
+        a != b && self.tin[ai] != u32::MAX && self.tin[bi] != u32::MAX && self.tin[ai] < self.tin[bi] && self.tout[bi] < self.tout[ai]
+    }
+}
+
+/// Drops block parameters that receive the same operand on every incoming edge.
+fn drop_uniform_params(k: &mut Kernel) -> usize {
+    let incoming = incoming_edges(k);
+    let mut subst = Subst::new(k);
+    let mut keep: Vec<Vec<bool>> = k.blocks.iter().map(|b| vec![true; b.params.len()]).collect();
+    let mut dom: Option<DomTree> = None;
+    let mut blocks_of: Option<Vec<Option<BlockId>>> = None;
+    let mut dropped = 0;
+    for b in k.block_ids().skip(1) {
+        if incoming[b.index()].is_empty() {
+            continue;
+        }
+        for (n, &p) in k.block(b).params.iter().enumerate() {
+            let mut unique: Option<Operand> = None;
+            let mut ok = true;
+            for &(src, pos) in &incoming[b.index()] {
+                let Some(a) = succ_call(&k.block(src).term, pos).and_then(|c| c.args.get(n).copied()) else {
+                    ok = false;
+                    break;
+                };
+                let a = subst.resolve(a);
+                if a == Operand::Value(p) {
+                    continue;
+                }
+                match unique {
+                    None => unique = Some(a),
+                    Some(u) if u == a => {}
+                    Some(_) => {
+                        ok = false;
+                        break;
+                    }
+                }
+            }
+            let (true, Some(x)) = (ok, unique) else { continue };
+            let available = match x {
+                Operand::Const(_) => true,
+                Operand::Value(v) => match k.value(v).def {
+                    ValueDef::Param(_) => true,
+                    _ => {
+                        let blocks = blocks_of.get_or_insert_with(|| inst_blocks(k));
+                        let dt = dom.get_or_insert_with(|| DomTree::new(k));
+                        def_block(k, blocks, v).is_some_and(|d| dt.strictly_dominates(d, b))
+                    }
+                },
+            };
+            if available {
+                subst.set(p, x);
+                keep[b.index()][n] = false;
+                dropped += 1;
+            }
+        }
+    }
+    if dropped > 0 {
+        subst.apply(k);
+        retain_block_params(k, &keep);
+    }
+    dropped
+}
+
+/// Merges each block with a single incoming edge from a `jmp` into that predecessor.
+fn merge_blocks(k: &mut Kernel) -> usize {
+    let incoming = incoming_edges(k);
+    let n = k.blocks.len();
+    // owner[b]: the block that now holds b's instructions and terminator.
+    let mut owner: Vec<u32> = (0..n as u32).collect();
+    fn find(owner: &mut [u32], b: u32) -> u32 {
+        let mut r = b;
+        while owner[r as usize] != r {
+            r = owner[r as usize];
+        }
+        let mut c = b;
+        while owner[c as usize] != r {
+            let next = owner[c as usize];
+            owner[c as usize] = r;
+            c = next;
+        }
+        r
+    }
+    let mut subst = Subst::new(k);
+    let mut keep = vec![true; n];
+    let mut merged = 0;
+    for b in reverse_post_order(k) {
+        if b == Kernel::ENTRY {
+            continue;
+        }
+        let [(pred, _)] = incoming[b.index()].as_slice() else { continue };
+        let host = BlockId(find(&mut owner, pred.0));
+        if host == b {
+            continue;
+        }
+        let Terminator::Jmp(call) = &k.block(host).term else { continue };
+        if call.block != b || call.args.len() != k.block(b).params.len() {
+            continue;
+        }
+        let args = call.args.clone();
+        for (p, a) in k.block(b).params.clone().into_iter().zip(args) {
+            let a = subst.resolve(a);
+            subst.set(p, a);
+        }
+        let moved = std::mem::take(&mut k.blocks[b.index()].insts);
+        let term = std::mem::replace(&mut k.blocks[b.index()].term, Terminator::Ret);
+        let term_span = k.blocks[b.index()].term_span;
+        let h = &mut k.blocks[host.index()];
+        h.insts.extend(moved);
+        h.term = term;
+        h.term_span = term_span;
+        owner[b.index()] = host.0;
+        keep[b.index()] = false;
+        merged += 1;
+    }
+    if merged > 0 {
+        subst.apply(k);
+        remove_blocks(k, &keep);
+    }
+    merged
+}
