@@ -36,6 +36,7 @@ pub struct AstModule {
 #[derive(Clone, Debug)]
 pub enum AstItem {
     Kernel(AstKernel),
+    Graph(AstGraph),
 }
 
 #[derive(Clone, Debug)]
@@ -116,4 +117,56 @@ impl AstStmt {
     pub fn is_terminator(&self) -> bool {
         !matches!(self.kind, AstStmtKind::Inst { .. })
     }
+}
+
+/// `graph @name(params) { temp ...  launch ... }` (see [`crate::graph`]).
+#[derive(Clone, Debug)]
+pub struct AstGraph {
+    pub name: Spanned<String>,
+    pub params: Vec<AstParam>,
+    pub temps: Vec<AstTemp>,
+    pub launches: Vec<AstLaunch>,
+    pub span: Span,
+}
+
+/// `temp %name: T[len]`.
+#[derive(Clone, Debug)]
+pub struct AstTemp {
+    pub name: Spanned<String>,
+    pub elem: Spanned<String>,
+    pub len: Spanned<AstExpr>,
+    pub span: Span,
+}
+
+/// `launch @kernel clause(...)... (args)`.
+#[derive(Clone, Debug)]
+pub struct AstLaunch {
+    pub kernel: Spanned<String>,
+    pub clauses: Vec<AstClause>,
+    pub args: Vec<Spanned<AstGraphArg>>,
+    pub span: Span,
+}
+
+/// A launch clause: `grid(e, ...)`, `block(e, ...)`, `shared(e)`. The name span includes `(`.
+#[derive(Clone, Debug)]
+pub struct AstClause {
+    pub name: Spanned<String>,
+    pub args: Vec<Spanned<AstExpr>>,
+    pub span: Span,
+}
+
+/// A size expression of a graph: `%param`, an integer, or `fn(args)`. The name span includes `(`.
+#[derive(Clone, Debug)]
+pub enum AstExpr {
+    Value(String),
+    Int(String),
+    Call(Spanned<String>, Vec<Spanned<AstExpr>>),
+}
+
+/// A launch argument: an expression (a buffer or scalar name, an integer, a computed size) or
+/// another literal (float, predicate).
+#[derive(Clone, Debug)]
+pub enum AstGraphArg {
+    Expr(AstExpr),
+    Literal(AstOperand),
 }

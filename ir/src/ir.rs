@@ -48,6 +48,8 @@ entity!(
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Module {
     pub kernels: Vec<Kernel>,
+    /// Launch graphs over the kernels ([`crate::graph`]).
+    pub graphs: Vec<crate::graph::Graph>,
 }
 
 impl Module {
@@ -57,11 +59,17 @@ impl Module {
     pub fn kernel_mut(&mut self, name: &str) -> Option<&mut Kernel> {
         self.kernels.iter_mut().find(|k| k.name == name)
     }
+    pub fn graph(&self, name: &str) -> Option<&crate::graph::Graph> {
+        self.graphs.iter().find(|g| g.name == name)
+    }
     /// A copy with every span replaced by [`Span::DUMMY`].
     pub fn without_spans(&self) -> Module {
         let mut m = self.clone();
         for k in &mut m.kernels {
             k.clear_spans();
+        }
+        for g in &mut m.graphs {
+            g.clear_spans();
         }
         m
     }

@@ -16,6 +16,12 @@ pub enum Token<'a> {
     Kernel,
     #[token("shared")]
     Shared,
+    #[token("graph")]
+    Graph,
+    #[token("launch")]
+    Launch,
+    #[token("temp")]
+    Temp,
     #[token("align")]
     Align,
     #[token("br")]
@@ -103,6 +109,9 @@ pub fn token_text(t: &Token<'_>) -> &'static str {
     match t {
         Token::Kernel => "kernel",
         Token::Shared => "shared",
+        Token::Graph => "graph",
+        Token::Launch => "launch",
+        Token::Temp => "temp",
         Token::Align => "align",
         Token::Br => "br",
         Token::Jmp => "jmp",

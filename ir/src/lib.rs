@@ -5,11 +5,15 @@
 //! - [`ir`]: modules, kernels, blocks with block parameters, instructions, SSA values (arena handles).
 //! - [`parse`] and [`printer`]: the `.kir` text format (logos lexer, lalrpop grammar); the printer's
 //!   output re-parses to a structurally equal module.
+//! - [`graph`]: launch graphs (ordered kernel launches over buffers), their dependency DAG and
+//!   verification.
 //! - [`diag`]: located diagnostics rendered as `file:line:col` with carets.
 
 pub mod ast;
 pub mod cfg;
 pub mod diag;
+pub mod graph;
+mod graph_parse;
 pub mod format;
 pub mod ir;
 pub mod lexer;

@@ -482,8 +482,10 @@ fn lower_module(ast: &AstModule) -> Result<Module, Vec<Diagnostic>> {
                     module.kernels.push(kernel);
                 }
             }
+            AstItem::Graph(_) => {}
         }
     }
+    crate::graph_parse::lower_graphs(ast, &mut module, &mut errs);
     if errs.iter().any(|d| d.is_error()) {
         errs.sort_by_key(|d| d.span().map(|s| s.start).unwrap_or(0));
         Err(errs)

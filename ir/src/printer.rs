@@ -22,6 +22,12 @@ pub fn print_module(m: &Module) -> String {
         }
         out.push_str(&print_kernel(k));
     }
+    for (i, g) in m.graphs.iter().enumerate() {
+        if i > 0 || !m.kernels.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(&crate::graph::print_graph(g));
+    }
     out
 }
 
