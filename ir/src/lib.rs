@@ -12,6 +12,7 @@
 pub mod ast;
 pub mod cfg;
 pub mod diag;
+pub mod eval;
 pub mod graph;
 mod graph_parse;
 pub mod format;
