@@ -715,10 +715,10 @@ impl<'a> Verifier<'a> {
         let sig = inst.op.signature();
 
         // Result presence.
-        if inst.result.is_some() && !sig.has_result {
+        if let Some(r) = inst.result.filter(|_| !sig.has_result) {
             let d = Diagnostic::error(format!(
                 "`{m}` produces no value, but this instruction defines `{}`",
-                self.value_name(inst.result.unwrap())
+                self.value_name(r)
             ));
             self.report(d, e, "remove the `%name =`");
         }
