@@ -18,7 +18,7 @@
 
 mod approx;
 mod cvt;
-mod float;
+pub mod float;
 mod int;
 
 pub use approx::{ulp_of, ErrorBound};

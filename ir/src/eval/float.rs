@@ -362,7 +362,9 @@ fn zero_sum_sign(n1: bool, n2: bool, mode: Mode) -> bool {
     }
 }
 
-fn soft_add(fmt: Fmt, mode: Mode, a: u64, b: u64) -> u64 {
+/// The exact path of `add` (integer arithmetic, any mode; `add` uses the host for `Rn` f32/f64).
+/// The `soft_*` functions are public so tests can check the fast paths against them.
+pub fn soft_add(fmt: Fmt, mode: Mode, a: u64, b: u64) -> u64 {
     match (unpack(fmt, a), unpack(fmt, b)) {
         (Class::Nan, _) | (_, Class::Nan) => fmt.canonical_nan(),
         (Class::Inf(x), Class::Inf(y)) => {
@@ -394,7 +396,7 @@ fn soft_add(fmt: Fmt, mode: Mode, a: u64, b: u64) -> u64 {
     }
 }
 
-fn soft_mul(fmt: Fmt, mode: Mode, a: u64, b: u64) -> u64 {
+pub fn soft_mul(fmt: Fmt, mode: Mode, a: u64, b: u64) -> u64 {
     match (unpack(fmt, a), unpack(fmt, b)) {
         (Class::Nan, _) | (_, Class::Nan) => fmt.canonical_nan(),
         (Class::Inf(_), Class::Zero(_)) | (Class::Zero(_), Class::Inf(_)) => fmt.canonical_nan(),
@@ -429,7 +431,7 @@ fn soft_mul(fmt: Fmt, mode: Mode, a: u64, b: u64) -> u64 {
     }
 }
 
-fn soft_fma(fmt: Fmt, mode: Mode, a: u64, b: u64, c: u64) -> u64 {
+pub fn soft_fma(fmt: Fmt, mode: Mode, a: u64, b: u64, c: u64) -> u64 {
     let (ca, cb, cc) = (unpack(fmt, a), unpack(fmt, b), unpack(fmt, c));
     if ca == Class::Nan || cb == Class::Nan || cc == Class::Nan {
         return fmt.canonical_nan();
@@ -496,7 +498,7 @@ fn soft_fma(fmt: Fmt, mode: Mode, a: u64, b: u64, c: u64) -> u64 {
     }
 }
 
-fn soft_div(fmt: Fmt, mode: Mode, a: u64, b: u64) -> u64 {
+pub fn soft_div(fmt: Fmt, mode: Mode, a: u64, b: u64) -> u64 {
     match (unpack(fmt, a), unpack(fmt, b)) {
         (Class::Nan, _) | (_, Class::Nan) => fmt.canonical_nan(),
         (Class::Inf(_), Class::Inf(_)) | (Class::Zero(_), Class::Zero(_)) => fmt.canonical_nan(),
@@ -560,7 +562,7 @@ fn isqrt(n: u128) -> u128 {
     r
 }
 
-fn soft_sqrt(fmt: Fmt, mode: Mode, a: u64) -> u64 {
+pub fn soft_sqrt(fmt: Fmt, mode: Mode, a: u64) -> u64 {
     match unpack(fmt, a) {
         Class::Nan => fmt.canonical_nan(),
         Class::Zero(neg) => fmt.zero(neg),
