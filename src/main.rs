@@ -20,6 +20,9 @@ enum Command {
     Fmt(cmd::fmt::Args),
     /// Print a kernel's control-flow graph as Graphviz DOT.
     Cfg(cmd::cfg::Args),
+    /// Run a pass pipeline (default: fold,simplify-cfg,dce) and print the optimized module.
+    Opt(cmd::opt::Args),
+    /// Emit PTX for a .kir file (as written; run `kir opt` first to optimize).
 }
 
 fn main() -> ExitCode {
@@ -29,4 +32,5 @@ fn main() -> ExitCode {
         Command::Fmt(a) => cmd::fmt::run(a),
         Command::Cfg(a) => cmd::cfg::run(a),
     }
+        Command::Opt(a) => cmd::opt::run(a),
 }

@@ -1,1 +1,390 @@
-//! (being written)
+//! kir-interp: a SIMT interpreter that runs `.kir` kernels on the CPU, with runtime checks. It is
+//! the oracle the GPU is compared against.
+//!
+//! # Launch model
+//! A launch ([`launch`]) runs a kernel over a grid of blocks, each of `block.x * block.y *
+//! block.z` threads grouped in warps of 32 (linear thread index `x + y*bx + z*bx*by`; the last warp
+//! may be partial). Every block has its own zero-initialized shared memory (static declarations in
+//! order, each at its alignment, then the dynamic one sized by
+//! [`LaunchConfig::dynamic_shared_bytes`]); global buffers are shared by all blocks.
+//!
+//! # Semantics guaranteed
+//! - Warps run in lockstep with a per-lane active mask; divergent branches reconverge at the
+//!   immediate post-dominator of the branch block (the classic SIMT stack, see [`exec`]). Pure ops
+//!   are evaluated by `kir_ir::eval`, the single definition shared with constant folding.
+//! - Atomics are sequentially consistent: within a block warps run one at a time; across blocks,
+//!   a kernel with any atomic on global memory runs its blocks one at a time in block-index order.
+//!   `atom.add.f32` follows PTX (round to nearest, subnormals flushed).
+//! - Faults ([`FaultKind`]) are typed errors with block/thread coordinates and the instruction's
+//!   span; invalid launches and interpreter bugs are other [`ErrorKind`]s. Nothing panics.
+//!
+//! # Determinism contract
+//! For a given kernel, launch shape, arguments and options, outputs, statistics and the reported
+//! error are the same whatever the number of host threads, provided the kernel has no cross-block
+//! data race. Blocks run in parallel (rayon) against the one global memory, but:
+//! - within a block, warps are scheduled in a fixed order, so even intra-block races (a kernel bug,
+//!   reported with `--races`) give reproducible results;
+//! - kernels with global atomics run block by block in index order, so the values atomics return
+//!   (and float atomic sums, which depend on order) are reproducible too;
+//! - when several blocks fail, the error of the lowest block index is reported.
+//!
+//! What is NOT deterministic: a cross-block data race (one block writing bytes another block reads
+//! or writes, without atomics) is the kernel's bug: its outcome may depend on host scheduling, and
+//! `--races` reports it (which pair of threads is named may vary). When a multi-block launch runs out
+//! of fuel, whether it fails is deterministic (the total count of thread-instructions is), but the
+//! instruction named may vary with more than one host thread.
+//!
+//! # Limits (so an untrusted `.kir` file cannot exhaust the machine)
+//! [`Options::fuel`] caps thread-instructions per launch (default [`DEFAULT_FUEL`]); buffers are
+//! capped at [`MAX_BUFFER_BYTES`] each (and [`MAX_RACE_BYTES`] in total with `--races`, whose
+//! shadow takes 16 bytes per byte), shared memory at [`MAX_SHARED_BYTES`] per block, a block's
+//! register file at [`MAX_REGISTER_BYTES`].
+
+pub mod args;
+pub mod buffer;
+pub mod error;
+pub mod exec;
+mod mem;
+pub mod npy;
+mod prog;
+
+pub use buffer::Buffer;
+pub use error::{ErrorKind, FaultKind, InterpError};
+
+use exec::{LaunchCtx, Worker};
+use kir_ir::types::{AddrSpace, Constant, Type};
+use kir_ir::Kernel;
+use prog::Prog;
+use rayon::prelude::*;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+/// Default fuel: 2^32 thread-instructions per launch (a few seconds of interpretation).
+pub const DEFAULT_FUEL: u64 = 1 << 32;
+/// Largest buffer a launch accepts (4 GiB).
+pub const MAX_BUFFER_BYTES: u64 = 1 << 32;
+/// Largest total of global buffers with race detection on (256 MiB; the shadow is 16x that).
+pub const MAX_RACE_BYTES: u64 = 1 << 28;
+/// Largest shared memory per block (227 KiB, as on sm_90).
+pub const MAX_SHARED_BYTES: u64 = 227 * 1024;
+/// Largest register file of one block (64 MiB: values x warps x 32 lanes x 8 bytes).
+pub const MAX_REGISTER_BYTES: u64 = 64 << 20;
+
+/// A kernel argument.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Arg {
+    /// A scalar of exactly the parameter's type.
+    Scalar(Constant),
+    /// A global pointer to the start of `buffers[index]`.
+    Buffer(usize),
+}
+
+/// The launch shape.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LaunchConfig {
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub dynamic_shared_bytes: u32,
+}
+
+impl LaunchConfig {
+    /// A 1-D launch.
+    pub fn linear(grid: u32, block: u32) -> LaunchConfig {
+        LaunchConfig { grid: [grid, 1, 1], block: [block, 1, 1], dynamic_shared_bytes: 0 }
+    }
+}
+
+/// Checks and limits of a launch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Options {
+    /// Report shared- and global-memory data races between barriers.
+    pub races: bool,
+    /// Report reads of shared memory no thread of the block has written.
+    pub uninit: bool,
+    /// Thread-instructions the launch may execute (instructions and terminators, counted per
+    /// active lane).
+    pub fuel: u64,
+    /// Host threads for blocks; `None` uses rayon's global pool (all cores).
+    pub threads: Option<usize>,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options { races: false, uninit: false, fuel: DEFAULT_FUEL, threads: None }
+    }
+}
+
+/// What a launch did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Instructions and terminators executed, counted once per active lane.
+    pub thread_instructions: u64,
+    /// Instructions and terminators executed, counted once per warp.
+    pub warp_instructions: u64,
+    pub global_bytes_read: u64,
+    pub global_bytes_written: u64,
+    /// Block-wide barrier completions.
+    pub barriers: u64,
+    pub blocks: u64,
+    pub threads: u64,
+}
+
+impl Stats {
+    fn add(mut self, o: Stats) -> Stats {
+        self.thread_instructions += o.thread_instructions;
+        self.warp_instructions += o.warp_instructions;
+        self.global_bytes_read += o.global_bytes_read;
+        self.global_bytes_written += o.global_bytes_written;
+        self.barriers += o.barriers;
+        self.blocks += o.blocks;
+        self.threads += o.threads;
+        self
+    }
+}
+
+fn check_shape(cfg: &LaunchConfig) -> Result<(), InterpError> {
+    let [bx, by, bz] = cfg.block;
+    let [gx, gy, gz] = cfg.grid;
+    if cfg.block.contains(&0) || cfg.grid.contains(&0) {
+        return Err(InterpError::invalid(format!(
+            "grid ({gx}, {gy}, {gz}) and block ({bx}, {by}, {bz}) must have every dimension at least 1"
+        )));
+    }
+    if bx > 1024 || by > 1024 || bz > 64 || bx as u64 * by as u64 * bz as u64 > 1024 {
+        return Err(InterpError::invalid(format!(
+            "block ({bx}, {by}, {bz}) is too large: at most 1024 threads, x and y at most 1024, z at most 64"
+        )));
+    }
+    if gx > i32::MAX as u32 || gy > 65535 || gz > 65535 {
+        return Err(InterpError::invalid(format!(
+            "grid ({gx}, {gy}, {gz}) is too large: x at most 2^31-1, y and z at most 65535"
+        )));
+    }
+    Ok(())
+}
+
+/// Parameter bits for the launch and, per buffer, the names of the parameters bound to it.
+fn check_args(kernel: &Kernel, args: &[Arg], buffers: &[Buffer]) -> Result<(Vec<u64>, Vec<String>), InterpError> {
+    if args.len() != kernel.params.len() {
+        return Err(InterpError::invalid(format!(
+            "kernel @{} takes {} arguments, given {}",
+            kernel.name,
+            kernel.params.len(),
+            args.len()
+        )));
+    }
+    let mut names: Vec<Vec<String>> = vec![vec![]; buffers.len()];
+    let mut bits = Vec::with_capacity(args.len());
+    for (p, a) in kernel.params.iter().zip(args) {
+        let Some(v) = kernel.values.get(p.index()) else {
+            return Err(InterpError::invalid("malformed kernel: undefined parameter (run `kir check`)"));
+        };
+        let name = &v.name;
+        match (v.ty, a) {
+            (Type::Scalar(t), Arg::Scalar(c)) if c.ty == t => bits.push(c.bits & t.mask()),
+            (Type::Scalar(t), Arg::Scalar(c)) => {
+                return Err(InterpError::invalid(format!("argument %{name} must be a {t}, given a {}", c.ty)))
+            }
+            (Type::Scalar(t), Arg::Buffer(_)) => {
+                return Err(InterpError::invalid(format!("argument %{name} must be a {t} scalar, given a buffer")))
+            }
+            (Type::Ptr(AddrSpace::Shared, _), _) => {
+                return Err(InterpError::invalid(format!(
+                    "parameter %{name} is a shared-memory pointer; a launch cannot pass one"
+                )))
+            }
+            (Type::Ptr(AddrSpace::Global, elem), Arg::Buffer(i)) => {
+                let Some(b) = buffers.get(*i) else {
+                    return Err(InterpError::invalid(format!(
+                        "argument %{name} names buffer {i}, but only {} buffers were given",
+                        buffers.len()
+                    )));
+                };
+                if b.elem != elem {
+                    return Err(InterpError::invalid(format!(
+                        "argument %{name} must be a buffer of {elem}, given a buffer of {}",
+                        b.elem
+                    )));
+                }
+                names[*i].push(format!("%{name}"));
+                bits.push(mem::make_ptr(*i as u32 + 1, 0));
+            }
+            (Type::Ptr(..), Arg::Scalar(c)) => {
+                return Err(InterpError::invalid(format!("argument %{name} must be a buffer ({}), given a {} scalar", v.ty, c.ty)))
+            }
+        }
+    }
+    let names = names
+        .into_iter()
+        .enumerate()
+        .map(|(i, n)| if n.is_empty() { format!("#{i}") } else { format!("`{}`", n.join("`/`")) })
+        .collect();
+    Ok((bits, names))
+}
+
+/// Runs `kernel` over the launch shape with the given arguments, reading and writing `buffers`.
+///
+/// On success the buffers hold the kernel's results. On a kernel fault the buffers hold whatever
+/// the blocks wrote before stopping.
+pub fn launch(kernel: &Kernel, cfg: &LaunchConfig, args: &[Arg], buffers: &mut [Buffer], opts: &Options) -> Result<Stats, InterpError> {
+    check_shape(cfg)?;
+    let (params, global_names) = check_args(kernel, args, buffers)?;
+    let prog = Prog::new(kernel)?;
+
+    // Shared memory layout.
+    let mut shared_start = Vec::new();
+    let mut shared_lens = Vec::new();
+    let mut shared_names = Vec::new();
+    let mut total: u64 = 0;
+    for d in &kernel.shared {
+        let align = (d.align.max(d.elem.bytes()).max(1)) as u64;
+        let len = match d.len {
+            Some(n) => n.saturating_mul(d.elem.bytes() as u64),
+            None => cfg.dynamic_shared_bytes as u64,
+        };
+        total = total.div_ceil(align).saturating_mul(align);
+        shared_start.push(total as usize);
+        shared_lens.push(len);
+        shared_names.push(d.name.clone());
+        total = total.saturating_add(len);
+        if total > MAX_SHARED_BYTES {
+            return Err(InterpError::invalid(format!(
+                "shared memory of @{} needs more than {MAX_SHARED_BYTES} bytes per block (at `@{}`)",
+                kernel.name, d.name
+            ))
+            .at(d.span, "too large"));
+        }
+    }
+
+    let nthreads = cfg.block.iter().product::<u32>();
+    let nwarps = nthreads.div_ceil(32) as usize;
+    if (prog.nslots as u64) * nwarps as u64 * 256 > MAX_REGISTER_BYTES {
+        return Err(InterpError::invalid(format!(
+            "kernel @{} has {} values; with {nwarps} warps per block its register file exceeds {MAX_REGISTER_BYTES} bytes",
+            kernel.name, prog.nslots
+        )));
+    }
+    let mut total_global = 0u64;
+    for (i, b) in buffers.iter().enumerate() {
+        if b.bytes.len() as u64 > MAX_BUFFER_BYTES {
+            return Err(InterpError::invalid(format!("buffer {i} has {} bytes; at most {MAX_BUFFER_BYTES} are allowed", b.bytes.len())));
+        }
+        total_global += b.bytes.len() as u64;
+    }
+    if opts.races && total_global > MAX_RACE_BYTES {
+        return Err(InterpError::invalid(format!(
+            "--races supports at most {MAX_RACE_BYTES} bytes of buffers per launch, given {total_global}"
+        )));
+    }
+
+    // Global memory must be 8-byte aligned for atomic element access: copy misaligned buffers.
+    let mut aligned: Vec<Option<Vec<u64>>> = buffers
+        .iter()
+        .map(|b| {
+            (!b.bytes.is_empty() && b.bytes.as_ptr() as usize % 8 != 0).then(|| {
+                let mut v = vec![0u64; b.bytes.len().div_ceil(8)];
+                bytemuck_copy_in(&mut v, &b.bytes);
+                v
+            })
+        })
+        .collect();
+    let result = {
+        let mut views: Vec<&mut [u8]> = buffers
+            .iter_mut()
+            .zip(aligned.iter_mut())
+            .map(|(b, a)| match a {
+                Some(v) => {
+                    let n = b.bytes.len();
+                    // SAFETY: a Vec<u64> of ceil(n/8) elements holds at least n initialized bytes.
+                    unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr() as *mut u8, n) }
+                }
+                None => &mut b.bytes[..],
+            })
+            .collect();
+        let global = mem::GlobalMem::new(&mut views, opts.races);
+        let fuel_used = AtomicU64::new(0);
+        let cx = LaunchCtx {
+            prog: &prog,
+            global: &global,
+            opts,
+            grid: cfg.grid,
+            block: cfg.block,
+            nthreads,
+            nwarps,
+            params,
+            shared_start,
+            shared_lens,
+            shared_total: total as usize,
+            shared_names,
+            global_names,
+            fuel_used: &fuel_used,
+            fuel: opts.fuel,
+        };
+        run_blocks(&cx, cfg)
+    };
+    for (b, a) in buffers.iter_mut().zip(aligned) {
+        if let Some(v) = a {
+            let n = b.bytes.len();
+            // SAFETY: as above.
+            b.bytes.copy_from_slice(unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u8, n) });
+        }
+    }
+    result
+}
+
+fn bytemuck_copy_in(dst: &mut [u64], src: &[u8]) {
+    for (i, chunk) in src.chunks(8).enumerate() {
+        let mut b = [0u8; 8];
+        b[..chunk.len()].copy_from_slice(chunk);
+        dst[i] = u64::from_ne_bytes(b);
+    }
+}
+
+fn run_blocks(cx: &LaunchCtx, cfg: &LaunchConfig) -> Result<Stats, InterpError> {
+    let nblocks = cfg.grid.iter().map(|&g| g as u64).product::<u64>();
+    let sequential = cx.prog.global_atomics || nblocks == 1 || cx.opts.threads == Some(1);
+    let mut stats = if sequential {
+        let mut w = Worker::new(cx);
+        for b in 0..nblocks {
+            w.run_block(cx, b)?;
+        }
+        w.stats
+    } else {
+        let first_err: Mutex<Option<(u64, InterpError)>> = Mutex::new(None);
+        let stop_at = AtomicU64::new(u64::MAX);
+        let run = || {
+            (0..nblocks)
+                .into_par_iter()
+                .fold(
+                    || None::<Worker>,
+                    |acc, b| {
+                        if b > stop_at.load(Ordering::Relaxed) {
+                            return acc;
+                        }
+                        let mut w = acc.unwrap_or_else(|| Worker::new(cx));
+                        if let Err(e) = w.run_block(cx, b) {
+                            stop_at.fetch_min(b, Ordering::Relaxed);
+                            let mut slot = first_err.lock().unwrap_or_else(|p| p.into_inner());
+                            if slot.as_ref().map_or(true, |(eb, _)| b < *eb) {
+                                *slot = Some((b, e));
+                            }
+                        }
+                        Some(w)
+                    },
+                )
+                .map(|w| w.map(|w| w.stats).unwrap_or_default())
+                .reduce(Stats::default, Stats::add)
+        };
+        let stats = match cx.opts.threads.and_then(|n| rayon::ThreadPoolBuilder::new().num_threads(n).build().ok()) {
+            Some(pool) => pool.install(run),
+            None => run(),
+        };
+        if let Some((_, e)) = first_err.into_inner().unwrap_or_else(|p| p.into_inner()) {
+            return Err(e);
+        }
+        stats
+    };
+    stats.blocks = nblocks;
+    stats.threads = nblocks * cx.nthreads as u64;
+    Ok(stats)
+}

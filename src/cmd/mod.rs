@@ -3,3 +3,4 @@ pub mod cfg;
 pub mod check;
 pub mod common;
 pub mod fmt;
+pub mod opt;

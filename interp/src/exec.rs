@@ -1,0 +1,920 @@
+//! Executes one thread block: warps of 32 lanes in lockstep, a SIMT reconvergence stack per warp,
+//! barriers, shared memory and the runtime checks.
+//!
+//! Guarantees:
+//! - Each instruction runs once per warp for all active lanes; pure ops go through
+//!   `kir_ir::eval::eval_lanes`, which writes only the active lanes, so values of inactive lanes are
+//!   kept (SSA values defined in a loop stay valid for lanes that left it).
+//! - Divergent branches push both sides on the warp's stack with the branch block's immediate
+//!   post-dominator as reconvergence point; the `then` side runs first. A side reaching the point is
+//!   popped; the lanes continue together. Lanes that `ret` are removed from every stack entry.
+//! - Warps of a block run in index order, each until it finishes or reaches a barrier. When no warp
+//!   can continue, either every thread of the block waits at the same barrier instruction with no
+//!   thread exited (the barrier completes and all warps resume) or the block has a barrier
+//!   divergence error that names the barrier, how many threads arrived and where the others are.
+//!   When every warp has finished, the block is done. The order is fixed, so results do not depend
+//!   on the host.
+//! - Every failure is a typed [`InterpError`] with the block and thread coordinates and the span of
+//!   the instruction; nothing here panics on any kernel [`Prog::new`] accepted.
+
+use crate::error::{coords, FaultKind, InterpError};
+use crate::mem::{self, tag, AccessFault, Conflict, GlobalMem};
+use crate::prog::{MemAccess, Prog, XEdge, XInst, XOp, XTerm, EXIT, NO_SLOT};
+use crate::{Options, Stats};
+use kir_ir::eval;
+use kir_ir::op::{AtomicOp, BinOp, FloatFlags, FloatMode, Op, Rounding, ShflMode, SpecialReg, VoteMode};
+use kir_ir::types::{AddrSpace, ScalarType};
+use kir_ir::Span;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+type Row = [u64; 32];
+
+/// Thread-instructions a worker may run before it reports to the launch-wide fuel counter.
+const FUEL_CHUNK: u64 = 1 << 16;
+
+/// Iterates the set bits of a lane mask.
+#[inline]
+fn lanes(mask: u32) -> impl Iterator<Item = usize> {
+    let mut m = mask;
+    std::iter::from_fn(move || {
+        if m == 0 {
+            None
+        } else {
+            let l = m.trailing_zeros() as usize;
+            m &= m - 1;
+            Some(l)
+        }
+    })
+}
+
+/// Everything a block needs that is the same for the whole launch.
+pub(crate) struct LaunchCtx<'a> {
+    pub prog: &'a Prog,
+    pub global: &'a GlobalMem,
+    pub opts: &'a Options,
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub nthreads: u32,
+    pub nwarps: usize,
+    pub params: Vec<u64>,
+    /// Shared declarations: byte start in the block's shared memory, and length.
+    pub shared_start: Vec<usize>,
+    pub shared_lens: Vec<u64>,
+    pub shared_total: usize,
+    pub shared_names: Vec<String>,
+    /// Names of the global regions (the parameters bound to each buffer).
+    pub global_names: Vec<String>,
+    pub fuel_used: &'a AtomicU64,
+    pub fuel: u64,
+}
+
+impl LaunchCtx<'_> {
+    fn tid_of(&self, linear: u32) -> [u32; 3] {
+        let [bx, by, _] = self.block;
+        [linear % bx, (linear / bx) % by, linear / (bx * by)]
+    }
+    fn ctaid_of(&self, linear: u64) -> [u32; 3] {
+        let [gx, gy, _] = self.grid;
+        let (gx, gy) = (gx as u64, gy as u64);
+        [(linear % gx) as u32, ((linear / gx) % gy) as u32, (linear / (gx * gy)) as u32]
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    block: u32,
+    ip: u32,
+    mask: u32,
+    rpc: u32,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum WarpState {
+    Running,
+    /// Suspended at the barrier instruction `(block, index)`.
+    AtBarrier(u32, u32),
+    Done,
+}
+
+/// Per-host-thread state, reused across the blocks it runs.
+pub(crate) struct Worker {
+    nslots: usize,
+    regs: Vec<Row>,
+    stacks: Vec<Vec<Entry>>,
+    live0: Vec<u32>,
+    exited: Vec<u32>,
+    exit_block: Vec<[u32; 32]>,
+    state: Vec<WarpState>,
+    shared: Vec<u8>,
+    sh_race: Vec<u64>,
+    sh_init: Vec<u32>,
+    /// Generation of the current block on this worker (tags shared-memory shadows).
+    gen: u32,
+    edge_tmp: Vec<Row>,
+    pub stats: Stats,
+    /// Thread-instructions not yet added to the launch counter, and how many may run before the
+    /// next report.
+    pending: u64,
+    pending_cap: u64,
+    // Current block.
+    linear: u64,
+    ctaid: [u32; 3],
+    epoch: u64,
+}
+
+/// What a warp does next after running.
+enum Stop {
+    Barrier(u32, u32),
+    Done,
+}
+
+impl Worker {
+    pub fn new(cx: &LaunchCtx) -> Worker {
+        let nslots = cx.prog.nslots;
+        let mut regs = vec![[0u64; 32]; nslots * cx.nwarps];
+        for w in 0..cx.nwarps {
+            for &(slot, bits) in &cx.prog.consts {
+                regs[w * nslots + slot as usize] = [bits; 32];
+            }
+        }
+        let live0 = (0..cx.nwarps)
+            .map(|w| {
+                let n = (cx.nthreads as usize - w * 32).min(32);
+                if n == 32 {
+                    u32::MAX
+                } else {
+                    (1u32 << n) - 1
+                }
+            })
+            .collect();
+        let races = cx.opts.races && cx.prog.uses_shared;
+        let uninit = cx.opts.uninit && cx.prog.uses_shared;
+        Worker {
+            nslots,
+            regs,
+            stacks: vec![Vec::with_capacity(16); cx.nwarps],
+            live0,
+            exited: vec![0; cx.nwarps],
+            exit_block: vec![[EXIT; 32]; cx.nwarps],
+            state: vec![WarpState::Done; cx.nwarps],
+            shared: vec![0; cx.shared_total],
+            sh_race: if races { vec![0; 2 * cx.shared_total] } else { vec![] },
+            sh_init: if uninit { vec![0; cx.shared_total] } else { vec![] },
+            gen: 0,
+            edge_tmp: vec![[0; 32]; 4],
+            stats: Stats::default(),
+            pending: 0,
+            pending_cap: FUEL_CHUNK.min(cx.fuel),
+            linear: 0,
+            ctaid: [0; 3],
+            epoch: 0,
+        }
+    }
+
+    /// Runs block `linear` (x fastest) to completion.
+    pub fn run_block(&mut self, cx: &LaunchCtx, linear: u64) -> Result<(), InterpError> {
+        self.linear = linear;
+        self.ctaid = cx.ctaid_of(linear);
+        self.epoch = 0;
+        self.gen = self.gen.wrapping_add(1);
+        if self.gen >= 1 << 24 {
+            // Shadow tags carry 24 bits of generation: start over with clean shadows.
+            self.gen = 1;
+            self.sh_race.fill(0);
+            self.sh_init.fill(0);
+        }
+        if cx.prog.uses_shared {
+            self.shared.fill(0);
+        }
+        for w in 0..cx.nwarps {
+            self.stacks[w].clear();
+            self.stacks[w].push(Entry { block: 0, ip: 0, mask: self.live0[w], rpc: EXIT });
+            self.exited[w] = 0;
+            self.exit_block[w] = [EXIT; 32];
+            self.state[w] = WarpState::Running;
+            for (i, &slot) in cx.prog.params.iter().enumerate() {
+                self.regs[w * self.nslots + slot as usize] = [cx.params[i]; 32];
+            }
+        }
+        loop {
+            for w in 0..cx.nwarps {
+                if self.state[w] == WarpState::Running {
+                    self.state[w] = match self.run_warp(cx, w)? {
+                        Stop::Barrier(b, i) => WarpState::AtBarrier(b, i),
+                        Stop::Done => WarpState::Done,
+                    };
+                }
+            }
+            let first = self.state.iter().find_map(|s| match s {
+                WarpState::AtBarrier(b, i) => Some((*b, *i)),
+                _ => None,
+            });
+            let Some(bar) = first else { break };
+            let ok = (0..cx.nwarps).all(|w| {
+                self.state[w] == WarpState::AtBarrier(bar.0, bar.1)
+                    && self.exited[w] == 0
+                    && self.stacks[w].last().map(|e| e.mask) == Some(self.live0[w])
+            });
+            if !ok {
+                return Err(self.barrier_divergence(cx, bar));
+            }
+            self.stats.barriers += 1;
+            self.epoch += 1;
+            for s in &mut self.state {
+                *s = WarpState::Running;
+            }
+        }
+        self.flush_fuel(cx, None)?;
+        Ok(())
+    }
+
+    /// Where lane `l` of warp `w` is, for messages about diverged threads.
+    fn lane_location(&self, cx: &LaunchCtx, w: usize, l: usize) -> (Span, String) {
+        if self.live0[w] & (1 << l) == 0 {
+            return (Span::DUMMY, "do not exist".into());
+        }
+        if self.exited[w] & (1 << l) != 0 {
+            let b = self.exit_block[w][l];
+            return match cx.prog.blocks.get(b as usize) {
+                Some(blk) => (blk.term_span, format!("exited at the `ret` of block `{}`", blk.name)),
+                None => (Span::DUMMY, "exited".into()),
+            };
+        }
+        if let WarpState::AtBarrier(b, i) = self.state[w] {
+            if self.stacks[w].last().is_some_and(|e| e.mask & (1 << l) != 0) {
+                let span = cx.prog.blocks[b as usize].insts[i as usize].span;
+                return (span, "wait at this barrier".into());
+            }
+        }
+        // Below the top entry: the first entry holding the lane says where it resumes.
+        let stack = &self.stacks[w];
+        let skip = if matches!(self.state[w], WarpState::AtBarrier(..)) { 1 } else { 0 };
+        for e in stack.iter().rev().skip(skip) {
+            if e.mask & (1 << l) != 0 {
+                if let Some(blk) = cx.prog.blocks.get(e.block as usize) {
+                    return (blk.span, format!("diverged and wait to run block `{}`", blk.name));
+                }
+            }
+        }
+        (Span::DUMMY, "are elsewhere".into())
+    }
+
+    fn barrier_divergence(&self, cx: &LaunchCtx, bar: (u32, u32)) -> InterpError {
+        let span = cx.prog.blocks[bar.0 as usize].insts[bar.1 as usize].span;
+        // Group every existing thread by where it is.
+        let mut groups: Vec<(Span, String, u32)> = Vec::new();
+        let mut arrived = 0u32;
+        let mut first_missing: Option<(u32, String)> = None;
+        for w in 0..cx.nwarps {
+            for l in lanes(self.live0[w]) {
+                let (s, what) = self.lane_location(cx, w, l);
+                if s == span && what == "wait at this barrier" {
+                    arrived += 1;
+                    continue;
+                }
+                if first_missing.is_none() {
+                    first_missing = Some(((w * 32 + l) as u32, what.clone()));
+                }
+                let what = if what == "wait at this barrier" { "wait at another barrier".to_string() } else { what };
+                match groups.iter_mut().find(|g| g.0 == s && g.1 == what) {
+                    Some(g) => g.2 += 1,
+                    None => groups.push((s, what, 1)),
+                }
+            }
+        }
+        let mut e = InterpError::fault(
+            FaultKind::BarrierDivergence,
+            format!("only {arrived} of the block's {} threads reached this barrier", cx.nthreads),
+        )
+        .at(span, format!("{arrived} threads wait here"))
+        .in_block(self.ctaid);
+        for (s, what, n) in &groups {
+            let msg = format!("{n} thread{} {what}", if *n == 1 { "" } else { "s" });
+            if s.is_dummy() {
+                e = e.with_note(msg);
+            } else {
+                e = e.with_label(*s, msg);
+            }
+        }
+        if let Some((t, what)) = first_missing {
+            e = e.with_note(format!("for example thread {} {what}", coords(cx.tid_of(t))));
+        }
+        e.with_note(
+            "every thread of a block must reach the same barrier; a thread that exited before it counts as missing \
+             (undefined behaviour in CUDA)",
+        )
+    }
+
+    /// Adds pending thread-instructions to the launch counter; fails once it passes the fuel.
+    fn flush_fuel(&mut self, cx: &LaunchCtx, at: Option<(Span, usize, u32)>) -> Result<(), InterpError> {
+        let total = cx.fuel_used.fetch_add(self.pending, Ordering::Relaxed) + self.pending;
+        self.pending = 0;
+        if total > cx.fuel {
+            let mut e = InterpError::fault(
+                FaultKind::FuelExhausted,
+                format!("the launch ran more than its fuel of {} thread-instructions", cx.fuel),
+            )
+            .with_note("an infinite loop? raise the limit with --fuel N if the kernel is just long");
+            match at {
+                Some((span, w, mask)) => {
+                    let l = mask.trailing_zeros();
+                    e = e.at(span, "still running here").in_thread(self.ctaid, cx.tid_of(w as u32 * 32 + l));
+                }
+                None => e = e.in_block(self.ctaid),
+            }
+            return Err(e);
+        }
+        self.pending_cap = FUEL_CHUNK.min(cx.fuel - total);
+        Ok(())
+    }
+
+    #[inline]
+    fn charge(&mut self, cx: &LaunchCtx, n: u32, span: Span, w: usize, mask: u32) -> Result<(), InterpError> {
+        self.stats.thread_instructions += n as u64;
+        self.stats.warp_instructions += 1;
+        self.pending += n as u64;
+        if self.pending > self.pending_cap {
+            self.flush_fuel(cx, Some((span, w, mask)))?;
+        }
+        Ok(())
+    }
+
+    fn run_warp(&mut self, cx: &LaunchCtx, w: usize) -> Result<Stop, InterpError> {
+        let prog = cx.prog;
+        loop {
+            let Some(&top) = self.stacks[w].last() else { return Ok(Stop::Done) };
+            if top.block == top.rpc || top.mask == 0 {
+                self.stacks[w].pop();
+                continue;
+            }
+            let Some(blk) = prog.blocks.get(top.block as usize) else {
+                return Err(InterpError::internal(format!("warp {w} has lanes {:#x} waiting at the exit", top.mask)).in_block(self.ctaid));
+            };
+            let mask = top.mask;
+            let n = mask.count_ones();
+            let mut ip = top.ip as usize;
+            while ip < blk.insts.len() {
+                let inst = &blk.insts[ip];
+                self.charge(cx, n, inst.span, w, mask)?;
+                if let XOp::Barrier = inst.op {
+                    if let Some(e) = self.stacks[w].last_mut() {
+                        e.ip = ip as u32 + 1;
+                    }
+                    return Ok(Stop::Barrier(top.block, ip as u32));
+                }
+                self.exec(cx, w, mask, inst)?;
+                ip += 1;
+            }
+            self.charge(cx, n, blk.term_span, w, mask)?;
+            let base = w * self.nslots;
+            match &blk.term {
+                XTerm::Ret => {
+                    self.exited[w] |= mask;
+                    for l in lanes(mask) {
+                        self.exit_block[w][l] = top.block;
+                    }
+                    for e in &mut self.stacks[w] {
+                        e.mask &= !mask;
+                    }
+                    self.stacks[w].pop();
+                }
+                XTerm::Jmp(edge) => {
+                    self.moves(base, edge, mask);
+                    let e = self.stacks[w].last_mut().expect("top entry exists");
+                    e.block = edge.block;
+                    e.ip = 0;
+                }
+                XTerm::Br { cond, then_, else_ } => {
+                    let c = &self.regs[base + *cond as usize];
+                    let mut taken = 0u32;
+                    for l in lanes(mask) {
+                        taken |= ((c[l] & 1) as u32) << l;
+                    }
+                    let not_taken = mask & !taken;
+                    if not_taken == 0 || taken == 0 {
+                        let edge = if not_taken == 0 { then_ } else { else_ };
+                        self.moves(base, edge, mask);
+                        let e = self.stacks[w].last_mut().expect("top entry exists");
+                        e.block = edge.block;
+                        e.ip = 0;
+                    } else {
+                        self.moves(base, then_, taken);
+                        self.moves(base, else_, not_taken);
+                        if then_.block == else_.block {
+                            let e = self.stacks[w].last_mut().expect("top entry exists");
+                            e.block = then_.block;
+                            e.ip = 0;
+                        } else {
+                            let r = blk.ipdom;
+                            let stack = &mut self.stacks[w];
+                            let e0 = stack.pop().expect("top entry exists");
+                            if r != e0.rpc {
+                                stack.push(Entry { block: r, ip: 0, mask: e0.mask, rpc: e0.rpc });
+                            }
+                            if else_.block != r {
+                                stack.push(Entry { block: else_.block, ip: 0, mask: not_taken, rpc: r });
+                            }
+                            if then_.block != r {
+                                stack.push(Entry { block: then_.block, ip: 0, mask: taken, rpc: r });
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Parallel copy of an edge's arguments onto the target's parameters, for the lanes in `mask`.
+    fn moves(&mut self, base: usize, edge: &XEdge, mask: u32) {
+        match edge.moves.len() {
+            0 => {}
+            1 => {
+                let (d, s) = edge.moves[0];
+                let src = self.regs[base + s as usize];
+                let dst = &mut self.regs[base + d as usize];
+                for l in lanes(mask) {
+                    dst[l] = src[l];
+                }
+            }
+            k => {
+                if self.edge_tmp.len() < k {
+                    self.edge_tmp.resize(k, [0; 32]);
+                }
+                for (i, &(_, s)) in edge.moves.iter().enumerate() {
+                    self.edge_tmp[i] = self.regs[base + s as usize];
+                }
+                for (i, &(d, _)) in edge.moves.iter().enumerate() {
+                    let src = &self.edge_tmp[i];
+                    let dst = &mut self.regs[base + d as usize];
+                    for l in lanes(mask) {
+                        dst[l] = src[l];
+                    }
+                }
+            }
+        }
+    }
+
+    /// Executes one non-barrier instruction for the lanes in `mask` of warp `w`.
+    #[inline]
+    fn exec(&mut self, cx: &LaunchCtx, w: usize, mask: u32, inst: &XInst) -> Result<(), InterpError> {
+        let base = w * self.nslots;
+        let [a0, a1, a2, a3] = inst.args.map(|a| base + a as usize);
+        match &inst.op {
+            XOp::Pure(op) => {
+                if inst.res == NO_SLOT {
+                    return Ok(());
+                }
+                let regs = &mut self.regs[base..base + self.nslots];
+                let p = regs.as_mut_ptr();
+                let (r, [a0, a1, a2, _]) = (inst.res as usize, inst.args.map(|a| a as usize));
+                // SAFETY: `Prog::new` guarantees every slot is < nslots and that the result slot is
+                // none of the operand slots, so `out` does not alias the operand rows.
+                unsafe {
+                    let out = &mut *p.add(r);
+                    match inst.nargs {
+                        1 => eval::eval_lanes(op, &[&*p.add(a0)], out, mask),
+                        2 => eval::eval_lanes(op, &[&*p.add(a0), &*p.add(a1)], out, mask),
+                        _ => eval::eval_lanes(op, &[&*p.add(a0), &*p.add(a1), &*p.add(a2)], out, mask),
+                    }
+                }
+            }
+            XOp::Special(reg) => {
+                let t0 = w as u32 * 32;
+                let mut vals = [0u64; 32];
+                for l in lanes(mask) {
+                    let tid = cx.tid_of(t0 + l as u32);
+                    vals[l] = match *reg {
+                        SpecialReg::Tid(d) => tid[d.index()],
+                        SpecialReg::Ctaid(d) => self.ctaid[d.index()],
+                        SpecialReg::Ntid(d) => cx.block[d.index()],
+                        SpecialReg::Nctaid(d) => cx.grid[d.index()],
+                        SpecialReg::GlobalId(d) => {
+                            self.ctaid[d.index()].wrapping_mul(cx.block[d.index()]).wrapping_add(tid[d.index()])
+                        }
+                        SpecialReg::LaneId => l as u32,
+                        SpecialReg::WarpId => w as u32,
+                    } as u64;
+                }
+                self.write_res(base, inst.res, mask, &vals);
+            }
+            XOp::Load(acc) => {
+                let mut vals = [0u64; 32];
+                for l in lanes(mask) {
+                    vals[l] = self.access(cx, w, l, inst, acc, self.regs[a0][l], self.regs[a1][l], Access::Read)?;
+                }
+                self.write_res(base, inst.res, mask, &vals);
+            }
+            XOp::Store(acc) => {
+                for l in lanes(mask) {
+                    let v = self.regs[a2][l];
+                    self.access(cx, w, l, inst, acc, self.regs[a0][l], self.regs[a1][l], Access::Write(v))?;
+                }
+            }
+            XOp::Atomic(op, acc) => {
+                let mut vals = [0u64; 32];
+                for l in lanes(mask) {
+                    let v = self.regs[a2][l];
+                    vals[l] = self.access(cx, w, l, inst, acc, self.regs[a0][l], self.regs[a1][l], Access::Rmw(*op, v))?;
+                }
+                self.write_res(base, inst.res, mask, &vals);
+            }
+            XOp::Cas(acc) => {
+                let mut vals = [0u64; 32];
+                for l in lanes(mask) {
+                    let (c, v) = (self.regs[a2][l], self.regs[a3][l]);
+                    vals[l] = self.access(cx, w, l, inst, acc, self.regs[a0][l], self.regs[a1][l], Access::Cas(c, v))?;
+                }
+                self.write_res(base, inst.res, mask, &vals);
+            }
+            XOp::Offset { scale, idx_ty } => {
+                let mut vals = [0u64; 32];
+                for l in lanes(mask) {
+                    let i = mem::index_value(*idx_ty, self.regs[a1][l]);
+                    vals[l] = mem::ptr_add(self.regs[a0][l], i * *scale as i128);
+                }
+                self.write_res(base, inst.res, mask, &vals);
+            }
+            XOp::Copy => {
+                let vals = self.regs[a0];
+                self.write_res(base, inst.res, mask, &vals);
+            }
+            XOp::SharedAddr(n) => {
+                self.write_res(base, inst.res, mask, &[mem::make_ptr(n + 1, 0); 32]);
+            }
+            XOp::Barrier => return Err(InterpError::internal("barrier reached the instruction executor").at(inst.span, "here")),
+            XOp::Shfl(mode) => {
+                let members = self.collective_mask(cx, w, mask, inst, a2)?;
+                let (v, b) = (self.regs[a0], self.regs[a1]);
+                let mut vals = [0u64; 32];
+                for l in lanes(mask) {
+                    let bval = (b[l] & 31) as i64;
+                    let lane = l as i64;
+                    let (j, ok) = match mode {
+                        ShflMode::Up => (lane - bval, lane - bval >= 0),
+                        ShflMode::Down => (lane + bval, lane + bval <= 31),
+                        ShflMode::Bfly => (lane ^ bval, true),
+                        ShflMode::Idx => (bval, true),
+                    };
+                    let j = if ok { j as usize } else { l };
+                    if members & (1 << j) == 0 {
+                        let (_, where_) = self.lane_location(cx, w, j);
+                        return Err(InterpError::fault(
+                            FaultKind::DivergentCollective,
+                            format!("lane {l} reads lane {j}, which is not in the member mask {members:#010x}"),
+                        )
+                        .at(inst.span, "reads outside the member mask")
+                        .in_thread(self.ctaid, cx.tid_of((w * 32 + l) as u32))
+                        .with_note(format!("lane {j} {where_}; its value is undefined on the GPU")));
+                    }
+                    vals[l] = v[j];
+                }
+                self.write_res(base, inst.res, mask, &vals);
+            }
+            XOp::Vote(mode) => {
+                let members = self.collective_mask(cx, w, mask, inst, a1)?;
+                let p = self.regs[a0];
+                let mut ballot = 0u32;
+                for l in lanes(members) {
+                    ballot |= ((p[l] & 1) as u32) << l;
+                }
+                let r = match mode {
+                    VoteMode::All => (ballot == members) as u64,
+                    VoteMode::Any => (ballot != 0) as u64,
+                    VoteMode::Ballot => ballot as u64,
+                };
+                self.write_res(base, inst.res, mask, &[r; 32]);
+            }
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn write_res(&mut self, base: usize, res: u32, mask: u32, vals: &Row) {
+        if res == NO_SLOT {
+            return;
+        }
+        let out = &mut self.regs[base + res as usize];
+        if mask == u32::MAX {
+            *out = *vals;
+        } else {
+            for l in lanes(mask) {
+                out[l] = vals[l];
+            }
+        }
+    }
+
+    /// Checks a collective's member mask against the executing lanes; returns the mask.
+    fn collective_mask(&self, cx: &LaunchCtx, w: usize, mask: u32, inst: &XInst, slot: usize) -> Result<u32, InterpError> {
+        let row = &self.regs[slot];
+        let l0 = mask.trailing_zeros() as usize;
+        let m = row[l0] as u32;
+        let fault = |l: usize, msg: String| {
+            InterpError::fault(FaultKind::DivergentCollective, msg)
+                .at(inst.span, "warp collective")
+                .in_thread(self.ctaid, cx.tid_of((w * 32 + l) as u32))
+        };
+        for l in lanes(mask) {
+            if row[l] as u32 != m {
+                return Err(fault(
+                    l,
+                    format!("lanes {l0} and {l} of warp {w} give different member masks ({m:#010x} and {:#010x})", row[l] as u32),
+                ));
+            }
+        }
+        if mask & !m != 0 {
+            let l = (mask & !m).trailing_zeros() as usize;
+            return Err(fault(l, format!("lane {l} of warp {w} executes this collective but is not in its member mask {m:#010x}")));
+        }
+        let missing = m & !mask;
+        if missing != 0 {
+            let mut groups: Vec<(Span, String, Vec<usize>)> = Vec::new();
+            for l in lanes(missing) {
+                let (s, what) = self.lane_location(cx, w, l);
+                match groups.iter_mut().find(|g| g.0 == s && g.1 == what) {
+                    Some(g) => g.2.push(l),
+                    None => groups.push((s, what, vec![l])),
+                }
+            }
+            let mut e = fault(
+                l0,
+                format!(
+                    "the member mask {m:#010x} names {} lane{} of warp {w} that {} not executing this collective",
+                    missing.count_ones(),
+                    if missing.count_ones() == 1 { "" } else { "s" },
+                    if missing.count_ones() == 1 { "is" } else { "are" }
+                ),
+            )
+            .with_note(format!("executing lanes: {}", lane_list(mask)));
+            for (s, what, ls) in groups {
+                let msg = format!("lanes {} {what}", lane_list(ls.iter().fold(0u32, |a, l| a | 1 << l)));
+                if s.is_dummy() {
+                    e = e.with_note(msg);
+                } else {
+                    e = e.with_label(s, msg);
+                }
+            }
+            return Err(e);
+        }
+        Ok(m)
+    }
+
+    /// One lane's memory access: bounds, alignment, races, uninitialized reads, then the access.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn access(
+        &mut self,
+        cx: &LaunchCtx,
+        w: usize,
+        l: usize,
+        inst: &XInst,
+        acc: &MemAccess,
+        ptr: u64,
+        idx_bits: u64,
+        kind: Access,
+    ) -> Result<u64, InterpError> {
+        let idx = mem::index_value(acc.idx_ty, idx_bits);
+        let size = acc.size;
+        let lens: &[u64] = match acc.space {
+            AddrSpace::Global => &cx.global.lens,
+            AddrSpace::Shared => &cx.shared_lens,
+        };
+        let (region, byte) = match mem::locate(ptr, idx, size, lens) {
+            Ok(x) => x,
+            Err(f) => return Err(self.access_fault(cx, w, l, inst, acc, idx, kind, f)),
+        };
+        let tid = (w * 32 + l) as u64;
+        match acc.space {
+            AddrSpace::Global => {
+                if let Some(race) = &cx.global.race {
+                    if !matches!(kind, Access::Rmw(..) | Access::Cas(..)) {
+                        let me = tag::make(self.linear + 1, self.epoch, tid);
+                        let write = matches!(kind, Access::Write(_));
+                        if let Some(c) = mem::global_access(&race[region], byte, size, me, write) {
+                            return Err(self.race_error(cx, w, l, inst, acc, region, byte, write, c));
+                        }
+                    }
+                }
+                match kind {
+                    Access::Read => {
+                        self.stats.global_bytes_read += size as u64;
+                        Ok(cx.global.load(region, byte, size))
+                    }
+                    Access::Write(v) => {
+                        self.stats.global_bytes_written += size as u64;
+                        cx.global.store(region, byte, size, v);
+                        Ok(0)
+                    }
+                    Access::Rmw(..) | Access::Cas(..) => {
+                        self.stats.global_bytes_read += size as u64;
+                        self.stats.global_bytes_written += size as u64;
+                        let old = cx.global.load(region, byte, size);
+                        let new = rmw(acc.elem, kind, old);
+                        cx.global.store(region, byte, size, new);
+                        Ok(old)
+                    }
+                }
+            }
+            AddrSpace::Shared => {
+                let at = cx.shared_start[region] + byte;
+                let reads = !matches!(kind, Access::Write(_));
+                if reads && !self.sh_init.is_empty() {
+                    let gen = self.gen;
+                    if let Some(k) = (0..size as usize).find(|k| self.sh_init[at + k] != gen) {
+                        let name = &cx.shared_names[region];
+                        let elem = byte / size as usize;
+                        return Err(InterpError::fault(
+                            FaultKind::UninitializedRead,
+                            format!("read of uninitialized shared memory `@{name}[{elem}]` (byte {})", byte + k),
+                        )
+                        .at(inst.span, "reads memory no thread of this block has written")
+                        .in_thread(self.ctaid, cx.tid_of(tid as u32))
+                        .with_note("shared memory starts undefined on the GPU; write it before reading it"));
+                    }
+                }
+                if !self.sh_race.is_empty() && !matches!(kind, Access::Rmw(..) | Access::Cas(..)) {
+                    let me = tag::make(self.gen as u64, self.epoch, tid);
+                    let write = matches!(kind, Access::Write(_));
+                    if let Some(c) = mem::shared_access(&mut self.sh_race, at, size, me, write) {
+                        return Err(self.race_error(cx, w, l, inst, acc, region, byte, write, c));
+                    }
+                }
+                let writes = !matches!(kind, Access::Read);
+                if writes && !self.sh_init.is_empty() {
+                    self.sh_init[at..at + size as usize].fill(self.gen);
+                }
+                match kind {
+                    Access::Read => Ok(mem::read_le(&self.shared, at, size)),
+                    Access::Write(v) => {
+                        mem::write_le(&mut self.shared, at, size, v);
+                        Ok(0)
+                    }
+                    Access::Rmw(..) | Access::Cas(..) => {
+                        let old = mem::read_le(&self.shared, at, size);
+                        mem::write_le(&mut self.shared, at, size, rmw(acc.elem, kind, old));
+                        Ok(old)
+                    }
+                }
+            }
+        }
+    }
+
+    fn region_name(cx: &LaunchCtx, acc: &MemAccess, region: usize) -> String {
+        match acc.space {
+            AddrSpace::Global => format!("global buffer {}", cx.global_names.get(region).map(String::as_str).unwrap_or("?")),
+            AddrSpace::Shared => format!("shared `@{}`", cx.shared_names.get(region).map(String::as_str).unwrap_or("?")),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn access_fault(
+        &self,
+        cx: &LaunchCtx,
+        w: usize,
+        l: usize,
+        inst: &XInst,
+        acc: &MemAccess,
+        idx: i128,
+        kind: Access,
+        f: AccessFault,
+    ) -> InterpError {
+        let verb = match kind {
+            Access::Read => "load from",
+            Access::Write(_) => "store to",
+            Access::Rmw(..) | Access::Cas(..) => "atomic on",
+        };
+        let thread = cx.tid_of((w * 32 + l) as u32);
+        let e = match f {
+            AccessFault::NoRegion(r) => InterpError::fault(
+                FaultKind::OutOfBounds,
+                format!("{verb} an invalid {} pointer (region {r}) at index {idx}", acc.space),
+            )
+            .at(inst.span, "invalid pointer"),
+            AccessFault::OutOfBounds { region, byte } => {
+                let r = region as usize - 1;
+                let len = match acc.space {
+                    AddrSpace::Global => cx.global.lens[r],
+                    AddrSpace::Shared => cx.shared_lens[r],
+                };
+                InterpError::fault(
+                    FaultKind::OutOfBounds,
+                    format!(
+                        "out-of-bounds {verb} {}: {} byte offset {byte}",
+                        Self::region_name(cx, acc, r),
+                        acc.elem,
+                    ),
+                )
+                .at(inst.span, format!("index {idx} is out of bounds"))
+                .with_note(format!(
+                    "the region holds {len} bytes ({} elements of {}); the access needs bytes {byte}..{}",
+                    len / acc.size as u64,
+                    acc.elem,
+                    byte + acc.size as i128
+                ))
+            }
+            AccessFault::Misaligned { region, byte } => InterpError::fault(
+                FaultKind::Misaligned,
+                format!(
+                    "misaligned {verb} {}: byte offset {byte} is not a multiple of {} ({})",
+                    Self::region_name(cx, acc, region as usize - 1),
+                    acc.size,
+                    acc.elem
+                ),
+            )
+            .at(inst.span, "misaligned access"),
+        };
+        e.in_thread(self.ctaid, thread)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn race_error(
+        &self,
+        cx: &LaunchCtx,
+        w: usize,
+        l: usize,
+        inst: &XInst,
+        acc: &MemAccess,
+        region: usize,
+        byte: usize,
+        write: bool,
+        c: Conflict,
+    ) -> InterpError {
+        let elem = byte / acc.size as usize;
+        let other_tid = tag::tid(c.other);
+        let same_block = tag::block(c.other) == tag::block(tag::make(
+            if acc.space == AddrSpace::Global { self.linear + 1 } else { self.gen as u64 },
+            0,
+            0,
+        ));
+        let who = if other_tid == tag::MULTI {
+            "several other threads of this block".to_string()
+        } else if same_block {
+            format!("thread {} of this block", coords(cx.tid_of(other_tid as u32)))
+        } else {
+            let other_block = tag::block(c.other).wrapping_sub(1);
+            format!("thread {} of block {}", coords(cx.tid_of(other_tid as u32)), coords(cx.ctaid_of(other_block)))
+        };
+        let other_did = if c.other_wrote { "wrote" } else { "read" };
+        let since = if same_block { "since the last barrier" } else { "in the same launch (blocks cannot synchronize)" };
+        InterpError::fault(
+            FaultKind::DataRace,
+            format!(
+                "data race on {} element {elem} (byte {byte}): this thread {} it, and {who} {other_did} it {since}",
+                Self::region_name(cx, acc, region),
+                if write { "writes" } else { "reads" },
+            ),
+        )
+        .at(inst.span, if write { "racing write" } else { "racing read" })
+        .in_thread(self.ctaid, cx.tid_of((w * 32 + l) as u32))
+        .with_note("separate the accesses with a barrier, or use atomics")
+    }
+}
+
+/// `lanes 0..15`-style list of a mask.
+fn lane_list(mask: u32) -> String {
+    let mut parts = Vec::new();
+    let mut l = 0;
+    while l < 32 {
+        if mask & (1 << l) != 0 {
+            let s = l;
+            while l + 1 < 32 && mask & (1 << (l + 1)) != 0 {
+                l += 1;
+            }
+            parts.push(if s == l { format!("{s}") } else { format!("{s}..{l}") });
+        }
+        l += 1;
+    }
+    parts.join(", ")
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Access {
+    Read,
+    Write(u64),
+    Rmw(AtomicOp, u64),
+    Cas(u64, u64),
+}
+
+/// The new value of an atomic read-modify-write; arithmetic comes from `kir_ir::eval`.
+fn rmw(elem: ScalarType, kind: Access, old: u64) -> u64 {
+    match kind {
+        Access::Rmw(op, v) => match op {
+            AtomicOp::Add => {
+                // PTX `atom.add.f32` rounds to nearest even and flushes subnormals to zero;
+                // the other types round to nearest (integers wrap).
+                let flags = FloatFlags { mode: FloatMode::Exact(Rounding::Rn), ftz: elem == ScalarType::F32 };
+                eval::eval(&Op::Bin(BinOp::Add, elem, flags), &[old, v])
+            }
+            AtomicOp::Min => eval::eval(&Op::Bin(BinOp::Min, elem, FloatFlags::RN), &[old, v]),
+            AtomicOp::Max => eval::eval(&Op::Bin(BinOp::Max, elem, FloatFlags::RN), &[old, v]),
+            AtomicOp::Exch => v,
+        },
+        Access::Cas(cmp, new) => {
+            if old == cmp {
+                new
+            } else {
+                old
+            }
+        }
+        Access::Read | Access::Write(_) => old,
+    }
+}

@@ -1,0 +1,259 @@
+//! Memory of a launch: pointer encoding, global buffers shared by all blocks, and race shadows.
+//!
+//! Guarantees:
+//! - A pointer value is `region << 40 | offset`: region `r >= 1` is global buffer `r - 1` (for
+//!   `ptr<global, _>`) or shared declaration `r - 1` (for `ptr<shared, _>`); region 0 is no
+//!   memory. Pointer arithmetic changes the 40-bit offset only (wrapping), so a pointer never
+//!   walks into another buffer: every access is checked against the region it was derived from.
+//! - [`locate`] accepts an access only when it lies entirely inside its region and its byte
+//!   address is a multiple of the element size; otherwise it says which rule broke.
+//! - Global memory is accessed with relaxed atomic loads and stores of the element's width, so
+//!   blocks running on different host threads never cause undefined behaviour in the interpreter,
+//!   even when the kernel has a cross-block data race (whose outcome is then the kernel's bug).
+//! - Race shadows record, per byte, the last writer and the last reader(s) as a tag
+//!   `block(24) | epoch(24) | thread(16)`; [`RaceShadow`] operations on global memory use
+//!   sequentially consistent swaps so that of two conflicting accesses from different blocks
+//!   running at the same time at least one sees the other.
+
+use kir_ir::types::ScalarType;
+use std::sync::atomic::{AtomicU16, AtomicU32, AtomicU64, AtomicU8, Ordering};
+
+pub(crate) const OFF_BITS: u32 = 40;
+pub(crate) const OFF_MASK: u64 = (1 << OFF_BITS) - 1;
+
+pub(crate) fn make_ptr(region: u32, offset: u64) -> u64 {
+    ((region as u64) << OFF_BITS) | (offset & OFF_MASK)
+}
+
+/// `ptr` moved by `delta` bytes (the offset wraps within 40 bits; the region stays).
+pub(crate) fn ptr_add(ptr: u64, delta: i128) -> u64 {
+    let off = (ptr & OFF_MASK) as i128 + delta;
+    (ptr & !OFF_MASK) | (off as u64 & OFF_MASK)
+}
+
+/// Why an access was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum AccessFault {
+    /// Region 0 or a region that does not exist.
+    NoRegion(u32),
+    /// Byte offset (may be negative) outside `0..len`.
+    OutOfBounds { region: u32, byte: i128 },
+    Misaligned { region: u32, byte: i128 },
+}
+
+/// Resolves `ptr[index]` with elements of `size` bytes against regions of the given lengths:
+/// `(region index from 0, byte offset)`.
+#[inline]
+pub(crate) fn locate(ptr: u64, index: i128, size: u32, lens: &[u64]) -> Result<(usize, usize), AccessFault> {
+    let region = (ptr >> OFF_BITS) as u32;
+    let raw = ptr & OFF_MASK;
+    // Offsets at or above 2^39 are negative (pointer moved before its region).
+    let off = if raw >= 1 << (OFF_BITS - 1) { raw as i128 - (1i128 << OFF_BITS) } else { raw as i128 };
+    let byte = off + index * size as i128;
+    let Some(&len) = (region as usize).checked_sub(1).and_then(|r| lens.get(r)) else {
+        return Err(AccessFault::NoRegion(region));
+    };
+    if byte < 0 || byte + size as i128 > len as i128 {
+        return Err(AccessFault::OutOfBounds { region, byte });
+    }
+    if byte % size as i128 != 0 {
+        return Err(AccessFault::Misaligned { region, byte });
+    }
+    Ok((region as usize - 1, byte as usize))
+}
+
+/// One global buffer as the interpreter sees it.
+pub(crate) struct Region {
+    ptr: *mut u8,
+    pub len: u64,
+}
+
+/// The global buffers of a launch.
+pub(crate) struct GlobalMem {
+    pub regions: Vec<Region>,
+    pub lens: Vec<u64>,
+    /// Per region, two tags per byte (write, read) when race detection is on.
+    pub race: Option<Vec<Vec<AtomicU64>>>,
+}
+
+// SAFETY: every access through the raw pointers is an atomic load/store of an aligned element
+// inside the region (checked by `locate`), and the buffers outlive the launch that holds this.
+unsafe impl Sync for GlobalMem {}
+unsafe impl Send for GlobalMem {}
+
+impl GlobalMem {
+    /// Views `bufs` (each must be 8-byte aligned or empty) as global memory.
+    pub fn new(bufs: &mut [&mut [u8]], races: bool) -> GlobalMem {
+        let regions: Vec<Region> = bufs.iter_mut().map(|b| Region { ptr: b.as_mut_ptr(), len: b.len() as u64 }).collect();
+        let lens = regions.iter().map(|r| r.len).collect();
+        let race = races.then(|| {
+            regions
+                .iter()
+                .map(|r| {
+                    let mut v = Vec::new();
+                    v.resize_with(2 * r.len as usize, || AtomicU64::new(0));
+                    v
+                })
+                .collect()
+        });
+        GlobalMem { regions, lens, race }
+    }
+
+    /// Loads `size` bytes at `(region, byte)` as returned by [`locate`].
+    #[inline]
+    pub fn load(&self, region: usize, byte: usize, size: u32) -> u64 {
+        let p = unsafe { self.regions[region].ptr.add(byte) };
+        // SAFETY: `locate` checked bounds and alignment; the base is 8-byte aligned.
+        unsafe {
+            match size {
+                1 => (*(p as *const AtomicU8)).load(Ordering::Relaxed) as u64,
+                2 => (*(p as *const AtomicU16)).load(Ordering::Relaxed) as u64,
+                4 => (*(p as *const AtomicU32)).load(Ordering::Relaxed) as u64,
+                _ => (*(p as *const AtomicU64)).load(Ordering::Relaxed),
+            }
+        }
+    }
+
+    #[inline]
+    pub fn store(&self, region: usize, byte: usize, size: u32, bits: u64) {
+        let p = unsafe { self.regions[region].ptr.add(byte) };
+        // SAFETY: as in `load`.
+        unsafe {
+            match size {
+                1 => (*(p as *const AtomicU8)).store(bits as u8, Ordering::Relaxed),
+                2 => (*(p as *const AtomicU16)).store(bits as u16, Ordering::Relaxed),
+                4 => (*(p as *const AtomicU32)).store(bits as u32, Ordering::Relaxed),
+                _ => (*(p as *const AtomicU64)).store(bits, Ordering::Relaxed),
+            }
+        }
+    }
+}
+
+/// Race tags.
+pub(crate) mod tag {
+    /// Thread field meaning "several threads of that block and epoch read it".
+    pub const MULTI: u64 = 0xffff;
+    pub fn make(block: u64, epoch: u64, tid: u64) -> u64 {
+        ((block & 0xff_ffff) << 40) | ((epoch & 0xff_ffff) << 16) | (tid & 0xffff)
+    }
+    pub fn block(t: u64) -> u64 {
+        t >> 40
+    }
+    pub fn segment(t: u64) -> u64 {
+        t >> 16
+    }
+    pub fn tid(t: u64) -> u64 {
+        t & 0xffff
+    }
+}
+
+/// The other side of a detected race.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Conflict {
+    /// The other access was a write (else a read).
+    pub other_wrote: bool,
+    /// Tag of the other access (thread field may be [`tag::MULTI`]).
+    pub other: u64,
+}
+
+/// Whether an earlier access tagged `old` conflicts with the current thread `me`.
+/// `cross_block`: accesses from other blocks conflict (global memory); otherwise they are stale.
+#[inline]
+fn conflicts(old: u64, me: u64, cross_block: bool) -> bool {
+    if old == 0 {
+        return false;
+    }
+    if tag::block(old) != tag::block(me) {
+        return cross_block;
+    }
+    tag::segment(old) == tag::segment(me) && tag::tid(old) != tag::tid(me)
+}
+
+/// New read tag after `me` reads a byte whose read tag was `old`.
+#[inline]
+fn merged_read(old: u64, me: u64) -> u64 {
+    if old != 0 && tag::segment(old) == tag::segment(me) && tag::tid(old) != tag::tid(me) {
+        (tag::segment(me) << 16) | tag::MULTI
+    } else {
+        me
+    }
+}
+
+/// Race bookkeeping on global memory (two atomic tags per byte: write, read).
+pub(crate) fn global_access(tags: &[AtomicU64], byte: usize, size: u32, me: u64, write: bool) -> Option<Conflict> {
+    let mut found = None;
+    for b in byte..byte + size as usize {
+        let (w, r) = (&tags[2 * b], &tags[2 * b + 1]);
+        if write {
+            let old_w = w.swap(me, Ordering::SeqCst);
+            let old_r = r.load(Ordering::SeqCst);
+            if found.is_none() {
+                if conflicts(old_w, me, true) {
+                    found = Some(Conflict { other_wrote: true, other: old_w });
+                } else if conflicts(old_r, me, true) {
+                    found = Some(Conflict { other_wrote: false, other: old_r });
+                }
+            }
+        } else {
+            let old_r = r.swap(me, Ordering::SeqCst);
+            let m = merged_read(old_r, me);
+            if m != me {
+                r.store(m, Ordering::SeqCst);
+            }
+            let old_w = w.load(Ordering::SeqCst);
+            if found.is_none() && conflicts(old_w, me, true) {
+                found = Some(Conflict { other_wrote: true, other: old_w });
+            }
+        }
+    }
+    found
+}
+
+/// Race bookkeeping on one block's shared memory (tags of other generations are stale).
+pub(crate) fn shared_access(tags: &mut [u64], byte: usize, size: u32, me: u64, write: bool) -> Option<Conflict> {
+    let mut found = None;
+    for b in byte..byte + size as usize {
+        let old_w = tags[2 * b];
+        let old_r = tags[2 * b + 1];
+        if write {
+            tags[2 * b] = me;
+            if found.is_none() {
+                if conflicts(old_w, me, false) {
+                    found = Some(Conflict { other_wrote: true, other: old_w });
+                } else if conflicts(old_r, me, false) {
+                    found = Some(Conflict { other_wrote: false, other: old_r });
+                }
+            }
+        } else {
+            let stale = old_r == 0 || tag::block(old_r) != tag::block(me);
+            tags[2 * b + 1] = if stale { me } else { merged_read(old_r, me) };
+            if found.is_none() && conflicts(old_w, me, false) {
+                found = Some(Conflict { other_wrote: true, other: old_w });
+            }
+        }
+    }
+    found
+}
+
+/// Reads `size` little-endian bytes of `mem` at `byte` (in bounds by construction).
+#[inline]
+pub(crate) fn read_le(mem: &[u8], byte: usize, size: u32) -> u64 {
+    let mut b = [0u8; 8];
+    b[..size as usize].copy_from_slice(&mem[byte..byte + size as usize]);
+    u64::from_le_bytes(b)
+}
+
+#[inline]
+pub(crate) fn write_le(mem: &mut [u8], byte: usize, size: u32, bits: u64) {
+    mem[byte..byte + size as usize].copy_from_slice(&bits.to_le_bytes()[..size as usize]);
+}
+
+/// Element type of the index operand sign- or zero-extended to i128.
+#[inline]
+pub(crate) fn index_value(ty: ScalarType, bits: u64) -> i128 {
+    if ty.is_signed_int() {
+        crate::buffer::sign_extend(ty, bits) as i128
+    } else {
+        bits as i128
+    }
+}
