@@ -1,0 +1,338 @@
+//! Kernel emission: the `.entry` of one verified kernel — parameters, shared declarations, register
+//! declarations, blocks as labels, and block arguments as parallel copies on edges.
+//!
+//! Guarantees:
+//! - Each SSA value gets its own virtual register (see [`crate::regs`]); block parameters are
+//!   written only by the moves on the edges into their block, emitted as sequentialized parallel
+//!   copies ([`crate::pcopy`]), so a swap or rotation of block arguments is correct.
+//! - A conditional branch whose both edges carry moves gets an inline edge block (the critical edge
+//!   is split); moves are never executed on an edge not taken.
+//! - Unreachable blocks are not emitted. A jump to the next emitted block falls through.
+//! - Before each kir instruction and terminator, a comment shows the instruction as kir prints it,
+//!   prefixed with its source line when the source text is known.
+//! - The output is a pure function of the kernel and the options (byte-for-byte deterministic).
+
+use crate::pcopy::{self, Src};
+use crate::regs::{Reg, RegClass, RegFile};
+use crate::PtxOptions;
+use kir_ir::cfg::Cfg;
+use kir_ir::{
+    AddrSpace, BlockCall, BlockId, Diagnostic, Kernel, Operand, Terminator, Type, ValueId,
+};
+use std::fmt::Write;
+
+/// A PTX identifier for a kir name: `.` becomes `$` (kir names never contain `$`, so the mapping is
+/// one-to-one), and a leading digit gets a `_` prefix.
+pub fn ptx_ident(name: &str) -> String {
+    let mut s = String::with_capacity(name.len() + 1);
+    if name.starts_with(|c: char| c.is_ascii_digit()) {
+        s.push('_');
+    }
+    for c in name.chars() {
+        s.push(if c == '.' { '$' } else { c });
+    }
+    s
+}
+
+/// Byte offsets of line starts, for source line comments.
+pub(crate) struct LineIndex {
+    starts: Vec<u32>,
+}
+
+impl LineIndex {
+    pub fn new(src: &str) -> LineIndex {
+        let mut starts = vec![0];
+        starts.extend(
+            src.bytes()
+                .enumerate()
+                .filter(|(_, b)| *b == b'\n')
+                .map(|(i, _)| i as u32 + 1),
+        );
+        LineIndex { starts }
+    }
+    pub fn line(&self, offset: u32) -> usize {
+        self.starts.partition_point(|&s| s <= offset)
+    }
+}
+
+pub(crate) struct KernelEmitter<'a> {
+    pub k: &'a Kernel,
+    pub opts: &'a PtxOptions,
+    pub lines: Option<&'a LineIndex>,
+    pub regs: RegFile,
+    /// The register of each value, indexed by `ValueId`.
+    pub vreg: Vec<Reg>,
+    pub out: String,
+    pub diags: Vec<Diagnostic>,
+    edge_labels: u32,
+}
+
+impl<'a> KernelEmitter<'a> {
+    pub fn new(
+        k: &'a Kernel,
+        opts: &'a PtxOptions,
+        lines: Option<&'a LineIndex>,
+    ) -> KernelEmitter<'a> {
+        let mut regs = RegFile::default();
+        let vreg = k
+            .values
+            .iter()
+            .map(|v| regs.fresh(RegClass::of(v.ty)))
+            .collect();
+        KernelEmitter {
+            k,
+            opts,
+            lines,
+            regs,
+            vreg,
+            out: String::new(),
+            diags: Vec::new(),
+            edge_labels: 0,
+        }
+    }
+
+    /// Appends one instruction line (`text` without the trailing `;`).
+    pub fn ins(&mut self, text: impl AsRef<str>) {
+        self.out.push('\t');
+        self.out.push_str(text.as_ref());
+        self.out.push_str(";\n");
+    }
+
+    pub fn fresh(&mut self, c: RegClass) -> Reg {
+        self.regs.fresh(c)
+    }
+
+    pub fn val(&self, v: ValueId) -> Reg {
+        self.vreg[v.index()]
+    }
+
+    fn comment(&mut self, span: kir_ir::Span, text: &str) {
+        if !self.opts.comments {
+            return;
+        }
+        match (self.lines, span.is_dummy()) {
+            (Some(li), false) => {
+                let _ = writeln!(self.out, "\t// {}: {}", li.line(span.start), text.trim());
+            }
+            _ => {
+                let _ = writeln!(self.out, "\t// {}", text.trim());
+            }
+        }
+    }
+
+    fn block_label(&self, b: BlockId) -> String {
+        format!("$L__{}", ptx_ident(&self.k.block(b).name))
+    }
+
+    /// The PTX name of a shared declaration.
+    pub fn shared_symbol(&self, idx: u32) -> String {
+        let s = &self.k.shared[idx as usize];
+        format!("{}$smem${}", ptx_ident(&self.k.name), ptx_ident(&s.name))
+    }
+
+    /// Emits the whole `.entry` (plus module-scope declarations it needs) into a string.
+    pub fn emit(mut self) -> Result<String, Vec<Diagnostic>> {
+        let k = self.k;
+        let kname = ptx_ident(&k.name);
+        let cfg = Cfg::new(k);
+
+        // Parameter loads.
+        let mut params_decl = Vec::new();
+        let mut prologue = String::new();
+        std::mem::swap(&mut self.out, &mut prologue);
+        for (n, &p) in k.params.iter().enumerate() {
+            let pname = format!("{kname}_param_{n}");
+            let ty = k.value_type(p);
+            let r = self.val(p);
+            let pty = match ty {
+                Type::Ptr(..) => ".u64",
+                Type::Scalar(s) => crate::lower::param_type(s),
+            };
+            params_decl.push(format!("\t.param {pty} {pname}"));
+            match ty {
+                Type::Ptr(AddrSpace::Global, _) => {
+                    let t = self.fresh(RegClass::B64);
+                    self.ins(format!("ld.param.u64 {t}, [{pname}]"));
+                    self.ins(format!("cvta.to.global.u64 {r}, {t}"));
+                }
+                Type::Ptr(AddrSpace::Shared, _) => self.ins(format!("ld.param.u64 {r}, [{pname}]")),
+                Type::Scalar(s) => self.load_param(r, s, &pname),
+            }
+        }
+        std::mem::swap(&mut self.out, &mut prologue);
+
+        // Body.
+        let order: Vec<BlockId> = k.block_ids().filter(|b| cfg.is_reachable(*b)).collect();
+        for (pos, &b) in order.iter().enumerate() {
+            let next = order.get(pos + 1).copied();
+            let blk = k.block(b);
+            let _ = writeln!(self.out, "{}:", self.block_label(b));
+            for &i in &blk.insts {
+                if self.opts.comments {
+                    let text = kir_ir::printer::print_inst(k, i);
+                    self.comment(k.inst(i).span, &text);
+                }
+                self.lower_inst(i);
+            }
+            if self.opts.comments {
+                let text = kir_ir::printer::print_terminator(k, &blk.term);
+                self.comment(blk.term_span, &text);
+            }
+            self.terminator(&blk.term, next);
+        }
+        if !self.diags.is_empty() {
+            return Err(self.diags);
+        }
+
+        let mut s = String::new();
+        // Dynamic shared memory is an `.extern` array at module scope.
+        for (i, d) in k.shared.iter().enumerate() {
+            if d.len.is_none() {
+                let _ = writeln!(
+                    s,
+                    ".extern .shared .align {} .b8 {}[];",
+                    d.align.max(1),
+                    self.shared_symbol(i as u32)
+                );
+            }
+        }
+        let _ = writeln!(s, "\n// .kir kernel @{}\n.visible .entry {kname}(", k.name);
+        s.push_str(&params_decl.join(",\n"));
+        if !params_decl.is_empty() {
+            s.push('\n');
+        }
+        s.push_str(")\n{\n");
+        for (i, d) in k.shared.iter().enumerate() {
+            if let Some(bytes) = d.size_bytes() {
+                let _ = writeln!(
+                    s,
+                    "\t.shared .align {} .b8 {}[{}];",
+                    d.align.max(1),
+                    self.shared_symbol(i as u32),
+                    bytes.max(1)
+                );
+            }
+        }
+        s.push_str(&self.regs.declarations());
+        s.push('\n');
+        s.push_str(&prologue);
+        s.push_str(&self.out);
+        s.push_str("}\n");
+        Ok(s)
+    }
+
+    fn load_param(&mut self, r: Reg, s: kir_ir::ScalarType, pname: &str) {
+        use kir_ir::ScalarType::*;
+        match s {
+            Pred => {
+                let t = self.fresh(RegClass::B16);
+                self.ins(format!("ld.param.u8 {t}, [{pname}]"));
+                self.ins(format!("setp.ne.u16 {r}, {t}, 0"));
+            }
+            U8 => self.ins(format!("ld.param.u8 {r}, [{pname}]")),
+            S8 => self.ins(format!("ld.param.s8 {r}, [{pname}]")),
+            U16 | S16 | F16 | BF16 => self.ins(format!("ld.param.b16 {r}, [{pname}]")),
+            U32 | S32 => self.ins(format!("ld.param.u32 {r}, [{pname}]")),
+            F32 => self.ins(format!("ld.param.f32 {r}, [{pname}]")),
+            U64 | S64 => self.ins(format!("ld.param.u64 {r}, [{pname}]")),
+            F64 => self.ins(format!("ld.param.f64 {r}, [{pname}]")),
+        }
+    }
+
+    /// The parallel copies binding `call`'s arguments to its target's parameters, sequentialized.
+    fn edge_moves(&mut self, call: &BlockCall) -> Vec<(Reg, Src<Reg>)> {
+        let params = &self.k.block(call.block).params;
+        let mut copies = Vec::with_capacity(params.len());
+        for (&p, &a) in params.iter().zip(&call.args) {
+            let dst = self.val(p);
+            let src = match a {
+                Operand::Value(v) => Src::Reg(self.val(v)),
+                Operand::Const(c) => match crate::lower::imm_text(c) {
+                    Some(t) => Src::Imm(t),
+                    None => Src::Imm(crate::lower::raw_imm(c)),
+                },
+            };
+            copies.push((dst, src));
+        }
+        let regs = &mut self.regs;
+        pcopy::sequentialize(&copies, |r| regs.fresh(r.class))
+    }
+
+    fn emit_moves(&mut self, moves: &[(Reg, Src<Reg>)]) {
+        for (d, s) in moves {
+            let ty = match d.class {
+                RegClass::Pred => "pred",
+                RegClass::B16 | RegClass::H16 => "b16",
+                RegClass::B32 => "b32",
+                RegClass::F32 => "f32",
+                RegClass::B64 => "b64",
+                RegClass::F64 => "f64",
+            };
+            match s {
+                Src::Reg(r) => self.ins(format!("mov.{ty} {d}, {r}")),
+                Src::Imm(t) => self.ins(format!("mov.{ty} {d}, {t}")),
+            }
+        }
+    }
+
+    fn jump(&mut self, call: &BlockCall, next: Option<BlockId>) {
+        let moves = self.edge_moves(call);
+        self.emit_moves(&moves);
+        if next != Some(call.block) {
+            let l = self.block_label(call.block);
+            self.ins(format!("bra.uni {l}"));
+        }
+    }
+
+    fn terminator(&mut self, t: &Terminator, next: Option<BlockId>) {
+        match t {
+            Terminator::Ret => self.ins("ret"),
+            Terminator::Jmp(c) => self.jump(c, next),
+            Terminator::Br { cond, then_, else_ } => {
+                let p = match cond {
+                    Operand::Const(c) => {
+                        let taken = if c.bits != 0 { then_ } else { else_ };
+                        return self.jump(taken, next);
+                    }
+                    Operand::Value(v) => self.val(*v),
+                };
+                let then_moves = self.edge_moves(then_);
+                let else_moves = self.edge_moves(else_);
+                if then_moves.is_empty() && else_moves.is_empty() && next == Some(then_.block) {
+                    let l = self.block_label(else_.block);
+                    self.ins(format!("@!{p} bra {l}"));
+                } else if then_moves.is_empty() {
+                    let l = self.block_label(then_.block);
+                    self.ins(format!("@{p} bra {l}"));
+                    self.emit_moves(&else_moves);
+                    if next != Some(else_.block) {
+                        let l = self.block_label(else_.block);
+                        self.ins(format!("bra.uni {l}"));
+                    }
+                } else if else_moves.is_empty() {
+                    let l = self.block_label(else_.block);
+                    self.ins(format!("@!{p} bra {l}"));
+                    self.emit_moves(&then_moves);
+                    if next != Some(then_.block) {
+                        let l = self.block_label(then_.block);
+                        self.ins(format!("bra.uni {l}"));
+                    }
+                } else {
+                    // Both edges carry moves: split the else edge into an inline edge block.
+                    let edge = format!("$E__{}", self.edge_labels);
+                    self.edge_labels += 1;
+                    self.ins(format!("@!{p} bra {edge}"));
+                    self.emit_moves(&then_moves);
+                    let l = self.block_label(then_.block);
+                    self.ins(format!("bra.uni {l}"));
+                    let _ = writeln!(self.out, "{edge}:");
+                    self.emit_moves(&else_moves);
+                    if next != Some(else_.block) {
+                        let l = self.block_label(else_.block);
+                        self.ins(format!("bra.uni {l}"));
+                    }
+                }
+            }
+        }
+    }
+}

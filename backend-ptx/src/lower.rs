@@ -1,0 +1,1054 @@
+//! Instruction lowering: one kir instruction becomes a short PTX sequence with kir's semantics.
+//!
+//! Guarantees (what the emitted code computes; `ir/src/eval.rs` is the definition it follows):
+//! - Exact float ops always carry their rounding (`add.rn.f32`, `div.rn.f32`, `sqrt.rn.f32`,
+//!   `fma.rn.f32`): ptxas never contracts or reassociates them. `.ftz` appears only where the kir
+//!   instruction asks for it.
+//! - f16/bf16 live in `.b16` registers. Where PTX has a correctly rounded native instruction for
+//!   the op, type, rounding and target (`add.rn.f16`, `fma.rn.bf16`, `add.rn.bf16` on sm_90) it is
+//!   used; otherwise the operands are widened exactly to f32, the op is rounded once in f32 with the
+//!   same rounding mode and the result is rounded to the 16-bit type (`cvt.<rnd>.f16.f32`). That is
+//!   exact: directed roundings compose, and for round-to-nearest f32's 24 bits are at least
+//!   2p + 2 for p = 11 (f16) and 8 (bf16), so the double rounding is innocuous. `.ftz` applies to
+//!   f32 only (as in kir and PTX) and is ignored for the 16-bit types.
+//! - `neg`/`abs` of floats touch the sign bit only (xor/and), keeping NaN payloads.
+//! - Integer `div`/`rem` guard the divisor: `x / 0` and `x % 0` are all ones; signed `MIN / -1`
+//!   is `MIN` and `MIN % -1` is 0 (PTX leaves all of these undefined).
+//! - Float `min`/`max` use PTX's `min`/`max` (a NaN operand is ignored, two NaNs give the
+//!   canonical NaN). `cvt.sat` to a float adds `+0.0` after clamping so `-0.0` becomes `+0.0`.
+//! - Shifts use PTX's clamping of the amount, which is kir's rule (amounts >= width shift everything
+//!   out). 8-bit integers are computed in 32-bit registers and re-extended after each op that can
+//!   carry bits out of the low byte.
+//! - Loads/stores/atomics address `p + i * sizeof(T)` with the index sign-extended (signed types)
+//!   or zero-extended (unsigned), via `mad.wide.{s32,u32}` or 64-bit `mad.lo`; a constant index
+//!   becomes an immediate offset. Shared pointers are 64-bit addresses in the `.shared` window
+//!   (`mov.u64 %rd, symbol`), used with `ld.shared`/`st.shared`/`atom.shared` directly.
+//! - An op/type/mode combination PTX cannot express and the verifier does not exclude yields a
+//!   located diagnostic, never a panic or wrong code.
+
+use crate::emit::KernelEmitter;
+use crate::regs::{Reg, RegClass};
+use crate::SmVersion;
+use kir_ir::{
+    AddrSpace, AtomicOp, BinOp, CmpOp, Constant, Diagnostic, FloatFlags, FloatMode, InstId, Op,
+    Operand, Rounding, ScalarType, ShflMode, SpecialReg, UnOp, VoteMode,
+};
+use ScalarType as S;
+
+/// The `.param` type of a scalar kernel parameter.
+pub fn param_type(s: ScalarType) -> &'static str {
+    match s {
+        S::Pred | S::U8 => ".u8",
+        S::S8 => ".s8",
+        S::U16 | S::S16 | S::F16 | S::BF16 => ".b16",
+        S::U32 | S::S32 => ".u32",
+        S::F32 => ".f32",
+        S::U64 | S::S64 => ".u64",
+        S::F64 => ".f64",
+    }
+}
+
+/// The bits of a constant as its register holds them (8-bit values extended to 32 bits).
+fn reg_bits(c: Constant) -> u64 {
+    match c.ty {
+        S::S8 => c.as_i128() as i32 as u32 as u64,
+        _ => c.bits,
+    }
+}
+
+/// Immediate text where PTX instructions take one: integers, f32 and f64. `None` for pred, f16
+/// and bf16, which must be materialized with [`raw_imm`] and a `mov`.
+pub fn imm_text(c: Constant) -> Option<String> {
+    Some(match c.ty {
+        S::Pred | S::F16 | S::BF16 => return None,
+        S::F32 => format!("0f{:08X}", c.bits),
+        S::F64 => format!("0d{:016X}", c.bits),
+        t if t.is_signed_int() => {
+            let v = c.as_i128();
+            if v.unsigned_abs() < (1 << 31) {
+                v.to_string()
+            } else {
+                format!("0x{:X}", reg_bits(c))
+            }
+        }
+        _ => {
+            if c.bits < (1 << 31) {
+                c.bits.to_string()
+            } else {
+                format!("0x{:X}", c.bits)
+            }
+        }
+    })
+}
+
+/// The text a `mov` takes for any constant.
+pub fn raw_imm(c: Constant) -> String {
+    match c.ty {
+        S::Pred => (c.bits & 1).to_string(),
+        S::F16 | S::BF16 => format!("0x{:04X}", c.bits),
+        _ => imm_text(c).unwrap_or_default(),
+    }
+}
+
+fn is8(s: ScalarType) -> bool {
+    matches!(s, S::U8 | S::S8)
+}
+
+fn is16f(s: ScalarType) -> bool {
+    matches!(s, S::F16 | S::BF16)
+}
+
+/// Integer instruction type: 8-bit types compute as 32-bit.
+fn ity(s: ScalarType) -> &'static str {
+    match s {
+        S::U8 | S::U32 => "u32",
+        S::S8 | S::S32 => "s32",
+        S::U16 => "u16",
+        S::S16 => "s16",
+        S::U64 => "u64",
+        S::S64 => "s64",
+        _ => "b32",
+    }
+}
+
+/// Bit type of the register holding `s`.
+fn bty(s: ScalarType) -> &'static str {
+    match RegClass::of_scalar(s) {
+        RegClass::Pred => "pred",
+        RegClass::B16 | RegClass::H16 => "b16",
+        RegClass::B32 | RegClass::F32 => "b32",
+        RegClass::B64 | RegClass::F64 => "b64",
+    }
+}
+
+/// Type for mov/selp: floats keep their float type (f32/f64 registers), others their bit type.
+fn mty(s: ScalarType) -> &'static str {
+    match s {
+        S::F32 => "f32",
+        S::F64 => "f64",
+        _ => bty(s),
+    }
+}
+
+fn fty(s: ScalarType) -> &'static str {
+    match s {
+        S::F16 => "f16",
+        S::BF16 => "bf16",
+        S::F32 => "f32",
+        _ => "f64",
+    }
+}
+
+/// `.rn`, `.rz`, ... for a non-integral rounding (integral ones map to their plain counterpart).
+fn rnd(r: Rounding) -> &'static str {
+    match r {
+        Rounding::Rn | Rounding::Rni => ".rn",
+        Rounding::Rz | Rounding::Rzi => ".rz",
+        Rounding::Rm | Rounding::Rmi => ".rm",
+        Rounding::Rp | Rounding::Rpi => ".rp",
+    }
+}
+
+/// `.rni`, `.rzi`, ... for float→int or round-to-integral (plain ones map to their integral form).
+fn irnd(r: Rounding) -> &'static str {
+    match r {
+        Rounding::Rn | Rounding::Rni => ".rni",
+        Rounding::Rz | Rounding::Rzi => ".rzi",
+        Rounding::Rm | Rounding::Rmi => ".rmi",
+        Rounding::Rp | Rounding::Rpi => ".rpi",
+    }
+}
+
+fn ftz(b: bool) -> &'static str {
+    if b {
+        ".ftz"
+    } else {
+        ""
+    }
+}
+
+impl KernelEmitter<'_> {
+    fn unsupported(&mut self, i: InstId, what: &str) {
+        let d = self.k.inst(i);
+        self.diags.push(
+            Diagnostic::error(format!(
+                "the PTX backend cannot emit `{}`: {what}",
+                d.op.mnemonic()
+            ))
+            .at(d.span, "this instruction")
+            .with_note(format!("target {}", self.opts.sm.name())),
+        );
+    }
+
+    /// A register holding the operand (constants are materialized with `mov`).
+    pub fn reg(&mut self, o: Operand) -> Reg {
+        match o {
+            Operand::Value(v) => self.val(v),
+            Operand::Const(c) => {
+                let r = self.fresh(RegClass::of_scalar(c.ty));
+                self.ins(format!("mov.{} {r}, {}", mty(c.ty), raw_imm(c)));
+                r
+            }
+        }
+    }
+
+    /// The operand as an instruction source: an immediate where PTX takes one, else a register.
+    pub fn op(&mut self, o: Operand) -> String {
+        if let Operand::Const(c) = o {
+            if let Some(t) = imm_text(c) {
+                return t;
+            }
+        }
+        self.reg(o).to_string()
+    }
+
+    /// Re-extends an 8-bit value held in a 32-bit register.
+    fn renorm(&mut self, r: Reg, s: ScalarType) {
+        match s {
+            S::U8 => self.ins(format!("and.b32 {r}, {r}, 255")),
+            S::S8 => self.ins(format!("cvt.s32.s8 {r}, {r}")),
+            _ => {}
+        }
+    }
+
+    /// f16/bf16 bits → f32 (exact).
+    fn to_f32(&mut self, h: Reg, s: ScalarType) -> Reg {
+        let f = self.fresh(RegClass::F32);
+        self.ins(format!("cvt.f32.{} {f}, {h}", fty(s)));
+        f
+    }
+
+    /// f32 → f16/bf16 with rounding `r` into `d`.
+    fn from_f32(&mut self, d: Reg, f: Reg, s: ScalarType, r: Rounding) {
+        if s == S::BF16 && matches!(rnd(r), ".rm" | ".rp") {
+            // cvt to bf16 has only .rn/.rz: round toward zero, then step the magnitude up by one
+            // ulp when the discarded bits are nonzero and the sign matches the direction.
+            let toward_neg = rnd(r) == ".rm";
+            let b = self.fresh(RegClass::B32);
+            let lo = self.fresh(RegClass::B32);
+            let hi = self.fresh(RegClass::B32);
+            let p = self.fresh(RegClass::Pred);
+            let q = self.fresh(RegClass::Pred);
+            let n = self.fresh(RegClass::Pred);
+            self.ins(format!("mov.b32 {b}, {f}"));
+            self.ins(format!("and.b32 {lo}, {b}, 65535"));
+            self.ins(format!("shr.u32 {hi}, {b}, 16"));
+            self.ins(format!("setp.ne.u32 {p}, {lo}, 0"));
+            self.ins(format!(
+                "setp.{}.s32 {q}, {b}, 0",
+                if toward_neg { "lt" } else { "ge" }
+            ));
+            self.ins(format!("and.pred {p}, {p}, {q}"));
+            self.ins(format!("testp.notanumber.f32 {n}, {f}"));
+            let one = self.fresh(RegClass::B32);
+            self.ins(format!("selp.b32 {one}, 1, 0, {p}"));
+            self.ins(format!("add.s32 {hi}, {hi}, {one}"));
+            self.ins(format!("selp.b32 {hi}, 32767, {hi}, {n}"));
+            self.ins(format!("cvt.u16.u32 {d}, {hi}"));
+        } else {
+            self.ins(format!("cvt{}.{}.f32 {d}, {f}", rnd(r), fty(s)));
+        }
+    }
+
+    /// Flush a subnormal f32 to a zero of the same sign.
+    fn flush32(&mut self, f: Reg) -> Reg {
+        let out = self.fresh(RegClass::F32);
+        self.ins(format!("cvt.ftz.f32.f32 {out}, {f}"));
+        out
+    }
+
+    pub fn lower_inst(&mut self, i: InstId) {
+        let inst = self.k.inst(i).clone();
+        let a = inst.args.clone();
+        let d = inst.result.map(|v| self.val(v));
+        match inst.op {
+            Op::Special(r) => {
+                let Some(d) = d else { return };
+                self.special(d, r)
+            }
+            Op::Mov(s) => {
+                let Some(d) = d else { return };
+                let x = if s == S::Pred {
+                    self.reg(a[0]).to_string()
+                } else {
+                    self.op(a[0])
+                };
+                self.ins(format!("mov.{} {d}, {x}", mty(s)));
+            }
+            Op::Bin(op, s, fl) => {
+                let Some(d) = d else { return };
+                if s.is_float() {
+                    self.float_bin(i, op, s, fl, a[0], a[1], d)
+                } else {
+                    self.int_bin(op, s, a[0], a[1], d)
+                }
+            }
+            Op::MulWide(s) => {
+                let Some(d) = d else { return };
+                let x = self.reg(a[0]);
+                let y = self.op(a[1]);
+                if is8(s) {
+                    let t = self.fresh(RegClass::B32);
+                    self.ins(format!("mul.lo.{} {t}, {x}, {y}", ity(s)));
+                    self.ins(format!("cvt.u16.u32 {d}, {t}"));
+                } else {
+                    self.ins(format!("mul.wide.{} {d}, {x}, {y}", ity(s)));
+                }
+            }
+            Op::Mad(s) => {
+                let Some(d) = d else { return };
+                let x = self.reg(a[0]);
+                let y = self.op(a[1]);
+                let z = self.op(a[2]);
+                self.ins(format!("mad.lo.{} {d}, {x}, {y}, {z}", ity(s)));
+                self.renorm(d, s);
+            }
+            Op::Fma(s, fl) => {
+                let Some(d) = d else { return };
+                self.fma(i, s, fl, &a, d)
+            }
+            Op::Unary(op, s, fl) => {
+                let Some(d) = d else { return };
+                self.unary(i, op, s, fl, a[0], d)
+            }
+            Op::Cmp(op, s) => {
+                let Some(d) = d else { return };
+                self.cmp(op, s, a[0], a[1], d)
+            }
+            Op::Select(s) => {
+                let Some(d) = d else { return };
+                let c = self.reg(a[0]);
+                if s == S::Pred {
+                    let x = self.reg(a[1]);
+                    let y = self.reg(a[2]);
+                    let t1 = self.fresh(RegClass::Pred);
+                    let t2 = self.fresh(RegClass::Pred);
+                    self.ins(format!("and.pred {t1}, {c}, {x}"));
+                    self.ins(format!("not.pred {t2}, {c}"));
+                    self.ins(format!("and.pred {t2}, {t2}, {y}"));
+                    self.ins(format!("or.pred {d}, {t1}, {t2}"));
+                } else {
+                    let x = if is16f(s) {
+                        self.reg(a[1]).to_string()
+                    } else {
+                        self.op(a[1])
+                    };
+                    let y = if is16f(s) {
+                        self.reg(a[2]).to_string()
+                    } else {
+                        self.op(a[2])
+                    };
+                    self.ins(format!("selp.{} {d}, {x}, {y}, {c}", mty(s)));
+                }
+            }
+            Op::Cvt {
+                to,
+                from,
+                rounding,
+                sat,
+                ftz,
+            } => {
+                let Some(d) = d else { return };
+                self.cvt(i, to, from, rounding, sat, ftz, a[0], d)
+            }
+            Op::Bitcast { to, from } => {
+                let Some(d) = d else { return };
+                let x = self.reg(a[0]);
+                self.ins(format!("mov.b{} {d}, {x}", RegClass::of_scalar(to).bits()));
+                if is8(to) && to != from {
+                    self.renorm(d, to);
+                }
+            }
+            Op::Load => {
+                let Some(d) = d else { return };
+                let Some((space, elem)) = self.k.operand_type(a[0]).pointee() else {
+                    return self.unsupported(i, "not a pointer");
+                };
+                let addr = self.address(a[0], a[1], elem.bytes() as i64);
+                self.ins(format!("ld{}.{} {d}, {addr}", ss(space), mem_ty(elem)));
+            }
+            Op::Store => {
+                let Some((space, elem)) = self.k.operand_type(a[0]).pointee() else {
+                    return self.unsupported(i, "not a pointer");
+                };
+                let v = self.reg(a[2]);
+                let addr = self.address(a[0], a[1], elem.bytes() as i64);
+                self.ins(format!("st{}.{} {addr}, {v}", ss(space), mem_ty(elem)));
+            }
+            Op::Atomic(op) => {
+                let Some((space, elem)) = self.k.operand_type(a[0]).pointee() else {
+                    return self.unsupported(i, "not a pointer");
+                };
+                let v = self.reg(a[2]);
+                let addr = self.address(a[0], a[1], elem.bytes() as i64);
+                let t = match (op, elem) {
+                    (AtomicOp::Exch, _) => bty(elem).to_string(),
+                    (_, S::F32) => "f32".into(),
+                    (_, S::F64) => "f64".into(),
+                    _ => ity(elem).to_string(),
+                };
+                match d {
+                    Some(d) => self.ins(format!(
+                        "atom{}.{}.{t} {d}, {addr}, {v}",
+                        ss(space),
+                        op.name()
+                    )),
+                    None if op != AtomicOp::Exch => {
+                        self.ins(format!("red{}.{}.{t} {addr}, {v}", ss(space), op.name()))
+                    }
+                    None => {
+                        let sink = self.fresh(RegClass::of_scalar(elem));
+                        self.ins(format!("atom{}.exch.{t} {sink}, {addr}, {v}", ss(space)));
+                    }
+                }
+            }
+            Op::AtomicCas => {
+                let Some((space, elem)) = self.k.operand_type(a[0]).pointee() else {
+                    return self.unsupported(i, "not a pointer");
+                };
+                let cmp = self.reg(a[2]);
+                let new = self.reg(a[3]);
+                let addr = self.address(a[0], a[1], elem.bytes() as i64);
+                let d = d.unwrap_or_else(|| self.fresh(RegClass::of_scalar(elem)));
+                self.ins(format!(
+                    "atom{}.cas.{} {d}, {addr}, {cmp}, {new}",
+                    ss(space),
+                    bty(elem)
+                ));
+            }
+            Op::PtrOffset | Op::PtrOffsetBytes => {
+                let Some(d) = d else { return };
+                let size = match (&inst.op, self.k.operand_type(a[0]).pointee()) {
+                    (Op::PtrOffset, Some((_, elem))) => elem.bytes() as i64,
+                    _ => 1,
+                };
+                let (base, off) = self.addr_parts(a[0], a[1], size);
+                if off == 0 {
+                    self.ins(format!("mov.b64 {d}, {base}"));
+                } else {
+                    self.ins(format!("add.s64 {d}, {base}, {off}"));
+                }
+            }
+            Op::PtrCast(_) => {
+                let Some(d) = d else { return };
+                let x = self.reg(a[0]);
+                self.ins(format!("mov.b64 {d}, {x}"));
+            }
+            Op::SharedAddr(idx) => {
+                let Some(d) = d else { return };
+                if idx as usize >= self.k.shared.len() {
+                    return self.unsupported(i, "no such shared declaration");
+                }
+                let sym = self.shared_symbol(idx);
+                self.ins(format!("mov.u64 {d}, {sym}"));
+            }
+            Op::Barrier => self.ins("bar.sync 0"),
+            Op::Shfl(mode, s) => {
+                let Some(d) = d else { return };
+                self.shfl(mode, s, &a, d)
+            }
+            Op::Vote(mode) => {
+                let Some(d) = d else { return };
+                let p = self.reg(a[0]);
+                let m = self.op(a[1]);
+                match mode {
+                    VoteMode::Ballot => self.ins(format!("vote.sync.ballot.b32 {d}, {p}, {m}")),
+                    VoteMode::All => self.ins(format!("vote.sync.all.pred {d}, {p}, {m}")),
+                    VoteMode::Any => self.ins(format!("vote.sync.any.pred {d}, {p}, {m}")),
+                }
+            }
+        }
+    }
+
+    fn special(&mut self, d: Reg, r: SpecialReg) {
+        match r {
+            SpecialReg::Tid(x) => self.ins(format!("mov.u32 {d}, %tid.{}", x.name())),
+            SpecialReg::Ctaid(x) => self.ins(format!("mov.u32 {d}, %ctaid.{}", x.name())),
+            SpecialReg::Ntid(x) => self.ins(format!("mov.u32 {d}, %ntid.{}", x.name())),
+            SpecialReg::Nctaid(x) => self.ins(format!("mov.u32 {d}, %nctaid.{}", x.name())),
+            SpecialReg::LaneId => self.ins(format!("mov.u32 {d}, %laneid")),
+            SpecialReg::GlobalId(x) => {
+                let (c, n, t) = (
+                    self.fresh(RegClass::B32),
+                    self.fresh(RegClass::B32),
+                    self.fresh(RegClass::B32),
+                );
+                self.ins(format!("mov.u32 {c}, %ctaid.{}", x.name()));
+                self.ins(format!("mov.u32 {n}, %ntid.{}", x.name()));
+                self.ins(format!("mov.u32 {t}, %tid.{}", x.name()));
+                self.ins(format!("mad.lo.s32 {d}, {c}, {n}, {t}"));
+            }
+            SpecialReg::WarpId => {
+                // kir's warpid is the linear thread index / 32 (not PTX's volatile %warpid).
+                let r: Vec<Reg> = (0..6).map(|_| self.fresh(RegClass::B32)).collect();
+                self.ins(format!("mov.u32 {}, %tid.z", r[0]));
+                self.ins(format!("mov.u32 {}, %ntid.y", r[1]));
+                self.ins(format!("mov.u32 {}, %tid.y", r[2]));
+                self.ins(format!("mad.lo.s32 {}, {}, {}, {}", r[3], r[0], r[1], r[2]));
+                self.ins(format!("mov.u32 {}, %ntid.x", r[4]));
+                self.ins(format!("mov.u32 {}, %tid.x", r[5]));
+                self.ins(format!("mad.lo.s32 {}, {}, {}, {}", r[3], r[3], r[4], r[5]));
+                self.ins(format!("shr.u32 {d}, {}, 5", r[3]));
+            }
+        }
+    }
+
+    fn int_bin(&mut self, op: BinOp, s: ScalarType, a: Operand, b: Operand, d: Reg) {
+        if s == S::Pred {
+            let x = self.reg(a);
+            let y = self.reg(b);
+            let name = match op {
+                BinOp::And => "and",
+                BinOp::Or => "or",
+                _ => "xor",
+            };
+            return self.ins(format!("{name}.pred {d}, {x}, {y}"));
+        }
+        if matches!(op, BinOp::Div | BinOp::Rem) {
+            return self.divrem(op, s, a, b, d);
+        }
+        let x = self.reg(a);
+        let y = self.op(b);
+        let t = ity(s);
+        match op {
+            BinOp::Add => self.ins(format!("add.{t} {d}, {x}, {y}")),
+            BinOp::Sub => self.ins(format!("sub.{t} {d}, {x}, {y}")),
+            BinOp::Mul => self.ins(format!("mul.lo.{t} {d}, {x}, {y}")),
+            BinOp::MulHi if is8(s) => {
+                self.ins(format!("mul.lo.{t} {d}, {x}, {y}"));
+                self.ins(format!("shr.{t} {d}, {d}, 8"));
+            }
+            BinOp::MulHi => self.ins(format!("mul.hi.{t} {d}, {x}, {y}")),
+            BinOp::Min => self.ins(format!("min.{t} {d}, {x}, {y}")),
+            BinOp::Max => self.ins(format!("max.{t} {d}, {x}, {y}")),
+            BinOp::And => self.ins(format!("and.{} {d}, {x}, {y}", bty(s))),
+            BinOp::Or => self.ins(format!("or.{} {d}, {x}, {y}", bty(s))),
+            BinOp::Xor => self.ins(format!("xor.{} {d}, {x}, {y}", bty(s))),
+            BinOp::Shl => self.ins(format!("shl.{} {d}, {x}, {y}", bty(s))),
+            BinOp::Shr => self.ins(format!("shr.{t} {d}, {x}, {y}")),
+            BinOp::Div | BinOp::Rem => {}
+        }
+        if matches!(
+            op,
+            BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::MulHi | BinOp::Shl
+        ) {
+            self.renorm(d, s);
+        }
+    }
+
+    /// Integer division and remainder with kir's defined results for a zero divisor and for
+    /// signed `MIN / -1`.
+    fn divrem(&mut self, op: BinOp, s: ScalarType, a: Operand, b: Operand, d: Reg) {
+        let t = ity(s);
+        let name = if op == BinOp::Div { "div" } else { "rem" };
+        let all_ones = if s == S::U8 {
+            "255"
+        } else if s.is_signed_int() {
+            "-1"
+        } else {
+            "0xFFFFFFFFFFFFFFFF"
+        };
+        let all_ones = if s.is_unsigned_int() && s != S::U8 {
+            match s.bits() {
+                16 => "0xFFFF",
+                32 => "0xFFFFFFFF",
+                _ => all_ones,
+            }
+        } else {
+            all_ones
+        };
+        let x = self.reg(a);
+        if let Operand::Const(c) = b {
+            let v = c.as_i128();
+            if v == 0 {
+                self.ins(format!("mov.{} {d}, {all_ones}", bty(s)));
+                return;
+            }
+            if !(s.is_signed_int() && v == -1) {
+                let y = self.op(b);
+                self.ins(format!("{name}.{t} {d}, {x}, {y}"));
+                return;
+            }
+        }
+        let y = self.reg(b);
+        let cls = RegClass::of_scalar(s);
+        let pz = self.fresh(RegClass::Pred);
+        self.ins(format!("setp.eq.{t} {pz}, {y}, 0"));
+        let safe = self.fresh(cls);
+        let pm = if s.is_signed_int() {
+            let pm = self.fresh(RegClass::Pred);
+            let any = self.fresh(RegClass::Pred);
+            self.ins(format!("setp.eq.{t} {pm}, {y}, -1"));
+            self.ins(format!("or.pred {any}, {pz}, {pm}"));
+            self.ins(format!("selp.{} {safe}, 1, {y}, {any}", bty(s)));
+            Some(pm)
+        } else {
+            self.ins(format!("selp.{} {safe}, 1, {y}, {pz}", bty(s)));
+            None
+        };
+        let q = self.fresh(cls);
+        self.ins(format!("{name}.{t} {q}, {x}, {safe}"));
+        if op == BinOp::Div {
+            if let Some(pm) = pm {
+                let n = self.fresh(cls);
+                self.ins(format!("neg.{t} {n}, {x}"));
+                self.ins(format!("selp.{} {q}, {n}, {q}, {pm}", bty(s)));
+            }
+        }
+        self.ins(format!("selp.{} {d}, {all_ones}, {q}, {pz}", bty(s)));
+        self.renorm(d, s);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn float_bin(
+        &mut self,
+        i: InstId,
+        op: BinOp,
+        s: ScalarType,
+        fl: FloatFlags,
+        a: Operand,
+        b: Operand,
+        d: Reg,
+    ) {
+        match op {
+            BinOp::Min | BinOp::Max => {
+                let x = self.reg(a);
+                let y = if is16f(s) {
+                    self.reg(b).to_string()
+                } else {
+                    self.op(b)
+                };
+                let f = if fl.ftz && s == S::F32 { ".ftz" } else { "" };
+                return self.ins(format!("{}{f}.{} {d}, {x}, {y}", op.name(), fty(s)));
+            }
+            BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div => {}
+            _ => return self.unsupported(i, "not a float operation"),
+        }
+        if s == S::F64 && fl.ftz {
+            return self.unsupported(i, "PTX has no .ftz for f64");
+        }
+        let r = match fl.mode {
+            FloatMode::Exact(r) => r,
+            FloatMode::Approx | FloatMode::Full if op == BinOp::Div && s == S::F32 => {
+                let x = self.reg(a);
+                let y = self.op(b);
+                let m = if fl.mode == FloatMode::Approx {
+                    "approx"
+                } else {
+                    "full"
+                };
+                return self.ins(format!("div.{m}{}.f32 {d}, {x}, {y}", ftz(fl.ftz)));
+            }
+            _ => return self.unsupported(i, "only div.f32 has .approx/.full"),
+        };
+        let name = match op {
+            BinOp::Add => "add",
+            BinOp::Sub => "sub",
+            BinOp::Mul => "mul",
+            _ => "div",
+        };
+        if !is16f(s) {
+            let x = self.reg(a);
+            let y = self.op(b);
+            return self.ins(format!(
+                "{name}{}{}.{} {d}, {x}, {y}",
+                rnd(r),
+                ftz(fl.ftz),
+                fty(s)
+            ));
+        }
+        if op == BinOp::Div {
+            return self.unsupported(i, "div takes f32 or f64");
+        }
+        // `.ftz` applies to f32 only (kir, like PTX): ignored for f16/bf16.
+        let native = rnd(r) == ".rn" && (s == S::F16 || self.opts.sm >= SmVersion::Sm90);
+        let x = self.reg(a);
+        let y = self.reg(b);
+        if native {
+            return self.ins(format!("{name}.rn.{} {d}, {x}, {y}", fty(s)));
+        }
+        let fx = self.to_f32(x, s);
+        let fy = self.to_f32(y, s);
+        let fr = self.fresh(RegClass::F32);
+        self.ins(format!("{name}{}.f32 {fr}, {fx}, {fy}", rnd(r)));
+        self.from_f32(d, fr, s, r);
+    }
+
+    fn fma(&mut self, i: InstId, s: ScalarType, fl: FloatFlags, a: &[Operand], d: Reg) {
+        let FloatMode::Exact(r) = fl.mode else {
+            return self.unsupported(i, "fma has no .approx");
+        };
+        if s == S::F64 && fl.ftz {
+            return self.unsupported(i, "PTX has no .ftz for f64");
+        }
+        if !is16f(s) {
+            let x = self.reg(a[0]);
+            let y = self.op(a[1]);
+            let z = self.op(a[2]);
+            return self.ins(format!(
+                "fma{}{}.{} {d}, {x}, {y}, {z}",
+                rnd(r),
+                ftz(fl.ftz),
+                fty(s)
+            ));
+        }
+        let x = self.reg(a[0]);
+        let y = self.reg(a[1]);
+        let z = self.reg(a[2]);
+        if rnd(r) == ".rn" {
+            return self.ins(format!("fma.rn.{} {d}, {x}, {y}, {z}", fty(s)));
+        }
+        let (fx, fy, fz) = (self.to_f32(x, s), self.to_f32(y, s), self.to_f32(z, s));
+        let fr = self.fresh(RegClass::F32);
+        // The product of two 16-bit significands is exact in f32; one rounding in f32, one to 16 bits.
+        self.ins(format!("fma{}.f32 {fr}, {fx}, {fy}, {fz}", rnd(r)));
+        self.from_f32(d, fr, s, r);
+    }
+
+    fn unary(&mut self, i: InstId, op: UnOp, s: ScalarType, fl: FloatFlags, a: Operand, d: Reg) {
+        let x = self.reg(a);
+        match op {
+            UnOp::Neg | UnOp::Abs if s.is_float() => {
+                let w = RegClass::of_scalar(s).bits();
+                let sign: u64 = 1 << (w - 1);
+                if op == UnOp::Neg {
+                    self.ins(format!("xor.b{w} {d}, {x}, 0x{sign:X}"));
+                } else {
+                    self.ins(format!("and.b{w} {d}, {x}, 0x{:X}", sign - 1));
+                }
+            }
+            UnOp::Neg => {
+                self.ins(format!("neg.{} {d}, {x}", signed_ity(s)));
+                self.renorm(d, s);
+            }
+            UnOp::Abs => {
+                self.ins(format!("abs.{} {d}, {x}", signed_ity(s)));
+                self.renorm(d, s);
+            }
+            UnOp::Not => {
+                self.ins(format!("not.{} {d}, {x}", bty(s)));
+                if s == S::U8 {
+                    self.renorm(d, s);
+                }
+            }
+            UnOp::Sqrt | UnOp::Rcp => {
+                let name = op.name();
+                match (s, fl.mode) {
+                    (S::F32, FloatMode::Exact(r)) => {
+                        self.ins(format!("{name}{}{}.f32 {d}, {x}", rnd(r), ftz(fl.ftz)))
+                    }
+                    (S::F32, FloatMode::Approx) => {
+                        self.ins(format!("{name}.approx{}.f32 {d}, {x}", ftz(fl.ftz)))
+                    }
+                    (S::F64, FloatMode::Exact(r)) if !fl.ftz => {
+                        self.ins(format!("{name}{}.f64 {d}, {x}", rnd(r)))
+                    }
+                    (S::F64, FloatMode::Approx) if op == UnOp::Rcp && fl.ftz => {
+                        self.ins(format!("rcp.approx.ftz.f64 {d}, {x}"))
+                    }
+                    _ => self.unsupported(i, "no such PTX instruction for this type and mode"),
+                }
+            }
+            UnOp::Rsqrt | UnOp::Ex2 | UnOp::Lg2 | UnOp::Sin | UnOp::Cos | UnOp::Tanh => {
+                if s != S::F32 || fl.mode != FloatMode::Approx {
+                    return self.unsupported(i, "only the .approx.f32 form exists");
+                }
+                if op == UnOp::Tanh {
+                    // tanh.approx.f32 has no .ftz: flush input and result explicitly.
+                    let x = if fl.ftz { self.flush32(x) } else { x };
+                    if fl.ftz {
+                        let t = self.fresh(RegClass::F32);
+                        self.ins(format!("tanh.approx.f32 {t}, {x}"));
+                        self.ins(format!("cvt.ftz.f32.f32 {d}, {t}"));
+                    } else {
+                        self.ins(format!("tanh.approx.f32 {d}, {x}"));
+                    }
+                } else {
+                    self.ins(format!("{}.approx{}.f32 {d}, {x}", op.name(), ftz(fl.ftz)));
+                }
+            }
+        }
+    }
+
+    fn cmp(&mut self, op: CmpOp, s: ScalarType, a: Operand, b: Operand, d: Reg) {
+        if s == S::Pred {
+            let x = self.reg(a);
+            let y = self.reg(b);
+            if op == CmpOp::Ne {
+                self.ins(format!("xor.pred {d}, {x}, {y}"));
+            } else {
+                let t = self.fresh(RegClass::Pred);
+                self.ins(format!("xor.pred {t}, {x}, {y}"));
+                self.ins(format!("not.pred {d}, {t}"));
+            }
+            return;
+        }
+        let x = self.reg(a);
+        if s == S::BF16 && self.opts.sm < SmVersion::Sm90 {
+            let y = self.reg(b);
+            let fx = self.to_f32(x, s);
+            let fy = self.to_f32(y, s);
+            return self.ins(format!("setp.{}.f32 {d}, {fx}, {fy}", op.name()));
+        }
+        let y = if is16f(s) {
+            self.reg(b).to_string()
+        } else {
+            self.op(b)
+        };
+        let t = if s.is_float() { fty(s) } else { ity(s) };
+        self.ins(format!("setp.{}.{t} {d}, {x}, {y}", op.name()));
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn cvt(
+        &mut self,
+        i: InstId,
+        to: ScalarType,
+        from: ScalarType,
+        r: Option<Rounding>,
+        sat: bool,
+        ftz: bool,
+        a: Operand,
+        d: Reg,
+    ) {
+        if to == S::Pred || from == S::Pred {
+            return self.unsupported(i, "cvt does not take pred");
+        }
+        let x = self.reg(a);
+        let sat_s = if sat { ".sat" } else { "" };
+        match (from.is_float(), to.is_float()) {
+            (false, false) => {
+                if to == from && !sat {
+                    return self.ins(format!("mov.{} {d}, {x}", bty(to)));
+                }
+                let fs = match from {
+                    S::U8 => "u8",
+                    S::S8 => "s8",
+                    _ => ity(from),
+                };
+                let ts = match to {
+                    S::U8 => "u8",
+                    S::S8 => "s8",
+                    _ => ity(to),
+                };
+                self.ins(format!("cvt{sat_s}.{ts}.{fs} {d}, {x}"));
+            }
+            (false, true) => {
+                let r = rnd(r.unwrap_or(Rounding::Rn));
+                if to == S::BF16 {
+                    let f = self.fresh(RegClass::F32);
+                    self.ins(format!("cvt{r}{sat_s}.f32.{} {f}, {x}", ity(from)));
+                    let rr = Rounding::from_name(&r[1..]).unwrap_or(Rounding::Rn);
+                    self.from_f32(d, f, to, rr);
+                } else {
+                    self.ins(format!("cvt{r}{sat_s}.{}.{} {d}, {x}", fty(to), ity(from)));
+                }
+            }
+            (true, false) => {
+                let r = irnd(r.unwrap_or(Rounding::Rzi));
+                let ts = match to {
+                    S::U8 => "u8",
+                    S::S8 => "s8",
+                    _ => ity(to),
+                };
+                let (src, fs) = match from {
+                    S::BF16 => (self.to_f32(x, from), "f32"),
+                    S::F16 => (x, "f16"),
+                    S::F32 => (x, "f32"),
+                    _ => (x, "f64"),
+                };
+                let fz = if ftz && from == S::F32 { ".ftz" } else { "" };
+                self.ins(format!("cvt{r}{fz}{sat_s}.{ts}.{fs} {d}, {src}"));
+            }
+            (true, true) => self.cvt_ff(i, to, from, r, sat, ftz, x, d),
+        }
+    }
+
+    /// Float → float conversion: a 16-bit source is first widened exactly to f32; rounding to an
+    /// integral value, saturation and input flushing happen in the (wide) source type; then one
+    /// rounding to the destination.
+    #[allow(clippy::too_many_arguments)]
+    fn cvt_ff(
+        &mut self,
+        _i: InstId,
+        to: ScalarType,
+        from: ScalarType,
+        r: Option<Rounding>,
+        sat: bool,
+        ftz: bool,
+        x: Reg,
+        d: Reg,
+    ) {
+        let (mut x, mut xt) = (x, from);
+        if is16f(from) {
+            if to == from && r.is_none() && !sat {
+                return self.ins(format!("mov.b16 {d}, {x}"));
+            }
+            x = self.to_f32(x, from);
+            xt = S::F32;
+        }
+        let integral = r.filter(|r| r.is_integral());
+        let flush_in = ftz && from == S::F32;
+        if integral.is_some() || sat || flush_in {
+            let t = self.fresh(RegClass::of_scalar(xt));
+            let ir = integral.map(irnd).unwrap_or("");
+            let fz = if flush_in { ".ftz" } else { "" };
+            self.ins(format!(
+                "cvt{ir}{fz}{}.{}.{} {t}, {x}",
+                if sat { ".sat" } else { "" },
+                fty(xt),
+                fty(xt)
+            ));
+            if sat {
+                // kir's .sat gives +0.0 for -0.0 (and NaN): adding +0.0 in rn turns -0.0 into +0.0
+                // and leaves every other value unchanged.
+                self.ins(format!(
+                    "add.rn.{0} {t}, {t}, {1}",
+                    fty(xt),
+                    if xt == S::F32 {
+                        "0f00000000"
+                    } else {
+                        "0d0000000000000000"
+                    }
+                ));
+            }
+            x = t;
+        }
+        let rr = r.filter(|r| !r.is_integral()).unwrap_or(Rounding::Rn);
+        match (xt, to) {
+            (a, b) if a == b => self.ins(format!("mov.{} {d}, {x}", mty(b))),
+            (S::F32, S::F64) => self.ins(format!("cvt.f64.f32 {d}, {x}")),
+            (S::F64, S::F32) => self.ins(format!("cvt{}{}.f32.f64 {d}, {x}", rnd(rr), ftz_s(ftz))),
+            (S::F32, S::F16 | S::BF16) => self.from_f32(d, x, to, rr),
+            (S::F64, S::F16) => self.ins(format!("cvt{}.f16.f64 {d}, {x}", rnd(rr))),
+            (S::F64, S::BF16) => {
+                // f64 → f32 → bf16: directed roundings compose; for rn, 24 >= 2*8+2.
+                let f = self.fresh(RegClass::F32);
+                self.ins(format!("cvt{}.f32.f64 {f}, {x}", rnd(rr)));
+                self.from_f32(d, f, to, rr);
+            }
+            _ => self.ins(format!("cvt{}.{}.{} {d}, {x}", rnd(rr), fty(to), fty(xt))),
+        }
+    }
+
+    fn shfl(&mut self, mode: ShflMode, s: ScalarType, a: &[Operand], d: Reg) {
+        let c = if mode == ShflMode::Up { 0 } else { 31 };
+        let lane = self.op(a[1]);
+        let mask = self.op(a[2]);
+        let x = self.reg(a[0]);
+        let m = mode.name();
+        match RegClass::of_scalar(s) {
+            RegClass::B32 | RegClass::F32 => {
+                self.ins(format!("shfl.sync.{m}.b32 {d}, {x}, {lane}, {c}, {mask}"))
+            }
+            RegClass::B16 | RegClass::H16 => {
+                let (t, u) = (self.fresh(RegClass::B32), self.fresh(RegClass::B32));
+                self.ins(format!("cvt.u32.u16 {t}, {x}"));
+                self.ins(format!("shfl.sync.{m}.b32 {u}, {t}, {lane}, {c}, {mask}"));
+                self.ins(format!("cvt.u16.u32 {d}, {u}"));
+            }
+            RegClass::B64 | RegClass::F64 => {
+                let r: Vec<Reg> = (0..4).map(|_| self.fresh(RegClass::B32)).collect();
+                self.ins(format!("mov.b64 {{{}, {}}}, {x}", r[0], r[1]));
+                self.ins(format!(
+                    "shfl.sync.{m}.b32 {}, {}, {lane}, {c}, {mask}",
+                    r[2], r[0]
+                ));
+                self.ins(format!(
+                    "shfl.sync.{m}.b32 {}, {}, {lane}, {c}, {mask}",
+                    r[3], r[1]
+                ));
+                self.ins(format!("mov.b64 {d}, {{{}, {}}}", r[2], r[3]));
+            }
+            RegClass::Pred => {
+                let (t, u) = (self.fresh(RegClass::B32), self.fresh(RegClass::B32));
+                self.ins(format!("selp.u32 {t}, 1, 0, {x}"));
+                self.ins(format!("shfl.sync.{m}.b32 {u}, {t}, {lane}, {c}, {mask}"));
+                self.ins(format!("setp.ne.u32 {d}, {u}, 0"));
+            }
+        }
+    }
+
+    /// `(base, offset)` with `base + offset` = `ptr + index * size` (bytes); the index is
+    /// sign- or zero-extended to 64 bits per its type.
+    fn addr_parts(&mut self, ptr: Operand, idx: Operand, size: i64) -> (Reg, i64) {
+        let p = self.reg(ptr);
+        match idx {
+            Operand::Const(c) => {
+                let off = (c.as_i128() as i64).wrapping_mul(size);
+                if i32::try_from(off).is_ok() {
+                    return (p, off);
+                }
+                let t = self.fresh(RegClass::B64);
+                self.ins(format!("add.s64 {t}, {p}, {off}"));
+                (t, 0)
+            }
+            Operand::Value(v) => {
+                let it = self.k.value_type(v).scalar().unwrap_or(S::U64);
+                let x = self.val(v);
+                let t = self.fresh(RegClass::B64);
+                match it.bits() {
+                    64 => self.ins(format!("mad.lo.s64 {t}, {x}, {size}, {p}")),
+                    16 => {
+                        let w = self.fresh(RegClass::B32);
+                        self.ins(format!(
+                            "cvt.{}.{} {w}, {x}",
+                            ity(if it.is_signed_int() { S::S32 } else { S::U32 }),
+                            ity(it)
+                        ));
+                        self.ins(format!(
+                            "mad.wide.{} {t}, {w}, {size}, {p}",
+                            if it.is_signed_int() { "s32" } else { "u32" }
+                        ));
+                    }
+                    _ => self.ins(format!(
+                        "mad.wide.{} {t}, {x}, {size}, {p}",
+                        if it.is_signed_int() { "s32" } else { "u32" }
+                    )),
+                }
+                (t, 0)
+            }
+        }
+    }
+
+    /// The `[reg+off]` address of element `idx` of `ptr`.
+    fn address(&mut self, ptr: Operand, idx: Operand, size: i64) -> String {
+        let (base, off) = self.addr_parts(ptr, idx, size);
+        if off == 0 {
+            format!("[{base}]")
+        } else {
+            format!("[{base}+{off}]")
+        }
+    }
+}
+
+fn ftz_s(b: bool) -> &'static str {
+    ftz(b)
+}
+
+fn signed_ity(s: ScalarType) -> &'static str {
+    match s.bits() {
+        8 | 32 => "s32",
+        16 => "s16",
+        _ => "s64",
+    }
+}
+
+fn ss(space: AddrSpace) -> &'static str {
+    match space {
+        AddrSpace::Global => ".global",
+        AddrSpace::Shared => ".shared",
+    }
+}
+
+fn mem_ty(elem: ScalarType) -> &'static str {
+    match elem {
+        S::U8 | S::Pred => "u8",
+        S::S8 => "s8",
+        S::U16 | S::S16 | S::F16 | S::BF16 => "b16",
+        S::U32 | S::S32 => "u32",
+        S::F32 => "f32",
+        S::U64 | S::S64 => "u64",
+        S::F64 => "f64",
+    }
+}

@@ -1,0 +1,245 @@
+//! Finding and running NVIDIA's command-line tools (`ptxas`, `nvdisasm`) and NVRTC's library, as
+//! installed from PyPI by `scripts/setup-tools.sh` into `.tools/py` of the workspace.
+//!
+//! Guarantees:
+//! - [`find_ptxas`] looks, in order, at `$KIR_PTXAS`, `.tools/py/nvidia/cuda_nvcc/bin/ptxas` under
+//!   the workspace root (found from `CARGO_MANIFEST_DIR` at build time, then from the current
+//!   directory upward), then `ptxas` on `PATH`; it returns only files that exist.
+//! - [`run_ptxas`] never panics: a missing tool, a failed spawn or a rejected module is an `Err`
+//!   carrying ptxas's own messages. On success it reports per-kernel register counts parsed from
+//!   `ptxas -v`.
+//! - [`require_tool_or_skip`] is the policy for tests that need a tool: with `CI=true` a missing
+//!   tool panics (the test fails) with the install hint; otherwise it prints a `skip:` line to
+//!   stderr and the test returns early.
+
+use crate::SmVersion;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The hint printed when a tool is missing.
+pub const INSTALL_HINT: &str = "run scripts/setup-tools.sh";
+
+/// Candidate workspace roots: the one this crate was built in, then the current directory and its
+/// ancestors.
+fn roots() -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    if let Some(parent) = manifest.parent() {
+        out.push(parent.to_path_buf());
+    }
+    if let Ok(cwd) = std::env::current_dir() {
+        out.extend(cwd.ancestors().map(Path::to_path_buf));
+    }
+    out
+}
+
+fn on_path(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
+/// Looks for a tool: the env override, then `.tools/py/<rel>` under a workspace root, then `PATH`.
+fn find_tool(env: &str, rel: &[&str], name: &str) -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os(env) {
+        let p = PathBuf::from(p);
+        if p.is_file() {
+            return Some(p);
+        }
+    }
+    for root in roots() {
+        for r in rel {
+            let p = root.join(".tools/py").join(r);
+            if p.is_file() {
+                return Some(p);
+            }
+        }
+    }
+    on_path(name)
+}
+
+/// `ptxas`: `$KIR_PTXAS`, `.tools/py/nvidia/cuda_nvcc/bin/ptxas`, then `PATH`.
+pub fn find_ptxas() -> Option<PathBuf> {
+    find_tool("KIR_PTXAS", &["nvidia/cuda_nvcc/bin/ptxas"], "ptxas")
+}
+
+/// `nvdisasm`: `$KIR_NVDISASM`, the PyPI wheel's locations under `.tools/py`, then `PATH`.
+pub fn find_nvdisasm() -> Option<PathBuf> {
+    find_tool(
+        "KIR_NVDISASM",
+        &[
+            "nvidia/cu13/bin/nvdisasm",
+            "nvidia/cuda_nvdisasm/bin/nvdisasm",
+        ],
+        "nvdisasm",
+    )
+}
+
+/// NVRTC's shared library: `$KIR_NVRTC`, then `.tools/py/nvidia/cuda_nvrtc/lib/libnvrtc.so.12`.
+pub fn find_nvrtc() -> Option<PathBuf> {
+    find_tool(
+        "KIR_NVRTC",
+        &["nvidia/cuda_nvrtc/lib/libnvrtc.so.12"],
+        "libnvrtc.so.12",
+    )
+}
+
+/// What `ptxas -v` said about one kernel.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KernelResources {
+    pub name: String,
+    pub registers: u32,
+}
+
+/// The result of a successful `ptxas` run.
+#[derive(Clone, Debug, Default)]
+pub struct PtxasReport {
+    pub kernels: Vec<KernelResources>,
+    /// ptxas's stderr (the `-v` info lines, warnings).
+    pub log: String,
+    /// The cubin, when [`assemble`] was asked to keep it.
+    pub cubin: Option<Vec<u8>>,
+}
+
+impl PtxasReport {
+    pub fn registers(&self, kernel: &str) -> Option<u32> {
+        self.kernels
+            .iter()
+            .find(|k| k.name == kernel)
+            .map(|k| k.registers)
+    }
+}
+
+/// Parses `ptxas -v` output: `Compiling entry function 'k' for 'sm_80'` followed by
+/// `Used N registers`.
+pub fn parse_ptxas_verbose(log: &str) -> Vec<KernelResources> {
+    let mut out = Vec::new();
+    let mut current: Option<String> = None;
+    for line in log.lines() {
+        if let Some(rest) = line.split("Compiling entry function '").nth(1) {
+            current = rest.split('\'').next().map(str::to_string);
+        } else if let Some(rest) = line.split("Used ").nth(1) {
+            if let (Some(name), Some(n)) = (current.take(), rest.split_whitespace().next()) {
+                if rest.split_whitespace().nth(1) == Some("registers,")
+                    || rest.contains("registers")
+                {
+                    if let Ok(n) = n.parse() {
+                        out.push(KernelResources { name, registers: n });
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// A scratch directory unique to this call, removed on drop.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new() -> Result<Scratch, String> {
+        let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("kir-ptxas-{}-{n}", std::process::id()));
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        Ok(Scratch(dir))
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Assembles `ptx` for `sm` with `ptxas -v`; keeps the cubin when `keep_cubin`.
+pub fn assemble(ptx: &str, sm: SmVersion, keep_cubin: bool) -> Result<PtxasReport, String> {
+    let ptxas = find_ptxas().ok_or_else(|| format!("ptxas not found ({INSTALL_HINT})"))?;
+    let dir = Scratch::new()?;
+    let input = dir.0.join("kernel.ptx");
+    std::fs::write(&input, ptx).map_err(|e| format!("cannot write {}: {e}", input.display()))?;
+    let cubin = dir.0.join("kernel.cubin");
+    let out = Command::new(&ptxas)
+        .arg(format!("-arch={}", sm.name()))
+        .arg("-v")
+        .arg("-o")
+        .arg(if keep_cubin {
+            cubin.as_os_str()
+        } else {
+            "/dev/null".as_ref()
+        })
+        .arg(&input)
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", ptxas.display()))?;
+    let log =
+        String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() {
+        return Err(format!(
+            "ptxas ({}) rejected the module for {}:\n{log}",
+            ptxas.display(),
+            sm.name()
+        ));
+    }
+    let cubin = if keep_cubin {
+        Some(std::fs::read(&cubin).map_err(|e| format!("cannot read cubin: {e}"))?)
+    } else {
+        None
+    };
+    Ok(PtxasReport {
+        kernels: parse_ptxas_verbose(&log),
+        log,
+        cubin,
+    })
+}
+
+/// Runs `ptxas -arch=sm_XX -v -o /dev/null` on `ptx`.
+pub fn run_ptxas(ptx: &str, sm: SmVersion) -> Result<PtxasReport, String> {
+    assemble(ptx, sm, false)
+}
+
+/// Test policy for a missing tool: returns the tool's path, or `None` after printing a skip line —
+/// except with `CI=true`, where a missing tool panics so that the test fails.
+pub fn require_tool_or_skip(name: &str) -> Option<PathBuf> {
+    let found = match name {
+        "ptxas" => find_ptxas(),
+        "nvdisasm" => find_nvdisasm(),
+        "nvrtc" | "libnvrtc" => find_nvrtc(),
+        other => on_path(other),
+    };
+    if found.is_none() {
+        if std::env::var("CI").map(|v| v == "true").unwrap_or(false) {
+            panic!("{name} not found and CI=true: {INSTALL_HINT}");
+        }
+        eprintln!("skip: {name} not found ({INSTALL_HINT})");
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_verbose_output() {
+        let log = "ptxas info    : 0 bytes gmem\nptxas info    : Compiling entry function 'relu_backward' for 'sm_80'\nptxas info    : Function properties for relu_backward\n    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\nptxas info    : Used 10 registers, 380 bytes cmem[0]\n";
+        assert_eq!(
+            parse_ptxas_verbose(log),
+            vec![KernelResources {
+                name: "relu_backward".into(),
+                registers: 10
+            }]
+        );
+    }
+
+    #[test]
+    fn sm_names_round_trip() {
+        for v in SmVersion::ALL {
+            assert_eq!(SmVersion::from_name(v.name()), Some(v));
+        }
+        assert_eq!(SmVersion::from_name("90"), Some(SmVersion::Sm90));
+        assert_eq!(SmVersion::from_name("sm_70"), None);
+    }
+}
