@@ -16,5 +16,9 @@ pub fn check_module(m: &Module) -> Vec<Diagnostic> {
         return diags;
     }
     // Analyses that need well-formed IR (e.g. barrier verification) append their diagnostics here.
+    let mut diags = diags;
+    for k in &m.kernels {
+        diags.extend(kir_passes::barrier::verify_barriers(k));
+    }
     diags
 }

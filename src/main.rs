@@ -22,7 +22,6 @@ enum Command {
     Cfg(cmd::cfg::Args),
     /// Run a pass pipeline (default: fold,simplify-cfg,dce) and print the optimized module.
     Opt(cmd::opt::Args),
-    /// Emit PTX for a .kir file (as written; run `kir opt` first to optimize).
 }
 
 fn main() -> ExitCode {
@@ -31,6 +30,6 @@ fn main() -> ExitCode {
         Command::Check(a) => cmd::check::run(a),
         Command::Fmt(a) => cmd::fmt::run(a),
         Command::Cfg(a) => cmd::cfg::run(a),
-    }
         Command::Opt(a) => cmd::opt::run(a),
+    }
 }

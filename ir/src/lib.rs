@@ -16,6 +16,7 @@ pub mod eval;
 pub mod graph;
 mod graph_parse;
 pub mod format;
+pub mod gen;
 pub mod ir;
 pub mod lexer;
 pub mod op;

@@ -20,6 +20,8 @@ pub mod pass;
 pub mod pipeline;
 pub mod registry;
 pub mod simplify_cfg;
+pub mod uniformity;
+pub mod barrier;
 
 pub use manager::{run_on_kernel, run_pipeline, PassError, Report, RunConfig, StepReport};
 pub use pass::{Pass, PassContext, PassOptions, PassStats};

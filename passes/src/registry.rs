@@ -4,7 +4,7 @@
 //! `kir opt --list-passes`). A new pass registers by adding one entry to [`registry`].
 
 use crate::pass::{Pass, PassOptions};
-use crate::{dce, simplify_cfg};
+use crate::{dce, fold, simplify_cfg};
 
 /// How to make a pass from its options.
 pub type PassFactory = fn(&PassOptions) -> Result<Box<dyn Pass>, String>;
@@ -22,6 +22,15 @@ pub struct PassInfo {
 /// Every registered pass.
 pub fn registry() -> Vec<PassInfo> {
     vec![
+        PassInfo {
+            name: "fold",
+            description: "evaluate ops whose operands are constants (exactly as the interpreter does) and apply exact algebraic identities",
+            options: &[("approx", "also fold approximate ops (.approx, .full) with their exact result")],
+            create: |o| {
+                o.expect_only("fold", &["approx"])?;
+                Ok(Box::new(fold::Fold { approx: o.flag("fold", "approx", false)? }))
+            },
+        },
         PassInfo {
             name: "dce",
             description: "remove side-effect-free instructions whose results are unused, and unused block parameters",

@@ -1,0 +1,1001 @@
+//! Random valid kernels, for property tests, differential (GPU vs interpreter) tests, fuzzing and
+//! benchmarks.
+//!
+//! Guarantees:
+//! - [`random_kernel`] is deterministic: the same seed and [`GenConfig`] give the same kernel (its
+//!   own PRNG, no dependency). The kernel passes the verifier ([`crate::verify::verify_kernel`]
+//!   reports no error) and has about [`GenConfig::insts`] instructions.
+//! - Every kernel has the signature of [`SIGNATURE`] and, launched as [`LaunchContract`] says, has
+//!   a fully determined result: no out-of-bounds access, no data race, no integer division by zero
+//!   or `MIN / -1`, barriers only where every thread of the block reaches them the same number of
+//!   times (unless [`GenConfig::allow_divergent_barriers`] asks otherwise), and warp collectives
+//!   with the full mask only in control flow that is uniform over the block.
+//! - No approximate op is generated unless [`GenConfig::allow_approx`] is set.
+//!
+//! # Signature and launch contract
+//!
+//! ```text
+//! kernel @fuzz(%in: ptr<global, u32>, %fin: ptr<global, f32>,
+//!              %out: ptr<global, u32>, %fout: ptr<global, f32>, %n: u32)
+//! ```
+//!
+//! - `%n` ≥ 1 is the element count of each of the four buffers. `%in` and `%fin` are only read,
+//!   at indices `x rem %n`. `%out` and `%fout` are written (store, and `atom.*` on `%out`) only at
+//!   index `%slot = global_id.x rem %n`, so the result is deterministic when `%n` ≥ the number of
+//!   threads (each thread owns its slot), e.g. `%n = grid × block`.
+//! - The block is one-dimensional, its size a multiple of 32 (full warps, for the full-mask
+//!   collectives) and at most [`SHARED_LEN`]; the grid is one-dimensional. [`BLOCK_THREADS`] and
+//!   [`GRID_BLOCKS`] are the shape the tests use.
+//! - With shared memory, the kernel declares `shared @sm: u32[SHARED_LEN]`; each thread writes
+//!   `@sm[tid.x]`, then after a `barrier` reads `@sm[(tid.x + k) rem ntid.x]`, then `barrier` again.
+
+use crate::ir::{BlockCall, BlockId, Kernel, Operand, SharedDecl, Terminator, ValueId};
+use crate::op::*;
+use crate::span::Span;
+use crate::types::{AddrSpace, Constant, ScalarType, Type};
+
+/// The kernel name of every generated kernel.
+pub const KERNEL_NAME: &str = "fuzz";
+/// The signature every generated kernel has.
+pub const SIGNATURE: &str = "kernel @fuzz(%in: ptr<global, u32>, %fin: ptr<global, f32>, %out: ptr<global, u32>, %fout: ptr<global, f32>, %n: u32)";
+/// Threads per block the tests launch with.
+pub const BLOCK_THREADS: u32 = 64;
+/// Blocks the tests launch.
+pub const GRID_BLOCKS: u32 = 2;
+/// Length of the shared array `@sm` (u32 elements); the block size must not exceed it.
+pub const SHARED_LEN: u64 = 1024;
+
+/// How to launch a generated kernel so that its result is determined (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LaunchContract {
+    pub block_threads: u32,
+    pub grid_blocks: u32,
+    /// The value of `%n` and the element count of each buffer.
+    pub n: u32,
+}
+
+impl LaunchContract {
+    /// The shape the tests use: [`GRID_BLOCKS`] blocks of [`BLOCK_THREADS`], one slot per thread.
+    pub const DEFAULT: LaunchContract = LaunchContract { block_threads: BLOCK_THREADS, grid_blocks: GRID_BLOCKS, n: BLOCK_THREADS * GRID_BLOCKS };
+}
+
+/// What to generate.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GenConfig {
+    /// Target number of instructions (terminators excluded); the result is within a few dozen.
+    pub insts: usize,
+    /// Counted loops (`head(%i, ...)` with block parameters, trip counts at most 4).
+    pub allow_loops: bool,
+    /// Loop trip counts that depend on the thread (otherwise uniform over the block).
+    pub divergent_loops: bool,
+    /// Maximum nesting of loops inside loops.
+    pub max_loop_depth: u32,
+    /// Maximum nesting of if/else and loops.
+    pub max_depth: u32,
+    /// Branch conditions that depend on the thread (otherwise only uniform ones).
+    pub divergent_branches: bool,
+    /// Shared memory (`@sm`) with barriers, placed in block-uniform control flow only.
+    pub allow_shared_barriers: bool,
+    /// `shfl` and `vote` with the full mask, placed in block-uniform control flow only.
+    pub allow_shuffles: bool,
+    /// Atomics (`atom.add/min/max/exch` on the thread's own `%out` slot).
+    pub allow_atomics: bool,
+    /// Approximate ops (`.approx`, `.full`); their GPU results differ from the exact ones.
+    pub allow_approx: bool,
+    /// For negative tests: also place `barrier` in thread-dependent control flow (needs
+    /// `divergent_branches` or `divergent_loops` to have any effect). Such kernels deadlock or
+    /// misbehave on a GPU.
+    pub allow_divergent_barriers: bool,
+    /// The scalar types arithmetic is generated in (u32, f32 and pred are always used for
+    /// indices, buffers and conditions).
+    pub types: Vec<ScalarType>,
+    /// Percentage of operands that are constants (more gives more to fold).
+    pub const_percent: u32,
+}
+
+impl Default for GenConfig {
+    fn default() -> GenConfig {
+        GenConfig {
+            insts: 80,
+            allow_loops: true,
+            divergent_loops: true,
+            max_loop_depth: 2,
+            max_depth: 3,
+            divergent_branches: true,
+            allow_shared_barriers: true,
+            allow_shuffles: true,
+            allow_atomics: true,
+            allow_approx: false,
+            allow_divergent_barriers: false,
+            types: ScalarType::ALL.iter().copied().filter(|t| !t.is_pred()).collect(),
+            const_percent: 25,
+        }
+    }
+}
+
+/// A generated kernel and what it contains.
+#[derive(Clone, Debug)]
+pub struct Generated {
+    pub kernel: Kernel,
+    /// Barriers placed in thread-dependent control flow (0 unless `allow_divergent_barriers`).
+    pub divergent_barriers: usize,
+    pub barriers: usize,
+    pub collectives: usize,
+    pub loops: usize,
+    pub branches: usize,
+}
+
+/// A random valid kernel (see the module docs).
+pub fn random_kernel(seed: u64, cfg: &GenConfig) -> Kernel {
+    generate(seed, cfg).kernel
+}
+
+/// A random valid kernel, with counts of what it contains.
+pub fn generate(seed: u64, cfg: &GenConfig) -> Generated {
+    Gen::new(seed, cfg).run()
+}
+
+/// SplitMix64: small, fast, good enough for test generation.
+#[derive(Clone, Debug)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed ^ 0x5DEE_CE66_D1CE_4E5B)
+    }
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    /// Uniform in `0..n` (0 when `n` is 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        if n == 0 {
+            0
+        } else {
+            ((self.next_u64() as u128 * n as u128) >> 64) as u64
+        }
+    }
+    /// True with probability `pct`%.
+    pub fn chance(&mut self, pct: u32) -> bool {
+        self.below(100) < pct as u64
+    }
+    pub fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
+        xs[self.below(xs.len() as u64) as usize]
+    }
+}
+
+/// An interesting constant of type `ty`: edge values more often than uniform random bits.
+pub fn random_constant(rng: &mut Rng, ty: ScalarType) -> Constant {
+    use ScalarType::*;
+    if ty == Pred {
+        return Constant::pred(rng.chance(50));
+    }
+    if ty.is_int() {
+        let bits = ty.bits();
+        let min = if ty.is_signed_int() { 1u64 << (bits - 1) } else { 0 };
+        let v = match rng.below(8) {
+            0 => 0,
+            1 => 1,
+            2 => ty.mask(),
+            3 => min,
+            4 => min.wrapping_sub(1),
+            5 => rng.below(17),
+            6 => rng.below(256),
+            _ => rng.next_u64(),
+        };
+        return Constant::from_bits(ty, v);
+    }
+    let v: f64 = match rng.below(14) {
+        0 => 0.0,
+        1 => -0.0,
+        2 => 1.0,
+        3 => -1.0,
+        4 => 0.5,
+        5 => 3.0,
+        6 => f64::INFINITY,
+        7 => f64::NEG_INFINITY,
+        8 => f64::NAN,
+        9 => (rng.below(64) as f64 - 32.0) / 8.0,
+        10 => 1e-40,
+        11 => 65504.0,
+        12 => 1e30,
+        _ => return Constant::from_bits(ty, rng.next_u64()),
+    };
+    match ty {
+        F64 => Constant::f64(v),
+        F32 => Constant::f32(v as f32),
+        F16 => Constant::from_bits(F16, half::f16::from_f64(v).to_bits() as u64),
+        _ => Constant::from_bits(BF16, half::bf16::from_f64(v).to_bits() as u64),
+    }
+}
+
+#[derive(Clone, Copy)]
+struct Val {
+    v: ValueId,
+    uniform: bool,
+}
+
+const NTYPES: usize = 13;
+
+fn tidx(t: ScalarType) -> usize {
+    ScalarType::ALL.iter().position(|x| *x == t).unwrap_or(0)
+}
+
+struct Gen<'c> {
+    k: Kernel,
+    rng: Rng,
+    cfg: &'c GenConfig,
+    cur: BlockId,
+    /// Values in scope, per type (index of `ScalarType::ALL`).
+    scope: [Vec<Val>; NTYPES],
+    count: usize,
+    names: u32,
+    blocks: u32,
+    in_: ValueId,
+    fin: ValueId,
+    out: ValueId,
+    fout: ValueId,
+    n: ValueId,
+    gid: ValueId,
+    tid: ValueId,
+    ntid: ValueId,
+    slot: ValueId,
+    sm: Option<ValueId>,
+    /// Whether every thread of the block executes the current point the same number of times.
+    uniform_ctx: bool,
+    loop_depth: u32,
+    stats: Generated,
+}
+
+type Mark = [usize; NTYPES];
+
+impl<'c> Gen<'c> {
+    fn new(seed: u64, cfg: &'c GenConfig) -> Gen<'c> {
+        let mut k = Kernel::new(KERNEL_NAME);
+        let in_ = k.add_param("in", Type::Ptr(AddrSpace::Global, ScalarType::U32));
+        let fin = k.add_param("fin", Type::Ptr(AddrSpace::Global, ScalarType::F32));
+        let out = k.add_param("out", Type::Ptr(AddrSpace::Global, ScalarType::U32));
+        let fout = k.add_param("fout", Type::Ptr(AddrSpace::Global, ScalarType::F32));
+        let n = k.add_param("n", Type::U32);
+        let entry = k.add_block("entry");
+        let stats = Generated { kernel: Kernel::new(KERNEL_NAME), divergent_barriers: 0, barriers: 0, collectives: 0, loops: 0, branches: 0 };
+        Gen {
+            k,
+            rng: Rng::new(seed),
+            cfg,
+            cur: entry,
+            scope: Default::default(),
+            count: 0,
+            names: 0,
+            blocks: 0,
+            in_,
+            fin,
+            out,
+            fout,
+            n,
+            gid: n,
+            tid: n,
+            ntid: n,
+            slot: n,
+            sm: None,
+            uniform_ctx: true,
+            loop_depth: 0,
+            stats,
+        }
+    }
+
+    fn run(mut self) -> Generated {
+        self.scope[tidx(ScalarType::U32)].push(Val { v: self.n, uniform: true });
+        self.gid = self.emit(Op::Special(SpecialReg::GlobalId(Dim::X)), vec![], Some(ScalarType::U32), false).v;
+        self.tid = self.emit(Op::Special(SpecialReg::Tid(Dim::X)), vec![], Some(ScalarType::U32), false).v;
+        self.ntid = self.emit(Op::Special(SpecialReg::Ntid(Dim::X)), vec![], Some(ScalarType::U32), true).v;
+        self.emit(Op::Special(SpecialReg::Ctaid(Dim::X)), vec![], Some(ScalarType::U32), true);
+        self.emit(Op::Special(SpecialReg::LaneId), vec![], Some(ScalarType::U32), false);
+        let slot = self.emit(Op::Bin(BinOp::Rem, ScalarType::U32, FloatFlags::RN), vec![self.gid.into(), self.n.into()], Some(ScalarType::U32), false);
+        self.slot = slot.v;
+        self.emit(Op::Load, vec![self.in_.into(), self.slot.into()], Some(ScalarType::U32), false);
+        self.emit(Op::Load, vec![self.fin.into(), self.slot.into()], Some(ScalarType::F32), false);
+        if self.cfg.allow_shared_barriers {
+            self.k.shared.push(SharedDecl { name: "sm".into(), elem: ScalarType::U32, len: Some(SHARED_LEN), align: 4, span: Span::DUMMY });
+            let r = self.fresh("sm");
+            let i = self.k.append_inst(self.cur, Op::SharedAddr(0), vec![], Some((r, Type::Ptr(AddrSpace::Shared, ScalarType::U32))), Span::DUMMY);
+            self.count += 1;
+            self.sm = self.k.inst(i).result;
+        }
+        let end = self.cfg.insts.saturating_sub(12).max(self.count + 1);
+        self.region(end, 0);
+        self.sink_all();
+        self.k.block_mut(self.cur).term = Terminator::Ret;
+        let mut stats = self.stats;
+        stats.kernel = self.k;
+        stats
+    }
+
+    fn fresh(&mut self, base: &str) -> String {
+        self.names += 1;
+        format!("{base}{}", self.names)
+    }
+
+    fn new_block(&mut self, base: &str) -> BlockId {
+        self.blocks += 1;
+        let name = format!("{base}{}", self.blocks);
+        self.k.add_block(name)
+    }
+
+    fn mark(&self) -> Mark {
+        std::array::from_fn(|i| self.scope[i].len())
+    }
+
+    fn restore(&mut self, m: &Mark) {
+        for (s, &len) in self.scope.iter_mut().zip(m) {
+            s.truncate(len);
+        }
+    }
+
+    /// Appends an instruction; a result goes into scope.
+    fn emit(&mut self, op: Op, args: Vec<Operand>, ty: Option<ScalarType>, uniform: bool) -> Val {
+        let result = ty.map(|t| (self.fresh("v"), Type::Scalar(t)));
+        let i = self.k.append_inst(self.cur, op, args, result, Span::DUMMY);
+        self.count += 1;
+        match (self.k.inst(i).result, ty) {
+            (Some(v), Some(t)) => {
+                let val = Val { v, uniform };
+                self.scope[tidx(t)].push(val);
+                val
+            }
+            _ => Val { v: self.n, uniform: true },
+        }
+    }
+
+    /// A value of type `ty` from scope (recent ones more often), or a constant.
+    fn operand(&mut self, ty: ScalarType) -> (Operand, bool) {
+        let pool = &self.scope[tidx(ty)];
+        if pool.is_empty() || self.rng.chance(self.cfg.const_percent) {
+            return (Operand::Const(random_constant(&mut self.rng, ty)), true);
+        }
+        let len = pool.len() as u64;
+        let i = if self.rng.chance(60) { len - 1 - self.rng.below(len.min(8)) } else { self.rng.below(len) };
+        let v = pool[i as usize];
+        (Operand::Value(v.v), v.uniform)
+    }
+
+    /// A value (never a constant) of type `ty`, if one is in scope.
+    fn value_of(&mut self, ty: ScalarType, want_uniform: bool) -> Option<Val> {
+        let pool = &self.scope[tidx(ty)];
+        if pool.is_empty() {
+            return None;
+        }
+        for _ in 0..8 {
+            let v = pool[self.rng.below(pool.len() as u64) as usize];
+            if !want_uniform || v.uniform {
+                return Some(v);
+            }
+        }
+        None
+    }
+
+    fn pick_type(&mut self) -> ScalarType {
+        use ScalarType::*;
+        match self.rng.below(10) {
+            0..=2 => U32,
+            3 => F32,
+            4 => Pred,
+            _ if self.cfg.types.is_empty() => U32,
+            _ => {
+                let t = self.cfg.types.clone();
+                self.rng.pick(&t)
+            }
+        }
+    }
+
+    fn region(&mut self, end: usize, depth: u32) {
+        let mut guard = 0;
+        while self.count < end && guard < 4 * end + 16 {
+            guard += 1;
+            let before = self.count;
+            let r = self.rng.below(100);
+            let nested = depth < self.cfg.max_depth && end - self.count > 4;
+            match r {
+                0..=59 => self.arith(),
+                60..=65 => self.load(),
+                66..=70 => self.store(),
+                71..=79 if nested => self.if_else(end, depth),
+                80..=86 if nested && self.cfg.allow_loops && self.loop_depth < self.cfg.max_loop_depth => self.counted_loop(end, depth),
+                87..=90 if self.cfg.allow_shared_barriers && self.uniform_ctx => self.shared_exchange(),
+                91..=94 if self.cfg.allow_shuffles && self.uniform_ctx => self.collective(),
+                95..=97 if self.cfg.allow_divergent_barriers && !self.uniform_ctx => {
+                    self.emit(Op::Barrier, vec![], None, true);
+                    self.stats.barriers += 1;
+                    self.stats.divergent_barriers += 1;
+                }
+                _ => self.arith(),
+            }
+            if self.count == before {
+                self.arith();
+            }
+        }
+    }
+
+    fn arith(&mut self) {
+        let ty = self.pick_type();
+        if ty.is_pred() {
+            self.pred_op();
+        } else if ty.is_int() {
+            self.int_op(ty);
+        } else {
+            self.float_op(ty);
+        }
+    }
+
+    fn binary(&mut self, op: Op, a_ty: ScalarType, b_ty: ScalarType, res: ScalarType) -> Val {
+        let (a, ua) = self.operand(a_ty);
+        let (b, ub) = self.operand(b_ty);
+        self.emit(op, vec![a, b], Some(res), ua && ub)
+    }
+
+    fn pred_op(&mut self) {
+        use ScalarType::*;
+        match self.rng.below(6) {
+            0 => {
+                let (a, u) = self.operand(Pred);
+                self.emit(Op::Unary(UnOp::Not, Pred, FloatFlags::RN), vec![a], Some(Pred), u);
+            }
+            1 => {
+                let op = self.rng.pick(&[BinOp::And, BinOp::Or, BinOp::Xor]);
+                self.binary(Op::Bin(op, Pred, FloatFlags::RN), Pred, Pred, Pred);
+            }
+            _ => {
+                let t = self.pick_type();
+                let t = if t.is_pred() { U32 } else { t };
+                self.compare(t);
+            }
+        }
+    }
+
+    fn compare(&mut self, t: ScalarType) -> Val {
+        let ops: Vec<CmpOp> = CmpOp::ALL.iter().copied().filter(|c| c.accepts(t)).collect();
+        let c = self.rng.pick(&ops);
+        self.binary(Op::Cmp(c, t), t, t, ScalarType::Pred)
+    }
+
+    fn select(&mut self, t: ScalarType) {
+        let (c, uc) = self.operand(ScalarType::Pred);
+        let (a, ua) = self.operand(t);
+        let (b, ub) = self.operand(t);
+        self.emit(Op::Select(t), vec![c, a, b], Some(t), uc && ua && ub);
+    }
+
+    /// A conversion to `to` from a random other numeric type.
+    fn convert_to(&mut self, to: ScalarType) {
+        let from = loop {
+            let f = self.pick_type();
+            if !f.is_pred() {
+                break f;
+            }
+        };
+        let rounding = cvt_rounding(&mut self.rng, to, from);
+        let sat = self.rng.chance(15);
+        let ftz = (to == ScalarType::F32 || from == ScalarType::F32) && (to.is_float() || from.is_float()) && self.rng.chance(10);
+        let (a, u) = self.operand(from);
+        self.emit(Op::Cvt { to, from, rounding, sat, ftz }, vec![a], Some(to), u);
+    }
+
+    fn bitcast_to(&mut self, to: ScalarType) {
+        let same: Vec<ScalarType> = ScalarType::ALL.iter().copied().filter(|t| !t.is_pred() && *t != to && t.bits() == to.bits()).collect();
+        if same.is_empty() {
+            return self.convert_to(to);
+        }
+        let from = self.rng.pick(&same);
+        let (a, u) = self.operand(from);
+        self.emit(Op::Bitcast { to, from }, vec![a], Some(to), u);
+    }
+
+    fn int_op(&mut self, t: ScalarType) {
+        let rn = FloatFlags::RN;
+        match self.rng.below(20) {
+            0..=7 => {
+                let op = self.rng.pick(&[BinOp::Add, BinOp::Sub, BinOp::Mul, BinOp::MulHi, BinOp::Min, BinOp::Max, BinOp::And, BinOp::Or, BinOp::Xor]);
+                self.binary(Op::Bin(op, t, rn), t, t, t);
+            }
+            8 => {
+                let op = self.rng.pick(&[BinOp::Shl, BinOp::Shr]);
+                self.binary(Op::Bin(op, t, rn), t, ScalarType::U32, t);
+            }
+            9 => {
+                // Division with a divisor forced odd (and positive when signed): never 0 or -1.
+                let (d, ud) = self.operand(t);
+                let d = if t.is_signed_int() {
+                    let pos = Constant::from_bits(t, t.mask() >> 1);
+                    self.emit(Op::Bin(BinOp::And, t, rn), vec![d, pos.into()], Some(t), ud).v.into()
+                } else {
+                    d
+                };
+                let odd = self.emit(Op::Bin(BinOp::Or, t, rn), vec![d, Constant::from_bits(t, 1).into()], Some(t), ud);
+                let (a, ua) = self.operand(t);
+                let op = self.rng.pick(&[BinOp::Div, BinOp::Rem]);
+                self.emit(Op::Bin(op, t, rn), vec![a, odd.v.into()], Some(t), ua && odd.uniform);
+            }
+            10 => {
+                let (a, ua) = self.operand(t);
+                let (b, ub) = self.operand(t);
+                let (c, uc) = self.operand(t);
+                self.emit(Op::Mad(t), vec![a, b, c], Some(t), ua && ub && uc);
+            }
+            11 => match t.widened() {
+                Some(w) => {
+                    self.binary(Op::MulWide(t), t, t, w);
+                }
+                None => {
+                    self.binary(Op::Bin(BinOp::Mul, t, rn), t, t, t);
+                }
+            },
+            12 => {
+                let ops: &[UnOp] = if t.is_signed_int() { &[UnOp::Not, UnOp::Neg, UnOp::Abs] } else { &[UnOp::Not] };
+                let op = self.rng.pick(ops);
+                let (a, u) = self.operand(t);
+                self.emit(Op::Unary(op, t, rn), vec![a], Some(t), u);
+            }
+            13 | 14 => self.select(t),
+            15 | 16 => self.convert_to(t),
+            17 => self.bitcast_to(t),
+            _ => {
+                self.compare(t);
+            }
+        }
+    }
+
+    fn float_flags(&mut self, t: ScalarType, approx_ok: bool) -> FloatFlags {
+        use ScalarType::*;
+        let mode = if approx_ok && self.cfg.allow_approx && self.rng.chance(30) {
+            FloatMode::Approx
+        } else if matches!(t, F32 | F64) && self.rng.chance(30) {
+            FloatMode::Exact(self.rng.pick(&[Rounding::Rz, Rounding::Rm, Rounding::Rp]))
+        } else {
+            FloatMode::RN
+        };
+        let ftz = matches!(t, F16 | F32) && self.rng.chance(15);
+        FloatFlags { mode, ftz }
+    }
+
+    fn float_op(&mut self, t: ScalarType) {
+        use ScalarType::*;
+        let wide = matches!(t, F32 | F64);
+        match self.rng.below(20) {
+            0..=6 => {
+                let op = self.rng.pick(&[BinOp::Add, BinOp::Sub, BinOp::Mul]);
+                let f = self.float_flags(t, false);
+                self.binary(Op::Bin(op, t, f), t, t, t);
+            }
+            7 if wide => {
+                let mut f = self.float_flags(t, t == F32);
+                if t == F32 && self.cfg.allow_approx && self.rng.chance(20) {
+                    f.mode = FloatMode::Full;
+                }
+                self.binary(Op::Bin(BinOp::Div, t, f), t, t, t);
+            }
+            8 => {
+                let f = self.float_flags(t, false);
+                let (a, ua) = self.operand(t);
+                let (b, ub) = self.operand(t);
+                let (c, uc) = self.operand(t);
+                self.emit(Op::Fma(t, f), vec![a, b, c], Some(t), ua && ub && uc);
+            }
+            9 => {
+                let op = self.rng.pick(&[BinOp::Min, BinOp::Max]);
+                self.binary(Op::Bin(op, t, FloatFlags::RN), t, t, t);
+            }
+            10 => {
+                let op = self.rng.pick(&[UnOp::Neg, UnOp::Abs]);
+                let (a, u) = self.operand(t);
+                self.emit(Op::Unary(op, t, FloatFlags::RN), vec![a], Some(t), u);
+            }
+            11 if wide => {
+                let op = self.rng.pick(&[UnOp::Sqrt, UnOp::Rcp]);
+                let f = self.float_flags(t, t == F32);
+                let (a, u) = self.operand(t);
+                self.emit(Op::Unary(op, t, f), vec![a], Some(t), u);
+            }
+            12 if t == F32 && self.cfg.allow_approx => {
+                let op = self.rng.pick(&[UnOp::Rsqrt, UnOp::Ex2, UnOp::Lg2, UnOp::Sin, UnOp::Cos, UnOp::Tanh]);
+                let f = FloatFlags { mode: FloatMode::Approx, ftz: self.rng.chance(20) };
+                let (a, u) = self.operand(t);
+                self.emit(Op::Unary(op, t, f), vec![a], Some(t), u);
+            }
+            13 | 14 => self.select(t),
+            15 | 16 => self.convert_to(t),
+            17 => self.bitcast_to(t),
+            _ => {
+                self.compare(t);
+            }
+        }
+    }
+
+    /// `rem.u32 x, %n`: an in-bounds index into the input buffers.
+    fn in_index(&mut self) -> Val {
+        let (x, u) = self.operand(ScalarType::U32);
+        self.emit(Op::Bin(BinOp::Rem, ScalarType::U32, FloatFlags::RN), vec![x, self.n.into()], Some(ScalarType::U32), u)
+    }
+
+    fn load(&mut self) {
+        let idx = self.in_index();
+        if self.rng.chance(50) {
+            self.emit(Op::Load, vec![self.in_.into(), idx.v.into()], Some(ScalarType::U32), idx.uniform);
+        } else {
+            self.emit(Op::Load, vec![self.fin.into(), idx.v.into()], Some(ScalarType::F32), idx.uniform);
+        }
+    }
+
+    /// Any value in scope, folded into a `u32` (bit pattern, mixed for 64-bit types).
+    fn to_u32(&mut self, t: ScalarType, v: Operand, u: bool) -> Operand {
+        use ScalarType::*;
+        let rn = FloatFlags::RN;
+        match t {
+            U32 => v,
+            Pred => self.emit(Op::Select(U32), vec![v, Constant::u32(0x9e37).into(), Constant::u32(7).into()], Some(U32), u).v.into(),
+            _ => {
+                let int_t = if t.is_float() { ScalarType::int_of_width(t.bits(), false).unwrap_or(U32) } else { t };
+                let x: Operand = if t.is_float() { self.emit(Op::Bitcast { to: int_t, from: t }, vec![v], Some(int_t), u).v.into() } else { v };
+                let x = if int_t.bits() == 64 {
+                    let h = self.emit(Op::Bin(BinOp::Shr, int_t, rn), vec![x, Constant::u32(32).into()], Some(int_t), u);
+                    self.emit(Op::Bin(BinOp::Xor, int_t, rn), vec![x, h.v.into()], Some(int_t), u).v.into()
+                } else {
+                    x
+                };
+                self.emit(Op::Cvt { to: U32, from: int_t, rounding: None, sat: false, ftz: false }, vec![x], Some(U32), u).v.into()
+            }
+        }
+    }
+
+    /// Stores a value (of any type) into this thread's `%out` or `%fout` slot.
+    fn store(&mut self) {
+        let t = self.pick_type();
+        if t == ScalarType::F32 && self.rng.chance(50) {
+            let (v, _) = self.operand(ScalarType::F32);
+            self.emit(Op::Store, vec![self.fout.into(), self.slot.into(), v], None, true);
+            return;
+        }
+        let (v, u) = self.operand(t);
+        let x = self.to_u32(t, v, u);
+        if self.cfg.allow_atomics && self.rng.chance(30) {
+            let op = self.rng.pick(&[AtomicOp::Add, AtomicOp::Min, AtomicOp::Max, AtomicOp::Exch]);
+            let keep = self.rng.chance(50);
+            self.emit(Op::Atomic(op), vec![self.out.into(), self.slot.into(), x], keep.then_some(ScalarType::U32), false);
+        } else {
+            self.emit(Op::Store, vec![self.out.into(), self.slot.into(), x], None, true);
+        }
+    }
+
+    /// Stores a mix of the values defined since `m` (at most `max` of them) into `%out[%slot]`.
+    fn sink_since(&mut self, m: &Mark, max: usize) {
+        let mut picked: Vec<(ScalarType, Val)> = Vec::new();
+        for (i, t) in ScalarType::ALL.iter().enumerate() {
+            for v in self.scope[i][m[i]..].iter().rev().take(max) {
+                picked.push((*t, *v));
+            }
+        }
+        if picked.is_empty() {
+            return;
+        }
+        // Newest first, bounded.
+        picked.sort_by_key(|(_, v)| std::cmp::Reverse(v.v));
+        picked.truncate(max);
+        let mut acc: Operand = Constant::u32(0x811c_9dc5).into();
+        for (t, v) in picked {
+            let x = self.to_u32(t, v.v.into(), v.uniform);
+            acc = self.emit(Op::Mad(ScalarType::U32), vec![acc, Constant::u32(16_777_619).into(), x], Some(ScalarType::U32), false).v.into();
+        }
+        if self.cfg.allow_atomics && self.rng.chance(30) {
+            self.emit(Op::Atomic(AtomicOp::Add), vec![self.out.into(), self.slot.into(), acc], None, true);
+        } else {
+            self.emit(Op::Store, vec![self.out.into(), self.slot.into(), acc], None, true);
+        }
+    }
+
+    /// At the end of the kernel: store the most recent values of every type, and the newest f32.
+    fn sink_all(&mut self) {
+        let zero: Mark = [0; NTYPES];
+        self.sink_since(&zero, 10);
+        if let Some(f) = self.scope[tidx(ScalarType::F32)].last().copied() {
+            self.emit(Op::Store, vec![self.fout.into(), self.slot.into(), f.v.into()], None, true);
+        }
+    }
+
+    /// A branch condition: uniform unless divergence is allowed.
+    fn condition(&mut self) -> (Operand, bool) {
+        let want_uniform = !self.cfg.divergent_branches;
+        if self.rng.chance(15) {
+            return (Constant::pred(self.rng.chance(50)).into(), true);
+        }
+        if let Some(p) = self.value_of(ScalarType::Pred, want_uniform) {
+            if self.rng.chance(50) {
+                return (p.v.into(), p.uniform);
+            }
+        }
+        // A fresh comparison: thread-dependent (on tid) or on a uniform value.
+        if !want_uniform && self.rng.chance(50) {
+            let x = self.rng.pick(&[self.tid, self.gid]);
+            let k = Constant::u32(self.rng.below(BLOCK_THREADS as u64 + 1) as u32);
+            let c = self.emit(Op::Cmp(CmpOp::Lt, ScalarType::U32), vec![x.into(), k.into()], Some(ScalarType::Pred), false);
+            return (c.v.into(), false);
+        }
+        let x = self.value_of(ScalarType::U32, want_uniform).map(|v| (Operand::from(v.v), v.uniform)).unwrap_or((self.n.into(), true));
+        let k = Constant::u32(self.rng.below(8) as u32);
+        let c = self.emit(Op::Cmp(CmpOp::Gt, ScalarType::U32), vec![x.0, k.into()], Some(ScalarType::Pred), x.1);
+        (c.v.into(), x.1)
+    }
+
+    /// 0 to 2 random types for block parameters.
+    fn param_types(&mut self) -> Vec<ScalarType> {
+        (0..self.rng.below(3)).map(|_| self.pick_type()).collect()
+    }
+
+    fn args_for(&mut self, tys: &[ScalarType]) -> (Vec<Operand>, bool) {
+        let mut uniform = true;
+        let args = tys
+            .iter()
+            .map(|t| {
+                let (o, u) = self.operand(*t);
+                uniform &= u;
+                o
+            })
+            .collect();
+        (args, uniform)
+    }
+
+    fn add_params(&mut self, b: BlockId, tys: &[ScalarType], uniform: bool) {
+        for &t in tys {
+            let name = self.fresh("p");
+            let v = self.k.add_block_param(b, name, Type::Scalar(t));
+            self.scope[tidx(t)].push(Val { v, uniform });
+        }
+    }
+
+    fn sub_budget(&mut self, end: usize) -> usize {
+        let remaining = end.saturating_sub(self.count).max(1);
+        self.count + 1 + self.rng.below(remaining.min(20) as u64) as usize
+    }
+
+    /// `if`/`else` diamond (or a triangle without `else`), with block parameters at the join and
+    /// sometimes on the `then` block.
+    fn if_else(&mut self, end: usize, depth: u32) {
+        self.stats.branches += 1;
+        let (cond, cu) = self.condition();
+        let saved_ctx = self.uniform_ctx;
+        let arm_ctx = saved_ctx && cu;
+        let join_tys = self.param_types();
+        let then_tys = if self.rng.chance(30) { self.param_types() } else { vec![] };
+        let triangle = self.rng.chance(30);
+        let then_b = self.new_block("then");
+        let else_b = if triangle { None } else { Some(self.new_block("else")) };
+        let join = self.new_block("join");
+        let (then_args, then_args_u) = self.args_for(&then_tys);
+        let else_call = match else_b {
+            Some(e) => (BlockCall { block: e, args: vec![] }, true),
+            None => {
+                let (a, u) = self.args_for(&join_tys);
+                (BlockCall { block: join, args: a }, u)
+            }
+        };
+        let mut join_uniform = cu && else_call.1;
+        self.k.block_mut(self.cur).term = Terminator::Br { cond, then_: BlockCall { block: then_b, args: then_args }, else_: else_call.0 };
+        let m = self.mark();
+        // then
+        self.cur = then_b;
+        self.uniform_ctx = arm_ctx;
+        self.add_params(then_b, &then_tys, cu && then_args_u);
+        let sub = self.sub_budget(end);
+        self.region(sub, depth + 1);
+        if self.rng.chance(60) {
+            self.sink_since(&m, 2);
+        }
+        let (a, u) = self.args_for(&join_tys);
+        join_uniform &= u;
+        self.k.block_mut(self.cur).term = Terminator::Jmp(BlockCall { block: join, args: a });
+        self.restore(&m);
+        // else
+        if let Some(e) = else_b {
+            self.cur = e;
+            let sub = self.sub_budget(end);
+            self.region(sub, depth + 1);
+            if self.rng.chance(60) {
+                self.sink_since(&m, 2);
+            }
+            let (a, u) = self.args_for(&join_tys);
+            join_uniform &= u;
+            self.k.block_mut(self.cur).term = Terminator::Jmp(BlockCall { block: join, args: a });
+            self.restore(&m);
+        }
+        self.uniform_ctx = saved_ctx;
+        self.cur = join;
+        self.add_params(join, &join_tys, join_uniform);
+    }
+
+    /// A counted loop: `head(%i, %acc...)` with trip count at most 4.
+    fn counted_loop(&mut self, end: usize, depth: u32) {
+        use ScalarType::U32;
+        self.stats.loops += 1;
+        let rn = FloatFlags::RN;
+        let divergent = self.cfg.divergent_loops && self.rng.chance(40);
+        let (trip, trip_u): (Operand, bool) = if divergent {
+            let x = self.rng.pick(&[self.tid, self.gid]);
+            (self.emit(Op::Bin(BinOp::And, U32, rn), vec![x.into(), Constant::u32(3).into()], Some(U32), false).v.into(), false)
+        } else if self.rng.chance(50) {
+            (Constant::u32(self.rng.below(5) as u32).into(), true)
+        } else {
+            let x = self.value_of(U32, true).map(|v| v.v).unwrap_or(self.n);
+            (self.emit(Op::Bin(BinOp::Rem, U32, rn), vec![x.into(), Constant::u32(5).into()], Some(U32), true).v.into(), true)
+        };
+        let acc_tys = self.param_types();
+        let (inits, _) = self.args_for(&acc_tys);
+        let head = self.new_block("head");
+        let body = self.new_block("body");
+        let exit = self.new_block("exit");
+        let mut init_args = vec![Operand::Const(Constant::u32(0))];
+        init_args.extend(inits);
+        self.k.block_mut(self.cur).term = Terminator::Jmp(BlockCall { block: head, args: init_args });
+        // head(%i: u32, %acc...)
+        self.cur = head;
+        let saved_ctx = self.uniform_ctx;
+        let body_ctx = saved_ctx && trip_u;
+        let i_name = self.fresh("i");
+        let i = self.k.add_block_param(head, i_name, Type::U32);
+        self.scope[tidx(U32)].push(Val { v: i, uniform: trip_u });
+        self.add_params(head, &acc_tys, false);
+        let c = self.emit(Op::Cmp(CmpOp::Lt, U32), vec![i.into(), trip], Some(ScalarType::Pred), trip_u);
+        self.k.block_mut(head).term = Terminator::Br { cond: c.v.into(), then_: BlockCall { block: body, args: vec![] }, else_: BlockCall { block: exit, args: vec![] } };
+        let m = self.mark();
+        // body
+        self.cur = body;
+        self.uniform_ctx = body_ctx;
+        self.loop_depth += 1;
+        let sub = self.sub_budget(end);
+        self.region(sub, depth + 1);
+        if self.rng.chance(50) {
+            self.sink_since(&m, 2);
+        }
+        let next = self.emit(Op::Bin(BinOp::Add, U32, rn), vec![i.into(), Constant::u32(1).into()], Some(U32), trip_u);
+        let (nexts, _) = self.args_for(&acc_tys);
+        let mut back = vec![Operand::Value(next.v)];
+        back.extend(nexts);
+        self.k.block_mut(self.cur).term = Terminator::Jmp(BlockCall { block: head, args: back });
+        self.loop_depth -= 1;
+        self.restore(&m);
+        self.uniform_ctx = saved_ctx;
+        // exit: the head's values stay in scope (the head dominates the exit).
+        self.cur = exit;
+    }
+
+    /// `store @sm[tid]; barrier; load @sm[(tid + k) rem ntid]; barrier` (block-uniform context).
+    fn shared_exchange(&mut self) {
+        use ScalarType::U32;
+        let Some(sm) = self.sm else { return };
+        let rn = FloatFlags::RN;
+        let (v, _) = self.operand(U32);
+        self.emit(Op::Store, vec![sm.into(), self.tid.into(), v], None, true);
+        self.emit(Op::Barrier, vec![], None, true);
+        let k = Constant::u32(1 + self.rng.below(BLOCK_THREADS as u64 - 1) as u32);
+        let j = self.emit(Op::Bin(BinOp::Add, U32, rn), vec![self.tid.into(), k.into()], Some(U32), false);
+        let j = self.emit(Op::Bin(BinOp::Rem, U32, rn), vec![j.v.into(), self.ntid.into()], Some(U32), false);
+        self.emit(Op::Load, vec![sm.into(), j.v.into()], Some(U32), false);
+        self.emit(Op::Barrier, vec![], None, true);
+        self.stats.barriers += 2;
+    }
+
+    /// A full-mask shuffle or vote (block-uniform context).
+    fn collective(&mut self) {
+        use ScalarType::*;
+        self.stats.collectives += 1;
+        let full: Operand = Constant::u32(u32::MAX).into();
+        if self.rng.chance(30) {
+            let mode = self.rng.pick(&[VoteMode::All, VoteMode::Any, VoteMode::Ballot]);
+            let (p, _) = self.operand(Pred);
+            let ty = if mode == VoteMode::Ballot { U32 } else { Pred };
+            self.emit(Op::Vote(mode), vec![p, full], Some(ty), false);
+            return;
+        }
+        let t = self.rng.pick(&[U32, S32, F32]);
+        let mode = self.rng.pick(&[ShflMode::Down, ShflMode::Up, ShflMode::Bfly, ShflMode::Idx]);
+        let (v, _) = self.operand(t);
+        let lane: Operand = if self.rng.chance(60) {
+            Constant::u32(self.rng.below(32) as u32).into()
+        } else {
+            let (x, u) = self.operand(U32);
+            self.emit(Op::Bin(BinOp::And, U32, FloatFlags::RN), vec![x, Constant::u32(31).into()], Some(U32), u).v.into()
+        };
+        self.emit(Op::Shfl(mode, t), vec![v, lane, full], Some(t), false);
+    }
+}
+
+/// A rounding for `cvt.to.from` that the verifier accepts (and PTX needs).
+fn cvt_rounding(rng: &mut Rng, to: ScalarType, from: ScalarType) -> Option<Rounding> {
+    use Rounding::*;
+    let integral = [Rni, Rzi, Rmi, Rpi];
+    let plain = [Rn, Rz, Rm, Rp];
+    if rng.chance(25) {
+        return None;
+    }
+    match (from.is_float(), to.is_float()) {
+        (false, false) => None,
+        (true, false) => Some(rng.pick(&integral)),
+        (false, true) => Some(rng.pick(&plain)),
+        (true, true) if to == from => Some(rng.pick(&integral)),
+        (true, true) if to.bits() > from.bits() => None,
+        (true, true) => Some(rng.pick(&plain)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diag::has_errors;
+    use crate::verify::verify_kernel;
+
+    fn configs() -> Vec<GenConfig> {
+        let d = GenConfig::default();
+        vec![
+            d.clone(),
+            GenConfig { allow_approx: true, insts: 150, ..d.clone() },
+            GenConfig { allow_loops: false, allow_shuffles: false, allow_shared_barriers: false, allow_atomics: false, ..d.clone() },
+            GenConfig { divergent_branches: false, divergent_loops: false, const_percent: 60, ..d.clone() },
+            GenConfig { allow_divergent_barriers: true, insts: 200, ..d.clone() },
+            GenConfig { types: vec![ScalarType::F16, ScalarType::BF16, ScalarType::S8], insts: 40, ..d },
+        ]
+    }
+
+    #[test]
+    fn generated_kernels_verify_and_round_trip() {
+        for (ci, cfg) in configs().iter().enumerate() {
+            for seed in 0..150u64 {
+                let k = random_kernel(seed, cfg);
+                let diags = verify_kernel(&k);
+                let text = crate::print_kernel(&k);
+                assert!(!has_errors(&diags), "config {ci} seed {seed}: {diags:?}\n{text}");
+                let m = crate::parse(&text).unwrap_or_else(|e| panic!("config {ci} seed {seed}: {e:?}\n{text}"));
+                let mut k2 = k.clone();
+                k2.compact();
+                assert_eq!(crate::print_kernel(&m.kernels[0]), crate::print_kernel(&k2), "config {ci} seed {seed}");
+            }
+        }
+    }
+
+    #[test]
+    #[ignore]
+    fn show() {
+        let seed = std::env::var("SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(1);
+        println!("{}", crate::print_kernel(&random_kernel(seed, &GenConfig::default())));
+    }
+
+    #[test]
+    fn deterministic_per_seed_and_different_across_seeds() {
+        let cfg = GenConfig::default();
+        assert_eq!(random_kernel(7, &cfg), random_kernel(7, &cfg));
+        assert_ne!(crate::print_kernel(&random_kernel(7, &cfg)), crate::print_kernel(&random_kernel(8, &cfg)));
+    }
+
+    #[test]
+    fn instruction_count_tracks_the_target() {
+        for target in [100usize, 1000, 10_000] {
+            let k = random_kernel(3, &GenConfig { insts: target, ..GenConfig::default() });
+            let n = k.inst_count();
+            assert!(n >= target * 9 / 10 && n <= target + target / 5 + 60, "target {target}: {n} instructions");
+        }
+    }
+
+    #[test]
+    fn approx_ops_only_when_allowed() {
+        let count = |cfg: &GenConfig| (0..100u64).map(|s| { let k = random_kernel(s, cfg); k.placed_insts().filter(|(_, i)| k.inst(*i).op.is_approx()).count() }).sum::<usize>();
+        assert_eq!(count(&GenConfig::default()), 0);
+        assert!(count(&GenConfig { allow_approx: true, insts: 200, ..GenConfig::default() }) > 0);
+    }
+
+    #[test]
+    fn divergent_barriers_only_when_asked() {
+        let d = GenConfig::default();
+        assert!((0..100u64).all(|s| generate(s, &d).divergent_barriers == 0));
+        let neg = GenConfig { allow_divergent_barriers: true, insts: 200, ..d };
+        assert!((0..100u64).any(|s| generate(s, &neg).divergent_barriers > 0));
+    }
+}

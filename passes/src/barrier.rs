@@ -1,0 +1,458 @@
+//! Barrier-divergence verification (`verify-barriers`), run by `kir opt`, `kir check` and before
+//! PTX emission.
+//!
+//! Guarantees:
+//! - [`verify_barriers`] reports an error at every `barrier` that some threads of a block may not
+//!   reach together (its block is in the region of a branch whose condition is not block-uniform,
+//!   per [`crate::uniformity`]: such a barrier fails to post-dominate a divergent branch, a divergent
+//!   `ret` included, or sits in a loop that threads leave after different numbers of iterations),
+//!   and at every shuffle or vote with the constant full member mask `0xffffffff` that some lanes
+//!   of a warp may not reach together.
+//! - Soundness: when it reports nothing, no execution of the kernel (any launch shape, any
+//!   inputs) makes the threads of a block disagree on which barrier they wait at; the property test
+//!   `tests/barrier_soundness.rs` checks this against the interpreter on random kernels.
+//! - Each error explains itself: numbered secondary labels walk from the barrier to the source of
+//!   divergence (the branch, then each value the condition depends on, down to `tid.x`, an atomic,
+//!   a racy load...), each at the span of the entity it names; notes state the rule.
+//! - Never panics, whatever the kernel (an unverified kernel gets the all-varying verdict).
+//!
+//! Not checked: collectives whose member mask is not the constant full mask (which lanes must
+//! take part is then a run-time property).
+
+use crate::pass::{Pass, PassContext};
+use crate::uniformity::{Level, MemObject, Uniformity, ValueReason};
+use kir_ir::cfg::Cfg;
+use kir_ir::diag::Diagnostic;
+use kir_ir::{
+    BlockId, InstId, Kernel, Op, Operand, Span, SpecialReg, Terminator, ValueDef, ValueId,
+};
+
+/// The `verify-barriers` pass: reports [`verify_barriers`]'s errors and never changes the kernel.
+pub struct VerifyBarriers;
+
+impl Pass for VerifyBarriers {
+    fn name(&self) -> &'static str {
+        "verify-barriers"
+    }
+    fn run(&self, k: &mut Kernel, cx: &mut PassContext) -> bool {
+        let diags = verify_barriers(k);
+        cx.stats.add("barriers checked", count_barriers(k) as u64);
+        cx.stats
+            .add("divergent barriers or collectives", diags.len() as u64);
+        cx.diagnostics.extend(diags);
+        false
+    }
+}
+
+fn count_barriers(k: &Kernel) -> usize {
+    k.placed_insts()
+        .filter(|(_, i)| k.insts.get(i.index()).is_some_and(|d| d.op == Op::Barrier))
+        .count()
+}
+
+/// Every barrier and full-mask warp collective of `k` that may be reached divergently, one error
+/// each, in layout order.
+pub fn verify_barriers(k: &Kernel) -> Vec<Diagnostic> {
+    let u = Uniformity::compute(k);
+    verify_with(k, &u)
+}
+
+/// [`verify_barriers`] with an analysis already computed.
+pub fn verify_with(k: &Kernel, u: &Uniformity) -> Vec<Diagnostic> {
+    let mut out = vec![];
+    for b in k.block_ids() {
+        if !u.is_reachable(b) {
+            continue;
+        }
+        let level = u.block_level(b);
+        for &i in &k.block(b).insts {
+            let Some(inst) = k.insts.get(i.index()) else {
+                continue;
+            };
+            let what = match &inst.op {
+                Op::Barrier if level >= Level::WarpUniform => What::Barrier,
+                Op::Shfl(..) | Op::Vote(_)
+                    if level == Level::Varying && full_mask(inst.op.clone(), &inst.args) =>
+                {
+                    What::Collective
+                }
+                _ => continue,
+            };
+            out.push(explain(k, u, b, i, what));
+        }
+    }
+    out
+}
+
+fn full_mask(op: Op, args: &[Operand]) -> bool {
+    let mask = match op {
+        Op::Shfl(..) => args.get(2),
+        Op::Vote(_) => args.get(1),
+        _ => None,
+    };
+    matches!(mask, Some(Operand::Const(c)) if c.bits & 0xffff_ffff == 0xffff_ffff)
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum What {
+    Barrier,
+    Collective,
+}
+
+/// Builds the numbered chain of labels from a divergent barrier or collective to its causes.
+struct Chain<'a> {
+    k: &'a Kernel,
+    u: &'a Uniformity,
+    labels: Vec<(Span, String)>,
+    /// Steps whose entity has no source span (made by a pass), told in notes instead.
+    unlocated: Vec<String>,
+    seen_values: Vec<ValueId>,
+    seen_branches: Vec<BlockId>,
+    irreducible: bool,
+}
+
+const MAX_STEPS: usize = 12;
+
+impl<'a> Chain<'a> {
+    fn step(&mut self, span: Span, msg: String) {
+        let n = self.labels.len() + self.unlocated.len() + 1;
+        if span.is_dummy() {
+            self.unlocated.push(format!("({n}) {msg}"));
+        } else {
+            self.labels.push((span, format!("({n}) {msg}")));
+        }
+    }
+    fn full(&self) -> bool {
+        self.labels.len() + self.unlocated.len() >= MAX_STEPS
+    }
+    fn vname(&self, v: ValueId) -> String {
+        self.k
+            .values
+            .get(v.index())
+            .map(|d| format!("`%{}`", d.name))
+            .unwrap_or_else(|| "a value".into())
+    }
+    fn bname(&self, b: BlockId) -> String {
+        self.k
+            .blocks
+            .get(b.index())
+            .map(|d| format!("`{}`", d.name))
+            .unwrap_or_else(|| "a block".into())
+    }
+    /// The whole defining instruction for an instruction with operands; the value's name otherwise
+    /// (the span the parser gives an operand-less statement runs on to the next token).
+    fn value_span(&self, v: ValueId) -> Span {
+        let Some(d) = self.k.values.get(v.index()) else {
+            return Span::DUMMY;
+        };
+        match d.def {
+            ValueDef::Inst(i) => self
+                .k
+                .insts
+                .get(i.index())
+                .filter(|x| !x.args.is_empty())
+                .map(|x| x.span)
+                .filter(|s| !s.is_dummy())
+                .unwrap_or(d.span),
+            _ => d.span,
+        }
+    }
+    fn is_load(&self, v: ValueId) -> bool {
+        match self.k.values.get(v.index()).map(|d| d.def) {
+            Some(ValueDef::Inst(i)) => self
+                .k
+                .insts
+                .get(i.index())
+                .is_some_and(|x| x.op == Op::Load),
+            _ => false,
+        }
+    }
+
+    /// Why threads split at the branch ending `y`: its condition, followed down.
+    fn branch_cause(&mut self, y: BlockId, intro: String) {
+        if self.full() || self.seen_branches.contains(&y) {
+            return;
+        }
+        self.seen_branches.push(y);
+        let span = self
+            .k
+            .blocks
+            .get(y.index())
+            .map(|b| b.term_span)
+            .unwrap_or(Span::DUMMY);
+        self.step(span, intro);
+        match self.u.branch_reason(y) {
+            Some(ValueReason::Operand {
+                value,
+                after_loop: Some(h),
+            }) => self.after_loop(value, h, None),
+            Some(ValueReason::Operand {
+                value,
+                after_loop: None,
+            }) => self.value_cause(value),
+            _ => {}
+        }
+    }
+
+    fn cond_name(&self, y: BlockId) -> String {
+        match self.k.blocks.get(y.index()).map(|b| &b.term) {
+            Some(Terminator::Br {
+                cond: Operand::Value(c),
+                ..
+            }) => self.vname(*c),
+            _ => "its condition".into(),
+        }
+    }
+
+    /// `user` (or the branch) uses `value` after the loop at `header`, whose exit is divergent.
+    fn after_loop(&mut self, value: ValueId, header: BlockId, user: Option<ValueId>) {
+        let who = match user {
+            Some(u) => format!("{} uses {}", self.vname(u), self.vname(value)),
+            None => format!("the condition {}", self.vname(value)),
+        };
+        let span = user
+            .map(|u| self.value_span(u))
+            .unwrap_or_else(|| self.value_span(value));
+        let msg = format!(
+            "{who} after the loop at {}: threads leave that loop after different numbers of iterations, so {} differs between them",
+            self.bname(header),
+            self.vname(value)
+        );
+        if user.is_some() {
+            self.step(span, msg);
+        } else {
+            // The branch step already points at the use; locate this step at the definition.
+            self.step(self.value_span(value), msg);
+        }
+        if let Some(y) = self.u.loop_at(header).and_then(|l| l.exit_branch) {
+            let c = self.cond_name(y);
+            self.branch_cause(y, format!("the loop's exit depends on {c}"));
+        }
+    }
+
+    fn value_cause(&mut self, v: ValueId) {
+        if self.full() || self.seen_values.contains(&v) {
+            return;
+        }
+        self.seen_values.push(v);
+        let name = self.vname(v);
+        let span = self.value_span(v);
+        let level = self.u.value_level(v);
+        let differs = if level == Level::WarpUniform {
+            "differs between the warps of a block"
+        } else {
+            "differs between threads"
+        };
+        match self.u.value_reason(v) {
+            None => {}
+            Some(ValueReason::Special(r)) => {
+                let what = match r {
+                    SpecialReg::Tid(d) => format!("the thread index `tid.{}`", d.name()),
+                    SpecialReg::GlobalId(d) => format!(
+                        "the global thread index `global_id.{}` (ctaid * ntid + tid)",
+                        d.name()
+                    ),
+                    SpecialReg::LaneId => "the lane index `laneid`".into(),
+                    SpecialReg::WarpId => "the warp index `warpid`".into(),
+                    _ => "a special register".into(),
+                };
+                self.step(span, format!("{name} is {what}, which {differs}"));
+            }
+            Some(ValueReason::Atomic) => self.step(
+                span,
+                format!(
+                    "{name} is the old value returned by an atomic, which differs between threads"
+                ),
+            ),
+            Some(ValueReason::RacyLoad(obj)) => {
+                let msg = match obj {
+                    MemObject::Global => format!("{name} is loaded from global memory, which this kernel also writes: other threads and blocks may change it at any time"),
+                    MemObject::Shared(n) => {
+                        let d = self.k.shared.get(n as usize).map(|s| format!("`@{}`", s.name)).unwrap_or_else(|| "shared memory".into());
+                        format!("{name} is loaded from {d}, which threads store to with no barrier between those stores and this load")
+                    }
+                    MemObject::SharedAny => format!("{name} is loaded from shared memory, which threads store to with no barrier between those stores and this load"),
+                };
+                self.step(span, msg);
+            }
+            Some(ValueReason::Collective) => self.step(
+                span,
+                format!("{name} is the result of a warp shuffle or vote, which {differs}"),
+            ),
+            Some(ValueReason::Operand {
+                value,
+                after_loop: None,
+            }) => {
+                let how = if self.is_load(v) {
+                    "is loaded from an address that depends on"
+                } else {
+                    "depends on"
+                };
+                self.step(span, format!("{name} {how} {}", self.vname(value)));
+                self.value_cause(value);
+            }
+            Some(ValueReason::Operand {
+                value,
+                after_loop: Some(h),
+            })
+            | Some(ValueReason::Incoming {
+                value,
+                after_loop: Some(h),
+                ..
+            }) => {
+                self.after_loop(value, h, Some(v));
+            }
+            Some(ValueReason::Incoming {
+                value,
+                from,
+                after_loop: None,
+            }) => {
+                self.step(
+                    span,
+                    format!(
+                        "{name} receives {} from block {}",
+                        self.vname(value),
+                        self.bname(from)
+                    ),
+                );
+                self.value_cause(value);
+            }
+            Some(ValueReason::Join { branch }) => {
+                let c = self.cond_name(branch);
+                self.step(span, format!("{name} takes different values depending on the path threads took from the branch in {}", self.bname(branch)));
+                self.branch_cause(
+                    branch,
+                    format!("threads take different paths here, depending on {c}"),
+                );
+            }
+            Some(ValueReason::Irreducible) => self.irreducible = true,
+        }
+    }
+}
+
+/// Which successors of `y` can reach `x` before the post-dominator `p`.
+fn sides_reaching(cfg: &Cfg, y: BlockId, p: Option<BlockId>, x: BlockId) -> Vec<bool> {
+    cfg.succs(y)
+        .iter()
+        .map(|&s| {
+            let mut seen = vec![false; cfg.len()];
+            let mut stack = vec![s];
+            while let Some(b) = stack.pop() {
+                if b == x {
+                    return true;
+                }
+                if Some(b) == p || seen[b.index()] {
+                    continue;
+                }
+                seen[b.index()] = true;
+                stack.extend(cfg.succs(b).iter().copied());
+            }
+            false
+        })
+        .collect()
+}
+
+fn explain(k: &Kernel, u: &Uniformity, b: BlockId, i: InstId, what: What) -> Diagnostic {
+    let inst = &k.insts[i.index()];
+    let mnemonic = inst.op.mnemonic();
+    let level = u.block_level(b);
+    // An operand-less statement's span runs on to the next token: keep just the mnemonic.
+    let own = if inst.args.is_empty() && inst.result.is_none() && !inst.span.is_dummy() {
+        Span {
+            start: inst.span.start,
+            end: (inst.span.start + mnemonic.len() as u32).min(inst.span.end),
+        }
+    } else {
+        inst.span
+    };
+    let span = [own, k.block(b).span, k.span]
+        .into_iter()
+        .find(|s| !s.is_dummy())
+        .unwrap_or(Span::DUMMY);
+    let (message, label) = match what {
+        What::Barrier => (
+            "barrier must be reached by all threads of the block".to_string(),
+            if level == Level::WarpUniform {
+                "the warps of a block may not all reach this barrier".to_string()
+            } else {
+                "some threads of the block may not reach this barrier".to_string()
+            },
+        ),
+        What::Collective => (
+            format!("`{mnemonic}` with member mask 0xffffffff must be executed by all 32 lanes of the warp together"),
+            "some lanes of the warp may not reach this collective".to_string(),
+        ),
+    };
+    let mut d = Diagnostic::error(message).at(span, label);
+    let mut chain = Chain {
+        k,
+        u,
+        labels: vec![],
+        unlocated: vec![],
+        seen_values: vec![],
+        seen_branches: vec![],
+        irreducible: u.is_irreducible(),
+    };
+    if let Some(y) = u.block_reason(b) {
+        let cfg = Cfg::new(k);
+        let c = chain.cond_name(y);
+        let min = if what == What::Barrier {
+            Level::WarpUniform
+        } else {
+            Level::Varying
+        };
+        let intro = if let Some(l) = u.divergent_loop_containing(b, y, min) {
+            let target = if what == What::Barrier {
+                "barrier"
+            } else {
+                "collective"
+            };
+            format!(
+                "the {target} is inside the loop at {}, which threads leave after different numbers of iterations: this exit depends on {c}",
+                chain.bname(l.header)
+            )
+        } else {
+            let sides = sides_reaching(&cfg, y, u.ipdom(y), b);
+            let target = if what == What::Barrier {
+                "the barrier"
+            } else {
+                "the collective"
+            };
+            match (k.block(y).term.clone(), sides.as_slice()) {
+                (Terminator::Br { .. }, [true, false]) => format!("only threads where {c} is true go on to {target}"),
+                (Terminator::Br { .. }, [false, true]) => format!("only threads where {c} is false go on to {target}"),
+                _ => format!("threads take different paths here, depending on {c}, and not every path reaches {target}"),
+            }
+        };
+        chain.branch_cause(y, intro);
+    } else {
+        chain.irreducible = true;
+    }
+    for (s, m) in &chain.labels {
+        d = d.with_label(*s, m.clone());
+    }
+    for n in &chain.unlocated {
+        d = d.with_note(n.clone());
+    }
+    if chain.irreducible {
+        d = d.with_note(
+            "the control-flow graph is irreducible (a cycle can be entered at more than one block) and has a branch that is not uniform; \
+             kir cannot prove any value uniform in it: give every loop a single entry block",
+        );
+    }
+    d = match what {
+        What::Barrier => d.with_note(
+            "every thread of a block must reach each barrier together: a barrier must post-dominate every branch whose \
+             condition may differ between threads (a `ret` taken by only some threads included), and must not be inside \
+             a loop that threads leave after different numbers of iterations",
+        ),
+        What::Collective => d.with_note(
+            "a shuffle or vote with the full member mask needs all 32 lanes of the warp: it must post-dominate every \
+             branch whose condition may differ between lanes of a warp",
+        ),
+    };
+    d.with_note(
+        "uniform: kernel parameters, constants, `ctaid`, `ntid`, `nctaid`, and values computed only from them; \
+         `kir opt --print-divergence` shows the verdict for every value and block",
+    )
+}

@@ -1,0 +1,135 @@
+//! `fold`: constant folding and exact algebraic identities.
+//!
+//! Guarantees:
+//! - An instruction whose operands are all constants is evaluated with [`kir_ir::eval::eval_const`],
+//!   the evaluator the interpreter uses, so the folded constant is bit-identical to what the
+//!   interpreter computes (f32 rounding, f16/bf16, integer wrap-around, NaN, -0.0). Its uses read
+//!   the constant and the instruction is removed.
+//! - Approximate ops ([`kir_ir::Op::is_approx`]) are not folded unless the pass is built with
+//!   `approx` (`fold{approx}`): the GPU's result may differ from the exact one.
+//! - Identities are applied only where they hold for every input, bit for bit: for integers
+//!   `x+0`, `0+x`, `x-0`, `x-x → 0`, `x*1`, `1*x`, `x*0 → 0`, `x/1`; for integers and pred
+//!   `x&0 → 0`, `x&~0 → x`, `x&x → x`, `x|0 → x`, `x|~0 → ~0`, `x|x → x`, `x^0 → x`, `x^x → 0`;
+//!   integer `min`/`max` of `x, x`; shifts by 0; `mov x → x`; `select` with a constant condition or
+//!   two equal operands. No float identity is applied (`x+0.0` is wrong for `-0.0`, `x*1.0` changes
+//!   NaN payloads and flushes subnormals under `.ftz`).
+//! - Only pure ops are touched; instructions in unreachable blocks are not folded, but their uses
+//!   of folded values are rewritten. One pass visits reachable blocks in reverse post-order, so
+//!   chains of constants fold completely; the pass runs in linear time.
+
+use crate::edit::{reverse_post_order, Subst};
+use crate::pass::{Pass, PassContext};
+use kir_ir::eval::eval_const;
+use kir_ir::{BinOp, Constant, Kernel, Op, Operand, ScalarType};
+
+pub struct Fold {
+    /// Fold approximate ops too (with the exact result).
+    pub approx: bool,
+}
+
+impl Pass for Fold {
+    fn name(&self) -> &'static str {
+        "fold"
+    }
+
+    fn run(&self, k: &mut Kernel, cx: &mut PassContext) -> bool {
+        let mut subst = Subst::new(k);
+        let (mut folded, mut simplified) = (0u64, 0u64);
+        for b in reverse_post_order(k) {
+            let insts = std::mem::take(&mut k.blocks[b.index()].insts);
+            let mut kept = Vec::with_capacity(insts.len());
+            for i in insts {
+                let d = &mut k.insts[i.index()];
+                let op = d.op.clone();
+                subst.apply_to_args(&op, &mut d.args);
+                let replacement = match d.result {
+                    Some(r) if op.is_pure() => self.try_fold(&op, &d.args).map(|(rep, is_const)| (r, rep, is_const)),
+                    _ => None,
+                };
+                match replacement {
+                    Some((r, rep, is_const)) => {
+                        subst.set(r, rep);
+                        if is_const {
+                            folded += 1;
+                        } else {
+                            simplified += 1;
+                        }
+                    }
+                    None => kept.push(i),
+                }
+            }
+            k.blocks[b.index()].insts = kept;
+            subst.apply_to_term(&mut k.blocks[b.index()].term);
+        }
+        // Uses in unreachable blocks (and anything visited before its replacement was known).
+        subst.apply(k);
+        cx.stats.add("instructions folded", folded);
+        cx.stats.add("identities simplified", simplified);
+        folded + simplified > 0
+    }
+}
+
+impl Fold {
+    /// What the result of a pure op can be replaced by, and whether it is a constant.
+    fn try_fold(&self, op: &Op, args: &[Operand]) -> Option<(Operand, bool)> {
+        if op.is_approx() && !self.approx {
+            return None;
+        }
+        let consts: Option<Vec<Constant>> = args.iter().map(|a| a.as_const()).collect();
+        if let Some(cs) = consts {
+            return eval_const(op, &cs).map(|c| (Operand::Const(c), true));
+        }
+        identity(op, args).map(|o| (o, o.as_const().is_some()))
+    }
+}
+
+fn is_zero(o: Operand) -> bool {
+    o.as_const().is_some_and(|c| c.bits == 0)
+}
+
+fn is_all_ones(o: Operand, ty: ScalarType) -> bool {
+    o.as_const().is_some_and(|c| c.ty == ty && c.bits == ty.mask())
+}
+
+fn is_one(o: Operand) -> bool {
+    o.as_const().is_some_and(|c| c.bits == 1)
+}
+
+/// An exact identity for `op` on `args` (not all constant), if one applies.
+fn identity(op: &Op, args: &[Operand]) -> Option<Operand> {
+    let zero = |ty: ScalarType| Operand::Const(Constant::from_bits(ty, 0));
+    match (op, args) {
+        (Op::Mov(_), [a]) => Some(*a),
+        (Op::Select(_), [c, a, b]) => match c.as_const() {
+            Some(c) => Some(if c.bits != 0 { *a } else { *b }),
+            None if a == b => Some(*a),
+            None => None,
+        },
+        (Op::Bin(bin, ty, _), [a, b]) if ty.is_int() || (ty.is_pred() && matches!(bin, BinOp::And | BinOp::Or | BinOp::Xor)) => {
+            let ty = *ty;
+            match bin {
+                BinOp::Add if is_zero(*b) => Some(*a),
+                BinOp::Add if is_zero(*a) => Some(*b),
+                BinOp::Sub if is_zero(*b) => Some(*a),
+                BinOp::Sub if a == b => Some(zero(ty)),
+                BinOp::Mul if is_one(*b) => Some(*a),
+                BinOp::Mul if is_one(*a) => Some(*b),
+                BinOp::Mul if is_zero(*a) || is_zero(*b) => Some(zero(ty)),
+                BinOp::Div if is_one(*b) => Some(*a),
+                BinOp::And if is_zero(*a) || is_zero(*b) => Some(zero(ty)),
+                BinOp::And if is_all_ones(*b, ty) || a == b => Some(*a),
+                BinOp::And if is_all_ones(*a, ty) => Some(*b),
+                BinOp::Or if is_all_ones(*a, ty) || is_all_ones(*b, ty) => Some(Operand::Const(Constant::from_bits(ty, ty.mask()))),
+                BinOp::Or if is_zero(*b) || a == b => Some(*a),
+                BinOp::Or if is_zero(*a) => Some(*b),
+                BinOp::Xor if is_zero(*b) => Some(*a),
+                BinOp::Xor if is_zero(*a) => Some(*b),
+                BinOp::Xor if a == b => Some(zero(ty)),
+                BinOp::Min | BinOp::Max if a == b => Some(*a),
+                BinOp::Shl | BinOp::Shr if is_zero(*b) => Some(*a),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}

@@ -1,0 +1,149 @@
+//! `kir opt FILE [--passes P]`: run a pass pipeline over a module and print the result.
+//!
+//! Guarantees:
+//! - The output (stdout, or `-o FILE`) is the optimized module as valid `.kir`; it is written only
+//!   when every pass succeeded.
+//! - The input is verified first; a file that does not parse or verify, an unknown pass or option,
+//!   or a pass that breaks the IR is reported with located diagnostics and exit code 1 (2 for a bad
+//!   pipeline or pass name); nothing panics.
+//! - IR dumps (`--print-ir-*`), `--stats` and `--time-passes` go to stderr, as in mlir-opt;
+//!   `--dump-dir DIR` writes `00-input.kir`, `01-<pass>.kir`, ... (valid `.kir`, diffable).
+//! - `--list-passes` prints one line per registered pass (and one per option) and exits 0.
+
+use super::common;
+use kir_passes::{parse_pipeline, registry, run_pipeline, PassError, RunConfig, DEFAULT_PIPELINE};
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The .kir file to optimize.
+    #[arg(required_unless_present = "list_passes")]
+    pub file: Option<String>,
+    /// The pipeline: comma-separated pass names, options in braces (`fold{approx},dce`).
+    /// Without it, the default pipeline runs (see --list-passes).
+    #[arg(long, value_name = "PIPELINE")]
+    pub passes: Option<String>,
+    /// List the registered passes and the default pipeline, then exit.
+    #[arg(long)]
+    pub list_passes: bool,
+    /// Write the result here instead of stdout.
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: Option<String>,
+    /// Run the verifier after every pass; a pass that breaks the IR is reported by name.
+    #[arg(long)]
+    pub verify_each: bool,
+    /// Print each kernel before every run of these passes (comma-separated names).
+    #[arg(long = "print-ir-before", value_name = "PASS", value_delimiter = ',')]
+    pub print_ir_before: Vec<String>,
+    /// Print each kernel after every run of these passes (comma-separated names).
+    #[arg(long = "print-ir-after", value_name = "PASS", value_delimiter = ',')]
+    pub print_ir_after: Vec<String>,
+    /// Print each kernel before every pass.
+    #[arg(long)]
+    pub print_ir_before_all: bool,
+    /// Print each kernel after every pass.
+    #[arg(long)]
+    pub print_ir_after_all: bool,
+    /// Print a kernel after a pass only when the pass changed it (alone: after every pass that did;
+    /// with --print-ir-after or --print-ir-after-all: restricts those).
+    #[arg(long)]
+    pub print_ir_after_change: bool,
+    /// Write the module before the first pass and after every pass to DIR/NN-<pass>.kir.
+    #[arg(long, value_name = "DIR")]
+    pub dump_dir: Option<PathBuf>,
+    /// Print per-pass statistics (instructions folded/removed, blocks removed, ...) to stderr.
+    #[arg(long)]
+    pub stats: bool,
+    /// Print the time spent in each pass to stderr.
+    #[arg(long)]
+    pub time_passes: bool,
+}
+
+/// The `--list-passes` text.
+pub fn list_passes_text() -> String {
+    let mut out = String::from("Passes:\n");
+    for p in registry() {
+        out.push_str(&format!("  {:<14} {}\n", p.name, p.description));
+        for (o, d) in p.options {
+            out.push_str(&format!("  {:<14}   {{{o}}}: {d}\n", ""));
+        }
+    }
+    out.push_str(&format!("Default pipeline: {DEFAULT_PIPELINE}\n"));
+    out
+}
+
+pub fn run(args: &Args) -> ExitCode {
+    if args.list_passes {
+        print!("{}", list_passes_text());
+        return ExitCode::SUCCESS;
+    }
+    let Some(path) = args.file.as_deref() else {
+        eprintln!("error: kir opt needs a FILE (or --list-passes)");
+        return ExitCode::from(2);
+    };
+    let pipeline = match parse_pipeline(args.passes.as_deref().unwrap_or(DEFAULT_PIPELINE)) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("error: --passes: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let known: Vec<&str> = registry().iter().map(|p| p.name).collect();
+    for (flag, names) in [("--print-ir-before", &args.print_ir_before), ("--print-ir-after", &args.print_ir_after)] {
+        if let Some(bad) = names.iter().find(|n| !known.contains(&n.as_str())) {
+            eprintln!("error: {flag}: unknown pass `{bad}` (available: {})", known.join(", "));
+            return ExitCode::from(2);
+        }
+    }
+    let mut loaded = match common::load(path) {
+        Ok(l) => l,
+        Err(code) => return code,
+    };
+    let cfg = RunConfig {
+        verify_input: true,
+        verify_each: args.verify_each,
+        print_before: args.print_ir_before.clone(),
+        print_after: args.print_ir_after.clone(),
+        print_before_all: args.print_ir_before_all,
+        print_after_all: args.print_ir_after_all,
+        print_after_change: args.print_ir_after_change,
+        dump_dir: args.dump_dir.clone(),
+    };
+    let stderr = std::io::stderr();
+    let result = run_pipeline(&mut loaded.module, &pipeline, &cfg, &mut stderr.lock());
+    let report = match result {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {e}");
+            common::emit(e.diagnostics(), path, &loaded.source);
+            if let PassError::Broken { ir_after, .. } = &e {
+                eprintln!("note: the kernel as the pass left it:\n{ir_after}");
+            }
+            return ExitCode::from(1);
+        }
+    };
+    common::emit(&report.warnings, path, &loaded.source);
+    if args.stats {
+        eprint!("{}", report.stats_text());
+    }
+    if args.time_passes {
+        eprint!("{}", report.timing_text());
+    }
+    let text = kir_ir::print_module(&loaded.module);
+    match &args.output {
+        Some(out) => {
+            if let Err(e) = std::fs::write(out, text) {
+                return common::file_error(out, e);
+            }
+        }
+        None => {
+            let mut so = std::io::stdout().lock();
+            if so.write_all(text.as_bytes()).and_then(|_| so.flush()).is_err() {
+                return ExitCode::from(1);
+            }
+        }
+    }
+    ExitCode::SUCCESS
+}
