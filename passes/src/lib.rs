@@ -11,10 +11,13 @@
 //!   for bit (the property tests in `tests/` check this on random kernels).
 //!
 //! Modules: [`pass`] (the `Pass` trait, stats, options), [`pipeline`], [`registry`], [`manager`],
-//! [`edit`] (IR editing helpers), and the passes [`dce`], [`simplify_cfg`].
+//! [`edit`] (IR editing helpers), and the passes [`fold`], [`dce`], [`simplify_cfg`].
 
 pub mod dce;
 pub mod edit;
+pub mod fma_contract;
+pub mod fold;
+pub mod fuse;
 pub mod manager;
 pub mod pass;
 pub mod pipeline;
