@@ -22,7 +22,10 @@ pub struct Buffer {
 impl Buffer {
     /// `len` zero elements.
     pub fn zeros(elem: ScalarType, len: usize) -> Buffer {
-        Buffer { elem, bytes: vec![0; len * elem.bytes() as usize] }
+        Buffer {
+            elem,
+            bytes: vec![0; len * elem.bytes() as usize],
+        }
     }
     /// A buffer from raw element bits (each zero-extended from the element width).
     pub fn from_bits(elem: ScalarType, bits: impl IntoIterator<Item = u64>) -> Buffer {
@@ -59,7 +62,9 @@ impl Buffer {
     /// The raw bits of element `i`, zero-extended (0 when `i` is out of range).
     pub fn get_bits(&self, i: usize) -> u64 {
         let size = self.elem.bytes() as usize;
-        let Some(chunk) = self.bytes.get(i * size..i * size + size) else { return 0 };
+        let Some(chunk) = self.bytes.get(i * size..i * size + size) else {
+            return 0;
+        };
         let mut b = [0u8; 8];
         b[..size].copy_from_slice(chunk);
         u64::from_le_bytes(b)

@@ -188,7 +188,12 @@ impl Worker {
         }
         for w in 0..cx.nwarps {
             self.stacks[w].clear();
-            self.stacks[w].push(Entry { block: 0, ip: 0, mask: self.live0[w], rpc: EXIT });
+            self.stacks[w].push(Entry {
+                block: 0,
+                ip: 0,
+                mask: self.live0[w],
+                rpc: EXIT,
+            });
             self.exited[w] = 0;
             self.exit_block[w] = [EXIT; 32];
             self.state[w] = WarpState::Running;
@@ -275,7 +280,11 @@ impl Worker {
                 if first_missing.is_none() {
                     first_missing = Some(((w * 32 + l) as u32, what.clone()));
                 }
-                let what = if what == "wait at this barrier" { "wait at another barrier".to_string() } else { what };
+                let what = if what == "wait at this barrier" {
+                    "wait at another barrier".to_string()
+                } else {
+                    what
+                };
                 match groups.iter_mut().find(|g| g.0 == s && g.1 == what) {
                     Some(g) => g.2 += 1,
                     None => groups.push((s, what, 1)),
@@ -409,13 +418,28 @@ impl Worker {
                             let stack = &mut self.stacks[w];
                             let e0 = stack.pop().expect("top entry exists");
                             if r != e0.rpc {
-                                stack.push(Entry { block: r, ip: 0, mask: e0.mask, rpc: e0.rpc });
+                                stack.push(Entry {
+                                    block: r,
+                                    ip: 0,
+                                    mask: e0.mask,
+                                    rpc: e0.rpc,
+                                });
                             }
                             if else_.block != r {
-                                stack.push(Entry { block: else_.block, ip: 0, mask: not_taken, rpc: r });
+                                stack.push(Entry {
+                                    block: else_.block,
+                                    ip: 0,
+                                    mask: not_taken,
+                                    rpc: r,
+                                });
                             }
                             if then_.block != r {
-                                stack.push(Entry { block: then_.block, ip: 0, mask: taken, rpc: r });
+                                stack.push(Entry {
+                                    block: then_.block,
+                                    ip: 0,
+                                    mask: taken,
+                                    rpc: r,
+                                });
                             }
                         }
                     }
@@ -488,9 +512,7 @@ impl Worker {
                         SpecialReg::Ctaid(d) => self.ctaid[d.index()],
                         SpecialReg::Ntid(d) => cx.block[d.index()],
                         SpecialReg::Nctaid(d) => cx.grid[d.index()],
-                        SpecialReg::GlobalId(d) => {
-                            self.ctaid[d.index()].wrapping_mul(cx.block[d.index()]).wrapping_add(tid[d.index()])
-                        }
+                        SpecialReg::GlobalId(d) => self.ctaid[d.index()].wrapping_mul(cx.block[d.index()]).wrapping_add(tid[d.index()]),
                         SpecialReg::LaneId => l as u32,
                         SpecialReg::WarpId => w as u32,
                     } as u64;
@@ -617,13 +639,19 @@ impl Worker {
             if row[l] as u32 != m {
                 return Err(fault(
                     l,
-                    format!("lanes {l0} and {l} of warp {w} give different member masks ({m:#010x} and {:#010x})", row[l] as u32),
+                    format!(
+                        "lanes {l0} and {l} of warp {w} give different member masks ({m:#010x} and {:#010x})",
+                        row[l] as u32
+                    ),
                 ));
             }
         }
         if mask & !m != 0 {
             let l = (mask & !m).trailing_zeros() as usize;
-            return Err(fault(l, format!("lane {l} of warp {w} executes this collective but is not in its member mask {m:#010x}")));
+            return Err(fault(
+                l,
+                format!("lane {l} of warp {w} executes this collective but is not in its member mask {m:#010x}"),
+            ));
         }
         let missing = m & !mask;
         if missing != 0 {
@@ -840,21 +868,34 @@ impl Worker {
     ) -> InterpError {
         let elem = byte / acc.size as usize;
         let other_tid = tag::tid(c.other);
-        let same_block = tag::block(c.other) == tag::block(tag::make(
-            if acc.space == AddrSpace::Global { self.linear + 1 } else { self.gen as u64 },
-            0,
-            0,
-        ));
+        let same_block = tag::block(c.other)
+            == tag::block(tag::make(
+                if acc.space == AddrSpace::Global {
+                    self.linear + 1
+                } else {
+                    self.gen as u64
+                },
+                0,
+                0,
+            ));
         let who = if other_tid == tag::MULTI {
             "several other threads of this block".to_string()
         } else if same_block {
             format!("thread {} of this block", coords(cx.tid_of(other_tid as u32)))
         } else {
             let other_block = tag::block(c.other).wrapping_sub(1);
-            format!("thread {} of block {}", coords(cx.tid_of(other_tid as u32)), coords(cx.ctaid_of(other_block)))
+            format!(
+                "thread {} of block {}",
+                coords(cx.tid_of(other_tid as u32)),
+                coords(cx.ctaid_of(other_block))
+            )
         };
         let other_did = if c.other_wrote { "wrote" } else { "read" };
-        let since = if same_block { "since the last barrier" } else { "in the same launch (blocks cannot synchronize)" };
+        let since = if same_block {
+            "since the last barrier"
+        } else {
+            "in the same launch (blocks cannot synchronize)"
+        };
         InterpError::fault(
             FaultKind::DataRace,
             format!(
@@ -901,7 +942,10 @@ fn rmw(elem: ScalarType, kind: Access, old: u64) -> u64 {
             AtomicOp::Add => {
                 // PTX `atom.add.f32` rounds to nearest even and flushes subnormals to zero;
                 // the other types round to nearest (integers wrap).
-                let flags = FloatFlags { mode: FloatMode::Exact(Rounding::Rn), ftz: elem == ScalarType::F32 };
+                let flags = FloatFlags {
+                    mode: FloatMode::Exact(Rounding::Rn),
+                    ftz: elem == ScalarType::F32,
+                };
                 eval::eval(&Op::Bin(BinOp::Add, elem, flags), &[old, v])
             }
             AtomicOp::Min => eval::eval(&Op::Bin(BinOp::Min, elem, FloatFlags::RN), &[old, v]),

@@ -44,6 +44,7 @@ pub mod args;
 pub mod buffer;
 pub mod error;
 pub mod exec;
+pub mod graph;
 mod mem;
 pub mod npy;
 mod prog;
@@ -90,7 +91,11 @@ pub struct LaunchConfig {
 impl LaunchConfig {
     /// A 1-D launch.
     pub fn linear(grid: u32, block: u32) -> LaunchConfig {
-        LaunchConfig { grid: [grid, 1, 1], block: [block, 1, 1], dynamic_shared_bytes: 0 }
+        LaunchConfig {
+            grid: [grid, 1, 1],
+            block: [block, 1, 1],
+            dynamic_shared_bytes: 0,
+        }
     }
 }
 
@@ -110,7 +115,12 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Options {
-        Options { races: false, uninit: false, fuel: DEFAULT_FUEL, threads: None }
+        Options {
+            races: false,
+            uninit: false,
+            fuel: DEFAULT_FUEL,
+            threads: None,
+        }
     }
 }
 
@@ -186,7 +196,9 @@ fn check_args(kernel: &Kernel, args: &[Arg], buffers: &[Buffer]) -> Result<(Vec<
                 return Err(InterpError::invalid(format!("argument %{name} must be a {t}, given a {}", c.ty)))
             }
             (Type::Scalar(t), Arg::Buffer(_)) => {
-                return Err(InterpError::invalid(format!("argument %{name} must be a {t} scalar, given a buffer")))
+                return Err(InterpError::invalid(format!(
+                    "argument %{name} must be a {t} scalar, given a buffer"
+                )))
             }
             (Type::Ptr(AddrSpace::Shared, _), _) => {
                 return Err(InterpError::invalid(format!(
@@ -210,14 +222,23 @@ fn check_args(kernel: &Kernel, args: &[Arg], buffers: &[Buffer]) -> Result<(Vec<
                 bits.push(mem::make_ptr(*i as u32 + 1, 0));
             }
             (Type::Ptr(..), Arg::Scalar(c)) => {
-                return Err(InterpError::invalid(format!("argument %{name} must be a buffer ({}), given a {} scalar", v.ty, c.ty)))
+                return Err(InterpError::invalid(format!(
+                    "argument %{name} must be a buffer ({}), given a {} scalar",
+                    v.ty, c.ty
+                )))
             }
         }
     }
     let names = names
         .into_iter()
         .enumerate()
-        .map(|(i, n)| if n.is_empty() { format!("#{i}") } else { format!("`{}`", n.join("`/`")) })
+        .map(|(i, n)| {
+            if n.is_empty() {
+                format!("#{i}")
+            } else {
+                format!("`{}`", n.join("`/`"))
+            }
+        })
         .collect();
     Ok((bits, names))
 }
@@ -267,7 +288,10 @@ pub fn launch(kernel: &Kernel, cfg: &LaunchConfig, args: &[Arg], buffers: &mut [
     let mut total_global = 0u64;
     for (i, b) in buffers.iter().enumerate() {
         if b.bytes.len() as u64 > MAX_BUFFER_BYTES {
-            return Err(InterpError::invalid(format!("buffer {i} has {} bytes; at most {MAX_BUFFER_BYTES} are allowed", b.bytes.len())));
+            return Err(InterpError::invalid(format!(
+                "buffer {i} has {} bytes; at most {MAX_BUFFER_BYTES} are allowed",
+                b.bytes.len()
+            )));
         }
         total_global += b.bytes.len() as u64;
     }
@@ -326,7 +350,8 @@ pub fn launch(kernel: &Kernel, cfg: &LaunchConfig, args: &[Arg], buffers: &mut [
         if let Some(v) = a {
             let n = b.bytes.len();
             // SAFETY: as above.
-            b.bytes.copy_from_slice(unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u8, n) });
+            b.bytes
+                .copy_from_slice(unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u8, n) });
         }
     }
     result
@@ -375,7 +400,11 @@ fn run_blocks(cx: &LaunchCtx, cfg: &LaunchConfig) -> Result<Stats, InterpError> 
                 .map(|w| w.map(|w| w.stats).unwrap_or_default())
                 .reduce(Stats::default, Stats::add)
         };
-        let stats = match cx.opts.threads.and_then(|n| rayon::ThreadPoolBuilder::new().num_threads(n).build().ok()) {
+        let stats = match cx
+            .opts
+            .threads
+            .and_then(|n| rayon::ThreadPoolBuilder::new().num_threads(n).build().ok())
+        {
             Some(pool) => pool.install(run),
             None => run(),
         };

@@ -37,8 +37,14 @@ pub(crate) enum AccessFault {
     /// Region 0 or a region that does not exist.
     NoRegion(u32),
     /// Byte offset (may be negative) outside `0..len`.
-    OutOfBounds { region: u32, byte: i128 },
-    Misaligned { region: u32, byte: i128 },
+    OutOfBounds {
+        region: u32,
+        byte: i128,
+    },
+    Misaligned {
+        region: u32,
+        byte: i128,
+    },
 }
 
 /// Resolves `ptr[index]` with elements of `size` bytes against regions of the given lengths:
@@ -48,7 +54,11 @@ pub(crate) fn locate(ptr: u64, index: i128, size: u32, lens: &[u64]) -> Result<(
     let region = (ptr >> OFF_BITS) as u32;
     let raw = ptr & OFF_MASK;
     // Offsets at or above 2^39 are negative (pointer moved before its region).
-    let off = if raw >= 1 << (OFF_BITS - 1) { raw as i128 - (1i128 << OFF_BITS) } else { raw as i128 };
+    let off = if raw >= 1 << (OFF_BITS - 1) {
+        raw as i128 - (1i128 << OFF_BITS)
+    } else {
+        raw as i128
+    };
     let byte = off + index * size as i128;
     let Some(&len) = (region as usize).checked_sub(1).and_then(|r| lens.get(r)) else {
         return Err(AccessFault::NoRegion(region));
@@ -84,7 +94,13 @@ unsafe impl Send for GlobalMem {}
 impl GlobalMem {
     /// Views `bufs` (each must be 8-byte aligned or empty) as global memory.
     pub fn new(bufs: &mut [&mut [u8]], races: bool) -> GlobalMem {
-        let regions: Vec<Region> = bufs.iter_mut().map(|b| Region { ptr: b.as_mut_ptr(), len: b.len() as u64 }).collect();
+        let regions: Vec<Region> = bufs
+            .iter_mut()
+            .map(|b| Region {
+                ptr: b.as_mut_ptr(),
+                len: b.len() as u64,
+            })
+            .collect();
         let lens = regions.iter().map(|r| r.len).collect();
         let race = races.then(|| {
             regions
@@ -189,9 +205,15 @@ pub(crate) fn global_access(tags: &[AtomicU64], byte: usize, size: u32, me: u64,
             let old_r = r.load(Ordering::SeqCst);
             if found.is_none() {
                 if conflicts(old_w, me, true) {
-                    found = Some(Conflict { other_wrote: true, other: old_w });
+                    found = Some(Conflict {
+                        other_wrote: true,
+                        other: old_w,
+                    });
                 } else if conflicts(old_r, me, true) {
-                    found = Some(Conflict { other_wrote: false, other: old_r });
+                    found = Some(Conflict {
+                        other_wrote: false,
+                        other: old_r,
+                    });
                 }
             }
         } else {
@@ -202,7 +224,10 @@ pub(crate) fn global_access(tags: &[AtomicU64], byte: usize, size: u32, me: u64,
             }
             let old_w = w.load(Ordering::SeqCst);
             if found.is_none() && conflicts(old_w, me, true) {
-                found = Some(Conflict { other_wrote: true, other: old_w });
+                found = Some(Conflict {
+                    other_wrote: true,
+                    other: old_w,
+                });
             }
         }
     }
@@ -219,16 +244,25 @@ pub(crate) fn shared_access(tags: &mut [u64], byte: usize, size: u32, me: u64, w
             tags[2 * b] = me;
             if found.is_none() {
                 if conflicts(old_w, me, false) {
-                    found = Some(Conflict { other_wrote: true, other: old_w });
+                    found = Some(Conflict {
+                        other_wrote: true,
+                        other: old_w,
+                    });
                 } else if conflicts(old_r, me, false) {
-                    found = Some(Conflict { other_wrote: false, other: old_r });
+                    found = Some(Conflict {
+                        other_wrote: false,
+                        other: old_r,
+                    });
                 }
             }
         } else {
             let stale = old_r == 0 || tag::block(old_r) != tag::block(me);
             tags[2 * b + 1] = if stale { me } else { merged_read(old_r, me) };
             if found.is_none() && conflicts(old_w, me, false) {
-                found = Some(Conflict { other_wrote: true, other: old_w });
+                found = Some(Conflict {
+                    other_wrote: true,
+                    other: old_w,
+                });
             }
         }
     }

@@ -46,7 +46,10 @@ pub(crate) enum XOp {
     Atomic(AtomicOp, MemAccess),
     Cas(MemAccess),
     /// `offset` / `offset.bytes`: pointer plus index times `scale` bytes.
-    Offset { scale: u64, idx_ty: ScalarType },
+    Offset {
+        scale: u64,
+        idx_ty: ScalarType,
+    },
     /// `ptrcast`: same bits.
     Copy,
     /// `addr @decl`: the base pointer of shared declaration `n`.
@@ -143,7 +146,10 @@ impl Prog {
                 };
                 let span = d.span;
                 if d.args.len() != d.op.arity() || d.args.len() > 4 {
-                    return Err(malformed(span, format!("`{}` takes {} operands, found {}", d.op, d.op.arity(), d.args.len())));
+                    return Err(malformed(
+                        span,
+                        format!("`{}` takes {} operands, found {}", d.op, d.op.arity(), d.args.len()),
+                    ));
                 }
                 let mut args = [0u32; 4];
                 for (i, a) in d.args.iter().enumerate() {
@@ -159,7 +165,10 @@ impl Prog {
                 }
                 let ptr_of = |o: Operand| -> Result<(AddrSpace, ScalarType), InterpError> {
                     match o {
-                        Operand::Value(v) => k.value_type(v).pointee().ok_or_else(|| malformed(span, "memory operand is not a pointer")),
+                        Operand::Value(v) => k
+                            .value_type(v)
+                            .pointee()
+                            .ok_or_else(|| malformed(span, "memory operand is not a pointer")),
                         Operand::Const(_) => Err(malformed(span, "memory operand is a constant, not a pointer")),
                     }
                 };
@@ -171,7 +180,12 @@ impl Prog {
                 };
                 let mem = |d: &kir_ir::InstData| -> Result<MemAccess, InterpError> {
                     let (space, elem) = ptr_of(d.args[0])?;
-                    Ok(MemAccess { space, elem, size: elem.bytes(), idx_ty: int_of(d.args[1])? })
+                    Ok(MemAccess {
+                        space,
+                        elem,
+                        size: elem.bytes(),
+                        idx_ty: int_of(d.args[1])?,
+                    })
                 };
                 let op = match &d.op {
                     op if op.is_pure() => XOp::Pure(op.clone()),
@@ -182,11 +196,17 @@ impl Prog {
                     Op::AtomicCas => XOp::Cas(mem(d)?),
                     Op::PtrOffset => {
                         let (_, elem) = ptr_of(d.args[0])?;
-                        XOp::Offset { scale: elem.bytes() as u64, idx_ty: int_of(d.args[1])? }
+                        XOp::Offset {
+                            scale: elem.bytes() as u64,
+                            idx_ty: int_of(d.args[1])?,
+                        }
                     }
                     Op::PtrOffsetBytes => {
                         ptr_of(d.args[0])?;
-                        XOp::Offset { scale: 1, idx_ty: int_of(d.args[1])? }
+                        XOp::Offset {
+                            scale: 1,
+                            idx_ty: int_of(d.args[1])?,
+                        }
                     }
                     Op::PtrCast(_) => {
                         ptr_of(d.args[0])?;
@@ -212,7 +232,13 @@ impl Prog {
                 if needs_result && res == NO_SLOT && !matches!(op, XOp::Pure(_)) {
                     return Err(malformed(span, format!("`{}` must define a value", d.op)));
                 }
-                insts.push(XInst { op, args, nargs: d.args.len() as u8, res, span });
+                insts.push(XInst {
+                    op,
+                    args,
+                    nargs: d.args.len() as u8,
+                    res,
+                    span,
+                });
             }
             let mut edge = |c: &BlockCall| -> Result<XEdge, InterpError> {
                 let Some(target) = k.blocks.get(c.block.index()) else {
@@ -221,7 +247,12 @@ impl Prog {
                 if target.params.len() != c.args.len() {
                     return Err(malformed(
                         block.term_span,
-                        format!("block `{}` takes {} arguments, given {}", target.name, target.params.len(), c.args.len()),
+                        format!(
+                            "block `{}` takes {} arguments, given {}",
+                            target.name,
+                            target.params.len(),
+                            c.args.len()
+                        ),
                     ));
                 }
                 let mut moves = Vec::with_capacity(c.args.len());
@@ -267,6 +298,13 @@ impl Prog {
             params.push(p.0);
         }
         let nslots = nvalues + consts.len();
-        Ok(Prog { blocks, nslots, consts, params, global_atomics, uses_shared })
+        Ok(Prog {
+            blocks,
+            nslots,
+            consts,
+            params,
+            global_atomics,
+            uses_shared,
+        })
     }
 }

@@ -1,0 +1,239 @@
+//! Running launch graphs ([`kir_ir::graph::Graph`]): every launch in order, each to completion,
+//! over the caller's buffers and the graph's temporaries.
+//!
+//! Guarantees:
+//! - Arguments are checked against the graph's parameters (count, scalar type, buffer element type)
+//!   before anything runs; size expressions are evaluated without wrapping, and a dimension, a
+//!   temporary length or a computed argument that does not fit its type is an error naming the
+//!   launch. Nothing panics.
+//! - Temporaries are zero-filled buffers allocated when the graph starts and dropped when it ends;
+//!   the caller's buffers hold the results afterwards (also after an error, with the effects of the
+//!   launches that ran).
+//! - [`GraphStats`] sums the [`Stats`] of every launch: `launches` counts launches run, and the
+//!   global-memory bytes are exactly the sums of the per-launch counts.
+//! - An error of a launch is returned with a note naming the launch (index and kernel).
+
+use crate::args::{materialize, ArgSpec, Value};
+use crate::{launch, Arg, Buffer, InterpError, LaunchConfig, Options, Stats, MAX_BUFFER_BYTES};
+use kir_ir::graph::{Expr, Graph, LaunchArg};
+use kir_ir::types::{Constant, ScalarType, Type};
+use kir_ir::Module;
+use std::path::Path;
+
+/// What a graph run did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GraphStats {
+    /// Launches run.
+    pub launches: u64,
+    /// The sum over launches.
+    pub total: Stats,
+    /// Each launch's kernel and statistics, in order.
+    pub per_launch: Vec<(String, Stats)>,
+}
+
+impl GraphStats {
+    pub fn global_bytes_read(&self) -> u64 {
+        self.total.global_bytes_read
+    }
+    pub fn global_bytes_written(&self) -> u64 {
+        self.total.global_bytes_written
+    }
+}
+
+/// Arguments bound to a graph's parameters.
+#[derive(Clone, Debug)]
+pub struct BoundGraph {
+    /// One per graph parameter.
+    pub args: Vec<Arg>,
+    pub buffers: Vec<Buffer>,
+}
+
+/// Binds `NAME=VALUE` arguments to the graph's parameters by name (each exactly once, each
+/// buffer parameter its own buffer), with the syntax of [`crate::args`].
+pub fn bind_graph(g: &Graph, named: &[(String, ArgSpec)], base_dir: Option<&Path>) -> Result<BoundGraph, String> {
+    let mut given: Vec<Option<&ArgSpec>> = vec![None; g.params.len()];
+    for (name, spec) in named {
+        let n = name.trim_start_matches('%');
+        let Some((i, _)) = g.param(n) else {
+            let names: Vec<String> = g.params.iter().map(|p| format!("{}: {}", p.name, p.ty)).collect();
+            return Err(format!(
+                "graph @{} has no parameter `{n}` (parameters: {})",
+                g.name,
+                names.join(", ")
+            ));
+        };
+        if given[i].is_some() {
+            return Err(format!("parameter `{n}` is given twice"));
+        }
+        given[i] = Some(spec);
+    }
+    let mut out = BoundGraph {
+        args: vec![],
+        buffers: vec![],
+    };
+    for (p, spec) in g.params.iter().zip(given) {
+        let Some(spec) = spec else {
+            return Err(format!("missing argument for graph parameter `{}: {}`", p.name, p.ty));
+        };
+        match materialize(spec, p.ty, base_dir).map_err(|e| format!("argument `{}`: {e}", p.name))? {
+            Value::Scalar(c) => out.args.push(Arg::Scalar(c)),
+            Value::Buffer(b) => {
+                out.args.push(Arg::Buffer(out.buffers.len()));
+                out.buffers.push(b);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Runs graph `g` of module `m` with one argument per graph parameter.
+pub fn run_graph(m: &Module, g: &Graph, args: &[Arg], buffers: &mut [Buffer], opts: &Options) -> Result<GraphStats, InterpError> {
+    check_args(g, args, buffers)?;
+    let scalar = |name: &str| -> Option<u64> {
+        let (i, _) = g.param(name)?;
+        match args.get(i)? {
+            Arg::Scalar(c) if c.ty.is_int() => u64::try_from(c.as_i128()).ok(),
+            _ => None,
+        }
+    };
+    let eval = |e: &Expr, what: &str| {
+        e.eval(&scalar)
+            .map_err(|msg| InterpError::invalid(format!("graph @{}: {what}: {msg}", g.name)))
+    };
+    // The caller's buffers, then the temporaries.
+    let user = buffers.len();
+    let mut all: Vec<Buffer> = buffers
+        .iter_mut()
+        .map(|b| {
+            let elem = b.elem;
+            std::mem::replace(b, Buffer::zeros(elem, 0))
+        })
+        .collect();
+    let result = (|| {
+        for t in &g.temps {
+            let len = eval(&t.len, &format!("the length of %{}", t.name))?;
+            let bytes = len.checked_mul(t.elem.bytes() as u64).filter(|b| *b <= MAX_BUFFER_BYTES);
+            if bytes.is_none() {
+                return Err(InterpError::invalid(format!(
+                    "graph @{}: temporary %{} of {len} {} elements is larger than {MAX_BUFFER_BYTES} bytes",
+                    g.name, t.name, t.elem
+                )));
+            }
+            all.push(Buffer::zeros(t.elem, len as usize));
+        }
+        let mut stats = GraphStats::default();
+        for (li, l) in g.launches.iter().enumerate() {
+            let at = |e: InterpError| e.with_note(format!("in launch {li} (@{}) of graph @{}", l.kernel, g.name));
+            let Some(k) = m.kernel(&l.kernel) else {
+                return Err(at(InterpError::invalid(format!("unknown kernel @{}", l.kernel))));
+            };
+            let dim = |e: &Expr, what: &str| -> Result<u32, InterpError> {
+                let v = eval(e, what).map_err(at)?;
+                u32::try_from(v).map_err(|_| at(InterpError::invalid(format!("{what} `{e}` = {v} does not fit in u32"))))
+            };
+            let mut cfg = LaunchConfig::linear(1, 1);
+            for d in 0..3 {
+                cfg.grid[d] = dim(&l.grid[d], "grid dimension")?;
+                cfg.block[d] = dim(&l.block[d], "block dimension")?;
+            }
+            if let Some(s) = &l.shared_bytes {
+                cfg.dynamic_shared_bytes = dim(s, "dynamic shared memory bytes")?;
+            }
+            let mut kargs = Vec::with_capacity(l.args.len());
+            for (ai, a) in l.args.iter().enumerate() {
+                let pty = k.params.get(ai).map(|p| k.value(*p).ty);
+                let arg = match a {
+                    LaunchArg::Const(c) => Arg::Scalar(*c),
+                    LaunchArg::Value(name) => match (g.param(name), g.temp(name)) {
+                        (Some((pi, _)), _) => match args[pi] {
+                            Arg::Buffer(b) => Arg::Buffer(b),
+                            s => s,
+                        },
+                        (None, Some((ti, _))) => Arg::Buffer(user + ti),
+                        (None, None) => return Err(at(InterpError::invalid(format!("`%{name}` is not defined in graph @{}", g.name)))),
+                    },
+                    LaunchArg::Expr(e) => {
+                        let v = eval(e, "a computed argument").map_err(at)?;
+                        let Some(Type::Scalar(t)) = pty else {
+                            return Err(at(InterpError::invalid(format!(
+                                "argument {} of @{} is computed but the parameter is not an integer",
+                                ai + 1,
+                                k.name
+                            ))));
+                        };
+                        Arg::Scalar(int_constant(t, v).ok_or_else(|| {
+                            at(InterpError::invalid(format!(
+                                "argument {} of @{}: `{e}` = {v} does not fit in {t}",
+                                ai + 1,
+                                k.name
+                            )))
+                        })?)
+                    }
+                };
+                kargs.push(arg);
+            }
+            let s = launch(k, &cfg, &kargs, &mut all, opts).map_err(at)?;
+            stats.launches += 1;
+            add_stats(&mut stats.total, &s);
+            stats.per_launch.push((l.kernel.clone(), s));
+        }
+        Ok(stats)
+    })();
+    for (dst, src) in buffers.iter_mut().zip(all.into_iter().take(user)) {
+        *dst = src;
+    }
+    result
+}
+
+fn add_stats(t: &mut Stats, s: &Stats) {
+    t.thread_instructions += s.thread_instructions;
+    t.warp_instructions += s.warp_instructions;
+    t.global_bytes_read += s.global_bytes_read;
+    t.global_bytes_written += s.global_bytes_written;
+    t.barriers += s.barriers;
+    t.blocks += s.blocks;
+    t.threads += s.threads;
+}
+
+/// An integer constant of type `t` with value `v`, when it fits.
+fn int_constant(t: ScalarType, v: u64) -> Option<Constant> {
+    if !t.is_int() {
+        return None;
+    }
+    let max = if t.is_signed_int() { t.mask() >> 1 } else { t.mask() };
+    (v <= max).then(|| Constant::from_bits(t, v))
+}
+
+fn check_args(g: &Graph, args: &[Arg], buffers: &[Buffer]) -> Result<(), InterpError> {
+    if args.len() != g.params.len() {
+        return Err(InterpError::invalid(format!(
+            "graph @{} takes {} arguments, given {}",
+            g.name,
+            g.params.len(),
+            args.len()
+        )));
+    }
+    for (p, a) in g.params.iter().zip(args) {
+        match (p.ty, a) {
+            (Type::Scalar(t), Arg::Scalar(c)) if c.ty == t => {}
+            (Type::Ptr(_, elem), Arg::Buffer(i)) => match buffers.get(*i) {
+                Some(b) if b.elem == elem => {}
+                Some(b) => {
+                    return Err(InterpError::invalid(format!(
+                        "argument %{} must be a buffer of {elem}, given a buffer of {}",
+                        p.name, b.elem
+                    )))
+                }
+                None => {
+                    return Err(InterpError::invalid(format!(
+                        "argument %{} names buffer {i}, but only {} were given",
+                        p.name,
+                        buffers.len()
+                    )))
+                }
+            },
+            (t, _) => return Err(InterpError::invalid(format!("argument %{} must be a {t}", p.name))),
+        }
+    }
+    Ok(())
+}
