@@ -3,13 +3,14 @@
 //! Guarantees:
 //! - [`verify_module`] / [`verify_kernel`] never panic, whatever the IR (dangling handles included),
 //!   and report EVERY problem at once (not just the first), errors and warnings, sorted by source
-//!   position within each kernel. An empty result means the module is well-formed.
+//!   position within each kernel. A result without errors means the module is well-formed;
+//!   warnings flag valid but suspicious IR.
 //! - Every diagnostic names the entity it is about (kernel, block, value, instruction mnemonic) and
 //!   points at the span of the offending instruction, terminator, value, block or declaration. When
 //!   that span is [`Span::DUMMY`] (an entity created by a pass), the caret falls back to the
 //!   enclosing block's label, then to the kernel's name, and the label says so; a diagnostic never
-//!   puts a caret at `0..0` as if it were real source. For such entities a note prints the
-//!   instruction as text.
+//!   puts a caret at `0..0` as if it were real source (with no real span anywhere, it has no caret
+//!   and names the entity in its notes). For such entities a note prints the instruction as text.
 //! - Only the verifier decides well-formedness: every invariant below holds for any module it
 //!   accepts, so passes, the PTX backend and the interpreter may rely on them without re-checking.
 //!
@@ -60,7 +61,8 @@
 //! - E: ops without a value (`store`, `barrier`) have no result; ops without side effects (all but
 //!   `store`, `atom.*`, `barrier`, `shfl`, `vote`) have one.
 //! - E: the op accepts its type: [`BinOp::accepts`], [`UnOp::accepts`], [`CmpOp::accepts`];
-//!   `mad` takes integers, `fma` floats; `mul.wide` a type with a widened type (8/16/32-bit ints).
+//!   `mad` takes integers, `fma` floats; float `div` only `f32` and `f64`; `mul.wide` a type with a
+//!   widened type (8/16/32-bit ints).
 //! - E: float modifiers only where the op has them:
 //!   - integer ops, `min`/`max`, `neg`/`abs`/`not` and every non-float op carry no modifier;
 //!   - `.rn .rz .rm .rp` on float `add sub mul div fma sqrt rcp`;
