@@ -19,12 +19,16 @@ use crate::op::Rounding;
 use crate::types::ScalarType;
 
 /// Rounds a float (classified) to an integral magnitude in the integral rounding `mode`.
-/// Returns `(negative, magnitude)`; magnitudes beyond 2^80 are reported as 2^80 (saturated by the
-/// caller long before that matters).
+/// Returns `(negative, magnitude)`; magnitudes beyond 2^80 are reported as 2^80 (beyond every
+/// integer type, so the caller's saturation gives the same result).
 fn round_integral(neg: bool, mant: u64, exp: i32, mode: Mode) -> (bool, u128) {
     const CAP: u128 = 1 << 80;
     if exp >= 0 {
-        let mag = if exp > 26 { CAP } else { (mant as u128) << exp };
+        let mag = if exp >= 75 {
+            CAP
+        } else {
+            ((mant as u128) << exp).min(CAP)
+        };
         return (neg, mag);
     }
     let shift = (-exp) as u32;
