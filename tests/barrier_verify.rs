@@ -82,3 +82,22 @@ fn kir_check_exit_codes() {
     let ok = Command::new(bin).arg("check").arg(root().join("tests/barrier_cases/ok_leader_broadcast.kir")).output().unwrap();
     assert_eq!(ok.status.code(), Some(0), "{}", String::from_utf8_lossy(&ok.stderr));
 }
+
+#[test]
+fn print_divergence_annotates_every_value_and_block() {
+    let bin = env!("CARGO_BIN_EXE_kir");
+    let case = "tests/barrier_cases/ok_leader_broadcast.kir";
+    let out = Command::new(bin).current_dir(root()).args(["opt", "--passes", "verify-barriers", "--print-divergence", case]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    // The broadcast value loaded after the barrier is uniform; the thread index is not.
+    assert!(stderr.lines().any(|l| l.contains("%f = load %fp[0]") && l.ends_with("; U")), "{stderr}");
+    assert!(stderr.lines().any(|l| l.contains("%tid = tid.x") && l.contains("; V")), "{stderr}");
+    insta::assert_snapshot!("print_divergence_leader_broadcast", stderr);
+
+    let bad = Command::new(bin).current_dir(root()).args(["opt", "--passes", "verify-barriers", "--print-divergence", "tests/barrier_cases/bad_after_divergent_loop.kir"]).output().unwrap();
+    assert_eq!(bad.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&bad.stderr).into_owned();
+    assert!(stderr.contains("depends on %i after divergent loop search"), "{stderr}");
+    assert!(stderr.contains("barrier must be reached by all threads of the block"), "{stderr}");
+}

@@ -23,9 +23,7 @@ use crate::pass::{Pass, PassContext};
 use crate::uniformity::{Level, MemObject, Uniformity, ValueReason};
 use kir_ir::cfg::Cfg;
 use kir_ir::diag::Diagnostic;
-use kir_ir::{
-    BlockId, InstId, Kernel, Op, Operand, Span, SpecialReg, Terminator, ValueDef, ValueId,
-};
+use kir_ir::{BlockId, InstId, Kernel, Op, Operand, Span, SpecialReg, Terminator, ValueDef, ValueId};
 
 /// The `verify-barriers` pass: reports [`verify_barriers`]'s errors and never changes the kernel.
 pub struct VerifyBarriers;
@@ -37,17 +35,14 @@ impl Pass for VerifyBarriers {
     fn run(&self, k: &mut Kernel, cx: &mut PassContext) -> bool {
         let diags = verify_barriers(k);
         cx.stats.add("barriers checked", count_barriers(k) as u64);
-        cx.stats
-            .add("divergent barriers or collectives", diags.len() as u64);
+        cx.stats.add("divergent barriers or collectives", diags.len() as u64);
         cx.diagnostics.extend(diags);
         false
     }
 }
 
 fn count_barriers(k: &Kernel) -> usize {
-    k.placed_insts()
-        .filter(|(_, i)| k.insts.get(i.index()).is_some_and(|d| d.op == Op::Barrier))
-        .count()
+    k.placed_insts().filter(|(_, i)| k.insts.get(i.index()).is_some_and(|d| d.op == Op::Barrier)).count()
 }
 
 /// Every barrier and full-mask warp collective of `k` that may be reached divergently, one error
@@ -71,9 +66,7 @@ pub fn verify_with(k: &Kernel, u: &Uniformity) -> Vec<Diagnostic> {
             };
             let what = match &inst.op {
                 Op::Barrier if level >= Level::WarpUniform => What::Barrier,
-                Op::Shfl(..) | Op::Vote(_)
-                    if level == Level::Varying && full_mask(inst.op.clone(), &inst.args) =>
-                {
+                Op::Shfl(..) | Op::Vote(_) if level == Level::Varying && full_mask(inst.op.clone(), &inst.args) => {
                     What::Collective
                 }
                 _ => continue,
@@ -126,18 +119,10 @@ impl<'a> Chain<'a> {
         self.labels.len() + self.unlocated.len() >= MAX_STEPS
     }
     fn vname(&self, v: ValueId) -> String {
-        self.k
-            .values
-            .get(v.index())
-            .map(|d| format!("`%{}`", d.name))
-            .unwrap_or_else(|| "a value".into())
+        self.k.values.get(v.index()).map(|d| format!("`%{}`", d.name)).unwrap_or_else(|| "a value".into())
     }
     fn bname(&self, b: BlockId) -> String {
-        self.k
-            .blocks
-            .get(b.index())
-            .map(|d| format!("`{}`", d.name))
-            .unwrap_or_else(|| "a block".into())
+        self.k.blocks.get(b.index()).map(|d| format!("`{}`", d.name)).unwrap_or_else(|| "a block".into())
     }
     /// The whole defining instruction for an instruction with operands; the value's name otherwise
     /// (the span the parser gives an operand-less statement runs on to the next token).
@@ -159,11 +144,7 @@ impl<'a> Chain<'a> {
     }
     fn is_load(&self, v: ValueId) -> bool {
         match self.k.values.get(v.index()).map(|d| d.def) {
-            Some(ValueDef::Inst(i)) => self
-                .k
-                .insts
-                .get(i.index())
-                .is_some_and(|x| x.op == Op::Load),
+            Some(ValueDef::Inst(i)) => self.k.insts.get(i.index()).is_some_and(|x| x.op == Op::Load),
             _ => false,
         }
     }
@@ -174,32 +155,18 @@ impl<'a> Chain<'a> {
             return;
         }
         self.seen_branches.push(y);
-        let span = self
-            .k
-            .blocks
-            .get(y.index())
-            .map(|b| b.term_span)
-            .unwrap_or(Span::DUMMY);
+        let span = self.k.blocks.get(y.index()).map(|b| b.term_span).unwrap_or(Span::DUMMY);
         self.step(span, intro);
         match self.u.branch_reason(y) {
-            Some(ValueReason::Operand {
-                value,
-                after_loop: Some(h),
-            }) => self.after_loop(value, h, None),
-            Some(ValueReason::Operand {
-                value,
-                after_loop: None,
-            }) => self.value_cause(value),
+            Some(ValueReason::Operand { value, after_loop: Some(h) }) => self.after_loop(value, h, None),
+            Some(ValueReason::Operand { value, after_loop: None }) => self.value_cause(value),
             _ => {}
         }
     }
 
     fn cond_name(&self, y: BlockId) -> String {
         match self.k.blocks.get(y.index()).map(|b| &b.term) {
-            Some(Terminator::Br {
-                cond: Operand::Value(c),
-                ..
-            }) => self.vname(*c),
+            Some(Terminator::Br { cond: Operand::Value(c), .. }) => self.vname(*c),
             _ => "its condition".into(),
         }
     }
@@ -210,9 +177,7 @@ impl<'a> Chain<'a> {
             Some(u) => format!("{} uses {}", self.vname(u), self.vname(value)),
             None => format!("the condition {}", self.vname(value)),
         };
-        let span = user
-            .map(|u| self.value_span(u))
-            .unwrap_or_else(|| self.value_span(value));
+        let span = user.map(|u| self.value_span(u)).unwrap_or_else(|| self.value_span(value));
         let msg = format!(
             "{who} after the loop at {}: threads leave that loop after different numbers of iterations, so {} differs between them",
             self.bname(header),
@@ -248,22 +213,18 @@ impl<'a> Chain<'a> {
             Some(ValueReason::Special(r)) => {
                 let what = match r {
                     SpecialReg::Tid(d) => format!("the thread index `tid.{}`", d.name()),
-                    SpecialReg::GlobalId(d) => format!(
-                        "the global thread index `global_id.{}` (ctaid * ntid + tid)",
-                        d.name()
-                    ),
+                    SpecialReg::GlobalId(d) => {
+                        format!("the global thread index `global_id.{}` (ctaid * ntid + tid)", d.name())
+                    }
                     SpecialReg::LaneId => "the lane index `laneid`".into(),
                     SpecialReg::WarpId => "the warp index `warpid`".into(),
                     _ => "a special register".into(),
                 };
                 self.step(span, format!("{name} is {what}, which {differs}"));
             }
-            Some(ValueReason::Atomic) => self.step(
-                span,
-                format!(
-                    "{name} is the old value returned by an atomic, which differs between threads"
-                ),
-            ),
+            Some(ValueReason::Atomic) => {
+                self.step(span, format!("{name} is the old value returned by an atomic, which differs between threads"))
+            }
             Some(ValueReason::RacyLoad(obj)) => {
                 let msg = match obj {
                     MemObject::Global => format!("{name} is loaded from global memory, which this kernel also writes: other threads and blocks may change it at any time"),
@@ -275,55 +236,32 @@ impl<'a> Chain<'a> {
                 };
                 self.step(span, msg);
             }
-            Some(ValueReason::Collective) => self.step(
-                span,
-                format!("{name} is the result of a warp shuffle or vote, which {differs}"),
-            ),
-            Some(ValueReason::Operand {
-                value,
-                after_loop: None,
-            }) => {
-                let how = if self.is_load(v) {
-                    "is loaded from an address that depends on"
-                } else {
-                    "depends on"
-                };
+            Some(ValueReason::Collective) => {
+                self.step(span, format!("{name} is the result of a warp shuffle or vote, which {differs}"))
+            }
+            Some(ValueReason::Operand { value, after_loop: None }) => {
+                let how = if self.is_load(v) { "is loaded from an address that depends on" } else { "depends on" };
                 self.step(span, format!("{name} {how} {}", self.vname(value)));
                 self.value_cause(value);
             }
-            Some(ValueReason::Operand {
-                value,
-                after_loop: Some(h),
-            })
-            | Some(ValueReason::Incoming {
-                value,
-                after_loop: Some(h),
-                ..
-            }) => {
+            Some(ValueReason::Operand { value, after_loop: Some(h) })
+            | Some(ValueReason::Incoming { value, after_loop: Some(h), .. }) => {
                 self.after_loop(value, h, Some(v));
             }
-            Some(ValueReason::Incoming {
-                value,
-                from,
-                after_loop: None,
-            }) => {
-                self.step(
-                    span,
-                    format!(
-                        "{name} receives {} from block {}",
-                        self.vname(value),
-                        self.bname(from)
-                    ),
-                );
+            Some(ValueReason::Incoming { value, from, after_loop: None }) => {
+                self.step(span, format!("{name} receives {} from block {}", self.vname(value), self.bname(from)));
                 self.value_cause(value);
             }
             Some(ValueReason::Join { branch }) => {
                 let c = self.cond_name(branch);
-                self.step(span, format!("{name} takes different values depending on the path threads took from the branch in {}", self.bname(branch)));
-                self.branch_cause(
-                    branch,
-                    format!("threads take different paths here, depending on {c}"),
+                self.step(
+                    span,
+                    format!(
+                        "{name} takes different values depending on the path threads took from the branch in {}",
+                        self.bname(branch)
+                    ),
                 );
+                self.branch_cause(branch, format!("threads take different paths here, depending on {c}"));
             }
             Some(ValueReason::Irreducible) => self.irreducible = true,
         }
@@ -358,17 +296,11 @@ fn explain(k: &Kernel, u: &Uniformity, b: BlockId, i: InstId, what: What) -> Dia
     let level = u.block_level(b);
     // An operand-less statement's span runs on to the next token: keep just the mnemonic.
     let own = if inst.args.is_empty() && inst.result.is_none() && !inst.span.is_dummy() {
-        Span {
-            start: inst.span.start,
-            end: (inst.span.start + mnemonic.len() as u32).min(inst.span.end),
-        }
+        Span { start: inst.span.start, end: (inst.span.start + mnemonic.len() as u32).min(inst.span.end) }
     } else {
         inst.span
     };
-    let span = [own, k.block(b).span, k.span]
-        .into_iter()
-        .find(|s| !s.is_dummy())
-        .unwrap_or(Span::DUMMY);
+    let span = [own, k.block(b).span, k.span].into_iter().find(|s| !s.is_dummy()).unwrap_or(Span::DUMMY);
     let (message, label) = match what {
         What::Barrier => (
             "barrier must be reached by all threads of the block".to_string(),
@@ -396,32 +328,22 @@ fn explain(k: &Kernel, u: &Uniformity, b: BlockId, i: InstId, what: What) -> Dia
     if let Some(y) = u.block_reason(b) {
         let cfg = Cfg::new(k);
         let c = chain.cond_name(y);
-        let min = if what == What::Barrier {
-            Level::WarpUniform
-        } else {
-            Level::Varying
-        };
+        let min = if what == What::Barrier { Level::WarpUniform } else { Level::Varying };
         let intro = if let Some(l) = u.divergent_loop_containing(b, y, min) {
-            let target = if what == What::Barrier {
-                "barrier"
-            } else {
-                "collective"
-            };
+            let target = if what == What::Barrier { "barrier" } else { "collective" };
             format!(
                 "the {target} is inside the loop at {}, which threads leave after different numbers of iterations: this exit depends on {c}",
                 chain.bname(l.header)
             )
         } else {
             let sides = sides_reaching(&cfg, y, u.ipdom(y), b);
-            let target = if what == What::Barrier {
-                "the barrier"
-            } else {
-                "the collective"
-            };
+            let target = if what == What::Barrier { "the barrier" } else { "the collective" };
             match (k.block(y).term.clone(), sides.as_slice()) {
                 (Terminator::Br { .. }, [true, false]) => format!("only threads where {c} is true go on to {target}"),
                 (Terminator::Br { .. }, [false, true]) => format!("only threads where {c} is false go on to {target}"),
-                _ => format!("threads take different paths here, depending on {c}, and not every path reaches {target}"),
+                _ => {
+                    format!("threads take different paths here, depending on {c}, and not every path reaches {target}")
+                }
             }
         };
         chain.branch_cause(y, intro);

@@ -44,8 +44,8 @@
 
 use kir_ir::cfg::Cfg;
 use kir_ir::{
-    AddrSpace, BlockId, InstId, Kernel, Op, Operand, ShflMode, SpecialReg, Terminator, Type,
-    ValueDef, ValueId, VoteMode,
+    AddrSpace, BlockId, InstId, Kernel, Op, Operand, ShflMode, SpecialReg, Terminator, Type, ValueDef, ValueId,
+    VoteMode,
 };
 use petgraph::algo::dominators::simple_fast;
 use petgraph::graph::{DiGraph, NodeIndex};
@@ -117,16 +117,9 @@ pub enum ValueReason {
     Collective,
     /// Data dependence on an operand. `after_loop` is the header of a loop with a divergent exit
     /// when the operand is defined in that loop and used after it (temporal divergence).
-    Operand {
-        value: ValueId,
-        after_loop: Option<BlockId>,
-    },
+    Operand { value: ValueId, after_loop: Option<BlockId> },
     /// A block parameter receiving `value` on the edge from block `from`.
-    Incoming {
-        value: ValueId,
-        from: BlockId,
-        after_loop: Option<BlockId>,
-    },
+    Incoming { value: ValueId, from: BlockId, after_loop: Option<BlockId> },
     /// A block parameter at a join of the non-uniform branch ending block `branch`.
     Join { branch: BlockId },
     /// The control flow graph is irreducible and has a non-uniform branch.
@@ -176,10 +169,7 @@ pub struct Uniformity {
 impl Uniformity {
     /// The level of a value at its definition.
     pub fn value_level(&self, v: ValueId) -> Level {
-        self.value_level
-            .get(v.index())
-            .copied()
-            .unwrap_or(Level::Varying)
+        self.value_level.get(v.index()).copied().unwrap_or(Level::Varying)
     }
     /// Why a value is not uniform (`None` when it is uniform).
     pub fn value_reason(&self, v: ValueId) -> Option<ValueReason> {
@@ -209,10 +199,7 @@ impl Uniformity {
     }
     /// The level of the condition of the branch ending block `b` (`Uniform` for `jmp`/`ret`).
     pub fn branch_level(&self, b: BlockId) -> Level {
-        self.branch_level
-            .get(b.index())
-            .copied()
-            .unwrap_or(Level::Varying)
+        self.branch_level.get(b.index()).copied().unwrap_or(Level::Varying)
     }
     /// Why the branch ending `b` is not uniform: its condition (and the loop, if the condition is
     /// used after a loop with a divergent exit).
@@ -222,10 +209,7 @@ impl Uniformity {
     /// The control level of block `b`: whether all threads (of the block, of each warp) execute it
     /// together.
     pub fn block_level(&self, b: BlockId) -> Level {
-        self.block_level
-            .get(b.index())
-            .copied()
-            .unwrap_or(Level::Varying)
+        self.block_level.get(b.index()).copied().unwrap_or(Level::Varying)
     }
     /// The non-uniform branch whose region contains `b` (the innermost one of highest level).
     pub fn block_reason(&self, b: BlockId) -> Option<BlockId> {
@@ -320,12 +304,7 @@ impl Uniformity {
         loop {
             u.propagate_values(k, &cfg);
             u.compute_branches(k, &cfg);
-            if u.irreducible
-                && cfg
-                    .rpo()
-                    .iter()
-                    .any(|b| u.branch_level[b.index()] > Level::Uniform)
-            {
+            if u.irreducible && cfg.rpo().iter().any(|b| u.branch_level[b.index()] > Level::Uniform) {
                 for l in u.value_level.iter_mut() {
                     *l = Level::Varying;
                 }
@@ -362,13 +341,7 @@ impl Uniformity {
             if let Operand::Value(v) = a {
                 let (l, after_loop) = self.use_level_of(*v, at);
                 if l > best.0 {
-                    best = (
-                        l,
-                        Some(ValueReason::Operand {
-                            value: *v,
-                            after_loop,
-                        }),
-                    );
+                    best = (l, Some(ValueReason::Operand { value: *v, after_loop }));
                 }
             }
         }
@@ -397,24 +370,14 @@ impl Uniformity {
                             if let Some(Operand::Value(v)) = call.args.get(n) {
                                 let (l, after_loop) = self.use_level_of(*v, b);
                                 if l > best.0 {
-                                    best = (
-                                        l,
-                                        Some(ValueReason::Incoming {
-                                            value: *v,
-                                            from: q,
-                                            after_loop,
-                                        }),
-                                    );
+                                    best = (l, Some(ValueReason::Incoming { value: *v, from: q, after_loop }));
                                 }
                             }
                         }
                     }
                     let jl = self.join_level[b.index()];
                     if jl > best.0 && incoming_args_differ(k, cfg, b, n) {
-                        best = (
-                            jl,
-                            self.join_reason[b.index()].map(|branch| ValueReason::Join { branch }),
-                        );
+                        best = (jl, self.join_reason[b.index()].map(|branch| ValueReason::Join { branch }));
                     }
                     changed |= self.raise(p, best.0, best.1);
                 }
@@ -436,9 +399,7 @@ impl Uniformity {
                     (Level::Varying, Some(ValueReason::Special(*r)))
                 }
                 SpecialReg::WarpId => (Level::WarpUniform, Some(ValueReason::Special(*r))),
-                SpecialReg::Ctaid(_) | SpecialReg::Ntid(_) | SpecialReg::Nctaid(_) => {
-                    (Level::Uniform, None)
-                }
+                SpecialReg::Ctaid(_) | SpecialReg::Ntid(_) | SpecialReg::Nctaid(_) => (Level::Uniform, None),
             },
             Op::Atomic(_) | Op::AtomicCas => (Level::Varying, Some(ValueReason::Atomic)),
             Op::Load => {
@@ -482,18 +443,11 @@ impl Uniformity {
 
     fn compute_branches(&mut self, k: &Kernel, cfg: &Cfg) {
         for &b in cfg.rpo() {
-            if let Terminator::Br {
-                cond: Operand::Value(c),
-                ..
-            } = &k.block(b).term
-            {
+            if let Terminator::Br { cond: Operand::Value(c), .. } = &k.block(b).term {
                 let (l, after_loop) = self.use_level_of(*c, b);
                 if l > self.branch_level[b.index()] {
                     self.branch_level[b.index()] = l;
-                    self.branch_reason[b.index()] = Some(ValueReason::Operand {
-                        value: *c,
-                        after_loop,
-                    });
+                    self.branch_reason[b.index()] = Some(ValueReason::Operand { value: *c, after_loop });
                 }
             }
         }
@@ -521,10 +475,7 @@ impl Uniformity {
             }
             // Joins: blocks of the region, or P, entered by two edges from Y or the region.
             let from_split = |q: BlockId| q == y || region[q.index()];
-            let candidates = (0..nb)
-                .filter(|&x| region[x])
-                .map(|x| BlockId(x as u32))
-                .chain(p);
+            let candidates = (0..nb).filter(|&x| region[x]).map(|x| BlockId(x as u32)).chain(p);
             for j in candidates {
                 let edges = cfg.preds(j).iter().filter(|q| from_split(**q)).count();
                 if edges >= 2 && level > self.join_level[j.index()] {
@@ -539,10 +490,7 @@ impl Uniformity {
                 let leaves = |a: usize| {
                     (a == y.index() || region[a])
                         && l.blocks[a]
-                        && cfg
-                            .succs(BlockId(a as u32))
-                            .iter()
-                            .any(|s| !l.blocks[s.index()])
+                        && cfg.succs(BlockId(a as u32)).iter().any(|s| !l.blocks[s.index()])
                 };
                 if l.blocks[y.index()] && level > l.exit_level && (0..nb).any(leaves) {
                     l.exit_level = level;
@@ -627,9 +575,7 @@ fn handles_ok(k: &Kernel) -> bool {
                 }
             }
         }
-        if !b.term.operands().iter().all(ok_op)
-            || b.term.successors().iter().any(|c| c.block.index() >= nb)
-        {
+        if !b.term.operands().iter().all(ok_op) || b.term.successors().iter().any(|c| c.block.index() >= nb) {
             return false;
         }
     }
@@ -670,12 +616,7 @@ fn natural_loops(cfg: &Cfg, nb: usize) -> Vec<Loop> {
         let idx = match loops.iter().position(|l| l.header == header) {
             Some(i) => i,
             None => {
-                loops.push(Loop {
-                    header,
-                    blocks: vec![false; nb],
-                    exit_level: Level::Uniform,
-                    exit_branch: None,
-                });
+                loops.push(Loop { header, blocks: vec![false; nb], exit_level: Level::Uniform, exit_branch: None });
                 loops.len() - 1
             }
         };
@@ -760,9 +701,7 @@ fn pointer_objects(k: &Kernel, cfg: &Cfg) -> Vec<Option<MemObject>> {
                 let Some(r) = inst.result else { continue };
                 let new = match &inst.op {
                     Op::SharedAddr(n) => Some(MemObject::Shared(*n)),
-                    Op::PtrOffset | Op::PtrOffsetBytes | Op::PtrCast(_) => {
-                        get(&obj, inst.args.first())
-                    }
+                    Op::PtrOffset | Op::PtrOffsetBytes | Op::PtrCast(_) => get(&obj, inst.args.first()),
                     _ => None,
                 };
                 if new.is_some() && new != obj[r.index()] {
@@ -856,12 +795,8 @@ fn stable_loads(k: &Kernel, cfg: &Cfg, obj: &[Option<MemObject>]) -> HashMap<Ins
             if inst.op != Op::Load {
                 continue;
             }
-            let o = inst
-                .args
-                .first()
-                .and_then(|a| a.as_value())
-                .and_then(|p| obj[p.index()])
-                .unwrap_or(MemObject::Global);
+            let o =
+                inst.args.first().and_then(|a| a.as_value()).and_then(|p| obj[p.index()]).unwrap_or(MemObject::Global);
             if o == MemObject::Global {
                 out.insert(i, !writes_global);
                 continue;
@@ -911,4 +846,114 @@ fn epoch_starts(k: &Kernel, cfg: &Cfg, b: BlockId, pos: usize) -> Vec<EpochStart
         }
     }
     starts
+}
+
+/// One letter per level, as `--print-divergence` shows it.
+fn level_letter(l: Level) -> &'static str {
+    match l {
+        Level::Uniform => "U",
+        Level::WarpUniform => "W",
+        Level::Varying => "V",
+    }
+}
+
+/// A short phrase for why a value has its level (empty for uniform values).
+fn reason_text(k: &Kernel, r: Option<ValueReason>) -> String {
+    let vn = |v: ValueId| k.values.get(v.index()).map(|d| format!("%{}", d.name)).unwrap_or_default();
+    let bn = |b: BlockId| k.blocks.get(b.index()).map(|d| d.name.clone()).unwrap_or_default();
+    let after = |h: Option<BlockId>| h.map(|h| format!(" after divergent loop {}", bn(h))).unwrap_or_default();
+    match r {
+        None => String::new(),
+        Some(ValueReason::Special(s)) => Op::Special(s).mnemonic(),
+        Some(ValueReason::Atomic) => "atomic result".into(),
+        Some(ValueReason::RacyLoad(MemObject::Global)) => "load from global memory the kernel writes".into(),
+        Some(ValueReason::RacyLoad(MemObject::Shared(n))) => {
+            let name = k.shared.get(n as usize).map(|s| s.name.as_str()).unwrap_or("?");
+            format!("load from @{name}, stored to without a barrier in between")
+        }
+        Some(ValueReason::RacyLoad(MemObject::SharedAny)) => {
+            "load from shared memory stored to without a barrier in between".into()
+        }
+        Some(ValueReason::Collective) => "shuffle/vote result".into(),
+        Some(ValueReason::Operand { value, after_loop }) => format!("depends on {}{}", vn(value), after(after_loop)),
+        Some(ValueReason::Incoming { value, from, after_loop }) => {
+            format!("gets {} from {}{}", vn(value), bn(from), after(after_loop))
+        }
+        Some(ValueReason::Join { branch }) => format!("join of the branch in {}", bn(branch)),
+        Some(ValueReason::Irreducible) => "irreducible control flow".into(),
+    }
+}
+
+/// The kernel as text with every block, block parameter, instruction result and branch annotated
+/// `U` (block-uniform), `W` (warp-uniform) or `V` (varying), with the reason, for debugging a
+/// verdict of [`crate::barrier::verify_barriers`].
+pub fn annotate(k: &Kernel, u: &Uniformity) -> String {
+    use kir_ir::printer::{kernel_lines, LineKind};
+    let mut rows: Vec<(String, String)> = vec![];
+    for line in kernel_lines(k) {
+        let note = match line.kind {
+            LineKind::Header => {
+                rows.push((
+                    format!("; divergence of @{}: U = same in every thread of the block, W = same in every lane of a warp, V = may differ", k.name),
+                    String::new(),
+                ));
+                String::new()
+            }
+            LineKind::Label(b) if !u.is_reachable(b) => "unreachable".into(),
+            LineKind::Label(b) => {
+                let mut s = format!("control {}", level_letter(u.block_level(b)));
+                if let Some(y) = u.block_reason(b) {
+                    s.push_str(&format!(" (branch in {})", k.block(y).name));
+                }
+                for &p in &k.block(b).params {
+                    let l = u.value_level(p);
+                    s.push_str(&format!("; %{} {}", k.value(p).name, level_letter(l)));
+                    if l > Level::Uniform {
+                        s.push_str(&format!(" ({})", reason_text(k, u.value_reason(p))));
+                    }
+                }
+                if let Some(l) = u.loop_at(b) {
+                    if l.exit_level > Level::Uniform {
+                        s.push_str(&format!("; loop exit {}", level_letter(l.exit_level)));
+                    }
+                }
+                s
+            }
+            LineKind::Inst(i) => match k.inst(i).result {
+                Some(r) if u.inst_block(i).is_some_and(|b| u.is_reachable(b)) => {
+                    let l = u.value_level(r);
+                    let why = reason_text(k, u.value_reason(r));
+                    if why.is_empty() {
+                        level_letter(l).to_string()
+                    } else {
+                        format!("{}  {why}", level_letter(l))
+                    }
+                }
+                _ => String::new(),
+            },
+            LineKind::Term(b) if u.is_reachable(b) && matches!(k.block(b).term, Terminator::Br { .. }) => {
+                let l = u.branch_level(b);
+                let why = reason_text(k, u.branch_reason(b));
+                if why.is_empty() {
+                    format!("branch {}", level_letter(l))
+                } else {
+                    format!("branch {}  {why}", level_letter(l))
+                }
+            }
+            _ => String::new(),
+        };
+        rows.push((line.text, note));
+    }
+    let width = rows.iter().filter(|(_, n)| !n.is_empty()).map(|(t, _)| t.chars().count()).max().unwrap_or(0).min(60);
+    let mut out = String::new();
+    for (text, note) in rows {
+        if note.is_empty() {
+            out.push_str(&text);
+        } else {
+            let pad = width.saturating_sub(text.chars().count()) + 2;
+            out.push_str(&format!("{text}{}; {note}", " ".repeat(pad)));
+        }
+        out.push('\n');
+    }
+    out
 }

@@ -9,6 +9,8 @@
 //! - IR dumps (`--print-ir-*`), `--stats` and `--time-passes` go to stderr, as in mlir-opt;
 //!   `--dump-dir DIR` writes `00-input.kir`, `01-<pass>.kir`, ... (valid `.kir`, diffable).
 //! - `--list-passes` prints one line per registered pass (and one per option) and exits 0.
+//! - `--print-divergence` prints the uniformity verdict of every value and block of the input
+//!   (see `kir_passes::uniformity::annotate`) to stderr before the pipeline runs.
 
 use super::common;
 use kir_passes::{parse_pipeline, registry, run_pipeline, PassError, RunConfig, DEFAULT_PIPELINE};
@@ -59,6 +61,11 @@ pub struct Args {
     /// Print the time spent in each pass to stderr.
     #[arg(long)]
     pub time_passes: bool,
+    /// Print each kernel of the input, every block, block parameter, result and branch marked
+    /// U (block-uniform), W (warp-uniform) or V (varying) with the reason, to stderr (for debugging
+    /// a `verify-barriers` / `kir check` verdict). Needs an input that verifies.
+    #[arg(long)]
+    pub print_divergence: bool,
 }
 
 /// The `--list-passes` text.
@@ -101,6 +108,12 @@ pub fn run(args: &Args) -> ExitCode {
         Ok(l) => l,
         Err(code) => return code,
     };
+    if args.print_divergence && !kir_ir::diag::has_errors(&kir_ir::verify::verify_module(&loaded.module)) {
+        for k in &loaded.module.kernels {
+            let u = kir_passes::uniformity::Uniformity::compute(k);
+            eprint!("{}", kir_passes::uniformity::annotate(k, &u));
+        }
+    }
     let cfg = RunConfig {
         verify_input: true,
         verify_each: args.verify_each,
