@@ -16,9 +16,7 @@ use crate::pcopy::{self, Src};
 use crate::regs::{Reg, RegClass, RegFile};
 use crate::PtxOptions;
 use kir_ir::cfg::Cfg;
-use kir_ir::{
-    AddrSpace, BlockCall, BlockId, Diagnostic, Kernel, Operand, Terminator, Type, ValueId,
-};
+use kir_ir::{AddrSpace, BlockCall, BlockId, Diagnostic, Kernel, Operand, Terminator, Type, ValueId};
 use std::fmt::Write;
 
 /// A PTX identifier for a kir name: `.` becomes `$` (kir names never contain `$`, so the mapping is
@@ -42,12 +40,7 @@ pub(crate) struct LineIndex {
 impl LineIndex {
     pub fn new(src: &str) -> LineIndex {
         let mut starts = vec![0];
-        starts.extend(
-            src.bytes()
-                .enumerate()
-                .filter(|(_, b)| *b == b'\n')
-                .map(|(i, _)| i as u32 + 1),
-        );
+        starts.extend(src.bytes().enumerate().filter(|(_, b)| *b == b'\n').map(|(i, _)| i as u32 + 1));
         LineIndex { starts }
     }
     pub fn line(&self, offset: u32) -> usize {
@@ -68,27 +61,10 @@ pub(crate) struct KernelEmitter<'a> {
 }
 
 impl<'a> KernelEmitter<'a> {
-    pub fn new(
-        k: &'a Kernel,
-        opts: &'a PtxOptions,
-        lines: Option<&'a LineIndex>,
-    ) -> KernelEmitter<'a> {
+    pub fn new(k: &'a Kernel, opts: &'a PtxOptions, lines: Option<&'a LineIndex>) -> KernelEmitter<'a> {
         let mut regs = RegFile::default();
-        let vreg = k
-            .values
-            .iter()
-            .map(|v| regs.fresh(RegClass::of(v.ty)))
-            .collect();
-        KernelEmitter {
-            k,
-            opts,
-            lines,
-            regs,
-            vreg,
-            out: String::new(),
-            diags: Vec::new(),
-            edge_labels: 0,
-        }
+        let vreg = k.values.iter().map(|v| regs.fresh(RegClass::of(v.ty))).collect();
+        KernelEmitter { k, opts, lines, regs, vreg, out: String::new(), diags: Vec::new(), edge_labels: 0 }
     }
 
     /// Appends one instruction line (`text` without the trailing `;`).
@@ -188,12 +164,8 @@ impl<'a> KernelEmitter<'a> {
         // Dynamic shared memory is an `.extern` array at module scope.
         for (i, d) in k.shared.iter().enumerate() {
             if d.len.is_none() {
-                let _ = writeln!(
-                    s,
-                    ".extern .shared .align {} .b8 {}[];",
-                    d.align.max(1),
-                    self.shared_symbol(i as u32)
-                );
+                let _ =
+                    writeln!(s, ".extern .shared .align {} .b8 {}[];", d.align.max(1), self.shared_symbol(i as u32));
             }
         }
         let _ = writeln!(s, "\n// .kir kernel @{}\n.visible .entry {kname}(", k.name);

@@ -136,11 +136,7 @@ impl GpuRunner {
         }
         let ctx = CudaContext::new(ordinal)?;
         let stream = ctx.default_stream();
-        Ok(GpuRunner {
-            ctx,
-            stream,
-            modules: HashMap::new(),
-        })
+        Ok(GpuRunner { ctx, stream, modules: HashMap::new() })
     }
 
     /// The device's compute capability.
@@ -154,13 +150,10 @@ impl GpuRunner {
             return Ok(*m);
         }
         self.ctx.bind_to_thread()?;
-        let image = CString::new(ptx)
-            .map_err(|_| GpuError::Invalid("PTX text contains a NUL byte".into()))?;
+        let image = CString::new(ptx).map_err(|_| GpuError::Invalid("PTX text contains a NUL byte".into()))?;
         let mut log = vec![0u8; 16 * 1024];
-        let mut options = [
-            sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
-            sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
-        ];
+        let mut options =
+            [sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER, sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES];
         let mut values = [log.as_mut_ptr() as *mut c_void, log.len() as *mut c_void];
         let mut module: sys::CUmodule = std::ptr::null_mut();
         // SAFETY: `image` is NUL-terminated PTX; the option arrays have matching lengths and the log
@@ -186,23 +179,14 @@ impl GpuRunner {
     }
 
     /// Runs `kernel` of `ptx` and returns the final contents of every [`Arg::Buffer`], in order.
-    pub fn run(
-        &mut self,
-        ptx: &str,
-        kernel: &str,
-        launch: Launch,
-        args: &[Arg],
-    ) -> Result<Vec<Vec<u8>>, GpuError> {
+    pub fn run(&mut self, ptx: &str, kernel: &str, launch: Launch, args: &[Arg]) -> Result<Vec<Vec<u8>>, GpuError> {
         let module = self.load(ptx)?;
-        let name = CString::new(kernel)
-            .map_err(|_| GpuError::Invalid("kernel name contains a NUL byte".into()))?;
+        let name = CString::new(kernel).map_err(|_| GpuError::Invalid("kernel name contains a NUL byte".into()))?;
         let mut func: sys::CUfunction = std::ptr::null_mut();
         // SAFETY: `module` is a live module of this context; `func` is a valid out pointer.
         unsafe { sys::cuModuleGetFunction(&mut func, module, name.as_ptr()) }
             .result()
-            .map_err(|e| {
-                GpuError::Invalid(format!("kernel `{kernel}` not found in the module: {e}"))
-            })?;
+            .map_err(|e| GpuError::Invalid(format!("kernel `{kernel}` not found in the module: {e}")))?;
         let mut buffers = Vec::new();
         for a in args {
             if let Arg::Buffer(bytes) = a {
@@ -217,33 +201,21 @@ impl GpuRunner {
             for a in args {
                 match a {
                     Arg::Buffer(_) => {
-                        let slice = b
-                            .next()
-                            .ok_or_else(|| GpuError::Invalid("buffer bookkeeping".into()))?;
+                        let slice = b.next().ok_or_else(|| GpuError::Invalid("buffer bookkeeping".into()))?;
                         let (ptr, _sync) = slice.device_ptr(&self.stream);
                         storage.push((ptr as u64).to_le_bytes().to_vec());
                     }
                     Arg::Scalar(bytes) => {
                         if ![1, 2, 4, 8].contains(&bytes.len()) {
-                            return Err(GpuError::Invalid(format!(
-                                "a scalar argument has {} bytes",
-                                bytes.len()
-                            )));
+                            return Err(GpuError::Invalid(format!("a scalar argument has {} bytes", bytes.len())));
                         }
                         storage.push(bytes.clone());
                     }
                 }
             }
         }
-        let mut params: Vec<*mut c_void> = storage
-            .iter_mut()
-            .map(|s| s.as_mut_ptr() as *mut c_void)
-            .collect();
-        let Launch {
-            grid,
-            block,
-            dynamic_shared_bytes,
-        } = launch;
+        let mut params: Vec<*mut c_void> = storage.iter_mut().map(|s| s.as_mut_ptr() as *mut c_void).collect();
+        let Launch { grid, block, dynamic_shared_bytes } = launch;
         self.ctx.bind_to_thread()?;
         // SAFETY: `func` belongs to this context; `params` points at one live value per kernel
         // parameter, laid out as the PTX `.param` declarations expect.
@@ -265,10 +237,7 @@ impl GpuRunner {
         .result()?;
         self.stream.synchronize()?;
         let mut out = Vec::with_capacity(buffers.len());
-        for (slice, a) in buffers
-            .iter()
-            .zip(args.iter().filter(|a| matches!(a, Arg::Buffer(_))))
-        {
+        for (slice, a) in buffers.iter().zip(args.iter().filter(|a| matches!(a, Arg::Buffer(_)))) {
             let mut v = self.stream.clone_dtoh(slice)?;
             if let Arg::Buffer(bytes) = a {
                 v.truncate(bytes.len());

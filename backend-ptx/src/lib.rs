@@ -45,12 +45,7 @@ pub enum SmVersion {
 }
 
 impl SmVersion {
-    pub const ALL: [SmVersion; 4] = [
-        SmVersion::Sm80,
-        SmVersion::Sm86,
-        SmVersion::Sm89,
-        SmVersion::Sm90,
-    ];
+    pub const ALL: [SmVersion; 4] = [SmVersion::Sm80, SmVersion::Sm86, SmVersion::Sm89, SmVersion::Sm90];
 
     /// `sm_80`, ...
     pub fn name(self) -> &'static str {
@@ -65,10 +60,7 @@ impl SmVersion {
     /// Parses `sm_80`, `80`, `sm80`.
     pub fn from_name(s: &str) -> Option<SmVersion> {
         let digits = s.trim_start_matches("sm_").trim_start_matches("sm");
-        SmVersion::ALL
-            .iter()
-            .copied()
-            .find(|v| &v.name()[3..] == digits)
+        SmVersion::ALL.iter().copied().find(|v| &v.name()[3..] == digits)
     }
 
     /// The compute capability, e.g. (8, 0).
@@ -95,20 +87,13 @@ pub struct PtxOptions {
 
 impl Default for PtxOptions {
     fn default() -> Self {
-        PtxOptions {
-            sm: SmVersion::Sm80,
-            source: None,
-            comments: true,
-        }
+        PtxOptions { sm: SmVersion::Sm80, source: None, comments: true }
     }
 }
 
 impl PtxOptions {
     pub fn new(sm: SmVersion) -> PtxOptions {
-        PtxOptions {
-            sm,
-            ..PtxOptions::default()
-        }
+        PtxOptions { sm, ..PtxOptions::default() }
     }
 }
 
@@ -123,10 +108,7 @@ fn header(opts: &PtxOptions) -> String {
 }
 
 fn verify(m: &Module) -> Result<(), Vec<Diagnostic>> {
-    let diags: Vec<Diagnostic> = kir_ir::verify::verify_module(m)
-        .into_iter()
-        .filter(|d| d.is_error())
-        .collect();
+    let diags: Vec<Diagnostic> = kir_ir::verify::verify_module(m).into_iter().filter(|d| d.is_error()).collect();
     if diags.is_empty() {
         Ok(())
     } else {
@@ -142,20 +124,14 @@ pub fn emit_module(m: &Module, opts: &PtxOptions) -> Result<String, Vec<Diagnost
 
 /// Emits a PTX module holding only kernel `k`.
 pub fn emit_kernel(k: &Kernel, opts: &PtxOptions) -> Result<String, Vec<Diagnostic>> {
-    let diags: Vec<Diagnostic> = kir_ir::verify::verify_kernel(k)
-        .into_iter()
-        .filter(|d| d.is_error())
-        .collect();
+    let diags: Vec<Diagnostic> = kir_ir::verify::verify_kernel(k).into_iter().filter(|d| d.is_error()).collect();
     if !diags.is_empty() {
         return Err(diags);
     }
     emit_verified(std::iter::once(k), opts)
 }
 
-fn emit_verified<'k>(
-    kernels: impl Iterator<Item = &'k Kernel>,
-    opts: &PtxOptions,
-) -> Result<String, Vec<Diagnostic>> {
+fn emit_verified<'k>(kernels: impl Iterator<Item = &'k Kernel>, opts: &PtxOptions) -> Result<String, Vec<Diagnostic>> {
     let lines = opts.source.as_deref().map(emit::LineIndex::new);
     let mut out = header(opts);
     let mut diags = Vec::new();

@@ -30,8 +30,8 @@ use crate::emit::KernelEmitter;
 use crate::regs::{Reg, RegClass};
 use crate::SmVersion;
 use kir_ir::{
-    AddrSpace, AtomicOp, BinOp, CmpOp, Constant, Diagnostic, FloatFlags, FloatMode, InstId, Op,
-    Operand, Rounding, ScalarType, ShflMode, SpecialReg, UnOp, VoteMode,
+    AddrSpace, AtomicOp, BinOp, CmpOp, Constant, Diagnostic, FloatFlags, FloatMode, InstId, Op, Operand, Rounding,
+    ScalarType, ShflMode, SpecialReg, UnOp, VoteMode,
 };
 use ScalarType as S;
 
@@ -171,12 +171,9 @@ impl KernelEmitter<'_> {
     fn unsupported(&mut self, i: InstId, what: &str) {
         let d = self.k.inst(i);
         self.diags.push(
-            Diagnostic::error(format!(
-                "the PTX backend cannot emit `{}`: {what}",
-                d.op.mnemonic()
-            ))
-            .at(d.span, "this instruction")
-            .with_note(format!("target {}", self.opts.sm.name())),
+            Diagnostic::error(format!("the PTX backend cannot emit `{}`: {what}", d.op.mnemonic()))
+                .at(d.span, "this instruction")
+                .with_note(format!("target {}", self.opts.sm.name())),
         );
     }
 
@@ -234,10 +231,7 @@ impl KernelEmitter<'_> {
             self.ins(format!("and.b32 {lo}, {b}, 65535"));
             self.ins(format!("shr.u32 {hi}, {b}, 16"));
             self.ins(format!("setp.ne.u32 {p}, {lo}, 0"));
-            self.ins(format!(
-                "setp.{}.s32 {q}, {b}, 0",
-                if toward_neg { "lt" } else { "ge" }
-            ));
+            self.ins(format!("setp.{}.s32 {q}, {b}, 0", if toward_neg { "lt" } else { "ge" }));
             self.ins(format!("and.pred {p}, {p}, {q}"));
             self.ins(format!("testp.notanumber.f32 {n}, {f}"));
             let one = self.fresh(RegClass::B32);
@@ -268,11 +262,7 @@ impl KernelEmitter<'_> {
             }
             Op::Mov(s) => {
                 let Some(d) = d else { return };
-                let x = if s == S::Pred {
-                    self.reg(a[0]).to_string()
-                } else {
-                    self.op(a[0])
-                };
+                let x = if s == S::Pred { self.reg(a[0]).to_string() } else { self.op(a[0]) };
                 self.ins(format!("mov.{} {d}, {x}", mty(s)));
             }
             Op::Bin(op, s, fl) => {
@@ -328,26 +318,12 @@ impl KernelEmitter<'_> {
                     self.ins(format!("and.pred {t2}, {t2}, {y}"));
                     self.ins(format!("or.pred {d}, {t1}, {t2}"));
                 } else {
-                    let x = if is16f(s) {
-                        self.reg(a[1]).to_string()
-                    } else {
-                        self.op(a[1])
-                    };
-                    let y = if is16f(s) {
-                        self.reg(a[2]).to_string()
-                    } else {
-                        self.op(a[2])
-                    };
+                    let x = if is16f(s) { self.reg(a[1]).to_string() } else { self.op(a[1]) };
+                    let y = if is16f(s) { self.reg(a[2]).to_string() } else { self.op(a[2]) };
                     self.ins(format!("selp.{} {d}, {x}, {y}, {c}", mty(s)));
                 }
             }
-            Op::Cvt {
-                to,
-                from,
-                rounding,
-                sat,
-                ftz,
-            } => {
+            Op::Cvt { to, from, rounding, sat, ftz } => {
                 let Some(d) = d else { return };
                 self.cvt(i, to, from, rounding, sat, ftz, a[0], d)
             }
@@ -388,14 +364,8 @@ impl KernelEmitter<'_> {
                     _ => ity(elem).to_string(),
                 };
                 match d {
-                    Some(d) => self.ins(format!(
-                        "atom{}.{}.{t} {d}, {addr}, {v}",
-                        ss(space),
-                        op.name()
-                    )),
-                    None if op != AtomicOp::Exch => {
-                        self.ins(format!("red{}.{}.{t} {addr}, {v}", ss(space), op.name()))
-                    }
+                    Some(d) => self.ins(format!("atom{}.{}.{t} {d}, {addr}, {v}", ss(space), op.name())),
+                    None if op != AtomicOp::Exch => self.ins(format!("red{}.{}.{t} {addr}, {v}", ss(space), op.name())),
                     None => {
                         let sink = self.fresh(RegClass::of_scalar(elem));
                         self.ins(format!("atom{}.exch.{t} {sink}, {addr}, {v}", ss(space)));
@@ -410,11 +380,7 @@ impl KernelEmitter<'_> {
                 let new = self.reg(a[3]);
                 let addr = self.address(a[0], a[1], elem.bytes() as i64);
                 let d = d.unwrap_or_else(|| self.fresh(RegClass::of_scalar(elem)));
-                self.ins(format!(
-                    "atom{}.cas.{} {d}, {addr}, {cmp}, {new}",
-                    ss(space),
-                    bty(elem)
-                ));
+                self.ins(format!("atom{}.cas.{} {d}, {addr}, {cmp}, {new}", ss(space), bty(elem)));
             }
             Op::PtrOffset | Op::PtrOffsetBytes => {
                 let Some(d) = d else { return };
@@ -468,11 +434,7 @@ impl KernelEmitter<'_> {
             SpecialReg::Nctaid(x) => self.ins(format!("mov.u32 {d}, %nctaid.{}", x.name())),
             SpecialReg::LaneId => self.ins(format!("mov.u32 {d}, %laneid")),
             SpecialReg::GlobalId(x) => {
-                let (c, n, t) = (
-                    self.fresh(RegClass::B32),
-                    self.fresh(RegClass::B32),
-                    self.fresh(RegClass::B32),
-                );
+                let (c, n, t) = (self.fresh(RegClass::B32), self.fresh(RegClass::B32), self.fresh(RegClass::B32));
                 self.ins(format!("mov.u32 {c}, %ctaid.{}", x.name()));
                 self.ins(format!("mov.u32 {n}, %ntid.{}", x.name()));
                 self.ins(format!("mov.u32 {t}, %tid.{}", x.name()));
@@ -528,10 +490,7 @@ impl KernelEmitter<'_> {
             BinOp::Shr => self.ins(format!("shr.{t} {d}, {x}, {y}")),
             BinOp::Div | BinOp::Rem => {}
         }
-        if matches!(
-            op,
-            BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::MulHi | BinOp::Shl
-        ) {
+        if matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::MulHi | BinOp::Shl) {
             self.renorm(d, s);
         }
     }
@@ -600,24 +559,11 @@ impl KernelEmitter<'_> {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn float_bin(
-        &mut self,
-        i: InstId,
-        op: BinOp,
-        s: ScalarType,
-        fl: FloatFlags,
-        a: Operand,
-        b: Operand,
-        d: Reg,
-    ) {
+    fn float_bin(&mut self, i: InstId, op: BinOp, s: ScalarType, fl: FloatFlags, a: Operand, b: Operand, d: Reg) {
         match op {
             BinOp::Min | BinOp::Max => {
                 let x = self.reg(a);
-                let y = if is16f(s) {
-                    self.reg(b).to_string()
-                } else {
-                    self.op(b)
-                };
+                let y = if is16f(s) { self.reg(b).to_string() } else { self.op(b) };
                 let f = if fl.ftz && s == S::F32 { ".ftz" } else { "" };
                 return self.ins(format!("{}{f}.{} {d}, {x}, {y}", op.name(), fty(s)));
             }
@@ -632,11 +578,7 @@ impl KernelEmitter<'_> {
             FloatMode::Approx | FloatMode::Full if op == BinOp::Div && s == S::F32 => {
                 let x = self.reg(a);
                 let y = self.op(b);
-                let m = if fl.mode == FloatMode::Approx {
-                    "approx"
-                } else {
-                    "full"
-                };
+                let m = if fl.mode == FloatMode::Approx { "approx" } else { "full" };
                 return self.ins(format!("div.{m}{}.f32 {d}, {x}, {y}", ftz(fl.ftz)));
             }
             _ => return self.unsupported(i, "only div.f32 has .approx/.full"),
@@ -650,12 +592,7 @@ impl KernelEmitter<'_> {
         if !is16f(s) {
             let x = self.reg(a);
             let y = self.op(b);
-            return self.ins(format!(
-                "{name}{}{}.{} {d}, {x}, {y}",
-                rnd(r),
-                ftz(fl.ftz),
-                fty(s)
-            ));
+            return self.ins(format!("{name}{}{}.{} {d}, {x}, {y}", rnd(r), ftz(fl.ftz), fty(s)));
         }
         if op == BinOp::Div {
             return self.unsupported(i, "div takes f32 or f64");
@@ -685,12 +622,7 @@ impl KernelEmitter<'_> {
             let x = self.reg(a[0]);
             let y = self.op(a[1]);
             let z = self.op(a[2]);
-            return self.ins(format!(
-                "fma{}{}.{} {d}, {x}, {y}, {z}",
-                rnd(r),
-                ftz(fl.ftz),
-                fty(s)
-            ));
+            return self.ins(format!("fma{}{}.{} {d}, {x}, {y}, {z}", rnd(r), ftz(fl.ftz), fty(s)));
         }
         let x = self.reg(a[0]);
         let y = self.reg(a[1]);
@@ -734,15 +666,9 @@ impl KernelEmitter<'_> {
             UnOp::Sqrt | UnOp::Rcp => {
                 let name = op.name();
                 match (s, fl.mode) {
-                    (S::F32, FloatMode::Exact(r)) => {
-                        self.ins(format!("{name}{}{}.f32 {d}, {x}", rnd(r), ftz(fl.ftz)))
-                    }
-                    (S::F32, FloatMode::Approx) => {
-                        self.ins(format!("{name}.approx{}.f32 {d}, {x}", ftz(fl.ftz)))
-                    }
-                    (S::F64, FloatMode::Exact(r)) if !fl.ftz => {
-                        self.ins(format!("{name}{}.f64 {d}, {x}", rnd(r)))
-                    }
+                    (S::F32, FloatMode::Exact(r)) => self.ins(format!("{name}{}{}.f32 {d}, {x}", rnd(r), ftz(fl.ftz))),
+                    (S::F32, FloatMode::Approx) => self.ins(format!("{name}.approx{}.f32 {d}, {x}", ftz(fl.ftz))),
+                    (S::F64, FloatMode::Exact(r)) if !fl.ftz => self.ins(format!("{name}{}.f64 {d}, {x}", rnd(r))),
                     (S::F64, FloatMode::Approx) if op == UnOp::Rcp && fl.ftz => {
                         self.ins(format!("rcp.approx.ftz.f64 {d}, {x}"))
                     }
@@ -790,11 +716,7 @@ impl KernelEmitter<'_> {
             let fy = self.to_f32(y, s);
             return self.ins(format!("setp.{}.f32 {d}, {fx}, {fy}", op.name()));
         }
-        let y = if is16f(s) {
-            self.reg(b).to_string()
-        } else {
-            self.op(b)
-        };
+        let y = if is16f(s) { self.reg(b).to_string() } else { self.op(b) };
         let t = if s.is_float() { fty(s) } else { ity(s) };
         self.ins(format!("setp.{}.{t} {d}, {x}, {y}", op.name()));
     }
@@ -818,6 +740,14 @@ impl KernelEmitter<'_> {
         let sat_s = if sat { ".sat" } else { "" };
         match (from.is_float(), to.is_float()) {
             (false, false) => {
+                // PTX rejects .sat where the destination holds every source value; it is a no-op there.
+                let fits = if from.is_signed_int() == to.is_signed_int() {
+                    to.bits() >= from.bits()
+                } else {
+                    from.is_unsigned_int() && to.bits() > from.bits()
+                };
+                let sat = sat && !fits;
+                let sat_s = if sat { ".sat" } else { "" };
                 if to == from && !sat {
                     return self.ins(format!("mov.{} {d}, {x}", bty(to)));
                 }
@@ -884,6 +814,9 @@ impl KernelEmitter<'_> {
             if to == from && r.is_none() && !sat {
                 return self.ins(format!("mov.b16 {d}, {x}"));
             }
+            if to == S::F32 && !sat && !r.is_some_and(|r| r.is_integral()) {
+                return self.ins(format!("cvt.f32.{} {d}, {x}", fty(from)));
+            }
             x = self.to_f32(x, from);
             xt = S::F32;
         }
@@ -893,23 +826,14 @@ impl KernelEmitter<'_> {
             let t = self.fresh(RegClass::of_scalar(xt));
             let ir = integral.map(irnd).unwrap_or("");
             let fz = if flush_in { ".ftz" } else { "" };
-            self.ins(format!(
-                "cvt{ir}{fz}{}.{}.{} {t}, {x}",
-                if sat { ".sat" } else { "" },
-                fty(xt),
-                fty(xt)
-            ));
+            self.ins(format!("cvt{ir}{fz}{}.{}.{} {t}, {x}", if sat { ".sat" } else { "" }, fty(xt), fty(xt)));
             if sat {
                 // kir's .sat gives +0.0 for -0.0 (and NaN): adding +0.0 in rn turns -0.0 into +0.0
                 // and leaves every other value unchanged.
                 self.ins(format!(
                     "add.rn.{0} {t}, {t}, {1}",
                     fty(xt),
-                    if xt == S::F32 {
-                        "0f00000000"
-                    } else {
-                        "0d0000000000000000"
-                    }
+                    if xt == S::F32 { "0f00000000" } else { "0d0000000000000000" }
                 ));
             }
             x = t;
@@ -938,9 +862,7 @@ impl KernelEmitter<'_> {
         let x = self.reg(a[0]);
         let m = mode.name();
         match RegClass::of_scalar(s) {
-            RegClass::B32 | RegClass::F32 => {
-                self.ins(format!("shfl.sync.{m}.b32 {d}, {x}, {lane}, {c}, {mask}"))
-            }
+            RegClass::B32 | RegClass::F32 => self.ins(format!("shfl.sync.{m}.b32 {d}, {x}, {lane}, {c}, {mask}")),
             RegClass::B16 | RegClass::H16 => {
                 let (t, u) = (self.fresh(RegClass::B32), self.fresh(RegClass::B32));
                 self.ins(format!("cvt.u32.u16 {t}, {x}"));
@@ -950,14 +872,8 @@ impl KernelEmitter<'_> {
             RegClass::B64 | RegClass::F64 => {
                 let r: Vec<Reg> = (0..4).map(|_| self.fresh(RegClass::B32)).collect();
                 self.ins(format!("mov.b64 {{{}, {}}}, {x}", r[0], r[1]));
-                self.ins(format!(
-                    "shfl.sync.{m}.b32 {}, {}, {lane}, {c}, {mask}",
-                    r[2], r[0]
-                ));
-                self.ins(format!(
-                    "shfl.sync.{m}.b32 {}, {}, {lane}, {c}, {mask}",
-                    r[3], r[1]
-                ));
+                self.ins(format!("shfl.sync.{m}.b32 {}, {}, {lane}, {c}, {mask}", r[2], r[0]));
+                self.ins(format!("shfl.sync.{m}.b32 {}, {}, {lane}, {c}, {mask}", r[3], r[1]));
                 self.ins(format!("mov.b64 {d}, {{{}, {}}}", r[2], r[3]));
             }
             RegClass::Pred => {

@@ -19,10 +19,7 @@ pub enum Src<R> {
 
 /// Orders the parallel copies `copies` (destination, source) into sequential moves.
 /// `temp(r)` must return a fresh register of the same class as `r`, used by no copy.
-pub fn sequentialize<R: Copy + Eq + Hash>(
-    copies: &[(R, Src<R>)],
-    mut temp: impl FnMut(R) -> R,
-) -> Vec<(R, Src<R>)> {
+pub fn sequentialize<R: Copy + Eq + Hash>(copies: &[(R, Src<R>)], mut temp: impl FnMut(R) -> R) -> Vec<(R, Src<R>)> {
     // pending: destination -> source, in first-seen order for determinism.
     let mut order: Vec<R> = Vec::new();
     let mut pending: HashMap<R, Src<R>> = HashMap::new();
@@ -118,10 +115,7 @@ mod tests {
         }
         // Only destinations and temporaries are written.
         for (d, _) in &moves {
-            assert!(
-                *d >= 1000 || copies.iter().any(|(cd, _)| cd == d),
-                "wrote {d}"
-            );
+            assert!(*d >= 1000 || copies.iter().any(|(cd, _)| cd == d), "wrote {d}");
         }
         moves
     }
@@ -154,29 +148,12 @@ mod tests {
 
     #[test]
     fn fan_out_and_immediates_with_cycle() {
-        check(
-            &[
-                (0, Src::Reg(1)),
-                (1, Src::Reg(0)),
-                (2, Src::Reg(0)),
-                (3, Src::Imm("7".into())),
-                (4, Src::Reg(4)),
-            ],
-            5,
-        );
+        check(&[(0, Src::Reg(1)), (1, Src::Reg(0)), (2, Src::Reg(0)), (3, Src::Imm("7".into())), (4, Src::Reg(4))], 5);
     }
 
     #[test]
     fn two_independent_cycles() {
-        let moves = check(
-            &[
-                (0, Src::Reg(1)),
-                (1, Src::Reg(0)),
-                (2, Src::Reg(3)),
-                (3, Src::Reg(2)),
-            ],
-            4,
-        );
+        let moves = check(&[(0, Src::Reg(1)), (1, Src::Reg(0)), (2, Src::Reg(3)), (3, Src::Reg(2))], 4);
         assert_eq!(moves.iter().filter(|(d, _)| *d >= 1000).count(), 2);
     }
 

@@ -31,15 +31,8 @@ pub enum RegClass {
 }
 
 impl RegClass {
-    pub const ALL: [RegClass; 7] = [
-        RegClass::Pred,
-        RegClass::B16,
-        RegClass::H16,
-        RegClass::B32,
-        RegClass::F32,
-        RegClass::B64,
-        RegClass::F64,
-    ];
+    pub const ALL: [RegClass; 7] =
+        [RegClass::Pred, RegClass::B16, RegClass::H16, RegClass::B32, RegClass::F32, RegClass::B64, RegClass::F64];
 
     pub fn of(ty: Type) -> RegClass {
         match ty {
@@ -132,12 +125,7 @@ impl RegFile {
         for c in RegClass::ALL {
             let n = self.counts[c.index()];
             if n > 0 {
-                out.push_str(&format!(
-                    "\t.reg {} \t%{}<{}>;\n",
-                    c.decl_type(),
-                    c.prefix(),
-                    n
-                ));
+                out.push_str(&format!("\t.reg {} \t%{}<{}>;\n", c.decl_type(), c.prefix(), n));
             }
         }
         out

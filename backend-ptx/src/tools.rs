@@ -35,9 +35,7 @@ fn roots() -> Vec<PathBuf> {
 
 fn on_path(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
+    std::env::split_paths(&path).map(|d| d.join(name)).find(|p| p.is_file())
 }
 
 /// Looks for a tool: the env override, then `.tools/py/<rel>` under a workspace root, then `PATH`.
@@ -66,23 +64,12 @@ pub fn find_ptxas() -> Option<PathBuf> {
 
 /// `nvdisasm`: `$KIR_NVDISASM`, the PyPI wheel's locations under `.tools/py`, then `PATH`.
 pub fn find_nvdisasm() -> Option<PathBuf> {
-    find_tool(
-        "KIR_NVDISASM",
-        &[
-            "nvidia/cu13/bin/nvdisasm",
-            "nvidia/cuda_nvdisasm/bin/nvdisasm",
-        ],
-        "nvdisasm",
-    )
+    find_tool("KIR_NVDISASM", &["nvidia/cu13/bin/nvdisasm", "nvidia/cuda_nvdisasm/bin/nvdisasm"], "nvdisasm")
 }
 
 /// NVRTC's shared library: `$KIR_NVRTC`, then `.tools/py/nvidia/cuda_nvrtc/lib/libnvrtc.so.12`.
 pub fn find_nvrtc() -> Option<PathBuf> {
-    find_tool(
-        "KIR_NVRTC",
-        &["nvidia/cuda_nvrtc/lib/libnvrtc.so.12"],
-        "libnvrtc.so.12",
-    )
+    find_tool("KIR_NVRTC", &["nvidia/cuda_nvrtc/lib/libnvrtc.so.12"], "libnvrtc.so.12")
 }
 
 /// What `ptxas -v` said about one kernel.
@@ -104,10 +91,7 @@ pub struct PtxasReport {
 
 impl PtxasReport {
     pub fn registers(&self, kernel: &str) -> Option<u32> {
-        self.kernels
-            .iter()
-            .find(|k| k.name == kernel)
-            .map(|k| k.registers)
+        self.kernels.iter().find(|k| k.name == kernel).map(|k| k.registers)
     }
 }
 
@@ -121,9 +105,7 @@ pub fn parse_ptxas_verbose(log: &str) -> Vec<KernelResources> {
             current = rest.split('\'').next().map(str::to_string);
         } else if let Some(rest) = line.split("Used ").nth(1) {
             if let (Some(name), Some(n)) = (current.take(), rest.split_whitespace().next()) {
-                if rest.split_whitespace().nth(1) == Some("registers,")
-                    || rest.contains("registers")
-                {
+                if rest.split_whitespace().nth(1) == Some("registers,") || rest.contains("registers") {
                     if let Ok(n) = n.parse() {
                         out.push(KernelResources { name, registers: n });
                     }
@@ -143,8 +125,7 @@ impl Scratch {
     fn new() -> Result<Scratch, String> {
         let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let dir = std::env::temp_dir().join(format!("kir-ptxas-{}-{n}", std::process::id()));
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         Ok(Scratch(dir))
     }
 }
@@ -166,33 +147,17 @@ pub fn assemble(ptx: &str, sm: SmVersion, keep_cubin: bool) -> Result<PtxasRepor
         .arg(format!("-arch={}", sm.name()))
         .arg("-v")
         .arg("-o")
-        .arg(if keep_cubin {
-            cubin.as_os_str()
-        } else {
-            "/dev/null".as_ref()
-        })
+        .arg(if keep_cubin { cubin.as_os_str() } else { "/dev/null".as_ref() })
         .arg(&input)
         .output()
         .map_err(|e| format!("cannot run {}: {e}", ptxas.display()))?;
-    let log =
-        String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
+    let log = String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
     if !out.status.success() {
-        return Err(format!(
-            "ptxas ({}) rejected the module for {}:\n{log}",
-            ptxas.display(),
-            sm.name()
-        ));
+        return Err(format!("ptxas ({}) rejected the module for {}:\n{log}", ptxas.display(), sm.name()));
     }
-    let cubin = if keep_cubin {
-        Some(std::fs::read(&cubin).map_err(|e| format!("cannot read cubin: {e}"))?)
-    } else {
-        None
-    };
-    Ok(PtxasReport {
-        kernels: parse_ptxas_verbose(&log),
-        log,
-        cubin,
-    })
+    let cubin =
+        if keep_cubin { Some(std::fs::read(&cubin).map_err(|e| format!("cannot read cubin: {e}"))?) } else { None };
+    Ok(PtxasReport { kernels: parse_ptxas_verbose(&log), log, cubin })
 }
 
 /// Runs `ptxas -arch=sm_XX -v -o /dev/null` on `ptx`.
@@ -225,13 +190,7 @@ mod tests {
     #[test]
     fn parses_verbose_output() {
         let log = "ptxas info    : 0 bytes gmem\nptxas info    : Compiling entry function 'relu_backward' for 'sm_80'\nptxas info    : Function properties for relu_backward\n    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\nptxas info    : Used 10 registers, 380 bytes cmem[0]\n";
-        assert_eq!(
-            parse_ptxas_verbose(log),
-            vec![KernelResources {
-                name: "relu_backward".into(),
-                registers: 10
-            }]
-        );
+        assert_eq!(parse_ptxas_verbose(log), vec![KernelResources { name: "relu_backward".into(), registers: 10 }]);
     }
 
     #[test]
