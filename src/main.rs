@@ -22,6 +22,8 @@ enum Command {
     Cfg(cmd::cfg::Args),
     /// Run a pass pipeline (default: fold,simplify-cfg,dce) and print the optimized module.
     Opt(cmd::opt::Args),
+    /// Run a kernel in the SIMT interpreter with runtime checks.
+    Run(cmd::run::Args),
 }
 
 fn main() -> ExitCode {
@@ -31,5 +33,6 @@ fn main() -> ExitCode {
         Command::Fmt(a) => cmd::fmt::run(a),
         Command::Cfg(a) => cmd::cfg::run(a),
         Command::Opt(a) => cmd::opt::run(a),
+        Command::Run(a) => cmd::run::run(a),
     }
 }

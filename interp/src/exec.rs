@@ -825,11 +825,7 @@ impl Worker {
                 };
                 InterpError::fault(
                     FaultKind::OutOfBounds,
-                    format!(
-                        "out-of-bounds {verb} {}: {} byte offset {byte}",
-                        Self::region_name(cx, acc, r),
-                        acc.elem,
-                    ),
+                    format!("out-of-bounds {verb} {} at byte offset {byte}", Self::region_name(cx, acc, r)),
                 )
                 .at(inst.span, format!("index {idx} is out of bounds"))
                 .with_note(format!(

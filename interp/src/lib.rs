@@ -47,6 +47,7 @@ pub mod exec;
 pub mod graph;
 mod mem;
 pub mod npy;
+pub mod outputs;
 mod prog;
 
 pub use buffer::Buffer;

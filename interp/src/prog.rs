@@ -144,7 +144,12 @@ impl Prog {
                 let Some(d) = k.insts.get(id.index()) else {
                     return Err(malformed(block.span, "block lists an undefined instruction"));
                 };
-                let span = d.span;
+                let mut span = d.span;
+                if d.op == Op::Barrier && span.end > span.start + 7 {
+                    // The parser's span of an operand-less instruction may run up to the next token;
+                    // point at the word `barrier` only.
+                    span.end = span.start + 7;
+                }
                 if d.args.len() != d.op.arity() || d.args.len() > 4 {
                     return Err(malformed(
                         span,

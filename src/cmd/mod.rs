@@ -4,3 +4,4 @@ pub mod check;
 pub mod common;
 pub mod fmt;
 pub mod opt;
+pub mod run;

@@ -1,0 +1,181 @@
+//! `kir run FILE --kernel K --grid X[,Y[,Z]] --block X[,Y[,Z]] [--arg NAME=VALUE]... [--out NAME=PATH.npy]
+//! [--shared BYTES] [--races] [--uninit] [--fuel N] [--threads N] [--stats] [--time]`: run a kernel in
+//! the interpreter.
+//!
+//! Guarantees:
+//! - The file is parsed and verified first; arguments are checked against the kernel signature
+//!   (every parameter exactly once, by name; scalar type; buffer element type) with clear errors.
+//! - A kernel fault prints a located diagnostic (instruction span, block/thread coordinates) and
+//!   exits 1; bad arguments or launch shapes exit 2; nothing panics.
+//! - Without `--out`, every buffer the kernel may write is summarized on stdout (first elements,
+//!   min/max/mean, NaN count); with `--out NAME=PATH.npy` that buffer is written as `.npy`.
+//! - `--stats` prints instructions, global bytes read/written and barriers; `--time` the launch's
+//!   wall time (both on stdout, after the outputs).
+
+use super::common;
+use crate::checks;
+use kir_interp::args;
+use kir_interp::{ErrorKind, LaunchConfig, Options};
+use std::process::ExitCode;
+use std::time::Instant;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The .kir file.
+    pub file: String,
+    /// The kernel to run (optional when the file has one kernel).
+    #[arg(long)]
+    pub kernel: Option<String>,
+    /// Grid size in blocks: X[,Y[,Z]].
+    #[arg(long)]
+    pub grid: String,
+    /// Block size in threads: X[,Y[,Z]].
+    #[arg(long)]
+    pub block: String,
+    /// NAME=VALUE, one per parameter. VALUE: a number, @path.npy, rand:TYPE:LEN[:SEED],
+    /// zeros:TYPE:LEN, ones:TYPE:LEN or range:TYPE:LEN.
+    #[arg(long = "arg", value_name = "NAME=VALUE")]
+    pub args: Vec<String>,
+    /// NAME=PATH.npy: write the buffer of pointer parameter NAME after the launch.
+    #[arg(long = "out", value_name = "NAME=PATH")]
+    pub outs: Vec<String>,
+    /// Dynamic shared memory per block, in bytes.
+    #[arg(long, default_value_t = 0)]
+    pub shared: u32,
+    /// Report data races between barriers (shared and global memory).
+    #[arg(long)]
+    pub races: bool,
+    /// Report reads of uninitialized shared memory.
+    #[arg(long)]
+    pub uninit: bool,
+    /// Thread-instructions the launch may run.
+    #[arg(long, default_value_t = kir_interp::DEFAULT_FUEL)]
+    pub fuel: u64,
+    /// Host threads (default: all cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Print instructions executed, global bytes read/written, barriers.
+    #[arg(long)]
+    pub stats: bool,
+    /// Print the launch's wall time.
+    #[arg(long)]
+    pub time: bool,
+}
+
+fn usage(msg: impl std::fmt::Display) -> ExitCode {
+    eprintln!("error: {msg}");
+    ExitCode::from(2)
+}
+
+/// `X[,Y[,Z]]` with missing dimensions 1.
+fn parse_dims(s: &str, what: &str) -> Result<[u32; 3], String> {
+    let parts: Vec<&str> = s.split(',').map(str::trim).collect();
+    if parts.is_empty() || parts.len() > 3 {
+        return Err(format!("--{what} `{s}`: expected X[,Y[,Z]]"));
+    }
+    let mut d = [1u32; 3];
+    for (i, p) in parts.iter().enumerate() {
+        d[i] = p.parse().map_err(|_| format!("--{what} `{s}`: `{p}` is not a positive integer"))?;
+        if d[i] == 0 {
+            return Err(format!("--{what} `{s}`: dimensions must be at least 1"));
+        }
+    }
+    Ok(d)
+}
+
+fn split_named(s: &str, flag: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((n, v)) if !n.trim().is_empty() => Ok((n.trim().trim_start_matches('%').to_string(), v.to_string())),
+        _ => Err(format!("--{flag} `{s}`: expected NAME=VALUE")),
+    }
+}
+
+pub fn run(a: &Args) -> ExitCode {
+    let loaded = match common::load(&a.file) {
+        Ok(l) => l,
+        Err(code) => return code,
+    };
+    let diags = checks::check_module(&loaded.module);
+    common::emit(&diags, &loaded.path, &loaded.source);
+    if kir_ir::diag::has_errors(&diags) {
+        return ExitCode::from(1);
+    }
+    let kernel = match common::select_kernel(&loaded, a.kernel.as_deref()) {
+        Ok(k) => k,
+        Err(code) => return code,
+    };
+    let (grid, block) = match (parse_dims(&a.grid, "grid"), parse_dims(&a.block, "block")) {
+        (Ok(g), Ok(b)) => (g, b),
+        (Err(e), _) | (_, Err(e)) => return usage(e),
+    };
+    let mut named = Vec::new();
+    for s in &a.args {
+        let (n, v) = match split_named(s, "arg") {
+            Ok(x) => x,
+            Err(e) => return usage(e),
+        };
+        match args::parse_arg_spec(&v) {
+            Ok(spec) => named.push((n, spec)),
+            Err(e) => return usage(format!("--arg {n}: {e}")),
+        }
+    }
+    let mut bound = match args::bind(kernel, &named, None) {
+        Ok(b) => b,
+        Err(e) => return usage(e),
+    };
+    let mut outs = Vec::new();
+    for s in &a.outs {
+        let (n, path) = match split_named(s, "out") {
+            Ok(x) => x,
+            Err(e) => return usage(e),
+        };
+        let Some((i, _)) = kernel.param_by_name(&n) else {
+            return usage(format!("--out {n}: kernel @{} has no parameter `{n}`", kernel.name));
+        };
+        let Some(buf) = bound.param_buffer[i] else {
+            return usage(format!("--out {n}: parameter `{n}` is a scalar, not a buffer"));
+        };
+        outs.push((n, buf, path));
+    }
+    let cfg = LaunchConfig { grid, block, dynamic_shared_bytes: a.shared };
+    let opts = Options { races: a.races, uninit: a.uninit, fuel: a.fuel, threads: a.threads };
+    let start = Instant::now();
+    let result = kir_interp::launch(kernel, &cfg, &bound.args, &mut bound.buffers, &opts);
+    let elapsed = start.elapsed();
+    let stats = match result {
+        Ok(s) => s,
+        Err(e) => {
+            common::emit(&[e.to_diagnostic()], &loaded.path, &loaded.source);
+            return ExitCode::from(if e.kind == ErrorKind::InvalidLaunch { 2 } else { 1 });
+        }
+    };
+    for (n, buf, path) in &outs {
+        if let Err(e) = kir_interp::npy::write(std::path::Path::new(path), &bound.buffers[*buf]) {
+            return common::file_error(path, format!("cannot write --out {n}: {e}"));
+        }
+    }
+    if outs.is_empty() {
+        let written = kir_interp::outputs::written_params(kernel);
+        for (i, p) in kernel.params.iter().enumerate() {
+            if let (true, Some(buf)) = (written[i], bound.param_buffer[i]) {
+                println!("%{}: {}", kernel.value(*p).name, kir_interp::outputs::summary(&bound.buffers[buf]));
+            }
+        }
+    }
+    if a.stats {
+        println!(
+            "stats: {} thread-instructions ({} warp-instructions), global memory {} bytes read, {} bytes written, {} barriers, {} blocks of {} threads",
+            stats.thread_instructions,
+            stats.warp_instructions,
+            stats.global_bytes_read,
+            stats.global_bytes_written,
+            stats.barriers,
+            stats.blocks,
+            stats.threads / stats.blocks.max(1),
+        );
+    }
+    if a.time {
+        println!("time: {:.3} ms", elapsed.as_secs_f64() * 1e3);
+    }
+    ExitCode::SUCCESS
+}
