@@ -22,8 +22,12 @@ enum Command {
     Cfg(cmd::cfg::Args),
     /// Run a pass pipeline (default: fold,simplify-cfg,dce) and print the optimized module.
     Opt(cmd::opt::Args),
+    /// Emit PTX for a .kir file (as written; run `kir opt` first to optimize).
+    Ptx(cmd::ptx::Args),
     /// Run a kernel in the SIMT interpreter with runtime checks.
     Run(cmd::run::Args),
+    /// List CUDA devices (exit 1 with a message when there is no driver or no device).
+    Devices(cmd::devices::Args),
 }
 
 fn main() -> ExitCode {
@@ -33,6 +37,8 @@ fn main() -> ExitCode {
         Command::Fmt(a) => cmd::fmt::run(a),
         Command::Cfg(a) => cmd::cfg::run(a),
         Command::Opt(a) => cmd::opt::run(a),
+        Command::Ptx(a) => cmd::ptx::run(a),
         Command::Run(a) => cmd::run::run(a),
+        Command::Devices(a) => cmd::devices::run(a),
     }
 }

@@ -2,6 +2,8 @@
 pub mod cfg;
 pub mod check;
 pub mod common;
+pub mod devices;
 pub mod fmt;
 pub mod opt;
+pub mod ptx;
 pub mod run;
