@@ -106,7 +106,7 @@ pub fn within_error_bound(op: &Op, args: &[u64], gpu: u64) -> bool {
         return true;
     }
     let err = (w - g).abs();
-    let in_abs = b.abs_domain.map_or(false, |(lo, hi)| x >= lo && x <= hi);
+    let in_abs = b.abs_domain.is_some_and(|(lo, hi)| x >= lo && x <= hi);
     let tol_ulp = b.ulp as f64 * ulp_of(fmt, w);
     let tol = tol_ulp
         .max(b.rel * w.abs())
