@@ -82,6 +82,10 @@ struct Item {
     comment_indent: &'static str,
 }
 
+fn first_line(s: &str) -> String {
+    s.lines().next().unwrap_or("").to_string()
+}
+
 /// Formats a parsed source file, keeping its comments.
 pub fn format_source(src: &str, module: &Module) -> String {
     let lines = Lines::new(src);
@@ -119,6 +123,27 @@ pub fn format_source(src: &str, module: &Module) -> String {
         }
         items.push(group);
     }
+    for g in &module.graphs {
+        let mut group = Vec::new();
+        let mut max_end = g.span.end as usize;
+        group.push(Item { text: first_line(&crate::graph::print_graph(g)), offset: g.span.start as usize, indent: "", comment_indent: "" });
+        for t in &g.temps {
+            max_end = max_end.max(t.span.end as usize);
+            let text = format!("temp %{}: {}[{}]", t.name, t.elem, t.len);
+            group.push(Item { text, offset: t.span.start as usize, indent: "  ", comment_indent: "  " });
+        }
+        for l in &g.launches {
+            max_end = max_end.max(l.span.end as usize);
+            group.push(Item { text: crate::graph::print_launch(l), offset: l.span.start as usize, indent: "  ", comment_indent: "  " });
+        }
+        // The header's span may cover the whole graph; the closing brace is the last `}` in it.
+        let close = src.get(..(g.span.end as usize).min(src.len())).and_then(|head| head.rfind('}')).filter(|&p| p >= max_end);
+        let close = close.or_else(|| src.get(max_end..).and_then(|rest| rest.find('}')).map(|p| max_end + p)).unwrap_or(src.len());
+        group.push(Item { text: "}".into(), offset: close, indent: "", comment_indent: "  " });
+        items.push(group);
+    }
+    // Kernels and graphs in source order.
+    items.sort_by_key(|g| g.first().map(|i| i.offset).unwrap_or(0));
 
     let mut out = String::new();
     let mut prev_line: Option<usize> = None;

@@ -102,6 +102,9 @@ pub fn parse_mnemonic(m: &str, annot: Option<Type>) -> Result<Op, String> {
     let parts: Vec<&str> = m.split('.').collect();
     let unknown = || format!("unknown op `{m}`");
     let ty_at = |i: usize| -> Result<ScalarType, String> {
+        if i == 0 {
+            return Err(format!("`{m}` needs a type suffix (e.g. `{m}.u32`)"));
+        }
         let p = parts.get(i).ok_or_else(|| format!("`{m}` needs a type suffix (e.g. `{m}.u32`)"))?;
         ScalarType::from_name(p).ok_or_else(|| format!("unknown type `{p}` in `{m}`"))
     };
@@ -726,11 +729,24 @@ impl<'a, 'e> KernelLowering<'a, 'e> {
         for p in &pending {
             let AstStmtKind::Inst { args, op, .. } = &p.stmt.kind else { unreachable!() };
             let at = args.first().map(|a| a.span).unwrap_or(op.span);
-            self.errs.push(
-                Diagnostic::error(format!("`{}` needs a pointer operand", op.node))
-                    .at(at, "expected a pointer value (`%p` or `%p[%i]`) whose type is known")
-                    .with_note("the pointer must be a kernel parameter or a value derived from one"),
-            );
+            let named = args.first().and_then(|a| match &a.node {
+                AstOperand::Value(n) | AstOperand::Indexed(n, _) => Some(n.clone()),
+                _ => None,
+            });
+            let known = named.as_ref().and_then(|n| self.names.get(n).map(|v| (n.clone(), *v)));
+            let mut d = match known {
+                Some((n, v)) => {
+                    let ty = self.kernel.value_type(v);
+                    Diagnostic::error(format!("`{}` needs a pointer, but `%{n}` has type `{ty}`", op.node))
+                        .at(at, format!("`%{n}` is a `{ty}`, not a pointer"))
+                        .with_label(self.kernel.value(v).span, format!("`%{n}` defined here"))
+                }
+                None if named.as_ref().is_some_and(|n| self.poisoned.contains(n)) => continue,
+                None => Diagnostic::error(format!("`{}` needs a pointer operand", op.node))
+                    .at(at, "expected a pointer value (`%p` or `%p[%i]`) whose type is known"),
+            };
+            d = d.with_note("memory ops take a pointer: a `ptr<global|shared, T>` parameter or a value derived from one");
+            self.errs.push(d);
         }
         // Operands.
         for (bid, stmt, op, inst) in &placed {

@@ -114,7 +114,7 @@ fn generate(c: &mut Chooser, kernel_name: &str) -> Kernel {
             let op = ops[c.below(ops.len())].clone();
             let sig = op.signature();
             let mut args = Vec::new();
-            let mut operand = |c: &mut Chooser, want: ScalarType, pool: &[Val]| -> Operand {
+            let operand = |c: &mut Chooser, want: ScalarType, pool: &[Val]| -> Operand {
                 let cands: Vec<&Val> = pool.iter().filter(|v| v.ty == Type::Scalar(want)).collect();
                 if !cands.is_empty() && c.coin() {
                     Operand::Value(cands[c.below(cands.len())].id)
@@ -125,7 +125,13 @@ fn generate(c: &mut Chooser, kernel_name: &str) -> Kernel {
             let result_ty: Option<Type> = match &op {
                 Op::Load | Op::Store | Op::Atomic(_) | Op::AtomicCas => {
                     args.push(Operand::Value(gptr));
-                    args.push(operand(c, if c.coin() { ScalarType::U64 } else { ScalarType::U32 }, &pool));
+                    // An index may be a value of any integer type; a literal index is always u64.
+                    let u32s: Vec<&Val> = pool.iter().filter(|v| v.ty == Type::U32).collect();
+                    if !u32s.is_empty() && c.coin() {
+                        args.push(Operand::Value(u32s[c.below(u32s.len())].id));
+                    } else {
+                        args.push(operand(c, ScalarType::U64, &pool));
+                    }
                     for _ in 2..op.arity() {
                         args.push(operand(c, ScalarType::F32, &pool));
                     }
