@@ -20,7 +20,10 @@ use common::*;
 use kir_interp::Buffer;
 
 fn edge_values() -> Vec<f32> {
-    let mut v = vec![0.0, -0.0, 1.0, -1.0, 1e-30, -1e-30, 0.5, -0.75, 3.0, -3.0, 10.0, -10.0, 50.0, -50.0, 87.0, -87.0, 100.0, -100.0];
+    let mut v = vec![
+        0.0, -0.0, 1.0, -1.0, 1e-30, -1e-30, 0.5, -0.75, 3.0, -3.0, 10.0, -10.0, 50.0, -50.0, 87.0, -87.0, 100.0,
+        -100.0,
+    ];
     v.extend([1e4, -1e4, 1e6, -1e6, 1e20, -1e20, 3e38, -3e38, f32::NAN]);
     v
 }
@@ -42,9 +45,19 @@ fn run_fwd(name: &str, x: &[f32], block: u32) -> Vec<f64> {
 fn run_bwd(file: &str, name: &str, x: &[f32], dy: &[f32], block: u32) -> Vec<f64> {
     let m = load(file);
     let mut bufs = vec![Buffer::from_f32(x), Buffer::from_f32(dy), Buffer::zeros(kir_ir::ScalarType::F32, x.len())];
-    launch(&m, name, [blocks(x.len(), block), 1, 1], [block, 1, 1], &[buf(0), buf(1), buf(2), u32a(x.len() as u32)], &mut bufs);
+    launch(
+        &m,
+        name,
+        [blocks(x.len(), block), 1, 1],
+        [block, 1, 1],
+        &[buf(0), buf(1), buf(2), u32a(x.len() as u32)],
+        &mut bufs,
+    );
     // the inputs are untouched
-    assert_eq!(bufs[0].to_f32().iter().map(|v| v.to_bits()).collect::<Vec<_>>(), x.iter().map(|v| v.to_bits()).collect::<Vec<_>>());
+    assert_eq!(
+        bufs[0].to_f32().iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+        x.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+    );
     bufs[2].to_f64()
 }
 
@@ -60,7 +73,18 @@ fn relu_forward_and_backward_are_exact() {
         let x = inputs(n, 10 + i as u64);
         let dy = Rng::new(20 + i as u64).vec(x.len(), 4.0);
         let y = run_fwd("relu_forward", &x, b);
-        let want: Vec<f64> = x.iter().map(|&v| if v.is_nan() { f64::NAN } else if v > 0.0 { v as f64 } else { 0.0 }).collect();
+        let want: Vec<f64> = x
+            .iter()
+            .map(|&v| {
+                if v.is_nan() {
+                    f64::NAN
+                } else if v > 0.0 {
+                    v as f64
+                } else {
+                    0.0
+                }
+            })
+            .collect();
         check("relu_forward", &y, &want, &vec![0.0; x.len()]);
         let dx = run_bwd("relu_backward.kir", "relu_backward", &x, &dy, b);
         let want: Vec<f64> = x.iter().zip(&dy).map(|(&v, &g)| if v > 0.0 { g as f64 } else { 0.0 }).collect();
@@ -82,7 +106,11 @@ fn gelu_forward_matches_f64_within_the_derived_bound() {
         let x = inputs(n, 30 + i as u64);
         let y = run_fwd("gelu_forward", &x, b);
         let want: Vec<f64> = x.iter().map(|&v| gelu_tanh(v as f64)).collect();
-        let tol: Vec<f64> = x.iter().zip(&want).map(|(&v, r)| (8.0 * gelu_v(v as f64).abs() + 24.0) * EPS * r.abs() + floor(v as f64, 1.0)).collect();
+        let tol: Vec<f64> = x
+            .iter()
+            .zip(&want)
+            .map(|(&v, r)| (8.0 * gelu_v(v as f64).abs() + 24.0) * EPS * r.abs() + floor(v as f64, 1.0))
+            .collect();
         check("gelu_forward", &y, &want, &tol);
     }
 }
@@ -115,7 +143,10 @@ fn gelu_backward_matches_a_finite_difference_of_the_forward() {
     for (&v, &g) in x.iter().zip(&dy) {
         let (d, h) = central_diff(gelu_tanh, v as f64);
         want.push(g as f64 * d);
-        tol.push(gelu_bwd_tol(v as f64, g as f64) + (g as f64).abs() * (h * h / 3.0 + 1e-15 * gelu_tanh(v as f64).abs().max(1.0) / h));
+        tol.push(
+            gelu_bwd_tol(v as f64, g as f64)
+                + (g as f64).abs() * (h * h / 3.0 + 1e-15 * gelu_tanh(v as f64).abs().max(1.0) / h),
+        );
     }
     check("gelu_backward vs finite difference", &dx, &want, &tol);
 }
@@ -126,7 +157,11 @@ fn silu_forward_matches_f64_within_the_derived_bound() {
         let x = inputs(n, 70 + i as u64);
         let y = run_fwd("silu_forward", &x, b);
         let want: Vec<f64> = x.iter().map(|&v| silu(v as f64)).collect();
-        let tol: Vec<f64> = x.iter().zip(&want).map(|(&v, r)| (2.0 * (v as f64).abs() + 7.0) * EPS * r.abs() + floor(v as f64, 1.0)).collect();
+        let tol: Vec<f64> = x
+            .iter()
+            .zip(&want)
+            .map(|(&v, r)| (2.0 * (v as f64).abs() + 7.0) * EPS * r.abs() + floor(v as f64, 1.0))
+            .collect();
         check("silu_forward", &y, &want, &tol);
     }
 }
@@ -158,7 +193,10 @@ fn silu_backward_matches_a_finite_difference_of_the_forward() {
     for (&v, &g) in x.iter().zip(&dy) {
         let (d, h) = central_diff(silu, v as f64);
         want.push(g as f64 * d);
-        tol.push(silu_bwd_tol(v as f64, g as f64) + (g as f64).abs() * (h * h / 3.0 + 1e-15 * silu(v as f64).abs().max(1.0) / h));
+        tol.push(
+            silu_bwd_tol(v as f64, g as f64)
+                + (g as f64).abs() * (h * h / 3.0 + 1e-15 * silu(v as f64).abs().max(1.0) / h),
+        );
     }
     check("silu_backward vs finite difference", &dx, &want, &tol);
 }

@@ -85,7 +85,14 @@ fn run(kind: Kind, st: Storage, x: &[f32], dy: &[f32], h: usize, block: u32) -> 
     let name = format!("{}_backward_{}", kind.name(), st.suffix());
     let n = dy.len();
     let mut bufs = vec![st.buffer(x), st.buffer(dy), st.zeros(x.len())];
-    launch(&m, &name, [blocks(n, block), 1, 1], [block, 1, 1], &[buf(0), buf(1), buf(2), u32a(n as u32), u32a(h as u32)], &mut bufs);
+    launch(
+        &m,
+        &name,
+        [blocks(n, block), 1, 1],
+        [block, 1, 1],
+        &[buf(0), buf(1), buf(2), u32a(n as u32), u32a(h as u32)],
+        &mut bufs,
+    );
     bufs[2].to_f64()
 }
 

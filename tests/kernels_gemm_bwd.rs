@@ -93,13 +93,21 @@ impl Problem {
 fn run_grad_pre(p: &Problem, act: u32, block: u32) -> Vec<f64> {
     let m = load("gemm_bwd.kir");
     let mn = p.m * p.n;
-    let mut bufs = vec![Buffer::from_f32(&p.grad), Buffer::from_f32(&p.a), Buffer::from_f32(&p.b), Buffer::from_f32(&p.bias), Buffer::from_f32(&vec![-9.0; mn])];
-    let args = [buf(0), buf(1), buf(2), buf(3), buf(4), u32a(p.m as u32), u32a(p.n as u32), u32a(p.k as u32), u32a(act)];
+    let mut bufs = vec![
+        Buffer::from_f32(&p.grad),
+        Buffer::from_f32(&p.a),
+        Buffer::from_f32(&p.b),
+        Buffer::from_f32(&p.bias),
+        Buffer::from_f32(&vec![-9.0; mn]),
+    ];
+    let args =
+        [buf(0), buf(1), buf(2), buf(3), buf(4), u32a(p.m as u32), u32a(p.n as u32), u32a(p.k as u32), u32a(act)];
     launch(&m, "gemm_bias_act_bwd_grad_pre", [blocks(mn, block), 1, 1], [block, 1, 1], &args, &mut bufs);
     bufs[4].to_f64()
 }
 
-const SHAPES: [(usize, usize, usize, u32); 4] = [(1, 1, 1, 32), (19, 75, 29, 256), (33, 17, 64, 100), (4, 300, 3, 1024)];
+const SHAPES: [(usize, usize, usize, u32); 4] =
+    [(1, 1, 1, 32), (19, 75, 29, 256), (33, 17, 64, 100), (4, 300, 3, 1024)];
 
 #[test]
 fn grad_pre_matches_f64_for_every_activation() {
@@ -142,7 +150,13 @@ fn grad_pre_matches_finite_differences_of_the_activations() {
                 let gr = p.grad[i * p.n + j] as f64;
                 want.push(gr * d);
                 // |f'''| <= 2 for all four activations
-                tol.push(gr.abs() * (act_grad_bound(act, pre, dp) + EPS * d.abs() + h * h / 3.0 + 1e-15 * act_fwd_ref(act, pre).abs().max(1.0) / h));
+                tol.push(
+                    gr.abs()
+                        * (act_grad_bound(act, pre, dp)
+                            + EPS * d.abs()
+                            + h * h / 3.0
+                            + 1e-15 * act_fwd_ref(act, pre).abs().max(1.0) / h),
+                );
             }
         }
         check(&format!("grad_pre act={act} vs finite difference"), &got, &want, &tol);
@@ -193,23 +207,27 @@ fn da_db_dbias_and_their_accumulate_variants_match_f64() {
             };
             // d_a = grad_pre B^T: [m, k]
             let o = init(m * k, &mut r);
-            let got = run_reduce(&format!("gemm_bwd_da{sfx}"), [&gp, &b], &o, &[m as u32, n as u32, k as u32], m * k, block);
+            let got =
+                run_reduce(&format!("gemm_bwd_da{sfx}"), [&gp, &b], &o, &[m as u32, n as u32, k as u32], m * k, block);
             let (mut want, mut tol) = (vec![0.0; m * k], vec![0.0; m * k]);
             for i in 0..m {
                 for l in 0..k {
                     let terms: Vec<f64> = (0..n).map(|j| gp[i * n + j] as f64 * b[l * n + j] as f64).collect();
-                    (want[i * k + l], tol[i * k + l]) = finish(terms.iter().sum(), terms.iter().map(|t| t.abs()).sum(), n, o[i * k + l]);
+                    (want[i * k + l], tol[i * k + l]) =
+                        finish(terms.iter().sum(), terms.iter().map(|t| t.abs()).sum(), n, o[i * k + l]);
                 }
             }
             check(&format!("gemm_bwd_da{sfx} m={m} n={n} k={k}"), &got, &want, &tol);
             // d_b = A^T grad_pre: [k, n]
             let o = init(k * n, &mut r);
-            let got = run_reduce(&format!("gemm_bwd_db{sfx}"), [&a, &gp], &o, &[m as u32, n as u32, k as u32], k * n, block);
+            let got =
+                run_reduce(&format!("gemm_bwd_db{sfx}"), [&a, &gp], &o, &[m as u32, n as u32, k as u32], k * n, block);
             let (mut want, mut tol) = (vec![0.0; k * n], vec![0.0; k * n]);
             for l in 0..k {
                 for j in 0..n {
                     let terms: Vec<f64> = (0..m).map(|i| a[i * k + l] as f64 * gp[i * n + j] as f64).collect();
-                    (want[l * n + j], tol[l * n + j]) = finish(terms.iter().sum(), terms.iter().map(|t| t.abs()).sum(), m, o[l * n + j]);
+                    (want[l * n + j], tol[l * n + j]) =
+                        finish(terms.iter().sum(), terms.iter().map(|t| t.abs()).sum(), m, o[l * n + j]);
                 }
             }
             check(&format!("gemm_bwd_db{sfx} m={m} n={n} k={k}"), &got, &want, &tol);

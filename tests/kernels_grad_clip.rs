@@ -33,7 +33,9 @@ fn squared_sum_ref(x: &[f32], grid: u32, block: u32) -> (Vec<f64>, usize) {
 #[test]
 fn squared_sum_matches_f64_for_several_shapes() {
     let mut seed = 300;
-    for &(n, grid, block) in &[(1usize, 1u32, 1u32), (1000, 3, 100), (10_007, 8, 256), (5000, 2, 1024), (777, 40, 32), (65_536, 16, 512)] {
+    for &(n, grid, block) in
+        &[(1usize, 1u32, 1u32), (1000, 3, 100), (10_007, 8, 256), (5000, 2, 1024), (777, 40, 32), (65_536, 16, 512)]
+    {
         seed += 1;
         let mut x = Rng::new(seed).vec(n, 3.0);
         if n > 20 {
@@ -59,7 +61,14 @@ fn squared_sum_nan_poisons_only_its_block() {
 fn clip_scale_reduce(partials: &[f32], max_norm: f32, block: u32) -> (f64, f64) {
     let m = load("grad_clip.kir");
     let mut bufs = vec![Buffer::from_f32(partials), Buffer::from_f32(&[-3.0, -3.0])];
-    launch(&m, "clip_scale_reduce", [1, 1, 1], [block, 1, 1], &[buf(0), u32a(partials.len() as u32), f32a(max_norm), buf(1)], &mut bufs);
+    launch(
+        &m,
+        "clip_scale_reduce",
+        [1, 1, 1],
+        [block, 1, 1],
+        &[buf(0), u32a(partials.len() as u32), f32a(max_norm), buf(1)],
+        &mut bufs,
+    );
     let out = bufs[1].to_f64();
     (out[0], out[1])
 }
@@ -98,7 +107,14 @@ fn clip_scale_reduce_zero_and_nan_norms_give_scale_one() {
 fn clip(grads: &[f32], scale: f32, block: u32) -> Vec<f32> {
     let m = load("grad_clip.kir");
     let mut bufs = vec![Buffer::from_f32(grads), Buffer::from_f32(&[scale])];
-    launch(&m, "gradient_clip_gpu_scale", [blocks(grads.len(), block), 1, 1], [block, 1, 1], &[buf(0), buf(1), u32a(grads.len() as u32)], &mut bufs);
+    launch(
+        &m,
+        "gradient_clip_gpu_scale",
+        [blocks(grads.len(), block), 1, 1],
+        [block, 1, 1],
+        &[buf(0), buf(1), u32a(grads.len() as u32)],
+        &mut bufs,
+    );
     assert_eq!(bufs[1].to_f32()[0].to_bits(), scale.to_bits(), "the scale is not written");
     bufs[0].to_f32()
 }
@@ -137,7 +153,14 @@ fn the_pipeline_clips_to_max_norm() {
     }
     let max_norm = 10.0f32;
     let mut bufs = vec![Buffer::from_f32(&p), Buffer::zeros(ScalarType::F32, 2)];
-    launch(&m, "clip_scale_reduce", [1, 1, 1], [64, 1, 1], &[buf(0), u32a(p.len() as u32), f32a(max_norm), buf(1)], &mut bufs);
+    launch(
+        &m,
+        "clip_scale_reduce",
+        [1, 1, 1],
+        [64, 1, 1],
+        &[buf(0), u32a(p.len() as u32), f32a(max_norm), buf(1)],
+        &mut bufs,
+    );
     let scale = bufs[1].to_f32()[0];
     let norm: f64 = g1.iter().chain(&g2).map(|v| (*v as f64).powi(2)).sum::<f64>().sqrt();
     assert!(norm > max_norm as f64, "the test needs clipping to happen");

@@ -9,7 +9,11 @@ use std::path::{Path, PathBuf};
 
 fn kir_files() -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels");
-    let mut out: Vec<PathBuf> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == "kir")).collect();
+    let mut out: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "kir"))
+        .collect();
     out.sort();
     assert!(out.len() >= 7, "expected the kernel library in {}", dir.display());
     out
@@ -17,7 +21,8 @@ fn kir_files() -> Vec<PathBuf> {
 
 fn parse_file(p: &Path) -> (String, Module) {
     let src = std::fs::read_to_string(p).unwrap();
-    let m = kir_ir::parse(&src).unwrap_or_else(|d| panic!("{}", kir_ir::diag::render(&d, &p.display().to_string(), &src, false)));
+    let m = kir_ir::parse(&src)
+        .unwrap_or_else(|d| panic!("{}", kir_ir::diag::render(&d, &p.display().to_string(), &src, false)));
     (src, m)
 }
 
@@ -26,7 +31,11 @@ fn every_file_parses_and_passes_the_checks() {
     for p in kir_files() {
         let (src, m) = parse_file(&p);
         let diags = kir::checks::check_module(&m);
-        assert!(!kir_ir::diag::has_errors(&diags), "{}", kir_ir::diag::render(&diags, &p.display().to_string(), &src, false));
+        assert!(
+            !kir_ir::diag::has_errors(&diags),
+            "{}",
+            kir_ir::diag::render(&diags, &p.display().to_string(), &src, false)
+        );
     }
 }
 
@@ -35,7 +44,11 @@ fn every_file_starts_with_a_header_comment() {
     for p in kir_files() {
         let src = std::fs::read_to_string(&p).unwrap();
         let header: Vec<&str> = src.lines().take_while(|l| l.starts_with(';')).collect();
-        assert!(header.len() >= 3, "{}: the file must start with a comment saying what it computes, its launch shape and deviations", p.display());
+        assert!(
+            header.len() >= 3,
+            "{}: the file must start with a comment saying what it computes, its launch shape and deviations",
+            p.display()
+        );
     }
 }
 
@@ -59,7 +72,10 @@ fn every_kernel_has_run_directives_matching_its_parameters() {
         for k in &m.kernels {
             let runs: Vec<_> = d.runs.iter().filter(|r| r.target == k.name).collect();
             // a kernel launched by a graph that has a run directive is exercised through the graph
-            let via_graph = m.graphs.iter().any(|g| g.launches.iter().any(|l| l.kernel == k.name) && d.runs.iter().any(|r| r.target == g.name));
+            let via_graph = m
+                .graphs
+                .iter()
+                .any(|g| g.launches.iter().any(|l| l.kernel == k.name) && d.runs.iter().any(|r| r.target == g.name));
             assert!(!runs.is_empty() || via_graph, "{}: @{} has no `; run:` directive", p.display(), k.name);
             for r in runs {
                 let at = format!("{}:{}", p.display(), r.line);
@@ -69,7 +85,11 @@ fn every_kernel_has_run_directives_matching_its_parameters() {
                 let mut seen = Vec::new();
                 for &pv in &k.params {
                     let v = &k.values[pv.index()];
-                    let (_, value) = r.args.iter().find(|(n, _)| *n == v.name).unwrap_or_else(|| panic!("{at}: no argument for %{}", v.name));
+                    let (_, value) = r
+                        .args
+                        .iter()
+                        .find(|(n, _)| *n == v.name)
+                        .unwrap_or_else(|| panic!("{at}: no argument for %{}", v.name));
                     seen.push(v.name.clone());
                     match v.ty {
                         Type::Ptr(_, elem) => {
@@ -77,14 +97,19 @@ fn every_kernel_has_run_directives_matching_its_parameters() {
                                 assert_eq!(ty, elem, "{at}: %{} points to {elem} but gets `{value}`", v.name);
                                 if len > 1 << 16 {
                                     big_runs += 1;
-                                    assert!(k.name == "relu_backward" && len <= 1 << 20, "{at}: {len} elements is too large for CI");
+                                    assert!(
+                                        k.name == "relu_backward" && len <= 1 << 20,
+                                        "{at}: {len} elements is too large for CI"
+                                    );
                                 }
                             } else {
                                 let f = p.parent().unwrap().join(&value[1..]);
                                 assert!(f.is_file(), "{at}: missing {}", f.display());
                             }
                         }
-                        Type::Scalar(_) => assert!(buffer_spec_is_literal(value), "{at}: %{} is a scalar but gets `{value}`", v.name),
+                        Type::Scalar(_) => {
+                            assert!(buffer_spec_is_literal(value), "{at}: %{} is a scalar but gets `{value}`", v.name)
+                        }
                     }
                 }
                 for (n, _) in &r.args {
@@ -94,7 +119,13 @@ fn every_kernel_has_run_directives_matching_its_parameters() {
             }
         }
         for r in &d.runs {
-            assert!(m.kernel(&r.target).is_some() || m.graph(&r.target).is_some(), "{}:{}: no kernel or graph @{}", p.display(), r.line, r.target);
+            assert!(
+                m.kernel(&r.target).is_some() || m.graph(&r.target).is_some(),
+                "{}:{}: no kernel or graph @{}",
+                p.display(),
+                r.line,
+                r.target
+            );
         }
     }
     assert!(big_runs <= 3, "only the one large relu_backward run may exceed 2^16 elements");
@@ -106,7 +137,8 @@ fn buffer_spec_is_literal(v: &str) -> bool {
 
 #[test]
 fn seed_kernel_names_are_kept() {
-    let all: Vec<String> = kir_files().iter().flat_map(|p| parse_file(p).1.kernels.into_iter().map(|k| k.name)).collect();
+    let all: Vec<String> =
+        kir_files().iter().flat_map(|p| parse_file(p).1.kernels.into_iter().map(|k| k.name)).collect();
     for name in [
         "relu_backward",
         "gelu_backward",

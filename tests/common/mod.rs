@@ -103,8 +103,14 @@ impl Storage {
     pub fn buffer(self, v: &[f32]) -> Buffer {
         match self {
             Storage::F32 => Buffer::from_f32(v),
-            Storage::F16 => Buffer::from_u16_bits(ScalarType::F16, &v.iter().map(|x| half::f16::from_f32(*x).to_bits()).collect::<Vec<_>>()),
-            Storage::BF16 => Buffer::from_u16_bits(ScalarType::BF16, &v.iter().map(|x| half::bf16::from_f32(*x).to_bits()).collect::<Vec<_>>()),
+            Storage::F16 => Buffer::from_u16_bits(
+                ScalarType::F16,
+                &v.iter().map(|x| half::f16::from_f32(*x).to_bits()).collect::<Vec<_>>(),
+            ),
+            Storage::BF16 => Buffer::from_u16_bits(
+                ScalarType::BF16,
+                &v.iter().map(|x| half::bf16::from_f32(*x).to_bits()).collect::<Vec<_>>(),
+            ),
         }
     }
     pub fn zeros(self, n: usize) -> Buffer {
@@ -163,8 +169,19 @@ pub fn check(what: &str, got: &[f64], want: &[f64], tol: &[f64]) {
     }
     if !bad.is_empty() {
         bad.sort_by(|a, b| b.0.partial_cmp(&a.0).unwrap());
-        let lines: Vec<String> =
-            bad.iter().take(8).map(|&(_, i)| format!("  [{i}] got {:e} want {:e} (|diff| {:e} > tol {:e})", got[i], want[i], (got[i] - want[i]).abs(), tol[i])).collect();
+        let lines: Vec<String> = bad
+            .iter()
+            .take(8)
+            .map(|&(_, i)| {
+                format!(
+                    "  [{i}] got {:e} want {:e} (|diff| {:e} > tol {:e})",
+                    got[i],
+                    want[i],
+                    (got[i] - want[i]).abs(),
+                    tol[i]
+                )
+            })
+            .collect();
         panic!("{what}: {} of {} elements out of tolerance:\n{}", bad.len(), want.len(), lines.join("\n"));
     }
 }
