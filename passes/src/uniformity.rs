@@ -18,7 +18,8 @@
 //! - Sources. `tid.*`, `global_id.*`, `laneid`: varying. `warpid`: warp-uniform. Kernel parameters,
 //!   `ctaid.*`, `ntid.*`, `nctaid.*`, constants and `addr @x`: uniform. Atomic results: varying.
 //! - Collectives. A shuffle of a (warp-)uniform value has that value's level. `shfl.idx` with a
-//!   constant source lane in 0..32 and the constant full mask `0xffffffff` is warp-uniform. `vote.all`
+//!   warp-uniform source lane (every lane reads lane `idx & 31`) and the constant full mask
+//!   `0xffffffff` is warp-uniform. `vote.all`
 //!   / `vote.any` of a uniform predicate are uniform; with the full constant mask any vote is
 //!   warp-uniform. Everything else a collective returns is varying.
 //! - Loads. A load's level is its address's (pointer and index), provided no thread can write the
@@ -421,7 +422,8 @@ impl Uniformity {
                 if val.0 < Level::Varying {
                     return val;
                 }
-                let lane_ok = matches!(inst.args.get(1), Some(Operand::Const(c)) if c.bits < 32);
+                // Every lane reads lane `idx & 31`: the same one when `idx` is warp-uniform.
+                let lane_ok = inst.args.get(1).is_some_and(|l| self.max_operands(std::slice::from_ref(l), b).0 < Level::Varying);
                 if *mode == ShflMode::Idx && lane_ok && is_full_mask(inst.args.get(2)) {
                     (Level::WarpUniform, Some(ValueReason::Collective))
                 } else {
