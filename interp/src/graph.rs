@@ -56,21 +56,14 @@ pub fn bind_graph(g: &Graph, named: &[(String, ArgSpec)], base_dir: Option<&Path
         let n = name.trim_start_matches('%');
         let Some((i, _)) = g.param(n) else {
             let names: Vec<String> = g.params.iter().map(|p| format!("{}: {}", p.name, p.ty)).collect();
-            return Err(format!(
-                "graph @{} has no parameter `{n}` (parameters: {})",
-                g.name,
-                names.join(", ")
-            ));
+            return Err(format!("graph @{} has no parameter `{n}` (parameters: {})", g.name, names.join(", ")));
         };
         if given[i].is_some() {
             return Err(format!("parameter `{n}` is given twice"));
         }
         given[i] = Some(spec);
     }
-    let mut out = BoundGraph {
-        args: vec![],
-        buffers: vec![],
-    };
+    let mut out = BoundGraph { args: vec![], buffers: vec![] };
     for (p, spec) in g.params.iter().zip(given) {
         let Some(spec) = spec else {
             return Err(format!("missing argument for graph parameter `{}: {}`", p.name, p.ty));
@@ -87,7 +80,13 @@ pub fn bind_graph(g: &Graph, named: &[(String, ArgSpec)], base_dir: Option<&Path
 }
 
 /// Runs graph `g` of module `m` with one argument per graph parameter.
-pub fn run_graph(m: &Module, g: &Graph, args: &[Arg], buffers: &mut [Buffer], opts: &Options) -> Result<GraphStats, InterpError> {
+pub fn run_graph(
+    m: &Module,
+    g: &Graph,
+    args: &[Arg],
+    buffers: &mut [Buffer],
+    opts: &Options,
+) -> Result<GraphStats, InterpError> {
     check_args(g, args, buffers)?;
     let scalar = |name: &str| -> Option<u64> {
         let (i, _) = g.param(name)?;
@@ -97,8 +96,7 @@ pub fn run_graph(m: &Module, g: &Graph, args: &[Arg], buffers: &mut [Buffer], op
         }
     };
     let eval = |e: &Expr, what: &str| {
-        e.eval(&scalar)
-            .map_err(|msg| InterpError::invalid(format!("graph @{}: {what}: {msg}", g.name)))
+        e.eval(&scalar).map_err(|msg| InterpError::invalid(format!("graph @{}: {what}: {msg}", g.name)))
     };
     // The caller's buffers, then the temporaries.
     let user = buffers.len();
@@ -129,7 +127,8 @@ pub fn run_graph(m: &Module, g: &Graph, args: &[Arg], buffers: &mut [Buffer], op
             };
             let dim = |e: &Expr, what: &str| -> Result<u32, InterpError> {
                 let v = eval(e, what).map_err(at)?;
-                u32::try_from(v).map_err(|_| at(InterpError::invalid(format!("{what} `{e}` = {v} does not fit in u32"))))
+                u32::try_from(v)
+                    .map_err(|_| at(InterpError::invalid(format!("{what} `{e}` = {v} does not fit in u32"))))
             };
             let mut cfg = LaunchConfig::linear(1, 1);
             for d in 0..3 {
@@ -150,7 +149,12 @@ pub fn run_graph(m: &Module, g: &Graph, args: &[Arg], buffers: &mut [Buffer], op
                             s => s,
                         },
                         (None, Some((ti, _))) => Arg::Buffer(user + ti),
-                        (None, None) => return Err(at(InterpError::invalid(format!("`%{name}` is not defined in graph @{}", g.name)))),
+                        (None, None) => {
+                            return Err(at(InterpError::invalid(format!(
+                                "`%{name}` is not defined in graph @{}",
+                                g.name
+                            ))))
+                        }
                     },
                     LaunchArg::Expr(e) => {
                         let v = eval(e, "a computed argument").map_err(at)?;

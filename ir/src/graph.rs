@@ -77,7 +77,7 @@ pub struct Launch {
 }
 
 /// A launch argument.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum LaunchArg {
     /// A graph parameter or temporary, by name (without `%`).
     Value(String),
@@ -112,7 +112,8 @@ pub enum ExprFn {
 }
 
 impl ExprFn {
-    pub const ALL: [ExprFn; 7] = [ExprFn::Add, ExprFn::Sub, ExprFn::Mul, ExprFn::Div, ExprFn::CeilDiv, ExprFn::Min, ExprFn::Max];
+    pub const ALL: [ExprFn; 7] =
+        [ExprFn::Add, ExprFn::Sub, ExprFn::Mul, ExprFn::Div, ExprFn::CeilDiv, ExprFn::Min, ExprFn::Max];
     pub fn name(self) -> &'static str {
         match self {
             ExprFn::Add => "add",
@@ -286,7 +287,9 @@ pub fn pointer_origins(k: &Kernel) -> Vec<BTreeSet<u32>> {
         let mut changed = false;
         for (_, i) in k.placed_insts() {
             let d = k.inst(i);
-            if let (Op::PtrOffset | Op::PtrOffsetBytes | Op::PtrCast(_), Some(r), Some(&a)) = (&d.op, d.result, d.args.first()) {
+            if let (Op::PtrOffset | Op::PtrOffsetBytes | Op::PtrCast(_), Some(r), Some(&a)) =
+                (&d.op, d.result, d.args.first())
+            {
                 changed |= add(&mut origin, r, a);
             }
         }
@@ -431,7 +434,12 @@ pub fn verify_graph(m: &Module, g: &Graph) -> Vec<Diagnostic> {
         }
     }
     for (i, t) in g.temps.iter().enumerate() {
-        let dup = g.params.iter().map(|p| (p.name.as_str(), p.span)).chain(g.temps[..i].iter().map(|t| (t.name.as_str(), t.span))).find(|(n, _)| *n == t.name);
+        let dup = g
+            .params
+            .iter()
+            .map(|p| (p.name.as_str(), p.span))
+            .chain(g.temps[..i].iter().map(|t| (t.name.as_str(), t.span)))
+            .find(|(n, _)| *n == t.name);
         if let Some((_, prev)) = dup {
             errs.push(
                 Diagnostic::error(format!("`%{}` is already defined in graph `@{}`", t.name, g.name))
@@ -440,7 +448,10 @@ pub fn verify_graph(m: &Module, g: &Graph) -> Vec<Diagnostic> {
             );
         }
         if t.elem == ScalarType::Pred {
-            errs.push(Diagnostic::error(format!("temporary `%{}` has element type `pred`", t.name)).at(at(t.span), "use u8 or u32 storage"));
+            errs.push(
+                Diagnostic::error(format!("temporary `%{}` has element type `pred`", t.name))
+                    .at(at(t.span), "use u8 or u32 storage"),
+            );
         }
         check_expr(g, &t.len, at(t.span), "the length of a temporary", &mut errs);
     }
@@ -451,7 +462,10 @@ pub fn verify_graph(m: &Module, g: &Graph) -> Vec<Diagnostic> {
             for d in dims.iter() {
                 check_expr(g, d, span, what, &mut errs);
                 if *d == Expr::Int(0) {
-                    errs.push(Diagnostic::error(format!("a {what} dimension of `@{}` is 0", l.kernel)).at(span, "launch dimensions must be at least 1"));
+                    errs.push(
+                        Diagnostic::error(format!("a {what} dimension of `@{}` is 0", l.kernel))
+                            .at(span, "launch dimensions must be at least 1"),
+                    );
                 }
             }
         }
@@ -461,29 +475,44 @@ pub fn verify_graph(m: &Module, g: &Graph) -> Vec<Diagnostic> {
         let Some(k) = m.kernel(&l.kernel) else {
             let names: Vec<String> = m.kernels.iter().map(|k| format!("@{}", k.name)).collect();
             errs.push(
-                Diagnostic::error(format!("unknown kernel `@{}`", l.kernel))
-                    .at(span, "launched here")
-                    .with_note(format!("kernels in this module: {}", if names.is_empty() { "none".into() } else { names.join(", ") })),
+                Diagnostic::error(format!("unknown kernel `@{}`", l.kernel)).at(span, "launched here").with_note(
+                    format!(
+                        "kernels in this module: {}",
+                        if names.is_empty() { "none".into() } else { names.join(", ") }
+                    ),
+                ),
             );
             continue;
         };
         let dynamic = k.shared.iter().find(|s| s.len.is_none());
         match (dynamic, &l.shared_bytes) {
             (Some(d), None) => errs.push(
-                Diagnostic::error(format!("kernel `@{}` declares dynamic shared memory `@{}` but the launch does not size it", k.name, d.name))
-                    .at(span, "add `shared(BYTES)` before the arguments"),
+                Diagnostic::error(format!(
+                    "kernel `@{}` declares dynamic shared memory `@{}` but the launch does not size it",
+                    k.name, d.name
+                ))
+                .at(span, "add `shared(BYTES)` before the arguments"),
             ),
             (None, Some(_)) => errs.push(
-                Diagnostic::error(format!("kernel `@{}` has no dynamic shared memory", k.name)).at(span, "remove the `shared(...)` clause"),
+                Diagnostic::error(format!("kernel `@{}` has no dynamic shared memory", k.name))
+                    .at(span, "remove the `shared(...)` clause"),
             ),
             _ => {}
         }
         if l.args.len() != k.params.len() {
-            let sig: Vec<String> = k.params.iter().map(|p| format!("%{}: {}", k.value(*p).name, k.value(*p).ty)).collect();
+            let sig: Vec<String> =
+                k.params.iter().map(|p| format!("%{}: {}", k.value(*p).name, k.value(*p).ty)).collect();
             errs.push(
-                Diagnostic::error(format!("kernel `@{}` takes {} argument{}, but {} {} given", k.name, k.params.len(), plural(k.params.len()), l.args.len(), if l.args.len() == 1 { "is" } else { "are" }))
-                    .at(span, "wrong number of arguments")
-                    .with_note(format!("@{}({})", k.name, sig.join(", "))),
+                Diagnostic::error(format!(
+                    "kernel `@{}` takes {} argument{}, but {} {} given",
+                    k.name,
+                    k.params.len(),
+                    plural(k.params.len()),
+                    l.args.len(),
+                    if l.args.len() == 1 { "is" } else { "are" }
+                ))
+                .at(span, "wrong number of arguments")
+                .with_note(format!("@{}({})", k.name, sig.join(", "))),
             );
             continue;
         }
@@ -492,12 +521,19 @@ pub fn verify_graph(m: &Module, g: &Graph) -> Vec<Diagnostic> {
             let pty = k.value(p).ty;
             let aspan = at(l.arg_span(i));
             let mismatch = |found: String| {
-                Diagnostic::error(format!("argument {} of `@{}` has type `{found}`, but parameter `%{pname}` is `{pty}`", i + 1, k.name))
-                    .at(aspan, format!("expected `{pty}`"))
+                Diagnostic::error(format!(
+                    "argument {} of `@{}` has type `{found}`, but parameter `%{pname}` is `{pty}`",
+                    i + 1,
+                    k.name
+                ))
+                .at(aspan, format!("expected `{pty}`"))
             };
             match arg {
                 LaunchArg::Value(v) => match g.value_type(v) {
-                    None => errs.push(Diagnostic::error(format!("`%{v}` is not defined in graph `@{}`", g.name)).at(aspan, "not a graph parameter or temporary")),
+                    None => errs.push(
+                        Diagnostic::error(format!("`%{v}` is not defined in graph `@{}`", g.name))
+                            .at(aspan, "not a graph parameter or temporary"),
+                    ),
                     Some(t) if t != pty => errs.push(mismatch(t.to_string())),
                     Some(_) => {}
                 },
@@ -531,7 +567,10 @@ fn check_expr(g: &Graph, e: &Expr, span: Span, what: &str, errs: &mut Vec<Diagno
     check_expr_arity(e, span, errs);
     for p in e.params() {
         match g.value_type(p) {
-            None => errs.push(Diagnostic::error(format!("`%{p}` is not defined in graph `@{}`", g.name)).at(span, format!("used in {what}"))),
+            None => errs.push(
+                Diagnostic::error(format!("`%{p}` is not defined in graph `@{}`", g.name))
+                    .at(span, format!("used in {what}")),
+            ),
             Some(Type::Scalar(s)) if s.is_int() => {}
             Some(t) => errs.push(
                 Diagnostic::error(format!("`%{p}` (of type `{t}`) cannot be used in {what}"))
@@ -545,7 +584,10 @@ fn check_expr(g: &Graph, e: &Expr, span: Span, what: &str, errs: &mut Vec<Diagno
 fn check_expr_arity(e: &Expr, span: Span, errs: &mut Vec<Diagnostic>) {
     if let Expr::Call(f, args) = e {
         if args.len() != f.arity() {
-            errs.push(Diagnostic::error(format!("`{}` takes {} arguments, not {}", f.name(), f.arity(), args.len())).at(span, "here"));
+            errs.push(
+                Diagnostic::error(format!("`{}` takes {} arguments, not {}", f.name(), f.arity(), args.len()))
+                    .at(span, "here"),
+            );
         }
         args.iter().for_each(|a| check_expr_arity(a, span, errs));
     }
@@ -560,7 +602,8 @@ pub fn print_launch_arg(a: &LaunchArg) -> String {
     }
 }
 
-fn print_dims(dims: &[Expr; 3]) -> String {
+/// Prints launch dimensions as written in a launch, without trailing `1`s.
+pub fn print_dims(dims: &[Expr; 3]) -> String {
     let used = dims.iter().rposition(|d| *d != Expr::Int(1)).map(|i| i + 1).unwrap_or(1);
     dims[..used].iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", ")
 }

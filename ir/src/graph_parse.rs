@@ -42,7 +42,10 @@ pub(crate) fn lower_graphs(ast: &AstModule, module: &mut Module, errs: &mut Vec<
             continue;
         }
         seen.insert(&g.name.node, g.name.span);
-        if g.launches.iter().any(|l| declared_kernels.contains(l.kernel.node.as_str()) && module.kernel(&l.kernel.node).is_none()) {
+        if g.launches
+            .iter()
+            .any(|l| declared_kernels.contains(l.kernel.node.as_str()) && module.kernel(&l.kernel.node).is_none())
+        {
             continue;
         }
         let mut local = Vec::new();
@@ -71,11 +74,16 @@ fn lower_type(t: &AstType, errs: &mut Vec<Diagnostic>) -> Option<Type> {
         AstType::Ptr { space, elem } => {
             let sp = AddrSpace::from_name(&space.node);
             if sp.is_none() {
-                errs.push(Diagnostic::error(format!("unknown address space `{}`", space.node)).at(space.span, "expected `global`"));
+                errs.push(
+                    Diagnostic::error(format!("unknown address space `{}`", space.node))
+                        .at(space.span, "expected `global`"),
+                );
             }
             let el = scalar(elem, errs)?;
             if el == ScalarType::Pred {
-                errs.push(Diagnostic::error("pointers to `pred` are not allowed").at(elem.span, "use u8 or u32 storage"));
+                errs.push(
+                    Diagnostic::error("pointers to `pred` are not allowed").at(elem.span, "use u8 or u32 storage"),
+                );
                 return None;
             }
             Some(Type::Ptr(sp?, el))
@@ -100,13 +108,19 @@ impl Scope<'_> {
             AstExpr::Int(text) => match parse_u64(text) {
                 Some(v) => Some(Expr::Int(v)),
                 None => {
-                    errs.push(Diagnostic::error(format!("`{text}` is not a size")).at(e.span, "sizes are integers from 0 to 2^64-1"));
+                    errs.push(
+                        Diagnostic::error(format!("`{text}` is not a size"))
+                            .at(e.span, "sizes are integers from 0 to 2^64-1"),
+                    );
                     None
                 }
             },
             AstExpr::Value(v) => match self.names.get(v) {
                 None => {
-                    errs.push(Diagnostic::error(format!("`%{v}` is not defined in graph `@{}`", self.graph.name.node)).at(e.span, "not a parameter of the graph"));
+                    errs.push(
+                        Diagnostic::error(format!("`%{v}` is not defined in graph `@{}`", self.graph.name.node))
+                            .at(e.span, "not a parameter of the graph"),
+                    );
                     None
                 }
                 Some(Some(Type::Scalar(s))) if s.is_int() => Some(Expr::Param(v.clone())),
@@ -133,7 +147,15 @@ impl Scope<'_> {
                     return None;
                 };
                 if args.len() != func.arity() {
-                    errs.push(Diagnostic::error(format!("`{}` takes {} arguments, not {}", func.name(), func.arity(), args.len())).at(e.span, "wrong number of arguments"));
+                    errs.push(
+                        Diagnostic::error(format!(
+                            "`{}` takes {} arguments, not {}",
+                            func.name(),
+                            func.arity(),
+                            args.len()
+                        ))
+                        .at(e.span, "wrong number of arguments"),
+                    );
                     return None;
                 }
                 let lowered: Option<Vec<Expr>> = lowered.into_iter().collect();
@@ -219,13 +241,17 @@ fn lower_launch(scope: &Scope<'_>, l: &AstLaunch, module: &Module, errs: &mut Ve
                 errs.push(
                     Diagnostic::error(format!("unknown launch clause `{other}(...)`"))
                         .at(name_span, "not a launch clause")
-                        .with_note("a launch is `launch @kernel grid(x[, y[, z]]) block(x[, y[, z]]) [shared(bytes)] (args)`"),
+                        .with_note(
+                            "a launch is `launch @kernel grid(x[, y[, z]]) block(x[, y[, z]]) [shared(bytes)] (args)`",
+                        ),
                 );
                 continue;
             }
         };
         if slot_taken {
-            errs.push(Diagnostic::error(format!("`{}(...)` is given twice", c.name.node)).at(name_span, "given again here"));
+            errs.push(
+                Diagnostic::error(format!("`{}(...)` is given twice", c.name.node)).at(name_span, "given again here"),
+            );
             continue;
         }
         let exprs: Vec<Option<Expr>> = c.args.iter().map(|a| scope.lower_expr(a, errs)).collect();
@@ -239,7 +265,10 @@ fn lower_launch(scope: &Scope<'_>, l: &AstLaunch, module: &Module, errs: &mut Ve
             continue;
         }
         if exprs.is_empty() || exprs.len() > 3 {
-            errs.push(Diagnostic::error(format!("`{}(...)` takes 1 to 3 dimensions, not {}", c.name.node, exprs.len())).at(c.span, "here"));
+            errs.push(
+                Diagnostic::error(format!("`{}(...)` takes 1 to 3 dimensions, not {}", c.name.node, exprs.len()))
+                    .at(c.span, "here"),
+            );
             continue;
         }
         let mut dims = [Expr::one(), Expr::one(), Expr::one()];
@@ -254,7 +283,10 @@ fn lower_launch(scope: &Scope<'_>, l: &AstLaunch, module: &Module, errs: &mut Ve
     }
     for what in ["grid", "block"] {
         if !l.clauses.iter().any(|c| c.name.node == what) {
-            errs.push(Diagnostic::error(format!("the launch of `@{}` has no `{what}(...)`", l.kernel.node)).at(l.kernel.span, format!("add `{what}(...)` after the kernel name")));
+            errs.push(
+                Diagnostic::error(format!("the launch of `@{}` has no `{what}(...)`", l.kernel.node))
+                    .at(l.kernel.span, format!("add `{what}(...)` after the kernel name")),
+            );
         }
     }
     let kernel = module.kernel(&l.kernel.node);
@@ -272,7 +304,9 @@ fn lower_launch(scope: &Scope<'_>, l: &AstLaunch, module: &Module, errs: &mut Ve
                     None
                 }
             },
-            AstGraphArg::Expr(AstExpr::Int(text)) => literal_arg(&AstOperand::Int(text.clone()), a.span, param_ty(i), errs),
+            AstGraphArg::Expr(AstExpr::Int(text)) => {
+                literal_arg(&AstOperand::Int(text.clone()), a.span, param_ty(i), errs)
+            }
             AstGraphArg::Literal(lit) => literal_arg(lit, a.span, param_ty(i), errs),
             AstGraphArg::Expr(e @ AstExpr::Call(..)) => {
                 scope.lower_expr(&Spanned { node: e.clone(), span: a.span }, errs).map(LaunchArg::Expr)
@@ -306,7 +340,10 @@ fn literal_arg(lit: &AstOperand, span: Span, ty: Option<Type>, errs: &mut Vec<Di
     let ty = match ty {
         Some(Type::Scalar(s)) => s,
         Some(t @ Type::Ptr(..)) => {
-            errs.push(Diagnostic::error(format!("a literal cannot be passed as a buffer (`{t}`)")).at(span, "expected a buffer name"));
+            errs.push(
+                Diagnostic::error(format!("a literal cannot be passed as a buffer (`{t}`)"))
+                    .at(span, "expected a buffer name"),
+            );
             return None;
         }
         None => natural,

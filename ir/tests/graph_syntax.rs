@@ -112,8 +112,13 @@ graph @g(%x: ptr<global, f32>, %y: ptr<global, f32>, %z: ptr<global, f32>, %n: u
     let m = parse_ok(&src);
     let g = m.graph("g").unwrap();
     let dag = dependency_graph(&m, g);
-    let mut edges: Vec<(usize, usize, Vec<Dependency>)> =
-        dag.edge_indices().map(|e| { let (a, b) = dag.edge_endpoints(e).unwrap(); (dag[a], dag[b], dag[e].clone()) }).collect();
+    let mut edges: Vec<(usize, usize, Vec<Dependency>)> = dag
+        .edge_indices()
+        .map(|e| {
+            let (a, b) = dag.edge_endpoints(e).unwrap();
+            (dag[a], dag[b], dag[e].clone())
+        })
+        .collect();
     edges.sort_by_key(|e| (e.0, e.1));
     let dep = |b: &str, h| Dependency { buffer: b.into(), hazard: h };
     assert_eq!(
@@ -216,14 +221,19 @@ fn error_syntax_in_a_launch() {
 }
 
 fn arb_expr() -> impl Strategy<Value = Expr> {
-    let leaf = prop_oneof![any::<u64>().prop_map(Expr::Int), prop::sample::select(vec!["n", "m"]).prop_map(|s| Expr::Param(s.to_string()))];
+    let leaf = prop_oneof![
+        any::<u64>().prop_map(Expr::Int),
+        prop::sample::select(vec!["n", "m"]).prop_map(|s| Expr::Param(s.to_string()))
+    ];
     leaf.prop_recursive(3, 12, 2, |inner| {
-        (prop::sample::select(ExprFn::ALL.to_vec()), inner.clone(), inner).prop_map(|(f, a, b)| Expr::Call(f, vec![a, b]))
+        (prop::sample::select(ExprFn::ALL.to_vec()), inner.clone(), inner)
+            .prop_map(|(f, a, b)| Expr::Call(f, vec![a, b]))
     })
 }
 
 fn arb_dims() -> impl Strategy<Value = [Expr; 3]> {
-    (arb_expr(), prop_oneof![Just(Expr::Int(1)), arb_expr()], prop_oneof![Just(Expr::Int(1)), arb_expr()]).prop_map(|(a, b, c)| [a, b, c])
+    (arb_expr(), prop_oneof![Just(Expr::Int(1)), arb_expr()], prop_oneof![Just(Expr::Int(1)), arb_expr()])
+        .prop_map(|(a, b, c)| [a, b, c])
 }
 
 proptest! {

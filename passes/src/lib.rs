@@ -15,7 +15,9 @@
 
 pub mod dce;
 pub mod edit;
+pub mod fma_contract;
 pub mod fold;
+pub mod fuse;
 pub mod manager;
 pub mod pass;
 pub mod pipeline;

@@ -237,6 +237,13 @@ pub fn run_pipeline(m: &mut Module, p: &Pipeline, cfg: &RunConfig, dumps: &mut d
             changed_kernels: 0,
             time: Duration::ZERO,
         };
+        if run_module_step(step, m, cfg, &mut sr, &mut report)? {
+            if let Some(dir) = &cfg.dump_dir {
+                write_dump_file(dir, si + 1, name, m)?;
+            }
+            report.steps.push(sr);
+            continue;
+        }
         for k in m.kernels.iter_mut() {
             if cfg.wants_before(name) {
                 dump(dumps, "Before", name, k)?;
@@ -293,6 +300,39 @@ pub fn run_pipeline(m: &mut Module, p: &Pipeline, cfg: &RunConfig, dumps: &mut d
         report.steps.push(sr);
     }
     Ok(report)
+}
+
+/// Runs `step` as a module pass if it is one (see [`crate::Pass::run_module`]); returns whether it
+/// was. With `verify_each`, the whole module (kernels and graphs) is verified after it, and the
+/// module from before the pass is restored if it fails; error diagnostics restore it too.
+fn run_module_step(step: &crate::pipeline::Step, m: &mut Module, cfg: &RunConfig, sr: &mut StepReport, report: &mut Report) -> Result<bool, PassError> {
+    let before = m.clone();
+    let mut cx = PassContext::default();
+    let start = Instant::now();
+    let Some(changed) = step.pass.run_module(m, &mut cx) else { return Ok(false) };
+    sr.time += start.elapsed();
+    if changed {
+        m.kernels.iter_mut().for_each(Kernel::compact);
+        sr.changed_kernels += m.kernels.iter().filter(|k| !before.kernels.contains(k)).count().max(1);
+    }
+    sr.stats.merge(&cx.stats);
+    let (errors, warnings): (Vec<Diagnostic>, Vec<Diagnostic>) = cx.diagnostics.into_iter().partition(Diagnostic::is_error);
+    report.warnings.extend(warnings);
+    let module_name = || m.kernels.first().map(|k| k.name.clone()).unwrap_or_default();
+    if !errors.is_empty() {
+        let kernel = module_name();
+        *m = before;
+        return Err(PassError::Rejected { pass: step.spec.clone(), kernel, diagnostics: errors });
+    }
+    if cfg.verify_each {
+        let errs: Vec<Diagnostic> = kir_ir::verify::verify_module(m).into_iter().chain(m.graphs.iter().flat_map(|g| kir_ir::graph::verify_graph(m, g))).filter(Diagnostic::is_error).collect();
+        if !errs.is_empty() {
+            let (kernel, ir_after) = (module_name(), print_module(m));
+            *m = before;
+            return Err(PassError::Broken { pass: step.spec.clone(), kernel, diagnostics: errs, ir_after });
+        }
+    }
+    Ok(true)
 }
 
 /// Runs a pipeline on one kernel with the verifier after every pass and no dumps: what tests use.

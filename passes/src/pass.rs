@@ -17,6 +17,12 @@ pub trait Pass {
     fn name(&self) -> &'static str;
     /// Runs on `k`; returns whether `k` changed.
     fn run(&self, k: &mut Kernel, cx: &mut PassContext) -> bool;
+    /// A module pass (launch fusion, which rewrites graphs and adds kernels) overrides this and
+    /// returns `Some(changed)`; the pass manager then calls it once per step instead of
+    /// [`Pass::run`] on each kernel. Kernel passes keep this default.
+    fn run_module(&self, _m: &mut kir_ir::Module, _cx: &mut PassContext) -> Option<bool> {
+        None
+    }
 }
 
 /// Named counters a pass reports (`instructions folded: 12`).

@@ -59,6 +59,24 @@ pub fn registry() -> Vec<PassInfo> {
                 Ok(Box::new(crate::barrier::VerifyBarriers))
             },
         },
+        PassInfo {
+            name: "fuse",
+            description: "fuse launches of each launch graph (vertical: producer into consumer with store forwarding; horizontal: independent launches) where every shared buffer is thread-private",
+            options: &[],
+            create: |o| {
+                o.expect_only("fuse", &[])?;
+                Ok(Box::new(crate::fuse::Fuse))
+            },
+        },
+        PassInfo {
+            name: "fma-contract",
+            description: "contract mul.rn followed by add.rn into fma (opt-in: rounds once, so results may change in the last bit)",
+            options: &[],
+            create: |o| {
+                o.expect_only("fma-contract", &[])?;
+                Ok(Box::new(crate::fma_contract::FmaContract))
+            },
+        },
     ]
 }
 
