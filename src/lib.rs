@@ -2,3 +2,5 @@
 pub use kir_ir as ir;
 pub mod checks;
 pub mod directives;
+pub mod compare;
+pub mod harness;

@@ -20,6 +20,8 @@ enum Command {
     Fmt(cmd::fmt::Args),
     /// Print a kernel's control-flow graph as Graphviz DOT.
     Cfg(cmd::cfg::Args),
+    /// Check, optimize, emit PTX for and run (interpreter, GPU when present) every .kir file.
+    Test(cmd::test::Args),
     /// Run a pass pipeline (default: fold,simplify-cfg,dce) and print the optimized module.
     Opt(cmd::opt::Args),
     /// Emit PTX for a .kir file (as written; run `kir opt` first to optimize).
@@ -36,6 +38,7 @@ fn main() -> ExitCode {
         Command::Check(a) => cmd::check::run(a),
         Command::Fmt(a) => cmd::fmt::run(a),
         Command::Cfg(a) => cmd::cfg::run(a),
+        Command::Test(a) => cmd::test::run(a),
         Command::Opt(a) => cmd::opt::run(a),
         Command::Ptx(a) => cmd::ptx::run(a),
         Command::Run(a) => cmd::run::run(a),

@@ -7,3 +7,4 @@ pub mod fmt;
 pub mod opt;
 pub mod ptx;
 pub mod run;
+pub mod test;

@@ -1,0 +1,95 @@
+//! `kir test [PATH...]`: the main job. Runs every check on every `.kir` file under the paths.
+//!
+//! Guarantees: one row per file and per directive (`ok`, `FAIL`, `skip: ...`), printed as soon as
+//! it is decided (with `[i/N]` file progress), then a final `N passed, N failed, N skipped` line.
+//! Exit 0 only when nothing failed and at least one file was found; a path that does not exist is
+//! an error. `--require-gpu` (or `KIR_REQUIRE_GPU=1`) turns a missing GPU into failures.
+
+use kir::harness::{self, Context, Outcome, Row};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Files or directories (searched recursively for *.kir); default `kernels/`.
+    pub paths: Vec<String>,
+    /// Fail (instead of skip) when no GPU is present.
+    #[arg(long)]
+    pub require_gpu: bool,
+    /// Also print what each passing row checked.
+    #[arg(long, short)]
+    pub verbose: bool,
+}
+
+fn collect(path: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    if path.is_dir() {
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(path)?.filter_map(|e| e.ok().map(|e| e.path())).collect();
+        entries.sort();
+        for e in entries {
+            if e.is_dir() || e.extension().is_some_and(|x| x == "kir") {
+                collect(&e, out)?;
+            }
+        }
+        Ok(())
+    } else if path.exists() {
+        out.push(path.to_path_buf());
+        Ok(())
+    } else {
+        Err(std::io::Error::new(std::io::ErrorKind::NotFound, "no such file or directory"))
+    }
+}
+
+pub fn run(args: &Args) -> ExitCode {
+    let paths = if args.paths.is_empty() { vec!["kernels".to_string()] } else { args.paths.clone() };
+    let mut files = Vec::new();
+    for p in &paths {
+        if let Err(e) = collect(Path::new(p), &mut files) {
+            eprintln!("error: {p}: {e}");
+            return ExitCode::from(2);
+        }
+    }
+    if files.is_empty() {
+        eprintln!("error: no .kir files under {}", paths.join(", "));
+        return ExitCode::from(2);
+    }
+    let require_gpu = args.require_gpu || std::env::var("KIR_REQUIRE_GPU").is_ok_and(|v| v == "1");
+    let mut ctx = Context::detect(require_gpu);
+    if ctx.ptxas.is_none() {
+        eprintln!("note: ptxas not found ({}); PTX is emitted but not assembled", kir_backend_ptx::tools::INSTALL_HINT);
+    }
+    if let harness::GpuState::Unavailable(why) = &ctx.gpu {
+        eprintln!("note: {why}; GPU rows are skipped{}", if require_gpu { " — and fail, as --require-gpu asks" } else { "" });
+    }
+    let (mut passed, mut failed, mut skipped) = (0usize, 0usize, 0usize);
+    let n = files.len();
+    let verbose = args.verbose;
+    for (i, f) in files.iter().enumerate() {
+        let mut emit = |row: Row| {
+            let progress = format!("[{}/{n}]", i + 1);
+            match &row.outcome {
+                Outcome::Ok => {
+                    passed += 1;
+                    match (&row.note, verbose) {
+                        (Some(note), true) => println!("{progress} ok    {}  ({note})", row.label),
+                        _ => println!("{progress} ok    {}", row.label),
+                    }
+                }
+                Outcome::Fail(msg) => {
+                    failed += 1;
+                    println!("{progress} FAIL  {}\n    {}", row.label, msg.trim_start());
+                }
+                Outcome::Skip(why) => {
+                    skipped += 1;
+                    println!("{progress} skip: {why}  {}", row.label);
+                }
+            }
+        };
+        harness::test_file(f, &mut ctx, &mut emit);
+    }
+    println!("{passed} passed, {failed} failed, {skipped} skipped");
+    if failed > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}

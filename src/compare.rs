@@ -1,0 +1,240 @@
+//! Comparing output buffers of two engines (interpreter before/after passes, interpreter vs GPU).
+//!
+//! Guarantees:
+//! - Integer and pred buffers compare exactly.
+//! - Float buffers compare per [`Tolerance`]: `Exact` means the same bits, or both NaN (NaN payloads
+//!   may legitimately differ between the GPU and the interpreter); `Ulp(n)` counts representable
+//!   values between the two across zero (+0 and -0 are 0 apart); `Rel`/`Abs` compare in f64. Under
+//!   every tolerance, both NaN matches, and an infinity matches only the same infinity.
+//! - [`Bitwise`](Strictness::Bitwise) comparison (used between the interpreter before and after
+//!   passes, which share one evaluator) demands identical bits, NaN payloads included.
+//! - A length or element-type mismatch is itself a reported difference, never a panic.
+
+use crate::directives::Tolerance;
+use kir_interp::Buffer;
+use kir_ir::ScalarType;
+use std::fmt;
+
+/// How strict a comparison is.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Strictness {
+    /// Identical bits, NaN payloads included.
+    Bitwise,
+    /// Per the tolerance (NaN-aware).
+    Within(Tolerance),
+}
+
+/// One differing element.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Mismatch {
+    pub index: usize,
+    /// Rendered value of the reference (first) buffer.
+    pub expected: String,
+    /// Rendered value of the compared (second) buffer.
+    pub actual: String,
+    /// ULP distance for float types (None for integers or when a NaN is involved).
+    pub ulps: Option<u64>,
+}
+
+/// The result of comparing two buffers.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Comparison {
+    /// Total number of differing elements.
+    pub count: usize,
+    /// The first differences, in index order (at most the limit given).
+    pub first: Vec<Mismatch>,
+    /// A structural difference (length or type), if any.
+    pub structural: Option<String>,
+    /// Largest ULP distance seen among float elements (0 when identical).
+    pub max_ulps: u64,
+}
+
+impl Comparison {
+    pub fn is_match(&self) -> bool {
+        self.count == 0 && self.structural.is_none()
+    }
+}
+
+impl fmt::Display for Comparison {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(s) = &self.structural {
+            return write!(f, "{s}");
+        }
+        write!(f, "{} element{} differ", self.count, if self.count == 1 { "" } else { "s" })?;
+        for m in &self.first {
+            write!(f, "\n    [{}] expected {}, got {}", m.index, m.expected, m.actual)?;
+            if let Some(u) = m.ulps {
+                write!(f, " ({u} ulp)")?;
+            }
+        }
+        if self.count > self.first.len() {
+            write!(f, "\n    ... and {} more", self.count - self.first.len())?;
+        }
+        Ok(())
+    }
+}
+
+/// The value of element `i` of a float buffer as f64 (exact for every float type).
+fn as_f64(elem: ScalarType, bits: u64) -> f64 {
+    kir_ir::Constant::from_bits(elem, bits).as_f64().unwrap_or(f64::NAN)
+}
+
+/// Renders an element for humans: floats in shortest round-trip form with their bits when NaN.
+pub fn render_element(elem: ScalarType, bits: u64) -> String {
+    if elem.is_float() {
+        let v = as_f64(elem, bits);
+        if v.is_nan() {
+            format!("NaN(0x{bits:x})")
+        } else {
+            kir_ir::printer::print_constant(kir_ir::Constant::from_bits(elem, bits))
+        }
+    } else {
+        kir_ir::printer::print_constant(kir_ir::Constant::from_bits(elem, bits))
+    }
+}
+
+/// Maps float bits to a monotonic integer line (for ULP distance), with +0 and -0 both at 0.
+fn ordinal(elem: ScalarType, bits: u64) -> i128 {
+    let w = elem.bits();
+    let sign = (bits >> (w - 1)) & 1 == 1;
+    let mag = (bits & (elem.mask() >> 1)) as i128;
+    if sign {
+        -mag
+    } else {
+        mag
+    }
+}
+
+/// ULP distance between two non-NaN floats of type `elem`.
+pub fn ulp_distance(elem: ScalarType, a: u64, b: u64) -> u64 {
+    (ordinal(elem, a) - ordinal(elem, b)).unsigned_abs() as u64
+}
+
+/// Whether two elements match under `strictness`.
+pub fn elements_match(elem: ScalarType, a: u64, b: u64, strictness: Strictness) -> bool {
+    if a == b {
+        return true;
+    }
+    let tol = match strictness {
+        Strictness::Bitwise => return false,
+        Strictness::Within(t) => t,
+    };
+    if !elem.is_float() {
+        return false;
+    }
+    let (x, y) = (as_f64(elem, a), as_f64(elem, b));
+    if x.is_nan() || y.is_nan() {
+        return x.is_nan() && y.is_nan();
+    }
+    if x.is_infinite() || y.is_infinite() {
+        return x == y;
+    }
+    match tol {
+        // Same bits was handled above; +0 and -0 differ under `Exact`.
+        Tolerance::Exact => false,
+        Tolerance::Ulp(n) => ulp_distance(elem, a, b) <= n as u64,
+        Tolerance::Rel(r) => (x - y).abs() <= r * x.abs().max(y.abs()),
+        Tolerance::Abs(e) => (x - y).abs() <= e,
+    }
+}
+
+/// Compares two buffers element by element, keeping the first `limit` mismatches.
+pub fn compare_buffers(expected: &Buffer, actual: &Buffer, strictness: Strictness, limit: usize) -> Comparison {
+    let mut c = Comparison::default();
+    if expected.elem != actual.elem {
+        c.structural = Some(format!("element types differ: {} vs {}", expected.elem, actual.elem));
+        return c;
+    }
+    if expected.len() != actual.len() {
+        c.structural = Some(format!("lengths differ: {} vs {} elements", expected.len(), actual.len()));
+        return c;
+    }
+    let elem = expected.elem;
+    for i in 0..expected.len() {
+        let (a, b) = (expected.get_bits(i), actual.get_bits(i));
+        if elem.is_float() {
+            let (x, y) = (as_f64(elem, a), as_f64(elem, b));
+            if !x.is_nan() && !y.is_nan() {
+                c.max_ulps = c.max_ulps.max(ulp_distance(elem, a, b));
+            }
+        }
+        if !elements_match(elem, a, b, strictness) {
+            c.count += 1;
+            if c.first.len() < limit {
+                let ulps = (elem.is_float() && !as_f64(elem, a).is_nan() && !as_f64(elem, b).is_nan())
+                    .then(|| ulp_distance(elem, a, b));
+                c.first.push(Mismatch { index: i, expected: render_element(elem, a), actual: render_element(elem, b), ulps });
+            }
+        }
+    }
+    c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn f32s(v: &[f32]) -> Buffer {
+        Buffer::from_f32(v)
+    }
+
+    #[test]
+    fn ulp_distance_crosses_zero() {
+        let e = ScalarType::F32;
+        assert_eq!(ulp_distance(e, 0x8000_0000, 0), 0);
+        assert_eq!(ulp_distance(e, 1, 0x8000_0001), 2);
+        assert_eq!(ulp_distance(e, 1.0f32.to_bits() as u64, 1.0000001f32.to_bits() as u64), 1);
+    }
+
+    #[test]
+    fn exact_nan_aware_but_bitwise_is_not() {
+        let a = f32s(&[f32::from_bits(0x7fc0_0000)]);
+        let b = f32s(&[f32::from_bits(0x7fff_ffff)]);
+        assert!(compare_buffers(&a, &b, Strictness::Within(Tolerance::Exact), 4).is_match());
+        assert!(!compare_buffers(&a, &b, Strictness::Bitwise, 4).is_match());
+    }
+
+    #[test]
+    fn exact_distinguishes_signed_zero() {
+        let a = f32s(&[0.0]);
+        let b = f32s(&[-0.0]);
+        assert!(!compare_buffers(&a, &b, Strictness::Within(Tolerance::Exact), 4).is_match());
+        assert!(compare_buffers(&a, &b, Strictness::Within(Tolerance::Ulp(0)), 4).is_match());
+    }
+
+    #[test]
+    fn tolerances() {
+        let a = f32s(&[1.0, 100.0, f32::INFINITY, 2.0]);
+        let b = f32s(&[1.0000002, 100.001, f32::INFINITY, 2.0]);
+        let ulp = compare_buffers(&a, &b, Strictness::Within(Tolerance::Ulp(2)), 4);
+        assert_eq!(ulp.count, 1, "{ulp}");
+        assert_eq!(ulp.first[0].index, 1);
+        assert!(compare_buffers(&a, &b, Strictness::Within(Tolerance::Rel(1e-5)), 4).is_match());
+        assert!(!compare_buffers(&a, &b, Strictness::Within(Tolerance::Abs(1e-4)), 4).is_match());
+        let inf = compare_buffers(&f32s(&[f32::INFINITY]), &f32s(&[f32::NEG_INFINITY]), Strictness::Within(Tolerance::Rel(1.0)), 4);
+        assert!(!inf.is_match());
+    }
+
+    #[test]
+    fn integers_compare_exactly_and_structure_is_checked() {
+        let a = Buffer::from_u32(&[1, 2, 3]);
+        let b = Buffer::from_u32(&[1, 2, 4]);
+        let c = compare_buffers(&a, &b, Strictness::Within(Tolerance::Rel(1.0)), 4);
+        assert_eq!(c.count, 1);
+        assert_eq!(c.first[0].expected, "3");
+        let short = Buffer::from_u32(&[1]);
+        assert!(compare_buffers(&a, &short, Strictness::Bitwise, 4).structural.is_some());
+        let f = f32s(&[1.0, 2.0, 3.0]);
+        assert!(compare_buffers(&a, &f, Strictness::Bitwise, 4).structural.unwrap().contains("element types"));
+    }
+
+    #[test]
+    fn mismatch_listing_is_limited_and_counted() {
+        let a = Buffer::from_u32(&(0..100).collect::<Vec<_>>());
+        let b = Buffer::from_u32(&(1..101).collect::<Vec<_>>());
+        let c = compare_buffers(&a, &b, Strictness::Bitwise, 3);
+        assert_eq!(c.count, 100);
+        assert_eq!(c.first.len(), 3);
+        assert!(c.to_string().contains("and 97 more"));
+    }
+}

@@ -1,0 +1,364 @@
+//! The engine behind `kir test`: every check of one `.kir` file, reported as rows.
+//!
+//! For each file: parse, verify (including barrier verification), the default pass pipeline with
+//! the verifier after every pass, PTX emission (and `ptxas` for sm_80 and sm_90 when found), and
+//! `; check-ptx:` lines — one row. Then for each `; run:` directive: the launch in the interpreter
+//! on the module as written and after the pass pipeline, whose outputs must be bit-identical, and
+//! the directive's `; expect:` checks — one row; and the same launch on the GPU, compared with the
+//! interpreter within the directive's tolerance — one row (`skip: no GPU` without one).
+//!
+//! Guarantees:
+//! - Every problem is a FAIL row with a message that locates it (file, line, kernel); nothing
+//!   panics on bad input and no failure is silently dropped.
+//! - A row is `ok` only when its check actually ran and passed; a check that could not run is a
+//!   `skip` row that says why.
+//! - Results are deterministic: the same file gives the same rows.
+
+use crate::checks;
+use crate::compare::{compare_buffers, elements_match, Strictness};
+use crate::directives::{parse_directives, RunDirective, Tolerance};
+use kir_backend_ptx::{gpu, tools, PtxOptions, SmVersion};
+use kir_interp::args::{parse_arg_spec, ArgSpec};
+use kir_interp::{Arg, Buffer, LaunchConfig, Options};
+use kir_ir::diag::{self, Diagnostic};
+use kir_ir::{Kernel, Module};
+use std::path::{Path, PathBuf};
+
+/// The outcome of one row.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Outcome {
+    Ok,
+    Fail(String),
+    Skip(String),
+}
+
+/// One reported row.
+#[derive(Clone, Debug)]
+pub struct Row {
+    /// What was checked, e.g. `kernels/a.kir` or `kernels/a.kir:12 @relu_backward interp`.
+    pub label: String,
+    pub outcome: Outcome,
+    /// Extra information for an `ok` row (e.g. which tools ran).
+    pub note: Option<String>,
+}
+
+/// Why the GPU side cannot run, or the runner to use.
+pub enum GpuState {
+    Available(Box<gpu::GpuRunner>),
+    Unavailable(String),
+}
+
+/// State shared across files: tools found once, the GPU opened once.
+pub struct Context {
+    pub ptxas: Option<PathBuf>,
+    pub gpu: GpuState,
+    /// Turn a missing GPU into a failure.
+    pub require_gpu: bool,
+    /// Interpreter options for directive launches.
+    pub interp: Options,
+}
+
+impl Context {
+    /// Finds ptxas and opens the first GPU, if any (never panics without a driver).
+    pub fn detect(require_gpu: bool) -> Context {
+        let gpu = if !gpu::driver_present() {
+            GpuState::Unavailable("no GPU (CUDA driver library not found)".into())
+        } else {
+            match gpu::GpuRunner::new(0) {
+                Ok(r) => GpuState::Available(Box::new(r)),
+                Err(e) => GpuState::Unavailable(format!("no GPU ({e})")),
+            }
+        };
+        Context { ptxas: tools::find_ptxas(), gpu, require_gpu, interp: Options::default() }
+    }
+}
+
+/// The outputs of one interpreter launch.
+struct Outputs {
+    buffers: Vec<Buffer>,
+    /// Parameter name of each buffer.
+    names: Vec<String>,
+}
+
+fn indent(text: &str) -> String {
+    text.lines().map(|l| format!("    {l}")).collect::<Vec<_>>().join("\n")
+}
+
+fn rendered(diags: &[Diagnostic], path: &str, source: &str) -> String {
+    indent(diag::render(diags, path, source, false).trim_end())
+}
+
+/// Tests one file; `emit` receives each row as soon as it is decided.
+pub fn test_file(path: &Path, ctx: &mut Context, emit: &mut dyn FnMut(Row)) {
+    let label = path.display().to_string();
+    let source = match std::fs::read_to_string(path) {
+        Ok(s) => s,
+        Err(e) => return emit(Row { label: label.clone(), outcome: Outcome::Fail(format!("cannot read: {e}")), note: None }),
+    };
+    let module = match kir_ir::parse(&source) {
+        Ok(m) => m,
+        Err(d) => return emit(Row { label: label.clone(), outcome: Outcome::Fail(format!("does not parse:\n{}", rendered(&d, &label, &source))), note: None }),
+    };
+    let directives = match parse_directives(&source) {
+        Ok(d) => d,
+        Err(errs) => {
+            let msg: Vec<String> = errs.iter().map(|e| format!("    {label}:{}: {}", e.line, e.message)).collect();
+            return emit(Row { label: label.clone(), outcome: Outcome::Fail(format!("bad directives:\n{}", msg.join("\n"))), note: None });
+        }
+    };
+    let diags = checks::check_module(&module);
+    if diag::has_errors(&diags) {
+        return emit(Row { label: label.clone(), outcome: Outcome::Fail(format!("does not check:\n{}", rendered(&diags, &label, &source))), note: None });
+    }
+    let mut optimized = module.clone();
+    let pipeline = match kir_passes::parse_pipeline(kir_passes::DEFAULT_PIPELINE) {
+        Ok(p) => p,
+        Err(e) => return emit(Row { label: label.clone(), outcome: Outcome::Fail(format!("internal: default pipeline: {e}")), note: None }),
+    };
+    let run_cfg = kir_passes::RunConfig { verify_each: true, ..Default::default() };
+    if let Err(e) = kir_passes::run_pipeline(&mut optimized, &pipeline, &run_cfg, &mut std::io::sink()) {
+        let detail = rendered(e.diagnostics(), &label, &source);
+        return emit(Row { label: label.clone(), outcome: Outcome::Fail(format!("pass pipeline `{}` failed: {e}\n{detail}", kir_passes::DEFAULT_PIPELINE)), note: None });
+    }
+    // PTX of the optimized module, assembled for the oldest and newest supported targets.
+    let mut notes = vec![format!("passes: {}", kir_passes::DEFAULT_PIPELINE)];
+    let ptx = if optimized.kernels.is_empty() {
+        None
+    } else {
+        match kir_backend_ptx::emit_module(&optimized, &PtxOptions::new(SmVersion::Sm80)) {
+            Ok(p) => Some(p),
+            Err(d) => return emit(Row { label: label.clone(), outcome: Outcome::Fail(format!("PTX emission failed:\n{}", rendered(&d, &label, &source))), note: None }),
+        }
+    };
+    if let Some(ptx) = &ptx {
+        if ctx.ptxas.is_some() {
+            for sm in [SmVersion::Sm80, SmVersion::Sm90] {
+                let text = if sm == SmVersion::Sm80 {
+                    ptx.clone()
+                } else {
+                    match kir_backend_ptx::emit_module(&optimized, &PtxOptions::new(sm)) {
+                        Ok(p) => p,
+                        Err(d) => return emit(Row { label: label.clone(), outcome: Outcome::Fail(format!("PTX emission for {} failed:\n{}", sm.name(), rendered(&d, &label, &source))), note: None }),
+                    }
+                };
+                if let Err(e) = tools::run_ptxas(&text, sm) {
+                    return emit(Row { label: label.clone(), outcome: Outcome::Fail(format!("ptxas rejected the PTX for {}:\n{}", sm.name(), indent(&e))), note: None });
+                }
+            }
+            notes.push("ptxas sm_80, sm_90".into());
+        } else {
+            notes.push("ptxas not found: PTX not assembled".into());
+        }
+        // check-ptx lines must match in order.
+        let mut from = 0;
+        for (line, pat) in &directives.ptx_checks {
+            match ptx[from..].find(pat.as_str()) {
+                Some(p) => from += p + pat.len(),
+                None => {
+                    return emit(Row { label: label.clone(), outcome: Outcome::Fail(format!("{label}:{line}: check-ptx `{pat}` not found in the PTX (after the previous match)")), note: None })
+                }
+            }
+        }
+    } else if let Some((line, _)) = directives.ptx_checks.first() {
+        return emit(Row { label: label.clone(), outcome: Outcome::Fail(format!("{label}:{line}: check-ptx given but the file has no kernel")), note: None });
+    }
+    emit(Row { label: label.clone(), outcome: Outcome::Ok, note: Some(notes.join("; ")) });
+
+    let base_dir = path.parent().map(Path::to_path_buf);
+    for d in &directives.runs {
+        run_directive(d, &label, &source, &module, &optimized, base_dir.as_deref(), ctx, emit);
+    }
+}
+
+fn named_specs(d: &RunDirective) -> Result<Vec<(String, ArgSpec)>, String> {
+    d.args.iter().map(|(k, v)| parse_arg_spec(v).map(|s| (k.clone(), s)).map_err(|e| format!("argument `{k}`: {e}"))).collect()
+}
+
+/// Runs one directive in the interpreter (as written, and after passes) and on the GPU.
+#[allow(clippy::too_many_arguments)]
+fn run_directive(
+    d: &RunDirective,
+    file: &str,
+    source: &str,
+    module: &Module,
+    optimized: &Module,
+    base_dir: Option<&Path>,
+    ctx: &mut Context,
+    emit: &mut dyn FnMut(Row),
+) {
+    let shape = match (d.grid, d.block) {
+        (Some(g), Some(b)) => format!(" grid({}) block({})", dims(g), dims(b)),
+        _ => String::new(),
+    };
+    let label = format!("{file}:{} @{}{shape}", d.line, d.target);
+    let fail = |msg: String| Row { label: format!("{label} interp"), outcome: Outcome::Fail(msg), note: None };
+    let specs = match named_specs(d) {
+        Ok(s) => s,
+        Err(e) => return emit(fail(e)),
+    };
+    let is_graph = module.graph(&d.target).is_some();
+    let (before, after) = if is_graph {
+        match (run_graph(module, &d.target, &specs, base_dir, &ctx.interp), run_graph(optimized, &d.target, &specs, base_dir, &ctx.interp)) {
+            (Ok(a), Ok(b)) => (a, b),
+            (Err(e), _) => return emit(fail(render_run_error(e, file, source))),
+            (_, Err(e)) => return emit(fail(format!("after passes: {}", render_run_error(e, file, source)))),
+        }
+    } else {
+        let (Some(k), Some(ko)) = (module.kernel(&d.target), optimized.kernel(&d.target)) else {
+            return emit(fail(format!("no kernel or graph `@{}` in this file", d.target)));
+        };
+        let (Some(grid), Some(block)) = (d.grid, d.block) else {
+            return emit(fail(format!("@{} is a kernel: the directive needs grid(..) and block(..)", d.target)));
+        };
+        let cfg = LaunchConfig { grid, block, dynamic_shared_bytes: d.shared_bytes };
+        match (run_kernel(k, &cfg, &specs, base_dir, &ctx.interp), run_kernel(ko, &cfg, &specs, base_dir, &ctx.interp)) {
+            (Ok(a), Ok(b)) => (a, b),
+            (Err(e), _) => return emit(fail(render_run_error(e, file, source))),
+            (_, Err(e)) => return emit(fail(format!("after passes: {}", render_run_error(e, file, source)))),
+        }
+    };
+    for (i, (a, b)) in before.buffers.iter().zip(&after.buffers).enumerate() {
+        let c = compare_buffers(a, b, Strictness::Bitwise, 5);
+        if !c.is_match() {
+            return emit(fail(format!("outputs differ after passes `{}` in buffer `{}`: {c}", kir_passes::DEFAULT_PIPELINE, before.names[i])));
+        }
+    }
+    let tol = d.tol.unwrap_or(Tolerance::Exact);
+    for e in &d.expects {
+        let Some(bi) = before.names.iter().position(|n| *n == e.buffer) else {
+            return emit(fail(format!("{file}:{}: expect names `{}`, which is not a buffer argument of this run", e.line, e.buffer)));
+        };
+        let buf = &before.buffers[bi];
+        if e.end > buf.len() {
+            return emit(fail(format!("{file}:{}: expect range {}..{} is past the end of `{}` ({} elements)", e.line, e.start, e.end, e.buffer, buf.len())));
+        }
+        for (j, text) in e.values.iter().enumerate() {
+            let idx = e.start + j;
+            let want = match kir_interp::args::number_constant(text, buf.elem) {
+                Ok(c) => c,
+                Err(err) => return emit(fail(format!("{file}:{}: expected value `{text}`: {err}", e.line))),
+            };
+            let got = buf.get_bits(idx);
+            if !elements_match(buf.elem, want.bits, got, Strictness::Within(tol)) {
+                return emit(fail(format!(
+                    "{file}:{}: {}[{idx}] is {}, expected {text} (tol {tol})",
+                    e.line,
+                    e.buffer,
+                    crate::compare::render_element(buf.elem, got)
+                )));
+            }
+        }
+    }
+    emit(Row { label: format!("{label} interp"), outcome: Outcome::Ok, note: Some("bit-identical after passes".into()) });
+
+    // The GPU side.
+    let gpu_label = format!("{label} gpu");
+    let runner = match &mut ctx.gpu {
+        GpuState::Available(r) => r,
+        GpuState::Unavailable(why) => {
+            let outcome = if ctx.require_gpu { Outcome::Fail(format!("{why}; --require-gpu was given")) } else { Outcome::Skip("no GPU".into()) };
+            let _ = why;
+            return emit(Row { label: gpu_label, outcome, note: None });
+        }
+    };
+    if is_graph {
+        return emit(Row { label: gpu_label, outcome: Outcome::Skip("graphs run in the interpreter only".into()), note: None });
+    }
+    let ko = optimized.kernel(&d.target).expect("checked above");
+    let (grid, block) = (d.grid.unwrap_or([1; 3]), d.block.unwrap_or([1; 3]));
+    let result = run_kernel_on_gpu(runner, ko, &LaunchConfig { grid, block, dynamic_shared_bytes: d.shared_bytes }, &specs, base_dir);
+    let gpu_buffers = match result {
+        Ok(b) => b,
+        Err(e) => return emit(Row { label: gpu_label, outcome: Outcome::Fail(e), note: None }),
+    };
+    for (i, (a, b)) in before.buffers.iter().zip(&gpu_buffers).enumerate() {
+        let c = compare_buffers(a, b, Strictness::Within(tol), 5);
+        if !c.is_match() {
+            return emit(Row { label: gpu_label, outcome: Outcome::Fail(format!("buffer `{}` differs from the interpreter (tol {tol}): {c}", before.names[i])), note: None });
+        }
+    }
+    emit(Row { label: gpu_label, outcome: Outcome::Ok, note: Some(format!("matches the interpreter (tol {tol})")) });
+}
+
+fn dims(d: [u32; 3]) -> String {
+    match d {
+        [x, 1, 1] => x.to_string(),
+        [x, y, 1] => format!("{x},{y}"),
+        [x, y, z] => format!("{x},{y},{z}"),
+    }
+}
+
+/// A failure of a launch: a bad argument or an interpreter error.
+enum RunError {
+    Args(String),
+    Interp(Box<kir_interp::InterpError>),
+}
+
+fn render_run_error(e: RunError, file: &str, source: &str) -> String {
+    match e {
+        RunError::Args(msg) => msg,
+        RunError::Interp(err) => format!("interpreter:\n{}", rendered(&[err.to_diagnostic()], file, source)),
+    }
+}
+
+fn run_kernel(k: &Kernel, cfg: &LaunchConfig, specs: &[(String, ArgSpec)], base_dir: Option<&Path>, opts: &Options) -> Result<Outputs, RunError> {
+    let mut bound = kir_interp::args::bind(k, specs, base_dir).map_err(RunError::Args)?;
+    kir_interp::launch(k, cfg, &bound.args, &mut bound.buffers, opts).map_err(|e| RunError::Interp(Box::new(e)))?;
+    let mut names = vec![String::new(); bound.buffers.len()];
+    for (p, b) in bound.param_buffer.iter().enumerate() {
+        if let Some(b) = b {
+            names[*b] = k.value(k.params[p]).name.clone();
+        }
+    }
+    Ok(Outputs { buffers: bound.buffers, names })
+}
+
+fn run_graph(m: &Module, name: &str, specs: &[(String, ArgSpec)], base_dir: Option<&Path>, opts: &Options) -> Result<Outputs, RunError> {
+    let g = m.graph(name).ok_or_else(|| RunError::Args(format!("no graph `@{name}`")))?;
+    let mut bound = kir_interp::graph::bind_graph(g, specs, base_dir).map_err(RunError::Args)?;
+    kir_interp::graph::run_graph(m, g, &bound.args, &mut bound.buffers, opts).map_err(|e| RunError::Interp(Box::new(e)))?;
+    let mut names = vec![String::new(); bound.buffers.len()];
+    for (p, a) in bound.args.iter().enumerate() {
+        if let Arg::Buffer(b) = a {
+            if let Some(n) = names.get_mut(*b) {
+                *n = g.params[p].name.clone();
+            }
+        }
+    }
+    Ok(Outputs { buffers: bound.buffers, names })
+}
+
+/// Runs a kernel on the GPU with the same arguments the interpreter gets; returns the buffers
+/// after the launch, in parameter order.
+pub fn run_kernel_on_gpu(
+    runner: &mut gpu::GpuRunner,
+    k: &Kernel,
+    cfg: &LaunchConfig,
+    specs: &[(String, ArgSpec)],
+    base_dir: Option<&Path>,
+) -> Result<Vec<Buffer>, String> {
+    let bound = kir_interp::args::bind(k, specs, base_dir)?;
+    let ptx = kir_backend_ptx::emit_kernel(k, &PtxOptions::new(SmVersion::Sm80)).map_err(|d| {
+        let msgs: Vec<String> = d.iter().map(|x| x.message.clone()).collect();
+        format!("PTX emission failed: {}", msgs.join("; "))
+    })?;
+    let args: Vec<gpu::Arg> = bound
+        .args
+        .iter()
+        .map(|a| match a {
+            Arg::Buffer(i) => gpu::Arg::Buffer(bound.buffers[*i].bytes.clone()),
+            Arg::Scalar(c) => {
+                let n = c.ty.bytes() as usize;
+                gpu::Arg::Scalar(c.bits.to_le_bytes()[..n].to_vec())
+            }
+        })
+        .collect();
+    let launch = gpu::Launch {
+        grid: (cfg.grid[0], cfg.grid[1], cfg.grid[2]),
+        block: (cfg.block[0], cfg.block[1], cfg.block[2]),
+        dynamic_shared_bytes: cfg.dynamic_shared_bytes,
+    };
+    let out = runner.run(&ptx, &k.name, launch, &args).map_err(|e| format!("GPU: {e}"))?;
+    let elems: Vec<kir_ir::ScalarType> = bound.buffers.iter().map(|b| b.elem).collect();
+    Ok(out.into_iter().zip(elems).map(|(bytes, elem)| Buffer { elem, bytes }).collect())
+}
