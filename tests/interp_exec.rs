@@ -96,10 +96,7 @@ entry:
     assert!(mn[1].is_sign_negative());
     assert_eq!(mn[3], 1.0);
     // cvt.rzi.s32 then div by -2: 3 / -2 = -1 (truncating); 0; 196512 / -2 = -98256; NaN -> 0.
-    assert_eq!(
-        bufs[5].to_u32().iter().map(|&v| v as i32).collect::<Vec<_>>(),
-        vec![-1, 0, -98256, 0]
-    );
+    assert_eq!(bufs[5].to_u32().iter().map(|&v| v as i32).collect::<Vec<_>>(), vec![-1, 0, -98256, 0]);
 }
 
 const DIVERGENT_LOOP: &str = r#"
@@ -251,11 +248,7 @@ fn shared_memory_tree_reduction_with_barriers() {
     let x: Vec<f32> = (0..n).map(|i| (i % 17) as f32).collect();
     let mut bufs = vec![Buffer::from_f32(&x), Buffer::zeros(ScalarType::F32, 4)];
     let args = [Arg::Buffer(0), Arg::Buffer(1), Arg::Scalar(Constant::u32(n as u32))];
-    let opts = Options {
-        races: true,
-        uninit: true,
-        ..Options::default()
-    };
+    let opts = Options { races: true, uninit: true, ..Options::default() };
     let stats = launch(&kernel(REDUCE), &LaunchConfig::linear(4, 256), &args, &mut bufs, &opts).unwrap();
     let want: Vec<f32> = x.chunks(256).map(|c| c.iter().sum()).collect();
     assert_eq!(f32s(&bufs[1]), want);
@@ -266,18 +259,13 @@ fn shared_memory_tree_reduction_with_barriers() {
 fn results_do_not_depend_on_host_threads() {
     let n = 50_000usize;
     let mut state = 1u64;
-    let x: Vec<f32> = (0..n)
-        .map(|_| kir_interp::args::splitmix64(&mut state) as u32 as f32 * 1e-9)
-        .collect();
+    let x: Vec<f32> = (0..n).map(|_| kir_interp::args::splitmix64(&mut state) as u32 as f32 * 1e-9).collect();
     let k = kernel(REDUCE);
     let mut results = vec![];
     for threads in [Some(1), Some(2), Some(3), None] {
         let mut bufs = vec![Buffer::from_f32(&x), Buffer::zeros(ScalarType::F32, 196)];
         let args = [Arg::Buffer(0), Arg::Buffer(1), Arg::Scalar(Constant::u32(n as u32))];
-        let opts = Options {
-            threads,
-            ..Options::default()
-        };
+        let opts = Options { threads, ..Options::default() };
         let stats = launch(&k, &LaunchConfig::linear(196, 256), &args, &mut bufs, &opts).unwrap();
         results.push((bufs, stats));
     }
@@ -298,17 +286,8 @@ entry:
   ret
 }
 "#;
-    let mut bufs = vec![
-        Buffer::zeros(ScalarType::U32, 1),
-        Buffer::zeros(ScalarType::U32, 300),
-        Buffer::zeros(ScalarType::F32, 1),
-    ];
-    run(
-        src,
-        LaunchConfig::linear(3, 100),
-        &[Arg::Buffer(0), Arg::Buffer(1), Arg::Buffer(2)],
-        &mut bufs,
-    );
+    let mut bufs = vec![Buffer::zeros(ScalarType::U32, 1), Buffer::zeros(ScalarType::U32, 300), Buffer::zeros(ScalarType::F32, 1)];
+    run(src, LaunchConfig::linear(3, 100), &[Arg::Buffer(0), Arg::Buffer(1), Arg::Buffer(2)], &mut bufs);
     assert_eq!(bufs[0].to_u32(), vec![300]);
     assert_eq!(bufs[1].to_u32(), (0..300).collect::<Vec<u32>>());
     assert_eq!(f32s(&bufs[2]), vec![(0..300).sum::<u32>() as f32]);
@@ -390,19 +369,9 @@ exit:
 }
 "#;
     let mut bufs = vec![Buffer::zeros(ScalarType::U32, 7 * 64)];
-    let opts = Options {
-        races: true,
-        uninit: true,
-        ..Options::default()
-    };
-    let stats = launch(
-        &kernel(src),
-        &LaunchConfig::linear(3, 64),
-        &[Arg::Buffer(0), Arg::Scalar(Constant::u32(7))],
-        &mut bufs,
-        &opts,
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    let opts = Options { races: true, uninit: true, ..Options::default() };
+    let stats = launch(&kernel(src), &LaunchConfig::linear(3, 64), &[Arg::Buffer(0), Arg::Scalar(Constant::u32(7))], &mut bufs, &opts)
+        .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(bufs[0].to_u32(), (0..7 * 64).map(|i| i / 64 + 1).collect::<Vec<u32>>());
     assert_eq!(stats.barriers, 2 * 7);
 }
@@ -413,24 +382,11 @@ fn persistent_rmsnorm_from_the_kernel_library_runs_clean() {
     let m = kir_ir::parse(src).unwrap();
     let k = m.kernel("persistent_decoder").expect("kernels/rmsnorm.kir has @persistent_decoder");
     let (tokens, hidden) = (7u32, 100u32);
-    let x = kir_interp::args::generate(&kir_interp::args::ArgSpec::Rand {
-        elem: ScalarType::F16,
-        len: (tokens * hidden) as u64,
-        seed: 5,
-    })
-    .unwrap();
+    let x = kir_interp::args::generate(&kir_interp::args::ArgSpec::Rand { elem: ScalarType::F16, len: (tokens * hidden) as u64, seed: 5 })
+        .unwrap();
     let mut bufs = vec![x, Buffer::zeros(ScalarType::F16, (tokens * hidden) as usize)];
-    let args = [
-        Arg::Buffer(0),
-        Arg::Buffer(1),
-        Arg::Scalar(Constant::u32(tokens)),
-        Arg::Scalar(Constant::u32(hidden)),
-    ];
-    let opts = Options {
-        races: true,
-        uninit: true,
-        ..Options::default()
-    };
+    let args = [Arg::Buffer(0), Arg::Buffer(1), Arg::Scalar(Constant::u32(tokens)), Arg::Scalar(Constant::u32(hidden))];
+    let opts = Options { races: true, uninit: true, ..Options::default() };
     launch(k, &LaunchConfig::linear(3, 64), &args, &mut bufs, &opts).unwrap_or_else(|e| panic!("{e}"));
     assert!(bufs[1].to_f32().iter().all(|v| v.is_finite()) && bufs[1].to_f32().iter().any(|v| *v != 0.0));
 }
@@ -461,11 +417,7 @@ entry:
 }
 "#;
     let mut bufs = vec![Buffer::zeros(ScalarType::U32, 4 * 24)];
-    let cfg = LaunchConfig {
-        grid: [2, 2, 1],
-        block: [4, 3, 2],
-        dynamic_shared_bytes: 0,
-    };
+    let cfg = LaunchConfig { grid: [2, 2, 1], block: [4, 3, 2], dynamic_shared_bytes: 0 };
     run(src, cfg, &[Arg::Buffer(0)], &mut bufs);
     let out = bufs[0].to_u32();
     for by in 0..2u32 {
@@ -504,18 +456,11 @@ entry:
 "#;
     let k = kernel(src);
     let mut bufs = vec![Buffer::zeros(ScalarType::F32, 48)];
-    let cfg = LaunchConfig {
-        grid: [1, 1, 1],
-        block: [48, 1, 1],
-        dynamic_shared_bytes: 48 * 4,
-    };
+    let cfg = LaunchConfig { grid: [1, 1, 1], block: [48, 1, 1], dynamic_shared_bytes: 48 * 4 };
     launch(&k, &cfg, &[Arg::Buffer(0)], &mut bufs, &Options::default()).unwrap();
     assert_eq!(f32s(&bufs[0]), (0..48).rev().map(|i| i as f32).collect::<Vec<_>>());
     // One element short: the last thread's store is out of bounds.
-    let cfg = LaunchConfig {
-        dynamic_shared_bytes: 47 * 4,
-        ..cfg
-    };
+    let cfg = LaunchConfig { dynamic_shared_bytes: 47 * 4, ..cfg };
     let e = launch(&k, &cfg, &[Arg::Buffer(0)], &mut bufs, &Options::default()).unwrap_err();
     assert_eq!(e.fault_kind(), Some(kir_interp::FaultKind::OutOfBounds));
     assert_eq!(e.thread, Some([47, 0, 0]));
@@ -524,36 +469,16 @@ entry:
 #[test]
 fn invalid_launches_are_their_own_error_kind() {
     let k = kernel(RELU);
-    let mut bufs = vec![
-        Buffer::zeros(ScalarType::F32, 4),
-        Buffer::zeros(ScalarType::F32, 4),
-        Buffer::zeros(ScalarType::S32, 4),
-    ];
+    let mut bufs = vec![Buffer::zeros(ScalarType::F32, 4), Buffer::zeros(ScalarType::F32, 4), Buffer::zeros(ScalarType::S32, 4)];
     let good = [Arg::Buffer(0), Arg::Buffer(1), Arg::Buffer(0), Arg::Scalar(Constant::u32(4))];
     let cases: Vec<(LaunchConfig, Vec<Arg>, &str)> = vec![
         (LaunchConfig::linear(1, 2048), good.to_vec(), "too large"),
         (LaunchConfig::linear(0, 32), good.to_vec(), "at least 1"),
         (LaunchConfig::linear(1, 32), good[..3].to_vec(), "takes 4 arguments, given 3"),
-        (
-            LaunchConfig::linear(1, 32),
-            vec![good[0], good[1], Arg::Buffer(2), good[3]],
-            "must be a buffer of f32, given a buffer of s32",
-        ),
-        (
-            LaunchConfig::linear(1, 32),
-            vec![good[0], good[1], good[2], Arg::Scalar(Constant::s32(4))],
-            "must be a u32, given a s32",
-        ),
-        (
-            LaunchConfig::linear(1, 32),
-            vec![good[0], good[1], good[2], Arg::Buffer(0)],
-            "must be a u32 scalar, given a buffer",
-        ),
-        (
-            LaunchConfig::linear(1, 32),
-            vec![good[0], Arg::Buffer(9), good[2], good[3]],
-            "names buffer 9",
-        ),
+        (LaunchConfig::linear(1, 32), vec![good[0], good[1], Arg::Buffer(2), good[3]], "must be a buffer of f32, given a buffer of s32"),
+        (LaunchConfig::linear(1, 32), vec![good[0], good[1], good[2], Arg::Scalar(Constant::s32(4))], "must be a u32, given a s32"),
+        (LaunchConfig::linear(1, 32), vec![good[0], good[1], good[2], Arg::Buffer(0)], "must be a u32 scalar, given a buffer"),
+        (LaunchConfig::linear(1, 32), vec![good[0], Arg::Buffer(9), good[2], good[3]], "names buffer 9"),
     ];
     for (cfg, args, msg) in cases {
         let e = launch(&k, &cfg, &args, &mut bufs, &Options::default()).unwrap_err();

@@ -196,9 +196,9 @@ pub fn generate(spec: &ArgSpec) -> Option<Buffer> {
 pub fn materialize(spec: &ArgSpec, ty: Type, base_dir: Option<&Path>) -> Result<Value, String> {
     match (spec, ty) {
         (ArgSpec::Number(text), Type::Scalar(t)) => Ok(Value::Scalar(number_constant(text, t)?)),
-        (ArgSpec::Number(text), Type::Ptr(..)) => Err(format!(
-            "a {ty} needs a buffer (rand:, zeros:, @file.npy...), not the number `{text}`"
-        )),
+        (ArgSpec::Number(text), Type::Ptr(..)) => {
+            Err(format!("a {ty} needs a buffer (rand:, zeros:, @file.npy...), not the number `{text}`"))
+        }
         (_, Type::Scalar(t)) => Err(format!("a {t} scalar needs a number, not a buffer")),
         (_, Type::Ptr(AddrSpace::Shared, _)) => Err(format!("a {ty} cannot be passed to a launch")),
         (ArgSpec::Npy(path), Type::Ptr(_, elem)) => {
@@ -241,27 +241,16 @@ pub fn bind(kernel: &Kernel, named: &[(String, ArgSpec)], base_dir: Option<&Path
     for (name, spec) in named {
         let n = name.trim_start_matches('%');
         let Some((i, _)) = kernel.param_by_name(n) else {
-            let names: Vec<String> = kernel
-                .params
-                .iter()
-                .map(|p| format!("{}: {}", kernel.value(*p).name, kernel.value_type(*p)))
-                .collect();
-            return Err(format!(
-                "kernel @{} has no parameter `{n}` (parameters: {})",
-                kernel.name,
-                names.join(", ")
-            ));
+            let names: Vec<String> =
+                kernel.params.iter().map(|p| format!("{}: {}", kernel.value(*p).name, kernel.value_type(*p))).collect();
+            return Err(format!("kernel @{} has no parameter `{n}` (parameters: {})", kernel.name, names.join(", ")));
         };
         if given[i].is_some() {
             return Err(format!("parameter `{n}` is given twice"));
         }
         given[i] = Some(spec);
     }
-    let mut out = Bound {
-        args: vec![],
-        buffers: vec![],
-        param_buffer: vec![],
-    };
+    let mut out = Bound { args: vec![], buffers: vec![], param_buffer: vec![] };
     for (i, p) in kernel.params.iter().enumerate() {
         let v = kernel.value(*p);
         let Some(spec) = given[i] else {
@@ -290,36 +279,10 @@ mod tests {
     fn parses_every_form() {
         assert_eq!(parse_arg_spec("1.5").unwrap(), ArgSpec::Number("1.5".into()));
         assert_eq!(parse_arg_spec("@a/b.npy").unwrap(), ArgSpec::Npy("a/b.npy".into()));
-        assert_eq!(
-            parse_arg_spec("rand:f32:10").unwrap(),
-            ArgSpec::Rand {
-                elem: ScalarType::F32,
-                len: 10,
-                seed: 0
-            }
-        );
-        assert_eq!(
-            parse_arg_spec("rand:f16:10:7").unwrap(),
-            ArgSpec::Rand {
-                elem: ScalarType::F16,
-                len: 10,
-                seed: 7
-            }
-        );
-        assert_eq!(
-            parse_arg_spec("zeros:u32:4").unwrap(),
-            ArgSpec::Zeros {
-                elem: ScalarType::U32,
-                len: 4
-            }
-        );
-        assert_eq!(
-            parse_arg_spec("range:s8:4").unwrap(),
-            ArgSpec::Range {
-                elem: ScalarType::S8,
-                len: 4
-            }
-        );
+        assert_eq!(parse_arg_spec("rand:f32:10").unwrap(), ArgSpec::Rand { elem: ScalarType::F32, len: 10, seed: 0 });
+        assert_eq!(parse_arg_spec("rand:f16:10:7").unwrap(), ArgSpec::Rand { elem: ScalarType::F16, len: 10, seed: 7 });
+        assert_eq!(parse_arg_spec("zeros:u32:4").unwrap(), ArgSpec::Zeros { elem: ScalarType::U32, len: 4 });
+        assert_eq!(parse_arg_spec("range:s8:4").unwrap(), ArgSpec::Range { elem: ScalarType::S8, len: 4 });
         assert!(parse_arg_spec("rand:q32:4").unwrap_err().contains("unknown type"));
         assert!(parse_arg_spec("zeros:f32").unwrap_err().contains("zeros:TYPE:LEN"));
         assert!(parse_arg_spec("zeros:f32:-1").unwrap_err().contains("not a non-negative integer"));
@@ -346,49 +309,18 @@ mod tests {
         // splitmix64 with seed 0: first output is 0xe220a8397b1dcdaf (the reference sequence).
         let mut s = 0;
         assert_eq!(splitmix64(&mut s), 0xe220_a839_7b1d_cdaf);
-        let b = generate(&ArgSpec::Rand {
-            elem: ScalarType::F32,
-            len: 1000,
-            seed: 3,
-        })
-        .unwrap();
+        let b = generate(&ArgSpec::Rand { elem: ScalarType::F32, len: 1000, seed: 3 }).unwrap();
         let v = b.to_f32();
         assert!(v.iter().all(|x| (-1.0..1.0).contains(x)));
-        assert_eq!(
-            b,
-            generate(&ArgSpec::Rand {
-                elem: ScalarType::F32,
-                len: 1000,
-                seed: 3
-            })
-            .unwrap()
-        );
-        let first = generate(&ArgSpec::Rand {
-            elem: ScalarType::F32,
-            len: 1,
-            seed: 0,
-        })
-        .unwrap()
-        .to_f32()[0];
+        assert_eq!(b, generate(&ArgSpec::Rand { elem: ScalarType::F32, len: 1000, seed: 3 }).unwrap());
+        let first = generate(&ArgSpec::Rand { elem: ScalarType::F32, len: 1, seed: 0 }).unwrap().to_f32()[0];
         // r >> 40 = 0xe220a8 = 14819496; 2 * 14819496 / 2^24 - 1 = 12861776 / 2^24 = 0.76662158966064453125 (exact in f32).
         assert_eq!(first, 0.766_621_589_660_644_531_25);
-        let r = generate(&ArgSpec::Range {
-            elem: ScalarType::F16,
-            len: 3,
-        })
-        .unwrap();
+        let r = generate(&ArgSpec::Range { elem: ScalarType::F16, len: 3 }).unwrap();
         assert_eq!(r.to_f32(), vec![0.0, 1.0, 2.0]);
-        let o = generate(&ArgSpec::Ones {
-            elem: ScalarType::BF16,
-            len: 2,
-        })
-        .unwrap();
+        let o = generate(&ArgSpec::Ones { elem: ScalarType::BF16, len: 2 }).unwrap();
         assert_eq!(o.bytes, vec![0x80, 0x3f, 0x80, 0x3f]);
-        let u = generate(&ArgSpec::Range {
-            elem: ScalarType::U8,
-            len: 300,
-        })
-        .unwrap();
+        let u = generate(&ArgSpec::Range { elem: ScalarType::U8, len: 300 }).unwrap();
         assert_eq!(u.get_bits(257), 1);
     }
 }

@@ -22,10 +22,7 @@ pub struct Buffer {
 impl Buffer {
     /// `len` zero elements.
     pub fn zeros(elem: ScalarType, len: usize) -> Buffer {
-        Buffer {
-            elem,
-            bytes: vec![0; len * elem.bytes() as usize],
-        }
+        Buffer { elem, bytes: vec![0; len * elem.bytes() as usize] }
     }
     /// A buffer from raw element bits (each zero-extended from the element width).
     pub fn from_bits(elem: ScalarType, bits: impl IntoIterator<Item = u64>) -> Buffer {

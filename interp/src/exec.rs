@@ -100,6 +100,8 @@ enum WarpState {
 pub(crate) struct Worker {
     nslots: usize,
     regs: Vec<Row>,
+    /// `tid.{x,y,z}` of each lane of each warp.
+    tids: Vec<[[u32; 32]; 3]>,
     stacks: Vec<Vec<Entry>>,
     live0: Vec<u32>,
     exited: Vec<u32>,
@@ -132,11 +134,27 @@ impl Worker {
     pub fn new(cx: &LaunchCtx) -> Worker {
         let nslots = cx.prog.nslots;
         let mut regs = vec![[0u64; 32]; nslots * cx.nwarps];
+        // Constants and parameters are the same for every block of the launch and never written.
         for w in 0..cx.nwarps {
             for &(slot, bits) in &cx.prog.consts {
                 regs[w * nslots + slot as usize] = [bits; 32];
             }
+            for (i, &slot) in cx.prog.params.iter().enumerate() {
+                regs[w * nslots + slot as usize] = [cx.params[i]; 32];
+            }
         }
+        let tids = (0..cx.nwarps)
+            .map(|w| {
+                let mut t = [[0u32; 32]; 3];
+                for l in 0..32 {
+                    let c = cx.tid_of((w * 32 + l) as u32);
+                    for d in 0..3 {
+                        t[d][l] = c[d];
+                    }
+                }
+                t
+            })
+            .collect();
         let live0 = (0..cx.nwarps)
             .map(|w| {
                 let n = (cx.nthreads as usize - w * 32).min(32);
@@ -152,6 +170,7 @@ impl Worker {
         Worker {
             nslots,
             regs,
+            tids,
             stacks: vec![Vec::with_capacity(16); cx.nwarps],
             live0,
             exited: vec![0; cx.nwarps],
@@ -188,18 +207,10 @@ impl Worker {
         }
         for w in 0..cx.nwarps {
             self.stacks[w].clear();
-            self.stacks[w].push(Entry {
-                block: 0,
-                ip: 0,
-                mask: self.live0[w],
-                rpc: EXIT,
-            });
+            self.stacks[w].push(Entry { block: 0, ip: 0, mask: self.live0[w], rpc: EXIT });
             self.exited[w] = 0;
             self.exit_block[w] = [EXIT; 32];
             self.state[w] = WarpState::Running;
-            for (i, &slot) in cx.prog.params.iter().enumerate() {
-                self.regs[w * self.nslots + slot as usize] = [cx.params[i]; 32];
-            }
         }
         loop {
             for w in 0..cx.nwarps {
@@ -280,11 +291,7 @@ impl Worker {
                 if first_missing.is_none() {
                     first_missing = Some(((w * 32 + l) as u32, what.clone()));
                 }
-                let what = if what == "wait at this barrier" {
-                    "wait at another barrier".to_string()
-                } else {
-                    what
-                };
+                let what = if what == "wait at this barrier" { "wait at another barrier".to_string() } else { what };
                 match groups.iter_mut().find(|g| g.0 == s && g.1 == what) {
                     Some(g) => g.2 += 1,
                     None => groups.push((s, what, 1)),
@@ -418,28 +425,13 @@ impl Worker {
                             let stack = &mut self.stacks[w];
                             let e0 = stack.pop().expect("top entry exists");
                             if r != e0.rpc {
-                                stack.push(Entry {
-                                    block: r,
-                                    ip: 0,
-                                    mask: e0.mask,
-                                    rpc: e0.rpc,
-                                });
+                                stack.push(Entry { block: r, ip: 0, mask: e0.mask, rpc: e0.rpc });
                             }
                             if else_.block != r {
-                                stack.push(Entry {
-                                    block: else_.block,
-                                    ip: 0,
-                                    mask: not_taken,
-                                    rpc: r,
-                                });
+                                stack.push(Entry { block: else_.block, ip: 0, mask: not_taken, rpc: r });
                             }
                             if then_.block != r {
-                                stack.push(Entry {
-                                    block: then_.block,
-                                    ip: 0,
-                                    mask: taken,
-                                    rpc: r,
-                                });
+                                stack.push(Entry { block: then_.block, ip: 0, mask: taken, rpc: r });
                             }
                         }
                     }
@@ -453,11 +445,23 @@ impl Worker {
         match edge.moves.len() {
             0 => {}
             1 => {
-                let (d, s) = edge.moves[0];
-                let src = self.regs[base + s as usize];
-                let dst = &mut self.regs[base + d as usize];
-                for l in lanes(mask) {
-                    dst[l] = src[l];
+                let (d, s) = (base + edge.moves[0].0 as usize, base + edge.moves[0].1 as usize);
+                if d == s {
+                    return;
+                }
+                let (src, dst) = if s < d {
+                    let (lo, hi) = self.regs.split_at_mut(d);
+                    (&lo[s], &mut hi[0])
+                } else {
+                    let (lo, hi) = self.regs.split_at_mut(s);
+                    (&hi[0], &mut lo[d])
+                };
+                if mask == u32::MAX {
+                    *dst = *src;
+                } else {
+                    for l in lanes(mask) {
+                        dst[l] = src[l];
+                    }
                 }
             }
             k => {
@@ -503,10 +507,10 @@ impl Worker {
                 }
             }
             XOp::Special(reg) => {
-                let t0 = w as u32 * 32;
                 let mut vals = [0u64; 32];
+                let tids = &self.tids[w];
                 for l in lanes(mask) {
-                    let tid = cx.tid_of(t0 + l as u32);
+                    let tid = [tids[0][l], tids[1][l], tids[2][l]];
                     vals[l] = match *reg {
                         SpecialReg::Tid(d) => tid[d.index()],
                         SpecialReg::Ctaid(d) => self.ctaid[d.index()],
@@ -518,6 +522,64 @@ impl Worker {
                     } as u64;
                 }
                 self.write_res(base, inst.res, mask, &vals);
+            }
+            XOp::Load(acc) if acc.space == AddrSpace::Global && cx.global.race.is_none() => {
+                let (ptrs, idxs) = (&self.regs[a0], &self.regs[a1]);
+                let mut vals = [0u64; 32];
+                for l in lanes(mask) {
+                    match mem::locate_fast(ptrs[l], idxs[l], acc.idx_shift, acc.size, &cx.global.lens) {
+                        Some((r, byte)) => vals[l] = cx.global.load(r, byte, acc.size),
+                        None => {
+                            let (p, i) = (ptrs[l], idxs[l]);
+                            self.access(cx, w, l, inst, acc, p, i, Access::Read)?;
+                            return Err(InterpError::internal("a refused load was accepted").at(inst.span, "here"));
+                        }
+                    }
+                }
+                self.stats.global_bytes_read += acc.size as u64 * mask.count_ones() as u64;
+                self.write_res(base, inst.res, mask, &vals);
+            }
+            XOp::Store(acc) if acc.space == AddrSpace::Global && cx.global.race.is_none() => {
+                let (ptrs, idxs, v) = (&self.regs[a0], &self.regs[a1], &self.regs[a2]);
+                for l in lanes(mask) {
+                    match mem::locate_fast(ptrs[l], idxs[l], acc.idx_shift, acc.size, &cx.global.lens) {
+                        Some((r, byte)) => cx.global.store(r, byte, acc.size, v[l]),
+                        None => {
+                            let (p, i, x) = (ptrs[l], idxs[l], v[l]);
+                            self.access(cx, w, l, inst, acc, p, i, Access::Write(x))?;
+                            return Err(InterpError::internal("a refused store was accepted").at(inst.span, "here"));
+                        }
+                    }
+                }
+                self.stats.global_bytes_written += acc.size as u64 * mask.count_ones() as u64;
+            }
+            XOp::Load(acc) if acc.space == AddrSpace::Shared && self.sh_race.is_empty() && self.sh_init.is_empty() => {
+                let (ptrs, idxs) = (&self.regs[a0], &self.regs[a1]);
+                let mut vals = [0u64; 32];
+                for l in lanes(mask) {
+                    match mem::locate_fast(ptrs[l], idxs[l], acc.idx_shift, acc.size, &cx.shared_lens) {
+                        Some((r, byte)) => vals[l] = mem::read_le(&self.shared, cx.shared_start[r] + byte, acc.size),
+                        None => {
+                            let (p, i) = (ptrs[l], idxs[l]);
+                            self.access(cx, w, l, inst, acc, p, i, Access::Read)?;
+                            return Err(InterpError::internal("a refused load was accepted").at(inst.span, "here"));
+                        }
+                    }
+                }
+                self.write_res(base, inst.res, mask, &vals);
+            }
+            XOp::Store(acc) if acc.space == AddrSpace::Shared && self.sh_race.is_empty() && self.sh_init.is_empty() => {
+                let (ptrs, idxs, v) = (&self.regs[a0], &self.regs[a1], &self.regs[a2]);
+                for l in lanes(mask) {
+                    match mem::locate_fast(ptrs[l], idxs[l], acc.idx_shift, acc.size, &cx.shared_lens) {
+                        Some((r, byte)) => mem::write_le(&mut self.shared, cx.shared_start[r] + byte, acc.size, v[l]),
+                        None => {
+                            let (p, i, x) = (ptrs[l], idxs[l], v[l]);
+                            self.access(cx, w, l, inst, acc, p, i, Access::Write(x))?;
+                            return Err(InterpError::internal("a refused store was accepted").at(inst.span, "here"));
+                        }
+                    }
+                }
             }
             XOp::Load(acc) => {
                 let mut vals = [0u64; 32];
@@ -639,19 +701,13 @@ impl Worker {
             if row[l] as u32 != m {
                 return Err(fault(
                     l,
-                    format!(
-                        "lanes {l0} and {l} of warp {w} give different member masks ({m:#010x} and {:#010x})",
-                        row[l] as u32
-                    ),
+                    format!("lanes {l0} and {l} of warp {w} give different member masks ({m:#010x} and {:#010x})", row[l] as u32),
                 ));
             }
         }
         if mask & !m != 0 {
             let l = (mask & !m).trailing_zeros() as usize;
-            return Err(fault(
-                l,
-                format!("lane {l} of warp {w} executes this collective but is not in its member mask {m:#010x}"),
-            ));
+            return Err(fault(l, format!("lane {l} of warp {w} executes this collective but is not in its member mask {m:#010x}")));
         }
         let missing = m & !mask;
         if missing != 0 {
@@ -700,15 +756,20 @@ impl Worker {
         idx_bits: u64,
         kind: Access,
     ) -> Result<u64, InterpError> {
-        let idx = mem::index_value(acc.idx_ty, idx_bits);
         let size = acc.size;
         let lens: &[u64] = match acc.space {
             AddrSpace::Global => &cx.global.lens,
             AddrSpace::Shared => &cx.shared_lens,
         };
-        let (region, byte) = match mem::locate(ptr, idx, size, lens) {
-            Ok(x) => x,
-            Err(f) => return Err(self.access_fault(cx, w, l, inst, acc, idx, kind, f)),
+        let (region, byte) = match mem::locate_fast(ptr, idx_bits, acc.idx_shift, size, lens) {
+            Some(x) => x,
+            None => {
+                let idx = mem::index_value(acc.idx_ty, idx_bits);
+                return Err(match mem::locate(ptr, idx, size, lens) {
+                    Err(f) => self.access_fault(cx, w, l, inst, acc, idx, kind, f),
+                    Ok(_) => InterpError::internal("the two address checks disagree").at(inst.span, "here"),
+                });
+            }
         };
         let tid = (w * 32 + l) as u64;
         match acc.space {
@@ -812,11 +873,10 @@ impl Worker {
         };
         let thread = cx.tid_of((w * 32 + l) as u32);
         let e = match f {
-            AccessFault::NoRegion(r) => InterpError::fault(
-                FaultKind::OutOfBounds,
-                format!("{verb} an invalid {} pointer (region {r}) at index {idx}", acc.space),
-            )
-            .at(inst.span, "invalid pointer"),
+            AccessFault::NoRegion(r) => {
+                InterpError::fault(FaultKind::OutOfBounds, format!("{verb} an invalid {} pointer (region {r}) at index {idx}", acc.space))
+                    .at(inst.span, "invalid pointer")
+            }
             AccessFault::OutOfBounds { region, byte } => {
                 let r = region as usize - 1;
                 let len = match acc.space {
@@ -865,33 +925,17 @@ impl Worker {
         let elem = byte / acc.size as usize;
         let other_tid = tag::tid(c.other);
         let same_block = tag::block(c.other)
-            == tag::block(tag::make(
-                if acc.space == AddrSpace::Global {
-                    self.linear + 1
-                } else {
-                    self.gen as u64
-                },
-                0,
-                0,
-            ));
+            == tag::block(tag::make(if acc.space == AddrSpace::Global { self.linear + 1 } else { self.gen as u64 }, 0, 0));
         let who = if other_tid == tag::MULTI {
             "several other threads of this block".to_string()
         } else if same_block {
             format!("thread {} of this block", coords(cx.tid_of(other_tid as u32)))
         } else {
             let other_block = tag::block(c.other).wrapping_sub(1);
-            format!(
-                "thread {} of block {}",
-                coords(cx.tid_of(other_tid as u32)),
-                coords(cx.ctaid_of(other_block))
-            )
+            format!("thread {} of block {}", coords(cx.tid_of(other_tid as u32)), coords(cx.ctaid_of(other_block)))
         };
         let other_did = if c.other_wrote { "wrote" } else { "read" };
-        let since = if same_block {
-            "since the last barrier"
-        } else {
-            "in the same launch (blocks cannot synchronize)"
-        };
+        let since = if same_block { "since the last barrier" } else { "in the same launch (blocks cannot synchronize)" };
         InterpError::fault(
             FaultKind::DataRace,
             format!(
@@ -938,10 +982,7 @@ fn rmw(elem: ScalarType, kind: Access, old: u64) -> u64 {
             AtomicOp::Add => {
                 // PTX `atom.add.f32` rounds to nearest even and flushes subnormals to zero;
                 // the other types round to nearest (integers wrap).
-                let flags = FloatFlags {
-                    mode: FloatMode::Exact(Rounding::Rn),
-                    ftz: elem == ScalarType::F32,
-                };
+                let flags = FloatFlags { mode: FloatMode::Exact(Rounding::Rn), ftz: elem == ScalarType::F32 };
                 eval::eval(&Op::Bin(BinOp::Add, elem, flags), &[old, v])
             }
             AtomicOp::Min => eval::eval(&Op::Bin(BinOp::Min, elem, FloatFlags::RN), &[old, v]),

@@ -80,13 +80,7 @@ pub fn bind_graph(g: &Graph, named: &[(String, ArgSpec)], base_dir: Option<&Path
 }
 
 /// Runs graph `g` of module `m` with one argument per graph parameter.
-pub fn run_graph(
-    m: &Module,
-    g: &Graph,
-    args: &[Arg],
-    buffers: &mut [Buffer],
-    opts: &Options,
-) -> Result<GraphStats, InterpError> {
+pub fn run_graph(m: &Module, g: &Graph, args: &[Arg], buffers: &mut [Buffer], opts: &Options) -> Result<GraphStats, InterpError> {
     check_args(g, args, buffers)?;
     let scalar = |name: &str| -> Option<u64> {
         let (i, _) = g.param(name)?;
@@ -95,9 +89,7 @@ pub fn run_graph(
             _ => None,
         }
     };
-    let eval = |e: &Expr, what: &str| {
-        e.eval(&scalar).map_err(|msg| InterpError::invalid(format!("graph @{}: {what}: {msg}", g.name)))
-    };
+    let eval = |e: &Expr, what: &str| e.eval(&scalar).map_err(|msg| InterpError::invalid(format!("graph @{}: {what}: {msg}", g.name)));
     // The caller's buffers, then the temporaries.
     let user = buffers.len();
     let mut all: Vec<Buffer> = buffers
@@ -127,8 +119,7 @@ pub fn run_graph(
             };
             let dim = |e: &Expr, what: &str| -> Result<u32, InterpError> {
                 let v = eval(e, what).map_err(at)?;
-                u32::try_from(v)
-                    .map_err(|_| at(InterpError::invalid(format!("{what} `{e}` = {v} does not fit in u32"))))
+                u32::try_from(v).map_err(|_| at(InterpError::invalid(format!("{what} `{e}` = {v} does not fit in u32"))))
             };
             let mut cfg = LaunchConfig::linear(1, 1);
             for d in 0..3 {
@@ -149,12 +140,7 @@ pub fn run_graph(
                             s => s,
                         },
                         (None, Some((ti, _))) => Arg::Buffer(user + ti),
-                        (None, None) => {
-                            return Err(at(InterpError::invalid(format!(
-                                "`%{name}` is not defined in graph @{}",
-                                g.name
-                            ))))
-                        }
+                        (None, None) => return Err(at(InterpError::invalid(format!("`%{name}` is not defined in graph @{}", g.name)))),
                     },
                     LaunchArg::Expr(e) => {
                         let v = eval(e, "a computed argument").map_err(at)?;
@@ -166,11 +152,7 @@ pub fn run_graph(
                             ))));
                         };
                         Arg::Scalar(int_constant(t, v).ok_or_else(|| {
-                            at(InterpError::invalid(format!(
-                                "argument {} of @{}: `{e}` = {v} does not fit in {t}",
-                                ai + 1,
-                                k.name
-                            )))
+                            at(InterpError::invalid(format!("argument {} of @{}: `{e}` = {v} does not fit in {t}", ai + 1, k.name)))
                         })?)
                     }
                 };
@@ -210,12 +192,7 @@ fn int_constant(t: ScalarType, v: u64) -> Option<Constant> {
 
 fn check_args(g: &Graph, args: &[Arg], buffers: &[Buffer]) -> Result<(), InterpError> {
     if args.len() != g.params.len() {
-        return Err(InterpError::invalid(format!(
-            "graph @{} takes {} arguments, given {}",
-            g.name,
-            g.params.len(),
-            args.len()
-        )));
+        return Err(InterpError::invalid(format!("graph @{} takes {} arguments, given {}", g.name, g.params.len(), args.len())));
     }
     for (p, a) in g.params.iter().zip(args) {
         match (p.ty, a) {

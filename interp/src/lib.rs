@@ -92,11 +92,7 @@ pub struct LaunchConfig {
 impl LaunchConfig {
     /// A 1-D launch.
     pub fn linear(grid: u32, block: u32) -> LaunchConfig {
-        LaunchConfig {
-            grid: [grid, 1, 1],
-            block: [block, 1, 1],
-            dynamic_shared_bytes: 0,
-        }
+        LaunchConfig { grid: [grid, 1, 1], block: [block, 1, 1], dynamic_shared_bytes: 0 }
     }
 }
 
@@ -116,12 +112,7 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Options {
-        Options {
-            races: false,
-            uninit: false,
-            fuel: DEFAULT_FUEL,
-            threads: None,
-        }
+        Options { races: false, uninit: false, fuel: DEFAULT_FUEL, threads: None }
     }
 }
 
@@ -167,9 +158,7 @@ fn check_shape(cfg: &LaunchConfig) -> Result<(), InterpError> {
         )));
     }
     if gx > i32::MAX as u32 || gy > 65535 || gz > 65535 {
-        return Err(InterpError::invalid(format!(
-            "grid ({gx}, {gy}, {gz}) is too large: x at most 2^31-1, y and z at most 65535"
-        )));
+        return Err(InterpError::invalid(format!("grid ({gx}, {gy}, {gz}) is too large: x at most 2^31-1, y and z at most 65535")));
     }
     Ok(())
 }
@@ -177,12 +166,7 @@ fn check_shape(cfg: &LaunchConfig) -> Result<(), InterpError> {
 /// Parameter bits for the launch and, per buffer, the names of the parameters bound to it.
 fn check_args(kernel: &Kernel, args: &[Arg], buffers: &[Buffer]) -> Result<(Vec<u64>, Vec<String>), InterpError> {
     if args.len() != kernel.params.len() {
-        return Err(InterpError::invalid(format!(
-            "kernel @{} takes {} arguments, given {}",
-            kernel.name,
-            kernel.params.len(),
-            args.len()
-        )));
+        return Err(InterpError::invalid(format!("kernel @{} takes {} arguments, given {}", kernel.name, kernel.params.len(), args.len())));
     }
     let mut names: Vec<Vec<String>> = vec![vec![]; buffers.len()];
     let mut bits = Vec::with_capacity(args.len());
@@ -197,14 +181,10 @@ fn check_args(kernel: &Kernel, args: &[Arg], buffers: &[Buffer]) -> Result<(Vec<
                 return Err(InterpError::invalid(format!("argument %{name} must be a {t}, given a {}", c.ty)))
             }
             (Type::Scalar(t), Arg::Buffer(_)) => {
-                return Err(InterpError::invalid(format!(
-                    "argument %{name} must be a {t} scalar, given a buffer"
-                )))
+                return Err(InterpError::invalid(format!("argument %{name} must be a {t} scalar, given a buffer")))
             }
             (Type::Ptr(AddrSpace::Shared, _), _) => {
-                return Err(InterpError::invalid(format!(
-                    "parameter %{name} is a shared-memory pointer; a launch cannot pass one"
-                )))
+                return Err(InterpError::invalid(format!("parameter %{name} is a shared-memory pointer; a launch cannot pass one")))
             }
             (Type::Ptr(AddrSpace::Global, elem), Arg::Buffer(i)) => {
                 let Some(b) = buffers.get(*i) else {
@@ -214,33 +194,18 @@ fn check_args(kernel: &Kernel, args: &[Arg], buffers: &[Buffer]) -> Result<(Vec<
                     )));
                 };
                 if b.elem != elem {
-                    return Err(InterpError::invalid(format!(
-                        "argument %{name} must be a buffer of {elem}, given a buffer of {}",
-                        b.elem
-                    )));
+                    return Err(InterpError::invalid(format!("argument %{name} must be a buffer of {elem}, given a buffer of {}", b.elem)));
                 }
                 names[*i].push(format!("%{name}"));
                 bits.push(mem::make_ptr(*i as u32 + 1, 0));
             }
             (Type::Ptr(..), Arg::Scalar(c)) => {
-                return Err(InterpError::invalid(format!(
-                    "argument %{name} must be a buffer ({}), given a {} scalar",
-                    v.ty, c.ty
-                )))
+                return Err(InterpError::invalid(format!("argument %{name} must be a buffer ({}), given a {} scalar", v.ty, c.ty)))
             }
         }
     }
-    let names = names
-        .into_iter()
-        .enumerate()
-        .map(|(i, n)| {
-            if n.is_empty() {
-                format!("#{i}")
-            } else {
-                format!("`{}`", n.join("`/`"))
-            }
-        })
-        .collect();
+    let names =
+        names.into_iter().enumerate().map(|(i, n)| if n.is_empty() { format!("#{i}") } else { format!("`{}`", n.join("`/`")) }).collect();
     Ok((bits, names))
 }
 
@@ -289,10 +254,7 @@ pub fn launch(kernel: &Kernel, cfg: &LaunchConfig, args: &[Arg], buffers: &mut [
     let mut total_global = 0u64;
     for (i, b) in buffers.iter().enumerate() {
         if b.bytes.len() as u64 > MAX_BUFFER_BYTES {
-            return Err(InterpError::invalid(format!(
-                "buffer {i} has {} bytes; at most {MAX_BUFFER_BYTES} are allowed",
-                b.bytes.len()
-            )));
+            return Err(InterpError::invalid(format!("buffer {i} has {} bytes; at most {MAX_BUFFER_BYTES} are allowed", b.bytes.len())));
         }
         total_global += b.bytes.len() as u64;
     }
@@ -351,8 +313,7 @@ pub fn launch(kernel: &Kernel, cfg: &LaunchConfig, args: &[Arg], buffers: &mut [
         if let Some(v) = a {
             let n = b.bytes.len();
             // SAFETY: as above.
-            b.bytes
-                .copy_from_slice(unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u8, n) });
+            b.bytes.copy_from_slice(unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u8, n) });
         }
     }
     result
@@ -401,11 +362,7 @@ fn run_blocks(cx: &LaunchCtx, cfg: &LaunchConfig) -> Result<Stats, InterpError> 
                 .map(|w| w.map(|w| w.stats).unwrap_or_default())
                 .reduce(Stats::default, Stats::add)
         };
-        let stats = match cx
-            .opts
-            .threads
-            .and_then(|n| rayon::ThreadPoolBuilder::new().num_threads(n).build().ok())
-        {
+        let stats = match cx.opts.threads.and_then(|n| rayon::ThreadPoolBuilder::new().num_threads(n).build().ok()) {
             Some(pool) => pool.install(run),
             None => run(),
         };

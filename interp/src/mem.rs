@@ -54,11 +54,7 @@ pub(crate) fn locate(ptr: u64, index: i128, size: u32, lens: &[u64]) -> Result<(
     let region = (ptr >> OFF_BITS) as u32;
     let raw = ptr & OFF_MASK;
     // Offsets at or above 2^39 are negative (pointer moved before its region).
-    let off = if raw >= 1 << (OFF_BITS - 1) {
-        raw as i128 - (1i128 << OFF_BITS)
-    } else {
-        raw as i128
-    };
+    let off = if raw >= 1 << (OFF_BITS - 1) { raw as i128 - (1i128 << OFF_BITS) } else { raw as i128 };
     let byte = off + index * size as i128;
     let Some(&len) = (region as usize).checked_sub(1).and_then(|r| lens.get(r)) else {
         return Err(AccessFault::NoRegion(region));
@@ -70,6 +66,28 @@ pub(crate) fn locate(ptr: u64, index: i128, size: u32, lens: &[u64]) -> Result<(
         return Err(AccessFault::Misaligned { region, byte });
     }
     Ok((region as usize - 1, byte as usize))
+}
+
+/// The fast path of [`locate`]: `Some((region index from 0, byte))` for an in-bounds, aligned
+/// access, `None` otherwise (then [`locate`] says why). `size` must be a power of two.
+#[inline(always)]
+pub(crate) fn locate_fast(ptr: u64, idx_bits: u64, idx_signed_shift: u32, size: u32, lens: &[u64]) -> Option<(usize, usize)> {
+    let region = (ptr >> OFF_BITS) as usize;
+    let len = *lens.get(region.wrapping_sub(1))?;
+    // Offsets at or above 2^39 (moved before the region) exceed every region length: refused below.
+    let off = (ptr & OFF_MASK) as i64;
+    let idx = if idx_signed_shift != 0 {
+        ((idx_bits << idx_signed_shift) as i64) >> idx_signed_shift
+    } else if idx_bits > i64::MAX as u64 {
+        return None;
+    } else {
+        idx_bits as i64
+    };
+    let byte = off.checked_add(idx.checked_mul(size as i64)?)?;
+    if byte < 0 || byte as u64 + size as u64 > len || byte as u64 & (size as u64 - 1) != 0 {
+        return None;
+    }
+    Some((region - 1, byte as usize))
 }
 
 /// One global buffer as the interpreter sees it.
@@ -94,13 +112,7 @@ unsafe impl Send for GlobalMem {}
 impl GlobalMem {
     /// Views `bufs` (each must be 8-byte aligned or empty) as global memory.
     pub fn new(bufs: &mut [&mut [u8]], races: bool) -> GlobalMem {
-        let regions: Vec<Region> = bufs
-            .iter_mut()
-            .map(|b| Region {
-                ptr: b.as_mut_ptr(),
-                len: b.len() as u64,
-            })
-            .collect();
+        let regions: Vec<Region> = bufs.iter_mut().map(|b| Region { ptr: b.as_mut_ptr(), len: b.len() as u64 }).collect();
         let lens = regions.iter().map(|r| r.len).collect();
         let race = races.then(|| {
             regions
@@ -205,15 +217,9 @@ pub(crate) fn global_access(tags: &[AtomicU64], byte: usize, size: u32, me: u64,
             let old_r = r.load(Ordering::SeqCst);
             if found.is_none() {
                 if conflicts(old_w, me, true) {
-                    found = Some(Conflict {
-                        other_wrote: true,
-                        other: old_w,
-                    });
+                    found = Some(Conflict { other_wrote: true, other: old_w });
                 } else if conflicts(old_r, me, true) {
-                    found = Some(Conflict {
-                        other_wrote: false,
-                        other: old_r,
-                    });
+                    found = Some(Conflict { other_wrote: false, other: old_r });
                 }
             }
         } else {
@@ -224,10 +230,7 @@ pub(crate) fn global_access(tags: &[AtomicU64], byte: usize, size: u32, me: u64,
             }
             let old_w = w.load(Ordering::SeqCst);
             if found.is_none() && conflicts(old_w, me, true) {
-                found = Some(Conflict {
-                    other_wrote: true,
-                    other: old_w,
-                });
+                found = Some(Conflict { other_wrote: true, other: old_w });
             }
         }
     }
@@ -244,25 +247,16 @@ pub(crate) fn shared_access(tags: &mut [u64], byte: usize, size: u32, me: u64, w
             tags[2 * b] = me;
             if found.is_none() {
                 if conflicts(old_w, me, false) {
-                    found = Some(Conflict {
-                        other_wrote: true,
-                        other: old_w,
-                    });
+                    found = Some(Conflict { other_wrote: true, other: old_w });
                 } else if conflicts(old_r, me, false) {
-                    found = Some(Conflict {
-                        other_wrote: false,
-                        other: old_r,
-                    });
+                    found = Some(Conflict { other_wrote: false, other: old_r });
                 }
             }
         } else {
             let stale = old_r == 0 || tag::block(old_r) != tag::block(me);
             tags[2 * b + 1] = if stale { me } else { merged_read(old_r, me) };
             if found.is_none() && conflicts(old_w, me, false) {
-                found = Some(Conflict {
-                    other_wrote: true,
-                    other: old_w,
-                });
+                found = Some(Conflict { other_wrote: true, other: old_w });
             }
         }
     }
@@ -272,14 +266,22 @@ pub(crate) fn shared_access(tags: &mut [u64], byte: usize, size: u32, me: u64, w
 /// Reads `size` little-endian bytes of `mem` at `byte` (in bounds by construction).
 #[inline]
 pub(crate) fn read_le(mem: &[u8], byte: usize, size: u32) -> u64 {
-    let mut b = [0u8; 8];
-    b[..size as usize].copy_from_slice(&mem[byte..byte + size as usize]);
-    u64::from_le_bytes(b)
+    match size {
+        1 => mem[byte] as u64,
+        2 => u16::from_le_bytes([mem[byte], mem[byte + 1]]) as u64,
+        4 => u32::from_le_bytes(mem[byte..byte + 4].try_into().unwrap_or([0; 4])) as u64,
+        _ => u64::from_le_bytes(mem[byte..byte + 8].try_into().unwrap_or([0; 8])),
+    }
 }
 
 #[inline]
 pub(crate) fn write_le(mem: &mut [u8], byte: usize, size: u32, bits: u64) {
-    mem[byte..byte + size as usize].copy_from_slice(&bits.to_le_bytes()[..size as usize]);
+    match size {
+        1 => mem[byte] = bits as u8,
+        2 => mem[byte..byte + 2].copy_from_slice(&(bits as u16).to_le_bytes()),
+        4 => mem[byte..byte + 4].copy_from_slice(&(bits as u32).to_le_bytes()),
+        _ => mem[byte..byte + 8].copy_from_slice(&bits.to_le_bytes()),
+    }
 }
 
 /// Element type of the index operand sign- or zero-extended to i128.

@@ -56,11 +56,7 @@ fn dict_value<'a>(header: &'a str, key: &str) -> Option<&'a str> {
     let pat = format!("'{key}'");
     let at = header.find(&pat)? + pat.len();
     let rest = header[at..].trim_start().strip_prefix(':')?.trim_start();
-    let end = if rest.starts_with('(') {
-        rest.find(')')? + 1
-    } else {
-        rest.find([',', '}']).unwrap_or(rest.len())
-    };
+    let end = if rest.starts_with('(') { rest.find(')')? + 1 } else { rest.find([',', '}']).unwrap_or(rest.len()) };
     Some(rest[..end].trim())
 }
 
@@ -82,9 +78,7 @@ pub fn parse(bytes: &[u8]) -> Result<Buffer, String> {
     };
     let header = bytes.get(start..start.saturating_add(hlen)).ok_or("truncated header")?;
     let header = std::str::from_utf8(header).map_err(|_| "header is not text")?;
-    let descr = dict_value(header, "descr")
-        .ok_or("header has no 'descr'")?
-        .trim_matches(['\'', '"']);
+    let descr = dict_value(header, "descr").ok_or("header has no 'descr'")?.trim_matches(['\'', '"']);
     let elem = type_of(descr).ok_or_else(|| format!("unsupported dtype '{descr}' (little-endian numbers only)"))?;
     match dict_value(header, "fortran_order") {
         Some("False") => {}
@@ -98,18 +92,12 @@ pub fn parse(bytes: &[u8]) -> Result<Buffer, String> {
         let n: u64 = d.parse().map_err(|_| format!("bad shape {shape}"))?;
         count = count.checked_mul(n).ok_or("shape too large")?;
     }
-    let need = count
-        .checked_mul(elem.bytes() as u64)
-        .filter(|n| *n <= crate::MAX_BUFFER_BYTES)
-        .ok_or("array too large")?;
+    let need = count.checked_mul(elem.bytes() as u64).filter(|n| *n <= crate::MAX_BUFFER_BYTES).ok_or("array too large")?;
     let data = &bytes[start + hlen..];
     if data.len() as u64 != need {
         return Err(format!("data has {} bytes, the header says {need}", data.len()));
     }
-    Ok(Buffer {
-        elem,
-        bytes: data.to_vec(),
-    })
+    Ok(Buffer { elem, bytes: data.to_vec() })
 }
 
 /// Reads a `.npy` file.
@@ -120,11 +108,7 @@ pub fn read(path: &Path) -> Result<Buffer, String> {
 
 /// The `.npy` encoding of a buffer.
 pub fn encode(b: &Buffer) -> Vec<u8> {
-    let mut header = format!(
-        "{{'descr': '{}', 'fortran_order': False, 'shape': ({},), }}",
-        descr_of(b.elem),
-        b.len()
-    );
+    let mut header = format!("{{'descr': '{}', 'fortran_order': False, 'shape': ({},), }}", descr_of(b.elem), b.len());
     // Pad so that magic + version + length + header (+ newline) is a multiple of 64.
     let total = 10 + header.len() + 1;
     header.push_str(&" ".repeat((64 - total % 64) % 64));
@@ -186,10 +170,7 @@ mod tests {
         let mut f = encode(&Buffer::from_f32(&[1.0]));
         f.pop();
         assert!(parse(&f).unwrap_err().contains("data has 3 bytes"));
-        let big = encode(&Buffer::from_f32(&[1.0]))
-            .iter()
-            .map(|&c| if c == b'4' { b'9' } else { c })
-            .collect::<Vec<u8>>();
+        let big = encode(&Buffer::from_f32(&[1.0])).iter().map(|&c| if c == b'4' { b'9' } else { c }).collect::<Vec<u8>>();
         assert!(parse(&big).unwrap_err().contains("unsupported dtype"));
         let mut fortran = encode(&Buffer::from_f32(&[1.0]));
         let at = fortran.windows(5).position(|w| w == b"False").unwrap();

@@ -34,6 +34,8 @@ pub(crate) struct MemAccess {
     pub size: u32,
     /// Type of the index operand (sign-extended when signed).
     pub idx_ty: ScalarType,
+    /// `64 - bits` of a signed index type (the shift that sign-extends it), 0 for unsigned.
+    pub idx_shift: u32,
 }
 
 #[derive(Clone, Debug)]
@@ -151,10 +153,7 @@ impl Prog {
                     span.end = span.start + 7;
                 }
                 if d.args.len() != d.op.arity() || d.args.len() > 4 {
-                    return Err(malformed(
-                        span,
-                        format!("`{}` takes {} operands, found {}", d.op, d.op.arity(), d.args.len()),
-                    ));
+                    return Err(malformed(span, format!("`{}` takes {} operands, found {}", d.op, d.op.arity(), d.args.len())));
                 }
                 let mut args = [0u32; 4];
                 for (i, a) in d.args.iter().enumerate() {
@@ -170,10 +169,7 @@ impl Prog {
                 }
                 let ptr_of = |o: Operand| -> Result<(AddrSpace, ScalarType), InterpError> {
                     match o {
-                        Operand::Value(v) => k
-                            .value_type(v)
-                            .pointee()
-                            .ok_or_else(|| malformed(span, "memory operand is not a pointer")),
+                        Operand::Value(v) => k.value_type(v).pointee().ok_or_else(|| malformed(span, "memory operand is not a pointer")),
                         Operand::Const(_) => Err(malformed(span, "memory operand is a constant, not a pointer")),
                     }
                 };
@@ -185,12 +181,9 @@ impl Prog {
                 };
                 let mem = |d: &kir_ir::InstData| -> Result<MemAccess, InterpError> {
                     let (space, elem) = ptr_of(d.args[0])?;
-                    Ok(MemAccess {
-                        space,
-                        elem,
-                        size: elem.bytes(),
-                        idx_ty: int_of(d.args[1])?,
-                    })
+                    let idx_ty = int_of(d.args[1])?;
+                    let idx_shift = if idx_ty.is_signed_int() { 64 - idx_ty.bits() } else { 0 };
+                    Ok(MemAccess { space, elem, size: elem.bytes(), idx_ty, idx_shift })
                 };
                 let op = match &d.op {
                     op if op.is_pure() => XOp::Pure(op.clone()),
@@ -201,17 +194,11 @@ impl Prog {
                     Op::AtomicCas => XOp::Cas(mem(d)?),
                     Op::PtrOffset => {
                         let (_, elem) = ptr_of(d.args[0])?;
-                        XOp::Offset {
-                            scale: elem.bytes() as u64,
-                            idx_ty: int_of(d.args[1])?,
-                        }
+                        XOp::Offset { scale: elem.bytes() as u64, idx_ty: int_of(d.args[1])? }
                     }
                     Op::PtrOffsetBytes => {
                         ptr_of(d.args[0])?;
-                        XOp::Offset {
-                            scale: 1,
-                            idx_ty: int_of(d.args[1])?,
-                        }
+                        XOp::Offset { scale: 1, idx_ty: int_of(d.args[1])? }
                     }
                     Op::PtrCast(_) => {
                         ptr_of(d.args[0])?;
@@ -237,13 +224,7 @@ impl Prog {
                 if needs_result && res == NO_SLOT && !matches!(op, XOp::Pure(_)) {
                     return Err(malformed(span, format!("`{}` must define a value", d.op)));
                 }
-                insts.push(XInst {
-                    op,
-                    args,
-                    nargs: d.args.len() as u8,
-                    res,
-                    span,
-                });
+                insts.push(XInst { op, args, nargs: d.args.len() as u8, res, span });
             }
             let mut edge = |c: &BlockCall| -> Result<XEdge, InterpError> {
                 let Some(target) = k.blocks.get(c.block.index()) else {
@@ -252,12 +233,7 @@ impl Prog {
                 if target.params.len() != c.args.len() {
                     return Err(malformed(
                         block.term_span,
-                        format!(
-                            "block `{}` takes {} arguments, given {}",
-                            target.name,
-                            target.params.len(),
-                            c.args.len()
-                        ),
+                        format!("block `{}` takes {} arguments, given {}", target.name, target.params.len(), c.args.len()),
                     ));
                 }
                 let mut moves = Vec::with_capacity(c.args.len());
@@ -283,14 +259,7 @@ impl Prog {
                 }
             };
             let ipdom = cfg.ipdom(b).map(|p| p.0).unwrap_or(EXIT);
-            blocks.push(XBlock {
-                insts,
-                term,
-                ipdom,
-                name: block.name.clone(),
-                span: block.span,
-                term_span: block.term_span,
-            });
+            blocks.push(XBlock { insts, term, ipdom, name: block.name.clone(), span: block.span, term_span: block.term_span });
         }
         if !k.blocks[0].params.is_empty() {
             return Err(malformed(k.blocks[0].span, "the entry block has parameters"));
@@ -303,13 +272,6 @@ impl Prog {
             params.push(p.0);
         }
         let nslots = nvalues + consts.len();
-        Ok(Prog {
-            blocks,
-            nslots,
-            consts,
-            params,
-            global_atomics,
-            uses_shared,
-        })
+        Ok(Prog { blocks, nslots, consts, params, global_atomics, uses_shared })
     }
 }

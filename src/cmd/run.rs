@@ -26,11 +26,14 @@ pub struct Args {
     /// The kernel to run (optional when the file has one kernel).
     #[arg(long)]
     pub kernel: Option<String>,
+    /// Run this launch graph of the file instead of one kernel (grid and block come from it).
+    #[arg(long, conflicts_with_all = ["kernel", "grid", "block", "shared"])]
+    pub graph: Option<String>,
     /// Grid size in blocks: X[,Y[,Z]].
-    #[arg(long)]
+    #[arg(long, required_unless_present = "graph", default_value = "")]
     pub grid: String,
     /// Block size in threads: X[,Y[,Z]].
-    #[arg(long)]
+    #[arg(long, required_unless_present = "graph", default_value = "")]
     pub block: String,
     /// NAME=VALUE, one per parameter. VALUE: a number, @path.npy, rand:TYPE:LEN[:SEED],
     /// zeros:TYPE:LEN, ones:TYPE:LEN or range:TYPE:LEN.
@@ -91,6 +94,9 @@ fn split_named(s: &str, flag: &str) -> Result<(String, String), String> {
 }
 
 pub fn run(a: &Args) -> ExitCode {
+    if let Some(g) = &a.graph {
+        return super::run_graph::run(a, g);
+    }
     let loaded = match common::load(&a.file) {
         Ok(l) => l,
         Err(code) => return code,
