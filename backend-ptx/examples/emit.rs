@@ -6,10 +6,7 @@ fn main() {
         eprintln!("usage: emit FILE [sm_XX]");
         std::process::exit(2);
     };
-    let sm = args
-        .get(2)
-        .and_then(|s| kir_backend_ptx::SmVersion::from_name(s))
-        .unwrap_or_default();
+    let sm = args.get(2).and_then(|s| kir_backend_ptx::SmVersion::from_name(s)).unwrap_or_default();
     let src = match std::fs::read_to_string(path) {
         Ok(s) => s,
         Err(e) => {
@@ -24,11 +21,7 @@ fn main() {
             std::process::exit(1);
         }
     };
-    let opts = kir_backend_ptx::PtxOptions {
-        sm,
-        source: Some(src.clone()),
-        comments: true,
-    };
+    let opts = kir_backend_ptx::PtxOptions { sm, source: Some(src.clone()), comments: true };
     match kir_backend_ptx::emit_module(&m, &opts) {
         Ok(p) => print!("{p}"),
         Err(d) => {

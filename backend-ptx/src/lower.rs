@@ -20,8 +20,8 @@
 //!   out). 8-bit integers are computed in 32-bit registers and re-extended after each op that can
 //!   carry bits out of the low byte.
 //! - Loads/stores/atomics address `p + i * sizeof(T)` with the index sign-extended (signed types)
-//!   or zero-extended (unsigned), via `mad.wide.{s32,u32}` or 64-bit `mad.lo`; a constant index
-//!   becomes an immediate offset. Shared pointers are 64-bit addresses in the `.shared` window
+//!   or zero-extended (unsigned), via `mul.wide.{s32,u32}` (64-bit: `mul.lo.s64`) and `add.s64`;
+//!   a constant index becomes an immediate offset. Shared pointers are 64-bit addresses in the `.shared` window
 //!   (`mov.u64 %rd, symbol`), used with `ld.shared`/`st.shared`/`atom.shared` directly.
 //! - An op/type/mode combination PTX cannot express and the verifier does not exclude yields a
 //!   located diagnostic, never a panic or wrong code.
@@ -903,26 +903,21 @@ impl KernelEmitter<'_> {
                 let it = self.k.value_type(v).scalar().unwrap_or(S::U64);
                 let x = self.val(v);
                 let t = self.fresh(RegClass::B64);
+                // `mul.wide` + `add` rather than `mad.wide`: ptxas then shares the scaled index
+                // between several pointers indexed alike and folds each into an IMAD.WIDE.
+                let wide = if it.is_signed_int() { "s32" } else { "u32" };
                 match it.bits() {
-                    64 => self.ins(format!("mad.lo.s64 {t}, {x}, {size}, {p}")),
+                    64 => self.ins(format!("mul.lo.s64 {t}, {x}, {size}")),
                     16 => {
                         let w = self.fresh(RegClass::B32);
-                        self.ins(format!(
-                            "cvt.{}.{} {w}, {x}",
-                            ity(if it.is_signed_int() { S::S32 } else { S::U32 }),
-                            ity(it)
-                        ));
-                        self.ins(format!(
-                            "mad.wide.{} {t}, {w}, {size}, {p}",
-                            if it.is_signed_int() { "s32" } else { "u32" }
-                        ));
+                        self.ins(format!("cvt.{wide}.{} {w}, {x}", ity(it)));
+                        self.ins(format!("mul.wide.{wide} {t}, {w}, {size}"));
                     }
-                    _ => self.ins(format!(
-                        "mad.wide.{} {t}, {x}, {size}, {p}",
-                        if it.is_signed_int() { "s32" } else { "u32" }
-                    )),
+                    _ => self.ins(format!("mul.wide.{wide} {t}, {x}, {size}")),
                 }
-                (t, 0)
+                let a = self.fresh(RegClass::B64);
+                self.ins(format!("add.s64 {a}, {p}, {t}"));
+                (a, 0)
             }
         }
     }

@@ -1,0 +1,55 @@
+//! Compile speed: `.kir` text → parse → verify → default passes → PTX.
+//!
+//! - `kernels_dir`: every file of `kernels/` (the seed kernel library), one after another.
+//! - `generated/N`: one generated kernel (`kir_ir::gen`, default config) of about N instructions,
+//!   printed to text first, for N = 1k, 10k, 100k (time should grow linearly in N).
+//!
+//! NVRTC's time for the CUDA C equivalents is measured by `examples/codequality.rs` (it needs the
+//! NVRTC library); BENCHMARKS.md puts the two side by side.
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use kir_backend_ptx::{PtxOptions, SmVersion};
+use std::path::PathBuf;
+
+fn compile(src: &str) -> String {
+    let mut m = kir_ir::parse(src).expect("parses");
+    let p = kir_passes::parse_pipeline(kir_passes::DEFAULT_PIPELINE).expect("pipeline");
+    kir_passes::run_pipeline(&mut m, &p, &kir_passes::RunConfig::default(), &mut std::io::sink()).expect("passes");
+    kir_backend_ptx::emit_module(&m, &PtxOptions { sm: SmVersion::Sm80, source: None, comments: false }).expect("emits")
+}
+
+fn kernel_sources() -> Vec<String> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../kernels");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("kernels/")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "kir"))
+        .collect();
+    files.sort();
+    files.iter().map(|p| std::fs::read_to_string(p).expect("readable")).collect()
+}
+
+fn bench(c: &mut Criterion) {
+    let sources = kernel_sources();
+    c.bench_function("kernels_dir", |b| {
+        b.iter(|| {
+            for s in &sources {
+                std::hint::black_box(compile(s));
+            }
+        })
+    });
+    let mut g = c.benchmark_group("generated");
+    g.sample_size(10);
+    for n in [1_000usize, 10_000, 100_000] {
+        let cfg = kir_ir::gen::GenConfig { insts: n, ..Default::default() };
+        let k = kir_ir::gen::random_kernel(7, &cfg);
+        let insts = k.inst_count();
+        let text = kir_ir::print_kernel(&k);
+        g.throughput(Throughput::Elements(insts as u64));
+        g.bench_with_input(BenchmarkId::from_parameter(n), &text, |b, t| b.iter(|| std::hint::black_box(compile(t))));
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
