@@ -6,6 +6,14 @@
 //! random block sizes (multiples of 32, as the generator's contract asks), grid sizes, `%n` and
 //! buffer contents are interpreted: [`KERNELS`] × [`LAUNCHES`] = 8000 launches in all.
 //!
+//! A second test builds [`STRUCTURED_KERNELS`] = 3000 kernels as `.kir` text around exactly what
+//! decides barrier uniformity (thread-dependent or uniform branches and loop trip counts, early
+//! `ret`, branches on values live out of loops with a thread-dependent early exit, leader
+//! broadcasts through shared memory with and without the barrier before the load, shared
+//! exchanges, full-mask shuffles and votes) and launches each [`STRUCTURED_LAUNCHES`] = 3 times
+//! (9000 launches). Disabling temporal divergence or the barrier-epoch rule for loads in the
+//! analysis makes this test fail.
+//!
 //! Checked:
 //! - Soundness: whenever `verify_barriers` accepts a kernel, no launch reports barrier divergence
 //!   or a divergent warp collective.
@@ -169,4 +177,294 @@ fn accepted_kernels_never_diverge_at_barriers() {
     assert!(accepted > KERNELS / 3, "too few kernels accepted ({accepted}) for the property to say much");
     assert!(with_barriers > KERNELS / 3, "too few kernels with barriers ({with_barriers})");
     assert!(rejected_that_fault > 0, "no rejected kernel faulted: the launches do not exercise barrier divergence");
+}
+
+/// Structured kernels built as `.kir` text around what decides barrier uniformity: branches and
+/// loops on uniform or thread-dependent values, early `ret`, values live out of loops (temporal
+/// divergence), leader broadcasts through shared memory with and without a barrier before the
+/// load, shared-memory exchanges, and full-mask collectives.
+struct Structured {
+    rng: Rng,
+    lines: Vec<String>,
+    next: u32,
+}
+
+/// Structured kernels checked by [`structured_kernels_never_diverge_when_accepted`].
+const STRUCTURED_KERNELS: u64 = 3000;
+/// Launches per structured kernel.
+const STRUCTURED_LAUNCHES: u64 = 3;
+
+const UNIFORM_SOURCES: [&str; 7] = ["%n", "%ntid", "%cta", "0", "1", "3", "%ld0"];
+
+impl Structured {
+    fn fresh(&mut self, base: &str) -> String {
+        self.next += 1;
+        format!("{base}{}", self.next)
+    }
+    fn emit(&mut self, s: String) {
+        self.lines.push(format!("  {s}"));
+    }
+    fn label(&mut self, s: String) {
+        self.lines.push(s);
+    }
+    fn operand(&mut self, pool: &[String]) -> String {
+        if self.rng.chance(40) {
+            self.rng.pick(&UNIFORM_SOURCES).to_string()
+        } else {
+            pool[self.rng.below(pool.len() as u64) as usize].clone()
+        }
+    }
+    fn cond(&mut self, pool: &[String]) -> String {
+        let a = self.operand(pool);
+        let b = self.operand(pool);
+        let c = self.fresh("%c");
+        match self.rng.below(3) {
+            0 => self.emit(format!("{c} = lt.u32 {a}, {b}")),
+            1 => {
+                let m = self.fresh("%m");
+                self.emit(format!("{m} = and.u32 {a}, 1"));
+                self.emit(format!("{c} = eq.u32 {m}, 0"));
+            }
+            _ => self.emit(format!("{c} = ne.u32 {a}, {b}")),
+        }
+        c
+    }
+
+    /// A sequence of statements; returns a value defined by it (for joins).
+    fn body(&mut self, pool: &mut Vec<String>, depth: u32) -> String {
+        let n = 1 + self.rng.below(4);
+        for _ in 0..n {
+            self.stmt(pool, depth);
+        }
+        pool[self.rng.below(pool.len() as u64) as usize].clone()
+    }
+
+    fn stmt(&mut self, pool: &mut Vec<String>, depth: u32) {
+        let pick = self.rng.below(if depth == 0 { 7 } else { 10 });
+        match pick {
+            0 => self.emit("barrier".into()),
+            1 | 2 => {
+                let a = self.operand(pool);
+                let b = self.operand(pool);
+                let v = self.fresh("%v");
+                let op = self.rng.pick(&["add", "xor", "max", "mul"]);
+                self.emit(format!("{v} = {op}.u32 {a}, {b}"));
+                pool.push(v);
+            }
+            3 => {
+                // Shared exchange: each thread writes its slot, reads a neighbour's.
+                let a = self.operand(pool);
+                let (r, r2, v) = (self.fresh("%r"), self.fresh("%r"), self.fresh("%x"));
+                let k = self.rng.below(64);
+                self.emit(format!("store %smp[%tid], {a}"));
+                self.emit("barrier".into());
+                self.emit(format!("{r} = add.u32 %tid, {k}"));
+                self.emit(format!("{r2} = rem.u32 {r}, %ntid"));
+                self.emit(format!("{v} = load %smp[{r2}]"));
+                self.emit("barrier".into());
+                pool.push(v);
+            }
+            4 => {
+                // Leader broadcast, with or without the barrier that makes it uniform.
+                let a = self.operand(pool);
+                let (s, j, v) = (self.fresh("bst"), self.fresh("bj"), self.fresh("%b"));
+                self.emit(format!("br %leader, {s}, {j}"));
+                self.label(format!("{s}:"));
+                self.emit(format!("store %bp[0], {a}"));
+                self.emit(format!("jmp {j}"));
+                self.label(format!("{j}:"));
+                if self.rng.chance(80) {
+                    self.emit("barrier".into());
+                }
+                self.emit(format!("{v} = load %bp[0]"));
+                pool.push(v);
+            }
+            5 => {
+                let a = self.operand(pool);
+                let v = self.fresh("%s");
+                match self.rng.below(3) {
+                    0 => self.emit(format!("{v} = shfl.bfly.u32 {a}, 1, 0xffffffff")),
+                    1 => self.emit(format!("{v} = shfl.idx.u32 {a}, 0, 0xffffffff")),
+                    _ => {
+                        let p = self.fresh("%q");
+                        self.emit(format!("{p} = ne.u32 {a}, 0"));
+                        self.emit(format!("{v} = vote.ballot {p}, 0xffffffff"));
+                    }
+                }
+                pool.push(v);
+            }
+            6 => {
+                let a = self.operand(pool);
+                self.emit(format!("store %out[%gidn], {a}"));
+            }
+            7 => {
+                // if/else with a join parameter.
+                let c = self.cond(pool);
+                let (t, e, j, p) = (self.fresh("then"), self.fresh("else"), self.fresh("join"), self.fresh("%p"));
+                self.emit(format!("br {c}, {t}, {e}"));
+                self.label(format!("{t}:"));
+                let mut tp = pool.clone();
+                let vt = self.body(&mut tp, depth - 1);
+                self.emit(format!("jmp {j}({vt})"));
+                self.label(format!("{e}:"));
+                let mut ep = pool.clone();
+                let ve = self.body(&mut ep, depth - 1);
+                self.emit(format!("jmp {j}({ve})"));
+                self.label(format!("{j}({p}: u32):"));
+                pool.push(p);
+            }
+            8 => {
+                // Counted loop (at most 3 trips), maybe with an early exit; %i and %acc are
+                // used after it.
+                let a = self.operand(pool);
+                let init = self.operand(pool);
+                let (bound, h, b, x) =
+                    (self.fresh("%bound"), self.fresh("head"), self.fresh("body"), self.fresh("exit"));
+                let (i, acc, more) = (self.fresh("%i"), self.fresh("%acc"), self.fresh("%more"));
+                self.emit(format!("{bound} = and.u32 {a}, 3"));
+                self.emit(format!("jmp {h}(0, {init})"));
+                self.label(format!("{h}({i}: u32, {acc}: u32):"));
+                self.emit(format!("{more} = lt.u32 {i}, {bound}"));
+                self.emit(format!("br {more}, {b}, {x}"));
+                self.label(format!("{b}:"));
+                let mut bp = pool.clone();
+                bp.push(i.clone());
+                bp.push(acc.clone());
+                let v = self.body(&mut bp, depth - 1);
+                let (acc2, i2) = (self.fresh("%acc"), self.fresh("%i"));
+                self.emit(format!("{acc2} = add.u32 {acc}, {v}"));
+                self.emit(format!("{i2} = add.u32 {i}, 1"));
+                let early_exit = self.rng.chance(40);
+                if early_exit {
+                    let c = self.cond(&bp);
+                    self.emit(format!("br {c}, {x}, {h}({i2}, {acc2})"));
+                } else {
+                    self.emit(format!("jmp {h}({i2}, {acc2})"));
+                }
+                self.label(format!("{x}:"));
+                if early_exit && self.rng.chance(50) {
+                    // A barrier only for threads that left before the last trip: uniform exactly
+                    // when the early exit is.
+                    let (f, a, j) = (self.fresh("%f"), self.fresh("early"), self.fresh("ej"));
+                    self.emit(format!("{f} = lt.u32 {i}, {bound}"));
+                    self.emit(format!("br {f}, {a}, {j}"));
+                    self.label(format!("{a}:"));
+                    self.emit("barrier".into());
+                    self.emit(format!("jmp {j}"));
+                    self.label(format!("{j}:"));
+                }
+                pool.push(i);
+                pool.push(acc);
+            }
+            _ => {
+                // Early exit of the threads where the condition holds.
+                let c = self.cond(pool);
+                let (r, k) = (self.fresh("ret"), self.fresh("cont"));
+                self.emit(format!("br {c}, {r}, {k}"));
+                self.label(format!("{r}:"));
+                self.emit("ret".into());
+                self.label(format!("{k}:"));
+            }
+        }
+    }
+
+    fn kernel(seed: u64) -> String {
+        let mut g = Structured { rng: Rng::new(seed ^ 0x57C0_FFEE), lines: vec![], next: 0 };
+        g.lines.push("kernel @s(%in: ptr<global, u32>, %out: ptr<global, u32>, %n: u32) {".into());
+        g.lines.push("  shared @sm: u32[1024]".into());
+        g.lines.push("  shared @bc: u32[1]".into());
+        g.label("entry:".into());
+        for l in [
+            "%tid = tid.x",
+            "%lane = laneid",
+            "%warp = warpid",
+            "%cta = ctaid.x",
+            "%ntid = ntid.x",
+            "%gid = global_id.x",
+            "%gidn = rem.u32 %gid, %n",
+            "%smp = addr @sm",
+            "%bp = addr @bc",
+            "%leader = eq.u32 %tid, 0",
+            "%ld = load %in[%gidn]",
+            "%ld0 = load %in[0]",
+        ] {
+            g.emit(l.into());
+        }
+        let mut pool: Vec<String> =
+            ["%tid", "%lane", "%warp", "%gid", "%ld", "%cta", "%n"].iter().map(|s| s.to_string()).collect();
+        let depth = 1 + g.rng.below(3) as u32;
+        g.body(&mut pool, depth);
+        g.body(&mut pool, depth);
+        g.emit("ret".into());
+        g.lines.push("}".into());
+        g.lines.join("\n") + "\n"
+    }
+}
+
+#[test]
+fn structured_kernels_never_diverge_when_accepted() {
+    let (mut accepted, mut rejected, mut rejected_faulting, mut accepted_with_barriers) = (0, 0, 0, 0);
+    let mut unsound = vec![];
+    let mut other = vec![];
+    for seed in 0..STRUCTURED_KERNELS {
+        let src = Structured::kernel(seed);
+        let m =
+            kir_ir::parse(&src).unwrap_or_else(|d| panic!("seed {seed}: generated text does not parse: {d:?}\n{src}"));
+        let v = kir_ir::verify::verify_module(&m);
+        assert!(
+            !kir_ir::diag::has_errors(&v),
+            "seed {seed}: generated kernel does not verify: {}\n{src}",
+            kir_ir::diag::render(&v, "s.kir", &src, false)
+        );
+        let k = &m.kernels[0];
+        let ok = verify_barriers(k).is_empty();
+        if ok {
+            accepted += 1;
+            if src.contains("barrier") {
+                accepted_with_barriers += 1;
+            }
+        } else {
+            rejected += 1;
+        }
+        let mut rng = Rng::new(seed.wrapping_mul(0x2545_F491) ^ 0x51);
+        let mut faulted = false;
+        for _ in 0..STRUCTURED_LAUNCHES {
+            let block = 32 * (1 + rng.below(4) as u32);
+            let grid = 1 + rng.below(3) as u32;
+            let n = 1 + rng.below((block * grid) as u64 + 16) as u32;
+            let ins: Vec<u64> = (0..n).map(|_| rng.below(8)).collect();
+            let mut buffers = vec![Buffer::from_bits(ScalarType::U32, ins), Buffer::zeros(ScalarType::U32, n as usize)];
+            let args = [Arg::Buffer(0), Arg::Buffer(1), Arg::Scalar(Constant::u32(n))];
+            let opts = Options { fuel: 1 << 24, threads: Some(1), ..Options::default() };
+            match launch(k, &LaunchConfig::linear(grid, block), &args, &mut buffers, &opts) {
+                Ok(_) => {}
+                Err(e) => match e.kind {
+                    ErrorKind::KernelFault(FaultKind::BarrierDivergence | FaultKind::DivergentCollective) => {
+                        faulted = true;
+                        if ok {
+                            unsound
+                                .push(format!("seed {seed} grid({grid}) block({block}) n={n}: {}\n{src}", e.message));
+                        }
+                    }
+                    _ => other.push(format!("seed {seed}: {:?}: {}", e.kind, e.message)),
+                },
+            }
+        }
+        if faulted && !ok {
+            rejected_faulting += 1;
+        }
+    }
+    eprintln!(
+        "{STRUCTURED_KERNELS} structured kernels, {} launches: {accepted} accepted ({accepted_with_barriers} with barriers), \
+         {rejected} rejected ({rejected_faulting} of them fault in the interpreter), {} other launch failures",
+        STRUCTURED_KERNELS * STRUCTURED_LAUNCHES,
+        other.len()
+    );
+    assert!(unsound.is_empty(), "verifier accepted kernels that diverge:\n{}", unsound.join("\n"));
+    assert!(other.is_empty(), "launches failed for other reasons: {other:?}");
+    assert!(
+        accepted_with_barriers > STRUCTURED_KERNELS / 10,
+        "too few accepted kernels with barriers: {accepted_with_barriers}"
+    );
+    assert!(rejected_faulting > STRUCTURED_KERNELS / 10, "too few rejected kernels fault: {rejected_faulting}");
 }

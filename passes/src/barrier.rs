@@ -17,7 +17,9 @@
 //! - Never panics, whatever the kernel (an unverified kernel gets the all-varying verdict).
 //!
 //! Not checked: collectives whose member mask is not the constant full mask (which lanes must
-//! take part is then a run-time property).
+//! take part is then a run-time property), and whether the launch has full warps: a full-mask
+//! collective in a block whose size is not a multiple of 32 names lanes that do not exist, whatever
+//! the control flow (the interpreter reports it at run time).
 
 use crate::pass::{Pass, PassContext};
 use crate::uniformity::{Level, MemObject, Uniformity, ValueReason};
