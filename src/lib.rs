@@ -4,3 +4,6 @@ pub mod checks;
 pub mod directives;
 pub mod compare;
 pub mod harness;
+pub mod tolerance;
+pub mod fuzz;
+pub mod gpu_exec;

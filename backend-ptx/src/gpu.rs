@@ -273,3 +273,89 @@ mod tests {
         }
     }
 }
+
+impl GpuRunner {
+    /// Times `kernel` of `ptx` by CUDA events: one warm-up launch, then `reps` launches, each
+    /// between a start and an end event on the runner's stream; returns each launch's time in
+    /// milliseconds. Buffers are copied to the device once, so later launches see the results of
+    /// earlier ones (fine for timing; use [`GpuRunner::run`] for results).
+    pub fn time_kernel(
+        &mut self,
+        ptx: &str,
+        kernel: &str,
+        launch: Launch,
+        args: &[Arg],
+        reps: usize,
+    ) -> Result<Vec<f32>, GpuError> {
+        let module = self.load(ptx)?;
+        let name = CString::new(kernel).map_err(|_| GpuError::Invalid("kernel name contains a NUL byte".into()))?;
+        let mut func: sys::CUfunction = std::ptr::null_mut();
+        // SAFETY: `module` is a live module of this context; `func` is a valid out pointer.
+        unsafe { sys::cuModuleGetFunction(&mut func, module, name.as_ptr()) }
+            .result()
+            .map_err(|e| GpuError::Invalid(format!("kernel `{kernel}` not found in the module: {e}")))?;
+        let mut buffers = Vec::new();
+        for a in args {
+            if let Arg::Buffer(bytes) = a {
+                let init: &[u8] = if bytes.is_empty() { &[0] } else { bytes };
+                buffers.push(self.stream.clone_htod(init)?);
+            }
+        }
+        let mut storage: Vec<Vec<u8>> = Vec::with_capacity(args.len());
+        {
+            let mut b = buffers.iter();
+            for a in args {
+                match a {
+                    Arg::Buffer(_) => {
+                        let slice = b.next().ok_or_else(|| GpuError::Invalid("buffer bookkeeping".into()))?;
+                        let (ptr, _sync) = slice.device_ptr(&self.stream);
+                        storage.push((ptr as u64).to_le_bytes().to_vec());
+                    }
+                    Arg::Scalar(bytes) => {
+                        if ![1, 2, 4, 8].contains(&bytes.len()) {
+                            return Err(GpuError::Invalid(format!("a scalar argument has {} bytes", bytes.len())));
+                        }
+                        storage.push(bytes.clone());
+                    }
+                }
+            }
+        }
+        let mut params: Vec<*mut c_void> = storage.iter_mut().map(|s| s.as_mut_ptr() as *mut c_void).collect();
+        let Launch { grid, block, dynamic_shared_bytes } = launch;
+        self.ctx.bind_to_thread()?;
+        let stream = self.stream.cu_stream();
+        let mut launch_once = || -> Result<(), GpuError> {
+            // SAFETY: as in `run`: `func` belongs to this context and `params` points at one live
+            // value per kernel parameter; the buffers outlive every launch (synchronized below).
+            unsafe {
+                sys::cuLaunchKernel(
+                    func,
+                    grid.0,
+                    grid.1,
+                    grid.2,
+                    block.0,
+                    block.1,
+                    block.2,
+                    dynamic_shared_bytes,
+                    stream,
+                    params.as_mut_ptr(),
+                    std::ptr::null_mut(),
+                )
+            }
+            .result()?;
+            Ok(())
+        };
+        launch_once()?;
+        self.stream.synchronize()?;
+        let mut times = Vec::with_capacity(reps);
+        for _ in 0..reps {
+            let start = self.stream.record_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))?;
+            launch_once()?;
+            let end = self.stream.record_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))?;
+            times.push(start.elapsed_ms(&end)?);
+        }
+        self.stream.synchronize()?;
+        drop(buffers);
+        Ok(times)
+    }
+}

@@ -1,0 +1,525 @@
+//! Random-kernel fuzzing: generated kernels ([`kir_ir::gen`]) checked through every stage of kir,
+//! and a delta-debugging reducer for the failures found.
+//!
+//! Guarantees:
+//! - [`check_kernel`] runs, in order, and stops at the first failure: the verifier and the barrier
+//!   verifier accept the kernel; the interpreter runs it (launched as the generator's
+//!   [`LaunchContract`] says, with race and uninitialized-read detection on) without a fault; the
+//!   pass pipeline succeeds with the verifier after every pass, and the optimized kernel's
+//!   buffers equal the original's bit for bit; the PTX emitter accepts it; `ptxas` accepts the
+//!   PTX (when a target is given); and, when a GPU runner is given, the GPU's buffers equal the
+//!   interpreter's under [`crate::tolerance::derived_tolerance`] (NaN-aware).
+//! - A [`Failure`] carries a [`FailureKind`]; two failures are "the same" when their kinds are
+//!   equal (the detail text, e.g. a value, may change while reducing).
+//! - [`reduce`] only ever returns a kernel that verifies (verifier and barrier verifier) and on
+//!   which the check reports a failure of the given kind: each candidate (fewer instructions, a
+//!   branch turned into a jump with the blocks it made unreachable deleted, fewer block
+//!   parameters) is re-verified and re-checked and kept only then. It is a delta-debugging loop:
+//!   chunks of instructions halving in size down to single instructions, repeated until a full
+//!   round makes no progress or the check budget is spent.
+//! - [`repro_file`] is a complete `.kir` file: comments stating the seed and failure, a `; run:`
+//!   line with the launch and arguments the check used (accepted by `kir run` and `kir test`), and
+//!   the kernel.
+//! - Everything is deterministic for a given seed and configuration; nothing panics.
+
+use crate::compare::{compare_buffers, Strictness};
+use kir_backend_ptx::gpu::GpuRunner;
+use kir_backend_ptx::SmVersion;
+use kir_interp::{args, Buffer, ErrorKind, LaunchConfig, Options};
+use kir_ir::diag::has_errors;
+use kir_ir::gen::{GenConfig, LaunchContract};
+use kir_ir::{BlockId, Constant, InstId, Kernel, Operand, Terminator, Type};
+use kir_passes::Pipeline;
+use std::fmt;
+
+/// What went wrong, coarsely: the reducer keeps a candidate only if the kind stays the same.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FailureKind {
+    /// The IR verifier rejected the kernel.
+    Verify,
+    /// The barrier verifier rejected the kernel.
+    Barrier,
+    /// The interpreter reported a fault of this kind (e.g. "data race") or an invalid launch.
+    Interp(String),
+    /// A pass broke or rejected the kernel (pass name).
+    Pass(String),
+    /// The optimized kernel's results differ from the original's.
+    PassChangedResult,
+    /// The PTX emitter refused the kernel.
+    Emit,
+    /// `ptxas` rejected the PTX.
+    Ptxas,
+    /// The GPU run failed (driver error, module rejected by the JIT).
+    Gpu,
+    /// The GPU's results differ from the interpreter's.
+    GpuMismatch,
+    /// A failure reported by a caller-supplied check (tests of the reducer).
+    Custom(String),
+}
+
+impl fmt::Display for FailureKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FailureKind::Verify => write!(f, "verifier rejects the kernel"),
+            FailureKind::Barrier => write!(f, "barrier verifier rejects the kernel"),
+            FailureKind::Interp(k) => write!(f, "interpreter: {k}"),
+            FailureKind::Pass(p) => write!(f, "pass `{p}` failed"),
+            FailureKind::PassChangedResult => write!(f, "passes changed the interpreter's results"),
+            FailureKind::Emit => write!(f, "PTX emission failed"),
+            FailureKind::Ptxas => write!(f, "ptxas rejects the PTX"),
+            FailureKind::Gpu => write!(f, "GPU run failed"),
+            FailureKind::GpuMismatch => write!(f, "interpreter and GPU differ"),
+            FailureKind::Custom(s) => write!(f, "{s}"),
+        }
+    }
+}
+
+/// A failed check.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Failure {
+    pub kind: FailureKind,
+    pub detail: String,
+}
+
+impl Failure {
+    pub fn new(kind: FailureKind, detail: impl Into<String>) -> Failure {
+        Failure { kind, detail: detail.into() }
+    }
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.kind)?;
+        if !self.detail.is_empty() {
+            write!(f, ": {}", self.detail)?;
+        }
+        Ok(())
+    }
+}
+
+/// How cases are generated and checked.
+pub struct FuzzConfig {
+    pub gen: GenConfig,
+    pub contract: LaunchContract,
+    /// The pipeline whose results must equal the unoptimized kernel's.
+    pub pipeline: Pipeline,
+    /// Run `ptxas` for this target (None: skip).
+    pub ptxas: Option<SmVersion>,
+    /// Interpreter fuel per launch.
+    pub fuel: u64,
+}
+
+impl FuzzConfig {
+    /// The default generator, [`LaunchContract::DEFAULT`], the default pipeline, no ptxas.
+    pub fn new() -> FuzzConfig {
+        FuzzConfig {
+            gen: GenConfig::default(),
+            contract: LaunchContract::DEFAULT,
+            pipeline: kir_passes::parse_pipeline(kir_passes::DEFAULT_PIPELINE).unwrap_or_default(),
+            ptxas: None,
+            fuel: 1 << 26,
+        }
+    }
+}
+
+impl Default for FuzzConfig {
+    fn default() -> FuzzConfig {
+        FuzzConfig::new()
+    }
+}
+
+/// The arguments of a case, as `NAME=VALUE` text (what the `; run:` line says): random `%in` and
+/// `%fin` from `seed`, zeroed outputs, `%n` = the contract's element count.
+pub fn case_args(contract: &LaunchContract, seed: u64) -> Vec<(String, String)> {
+    let n = contract.n;
+    vec![
+        ("in".into(), format!("rand:u32:{n}:{seed}")),
+        ("fin".into(), format!("rand:f32:{n}:{}", seed.wrapping_add(1))),
+        ("out".into(), format!("zeros:u32:{n}")),
+        ("fout".into(), format!("zeros:f32:{n}")),
+        ("n".into(), n.to_string()),
+    ]
+}
+
+/// The `; run:` directive for a case.
+pub fn run_line(kernel: &str, contract: &LaunchContract, named: &[(String, String)]) -> String {
+    let args: Vec<String> = named.iter().map(|(n, v)| format!("{n}={v}")).collect();
+    format!("; run: @{kernel} grid({}) block({}) {}", contract.grid_blocks, contract.block_threads, args.join(" "))
+}
+
+/// The launch shape of a contract.
+pub fn launch_config(contract: &LaunchContract) -> LaunchConfig {
+    LaunchConfig::linear(contract.grid_blocks, contract.block_threads)
+}
+
+/// Arguments bound to a kernel, ready for both engines.
+pub fn bind_case(k: &Kernel, named: &[(String, String)]) -> Result<args::Bound, String> {
+    let mut specs = Vec::with_capacity(named.len());
+    for (n, v) in named {
+        specs.push((n.clone(), args::parse_arg_spec(v).map_err(|e| format!("argument {n}: {e}"))?));
+    }
+    args::bind(k, &specs, None)
+}
+
+/// The verifier and the barrier verifier, as the CLI runs them before anything else.
+pub fn verifies(k: &Kernel) -> Result<(), Failure> {
+    let d = kir_ir::verify::verify_kernel(k);
+    if has_errors(&d) {
+        return Err(Failure::new(FailureKind::Verify, first_error(&d)));
+    }
+    let d = kir_passes::barrier::verify_barriers(k);
+    if has_errors(&d) {
+        return Err(Failure::new(FailureKind::Barrier, first_error(&d)));
+    }
+    Ok(())
+}
+
+fn first_error(d: &[kir_ir::Diagnostic]) -> String {
+    d.iter().find(|d| d.is_error()).map(|d| d.message.clone()).unwrap_or_default()
+}
+
+/// Runs `k` in the interpreter on fresh copies of `bound`'s buffers, with race and
+/// uninitialized-read detection.
+pub fn interpret(k: &Kernel, cfg: &LaunchConfig, bound: &args::Bound, fuel: u64) -> Result<Vec<Buffer>, Failure> {
+    let mut buffers = bound.buffers.clone();
+    let opts = Options { races: true, uninit: true, fuel, threads: Some(1) };
+    match kir_interp::launch(k, cfg, &bound.args, &mut buffers, &opts) {
+        Ok(_) => Ok(buffers),
+        Err(e) => {
+            let kind = match e.kind {
+                ErrorKind::KernelFault(f) => f.name().to_string(),
+                ErrorKind::InvalidLaunch => "invalid launch".to_string(),
+                ErrorKind::Internal => "internal error".to_string(),
+            };
+            Err(Failure::new(FailureKind::Interp(kind), e.message))
+        }
+    }
+}
+
+/// Compares buffer lists; the first differing buffer as a message.
+pub fn compare_all(k: &Kernel, bound: &args::Bound, a: &[Buffer], b: &[Buffer], s: Strictness) -> Result<(), String> {
+    for (pi, p) in k.params.iter().enumerate() {
+        let Some(bi) = bound.param_buffer[pi] else { continue };
+        let c = compare_buffers(&a[bi], &b[bi], s, 3);
+        if !c.is_match() {
+            return Err(format!("%{}: {c}", k.value(*p).name));
+        }
+    }
+    Ok(())
+}
+
+/// What [`check_kernel`] ran (checks that were skipped stay false).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Ran {
+    pub ptxas: bool,
+    pub gpu: bool,
+}
+
+/// Every check of the module docs on kernel `k` with the case's arguments `named`.
+pub fn check_kernel(
+    k: &Kernel,
+    named: &[(String, String)],
+    cfg: &FuzzConfig,
+    gpu: Option<(&mut GpuRunner, SmVersion)>,
+    ran: &mut Ran,
+) -> Result<(), Failure> {
+    verifies(k)?;
+    let bound = bind_case(k, named).map_err(|e| Failure::new(FailureKind::Interp("invalid launch".into()), e))?;
+    let launch = launch_config(&cfg.contract);
+    let reference = interpret(k, &launch, &bound, cfg.fuel)?;
+    let mut opt = k.clone();
+    if let Err(e) = kir_passes::run_on_kernel(&mut opt, &cfg.pipeline) {
+        let pass = match &e {
+            kir_passes::PassError::Broken { pass, .. } | kir_passes::PassError::Rejected { pass, .. } => pass.clone(),
+            _ => "pipeline".to_string(),
+        };
+        let detail = e.diagnostics().first().map(|d| format!("{e}: {}", d.message)).unwrap_or_else(|| e.to_string());
+        return Err(Failure::new(FailureKind::Pass(pass), detail));
+    }
+    let optimized = interpret(&opt, &launch, &bound, cfg.fuel)
+        .map_err(|f| Failure::new(FailureKind::PassChangedResult, format!("the optimized kernel faults: {f}")))?;
+    compare_all(k, &bound, &reference, &optimized, Strictness::Bitwise)
+        .map_err(|e| Failure::new(FailureKind::PassChangedResult, format!("original vs optimized: {e}")))?;
+    if let Some(sm) = cfg.ptxas {
+        let ptx = crate::gpu_exec::ptx_for(k, sm).map_err(|e| Failure::new(FailureKind::Emit, e))?;
+        kir_backend_ptx::tools::run_ptxas(&ptx, sm).map_err(|e| Failure::new(FailureKind::Ptxas, e))?;
+        ran.ptxas = true;
+    }
+    if let Some((runner, sm)) = gpu {
+        let ptx = crate::gpu_exec::ptx_for(k, sm).map_err(|e| Failure::new(FailureKind::Emit, e))?;
+        let got = crate::gpu_exec::run_kernel(runner, k, &ptx, &launch, &bound.args, &bound.buffers)
+            .map_err(|e| Failure::new(FailureKind::Gpu, e))?;
+        ran.gpu = true;
+        let tol = crate::tolerance::derived_tolerance(k);
+        compare_all(k, &bound, &reference, &got, Strictness::Within(tol))
+            .map_err(|e| Failure::new(FailureKind::GpuMismatch, format!("interpreter vs GPU (tolerance {tol}): {e}")))?;
+    }
+    Ok(())
+}
+
+/// A case: the kernel generated from `seed` and its arguments.
+pub fn generate_case(seed: u64, cfg: &FuzzConfig) -> (Kernel, Vec<(String, String)>) {
+    (kir_ir::gen::random_kernel(seed, &cfg.gen), case_args(&cfg.contract, seed))
+}
+
+/// What [`reduce`] did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReduceStats {
+    /// Candidates that verified and were checked.
+    pub checks: usize,
+    /// Candidates kept.
+    pub kept: usize,
+    /// Full rounds over every kind of edit.
+    pub rounds: usize,
+}
+
+/// Reduces `k` while `check` keeps failing with `kind` (see the module docs); at most `budget`
+/// checks. Returns the smallest kernel found and the last failure it gave (`None` only when the
+/// input itself does not fail that way, in which case the input is returned unchanged).
+pub fn reduce(
+    k: &Kernel,
+    kind: &FailureKind,
+    check: &mut dyn FnMut(&Kernel) -> Option<Failure>,
+    budget: usize,
+) -> (Kernel, Option<Failure>, ReduceStats) {
+    let mut stats = ReduceStats::default();
+    let mut best = k.clone();
+    let mut last = match check(&best) {
+        Some(f) if f.kind == *kind => Some(f),
+        _ => return (best, None, stats),
+    };
+    let mut try_candidate = |cand: Kernel, stats: &mut ReduceStats, best: &mut Kernel, last: &mut Option<Failure>| -> bool {
+        if stats.checks >= budget || verifies(&cand).is_err() {
+            return false;
+        }
+        stats.checks += 1;
+        match check(&cand) {
+            Some(f) if f.kind == *kind => {
+                *best = cand;
+                *last = Some(f);
+                stats.kept += 1;
+                true
+            }
+            _ => false,
+        }
+    };
+    loop {
+        stats.rounds += 1;
+        let mut progress = false;
+        // Branches: `br` -> `jmp` to either target, dropping what becomes unreachable.
+        let mut b = 0;
+        while b < best.blocks.len() {
+            let mut changed = false;
+            if matches!(best.blocks[b].term, Terminator::Br { .. }) {
+                for side in [0, 1] {
+                    if let Some(c) = branch_to_jump(&best, BlockId(b as u32), side) {
+                        if try_candidate(c, &mut stats, &mut best, &mut last) {
+                            changed = true;
+                            progress = true;
+                            break;
+                        }
+                    }
+                }
+            }
+            if !changed {
+                b += 1;
+            }
+        }
+        // Instructions: chunks of halving size.
+        let mut chunk = (best.inst_count() / 2).max(1);
+        loop {
+            let mut i = 0;
+            while i < best.inst_count() {
+                let ids: Vec<InstId> = best.placed_insts().map(|(_, id)| id).skip(i).take(chunk).collect();
+                let cand = remove_insts(&best, &ids);
+                if cand.is_some_and(|c| try_candidate(c, &mut stats, &mut best, &mut last)) {
+                    progress = true;
+                } else {
+                    i += chunk;
+                }
+            }
+            if chunk == 1 {
+                break;
+            }
+            chunk /= 2;
+        }
+        // Block parameters.
+        for b in 1..best.blocks.len() {
+            let mut j = 0;
+            while b < best.blocks.len() && j < best.blocks[b].params.len() {
+                let cand = remove_block_param(&best, BlockId(b as u32), j);
+                if cand.is_some_and(|c| try_candidate(c, &mut stats, &mut best, &mut last)) {
+                    progress = true;
+                } else {
+                    j += 1;
+                }
+            }
+        }
+        if !progress || stats.checks >= budget {
+            break;
+        }
+    }
+    (best, last, stats)
+}
+
+/// The value an instruction's uses get when it is deleted: zero of a scalar type; for a pointer,
+/// the instruction's first operand when it is a pointer of the same type (`offset p, i` -> `p`).
+fn replacement(k: &Kernel, i: InstId) -> Option<Operand> {
+    let inst = k.inst(i);
+    let r = inst.result?;
+    match k.value_type(r) {
+        Type::Scalar(t) => Some(Operand::Const(Constant::from_bits(t, 0))),
+        ty => inst.args.first().copied().filter(|a| k.operand_type(*a) == ty),
+    }
+}
+
+/// `k` without the instructions `ids`, their uses replaced (see [`replacement`]); `None` when one
+/// of them has a result that cannot be replaced.
+pub fn remove_insts(k: &Kernel, ids: &[InstId]) -> Option<Kernel> {
+    if ids.is_empty() {
+        return None;
+    }
+    let mut c = k.clone();
+    for &i in ids {
+        if c.inst(i).result.is_some() {
+            let rep = replacement(&c, i)?;
+            let r = c.inst(i).result?;
+            c.replace_uses(r, rep);
+        }
+    }
+    for b in &mut c.blocks {
+        b.insts.retain(|i| !ids.contains(i));
+    }
+    c.compact();
+    Some(c)
+}
+
+/// `k` with block `b`'s `br` replaced by a `jmp` to its `then` (side 0) or `else` (side 1) target,
+/// and the blocks no longer reachable from the entry deleted.
+pub fn branch_to_jump(k: &Kernel, b: BlockId, side: usize) -> Option<Kernel> {
+    let mut c = k.clone();
+    let Terminator::Br { then_, else_, .. } = &c.block(b).term else { return None };
+    let target = if side == 0 { then_.clone() } else { else_.clone() };
+    c.block_mut(b).term = Terminator::Jmp(target);
+    Some(without_unreachable(c))
+}
+
+/// Deletes blocks unreachable from the entry (their values can only have been used in blocks they
+/// dominate, which are unreachable too).
+fn without_unreachable(mut k: Kernel) -> Kernel {
+    let n = k.blocks.len();
+    let mut reach = vec![false; n];
+    let mut stack = vec![0usize];
+    while let Some(b) = stack.pop() {
+        if b >= n || reach[b] {
+            continue;
+        }
+        reach[b] = true;
+        stack.extend(k.blocks[b].term.successors().iter().map(|c| c.block.index()));
+    }
+    if reach.iter().all(|r| *r) {
+        return k;
+    }
+    let mut map = vec![None; n];
+    let mut next = 0u32;
+    for (b, r) in reach.iter().enumerate() {
+        if *r {
+            map[b] = Some(BlockId(next));
+            next += 1;
+        }
+    }
+    let old = std::mem::take(&mut k.blocks);
+    for (b, mut block) in old.into_iter().enumerate() {
+        if !reach[b] {
+            continue;
+        }
+        for call in block.term.successors_mut() {
+            // Successors of a reachable block are reachable.
+            call.block = map[call.block.index()].unwrap_or(call.block);
+        }
+        k.blocks.push(block);
+    }
+    k.compact();
+    k
+}
+
+/// `k` without parameter `j` of block `b` (and the matching argument on every edge into `b`), its
+/// uses replaced by zero; `None` for the entry block or a non-scalar parameter.
+pub fn remove_block_param(k: &Kernel, b: BlockId, j: usize) -> Option<Kernel> {
+    if b == Kernel::ENTRY {
+        return None;
+    }
+    let p = *k.block(b).params.get(j)?;
+    let Type::Scalar(t) = k.value_type(p) else { return None };
+    let mut c = k.clone();
+    c.replace_uses(p, Operand::Const(Constant::from_bits(t, 0)));
+    c.block_mut(b).params.remove(j);
+    for blk in &mut c.blocks {
+        for call in blk.term.successors_mut() {
+            if call.block == b && j < call.args.len() {
+                call.args.remove(j);
+            }
+        }
+    }
+    c.compact();
+    Some(c)
+}
+
+/// A ready-to-run `.kir` file for a failing case.
+pub fn repro_file(k: &Kernel, seed: u64, failure: &Failure, contract: &LaunchContract, named: &[(String, String)]) -> String {
+    let mut s = String::new();
+    s.push_str(&format!("; kir fuzz: case seed {seed} (reproduce: kir fuzz --cases 1 --seed {seed})\n"));
+    for (i, line) in failure.to_string().lines().enumerate() {
+        s.push_str(if i == 0 { "; failure: " } else { ";   " });
+        s.push_str(line);
+        s.push('\n');
+    }
+    s.push_str(&run_line(&k.name, contract, named));
+    s.push('\n');
+    s.push_str(&kir_ir::print_kernel(k));
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(src: &str) -> Kernel {
+        kir_ir::parse(src).unwrap_or_else(|d| panic!("{d:?}")).kernels.remove(0)
+    }
+
+    #[test]
+    fn generated_cases_pass_every_check_without_tools() {
+        let cfg = FuzzConfig::new();
+        for seed in 0..5 {
+            let (k, named) = generate_case(seed, &cfg);
+            let mut ran = Ran::default();
+            check_kernel(&k, &named, &cfg, None, &mut ran).unwrap_or_else(|f| panic!("seed {seed}: {f}"));
+            assert_eq!(ran, Ran::default());
+        }
+    }
+
+    #[test]
+    fn unreachable_blocks_go_with_their_values() {
+        let k = parse(
+            "kernel @k(%o: ptr<global, u32>, %c: pred) {\nentry:\n  br %c, a(), b()\na:\n  %x = add.u32 1, 2\n  jmp done(%x)\nb:\n  jmp done(7)\ndone(%v: u32):\n  store %o[0], %v\n  ret\n}\n",
+        );
+        let c = branch_to_jump(&k, BlockId(0), 1).unwrap();
+        assert!(verifies(&c).is_ok(), "{}", kir_ir::print_kernel(&c));
+        assert_eq!(c.blocks.len(), 3);
+        assert!(c.block_by_name("a").is_none());
+        let d = remove_block_param(&c, c.block_by_name("done").unwrap(), 0).unwrap();
+        assert!(verifies(&d).is_ok(), "{}", kir_ir::print_kernel(&d));
+        assert!(kir_ir::print_kernel(&d).contains("store %o[0], 0"), "{}", kir_ir::print_kernel(&d));
+    }
+
+    #[test]
+    fn removing_an_instruction_replaces_its_uses() {
+        let k = parse("kernel @k(%o: ptr<global, u32>, %i: u32) {\nentry:\n  %x = mul.u32 %i, 3\n  %p = offset %o, %i\n  store %p[0], %x\n  ret\n}\n");
+        let ids: Vec<InstId> = k.placed_insts().map(|(_, i)| i).take(2).collect();
+        let c = remove_insts(&k, &ids).unwrap();
+        assert!(verifies(&c).is_ok());
+        assert_eq!(c.inst_count(), 1);
+        assert!(kir_ir::print_kernel(&c).contains("store %o[0], 0"), "{}", kir_ir::print_kernel(&c));
+    }
+}
