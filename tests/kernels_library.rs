@@ -1,6 +1,6 @@
 //! The kernel library as a whole: every `.kir` file in `kernels/` parses, passes `kir check`'s
 //! checks, starts with a header comment, and has `; run:` directives that launch each of its
-//! kernels with exactly its parameters (names, scalar vs buffer, buffer element types) and
+//! kernels with exactly its parameters (names, scalar vs buffer, buffer element types; graph runs likewise) and
 //! modest sizes (docs/testing.md).
 
 use kir::directives::parse_directives;
@@ -116,6 +116,28 @@ fn every_kernel_has_run_directives_matching_its_parameters() {
                     assert!(seen.contains(n), "{at}: @{} has no parameter %{n}", k.name);
                 }
                 let _ = grid;
+            }
+        }
+        for g in &m.graphs {
+            for r in d.runs.iter().filter(|r| r.target == g.name) {
+                let at = format!("{}:{}", p.display(), r.line);
+                assert!(r.grid.is_none() && r.block.is_none(), "{at}: a graph carries its own launch shapes");
+                let mut names: Vec<&str> = r.args.iter().map(|(n, _)| n.as_str()).collect();
+                let mut want: Vec<&str> = g.params.iter().map(|p| p.name.as_str()).collect();
+                names.sort_unstable();
+                want.sort_unstable();
+                assert_eq!(names, want, "{at}: arguments of @{}", g.name);
+                for gp in &g.params {
+                    let value = &r.args.iter().find(|(n, _)| *n == gp.name).unwrap().1;
+                    match gp.ty {
+                        Type::Ptr(_, elem) => {
+                            if let Some((ty, _)) = buffer_spec(value) {
+                                assert_eq!(ty, elem, "{at}: %{} points to {elem} but gets `{value}`", gp.name);
+                            }
+                        }
+                        Type::Scalar(_) => assert!(buffer_spec_is_literal(value), "{at}: %{} is a scalar", gp.name),
+                    }
+                }
             }
         }
         for r in &d.runs {
