@@ -41,8 +41,12 @@ use kir_ir::{BlockCall, BlockId, Constant, InstId, Kernel, Module, Operand, Span
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 
-/// The `fuse` pass.
-pub struct Fuse;
+/// The `fuse` pass. With `explain` (`fuse{explain}`, or `kir opt --print-fusion`), every decision
+/// is also reported as a note located at the launches it is about.
+#[derive(Default)]
+pub struct Fuse {
+    pub explain: bool,
+}
 
 impl Pass for Fuse {
     fn name(&self) -> &'static str {
@@ -57,6 +61,9 @@ impl Pass for Fuse {
     fn run_module(&self, m: &mut Module, cx: &mut PassContext) -> Option<bool> {
         let report = fuse_module(m);
         report.add_stats(&mut cx.stats);
+        if self.explain {
+            cx.diagnostics.extend(report.notes());
+        }
         Some(report.changed())
     }
 }
@@ -171,6 +178,8 @@ pub struct Decision {
     pub first: (usize, String),
     pub second: (usize, String),
     pub outcome: Result<Fused, Vec<Reason>>,
+    /// Where the graph and the two launches are written (dummy for launches made by the pass).
+    pub spans: [Span; 3],
 }
 
 /// A fusion that was done.
@@ -226,6 +235,36 @@ impl FusionReport {
         stats.add("stores removed", st);
         stats.add("temporaries removed", tmp);
         stats.add("candidate pairs not fused", no);
+    }
+
+    /// Each decision as a note diagnostic at the second launch (or the graph).
+    pub fn notes(&self) -> Vec<kir_ir::Diagnostic> {
+        self.decisions
+            .iter()
+            .map(|d| {
+                let pair = format!("launch {} @{} + launch {} @{} ({})", d.first.0, d.first.1, d.second.0, d.second.1, d.kind.name());
+                let mut diag = match &d.outcome {
+                    Ok(f) => kir_ir::Diagnostic::warning(format!("fused {pair} into @{}", f.kernel)),
+                    Err(reasons) => reasons
+                        .iter()
+                        .fold(kir_ir::Diagnostic::warning(format!("not fused: {pair}")), |dg, r| dg.with_note(r.to_string())),
+                };
+                diag.severity = kir_ir::Severity::Note;
+                let [g, a, b] = d.spans;
+                match (a.is_dummy(), b.is_dummy()) {
+                    (_, false) => {
+                        diag = diag.at(b, "second launch");
+                        if !a.is_dummy() {
+                            diag = diag.with_label(a, "first launch");
+                        }
+                    }
+                    (false, true) => diag = diag.at(a, "first launch"),
+                    (true, true) if !g.is_dummy() => diag = diag.at(g, format!("in graph @{}", d.graph)),
+                    _ => {}
+                }
+                diag
+            })
+            .collect()
     }
 
     /// The `--print-fusion` text.
@@ -358,6 +397,7 @@ fn fuse_step(m: &mut Module, gi: usize) -> (Option<Decision>, Vec<Decision>) {
                     first: (i, li.kernel.clone()),
                     second: (j, lj.kernel.clone()),
                     outcome: Err(reasons),
+                    spans: [g.span, li.span, lj.span],
                 }),
             }
         }
@@ -620,6 +660,7 @@ fn apply(m: &mut Module, gi: usize, i: usize, j: usize, up: bool, plan: Plan, ki
         first: (i, li.kernel.clone()),
         second: (j, lj.kernel.clone()),
         outcome: Err(vec![]),
+        spans: [g.span, li.span, lj.span],
     };
     let (Some(kp), Some(kc)) = (m.kernel(&li.kernel), m.kernel(&lj.kernel)) else {
         decision.outcome = Err(vec![Reason::UnknownKernel(li.kernel.clone())]);

@@ -62,10 +62,10 @@ pub fn registry() -> Vec<PassInfo> {
         PassInfo {
             name: "fuse",
             description: "fuse launches of each launch graph (vertical: producer into consumer with store forwarding; horizontal: independent launches) where every shared buffer is thread-private",
-            options: &[],
+            options: &[("explain", "report every fusion decision (and why each candidate pair was not fused) as a note")],
             create: |o| {
-                o.expect_only("fuse", &[])?;
-                Ok(Box::new(crate::fuse::Fuse))
+                o.expect_only("fuse", &["explain"])?;
+                Ok(Box::new(crate::fuse::Fuse { explain: o.flag("fuse", "explain", false)? }))
             },
         },
         PassInfo {

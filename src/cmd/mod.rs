@@ -7,4 +7,5 @@ pub mod fmt;
 pub mod opt;
 pub mod ptx;
 pub mod run;
+pub mod run_graph;
 pub mod test;

@@ -66,6 +66,10 @@ pub struct Args {
     /// a `verify-barriers` / `kir check` verdict). Needs an input that verifies.
     #[arg(long)]
     pub print_divergence: bool,
+    /// Report every decision of the `fuse` pass (what was fused, and why each other candidate pair
+    /// of launches was not) as notes on stderr; same as `fuse{explain}`.
+    #[arg(long)]
+    pub print_fusion: bool,
 }
 
 /// The `--list-passes` text.
@@ -97,6 +101,12 @@ pub fn run(args: &Args) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let mut pipeline = pipeline;
+    if args.print_fusion {
+        for step in pipeline.steps.iter_mut().filter(|s| s.name() == "fuse") {
+            step.pass = Box::new(kir_passes::fuse::Fuse { explain: true });
+        }
+    }
     let known: Vec<&str> = registry().iter().map(|p| p.name).collect();
     for (flag, names) in [("--print-ir-before", &args.print_ir_before), ("--print-ir-after", &args.print_ir_after)] {
         if let Some(bad) = names.iter().find(|n| !known.contains(&n.as_str())) {

@@ -1,0 +1,58 @@
+//! The command line for graphs and fusion: `kir run FILE --graph G --stats`, `kir opt --passes fuse
+//! --print-fusion`, and their errors.
+
+use std::process::Command;
+
+fn kir(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_kir")).args(args).current_dir(env!("CARGO_MANIFEST_DIR")).env("NO_COLOR", "1").output().unwrap();
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+const ACT_ARGS: [&str; 10] = ["--arg", "x=rand:f32:1000:1", "--arg", "dy=rand:f32:1000:2", "--arg", "dx=zeros:f32:1000", "--arg", "n=1000", "--arg", "s=0.125"];
+
+#[test]
+fn run_graph_with_stats_before_and_after_fuse() {
+    let mut a = vec!["run", "kernels/graph_act_chain.kir", "--graph", "act_chain", "--stats"];
+    a.extend(ACT_ARGS);
+    let (code, before, err) = kir(&a);
+    assert_eq!(code, 0, "{err}");
+    assert!(before.contains("stats: 3 launches, global memory 16000 bytes read, 12000 bytes written"), "{before}");
+    let dir = std::env::temp_dir().join(format!("kir-fusion-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let fused = dir.join("fused.kir");
+    let (code, _, err) = kir(&["opt", "kernels/graph_act_chain.kir", "--passes", "fuse,simplify-cfg,dce", "-o", fused.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let mut a = vec!["run", fused.to_str().unwrap(), "--graph", "@act_chain", "--stats"];
+    a.extend(ACT_ARGS);
+    let (code, after, err) = kir(&a);
+    assert_eq!(code, 0, "{err}");
+    assert!(after.contains("stats: 1 launches, global memory 8000 bytes read, 4000 bytes written"), "{after}");
+    // Same output summary line for %dx.
+    assert_eq!(before.lines().next(), after.lines().next());
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn print_fusion_explains_every_refusal() {
+    let (code, _, err) = kir(&["opt", "kernels/graph_gemm_bwd.kir", "--passes", "fuse", "--print-fusion"]);
+    assert_eq!(code, 0, "{err}");
+    insta::assert_snapshot!(err);
+}
+
+#[test]
+fn graph_errors_are_clear() {
+    let (code, _, err) = kir(&["run", "kernels/graph_act_chain.kir", "--graph", "nope"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("no graph `@nope` (graphs here: @act_chain)"), "{err}");
+    let (code, _, err) = kir(&["run", "kernels/graph_act_chain.kir", "--graph", "act_chain", "--arg", "x=rand:f32:10"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("missing argument for graph parameter `dy: ptr<global, f32>`"), "{err}");
+    let (code, _, err) = kir(&["run", "kernels/graph_act_chain.kir", "--graph", "act_chain", "--grid", "1"]);
+    assert_eq!(code, 2, "{err}");
+    // A buffer too short for n faults inside a launch, and the note names the launch.
+    let mut a = vec!["run", "kernels/graph_act_chain.kir", "--graph", "act_chain"];
+    a.extend(["--arg", "x=rand:f32:100:1", "--arg", "dy=rand:f32:1000:2", "--arg", "dx=zeros:f32:1000", "--arg", "n=1000", "--arg", "s=1"]);
+    let (code, _, err) = kir(&a);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("in launch 0 (@relu_deriv) of graph @act_chain"), "{err}");
+}
