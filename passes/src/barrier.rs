@@ -317,7 +317,16 @@ fn explain(k: &Kernel, u: &Uniformity, b: BlockId, i: InstId, what: What) -> Dia
             "some lanes of the warp may not reach this collective".to_string(),
         ),
     };
-    let mut d = Diagnostic::error(message).at(span, label);
+    let mut d = if span.is_dummy() {
+        // IR made by a pass, without source: say where in words instead of pointing at 0..0.
+        Diagnostic::error(message).with_note(format!(
+            "at `{mnemonic}` in block `{}` of kernel `@{}`: {label}",
+            k.block(b).name,
+            k.name
+        ))
+    } else {
+        Diagnostic::error(message).at(span, label)
+    };
     let mut chain = Chain {
         k,
         u,
@@ -349,6 +358,8 @@ fn explain(k: &Kernel, u: &Uniformity, b: BlockId, i: InstId, what: What) -> Dia
             }
         };
         chain.branch_cause(y, intro);
+    } else if u.is_malformed() {
+        d = d.with_note("the kernel is not well-formed (run the verifier): nothing can be proved uniform in it");
     } else {
         chain.irreducible = true;
     }
@@ -379,4 +390,61 @@ fn explain(k: &Kernel, u: &Uniformity, b: BlockId, i: InstId, what: What) -> Dia
         "uniform: kernel parameters, constants, `ctaid`, `ntid`, `nctaid`, and values computed only from them; \
          `kir opt --print-divergence` shows the verdict for every value and block",
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BOUNDS_EXIT: &str = "kernel @k(%x: ptr<global, f32>, %n: u32) {
+entry:
+  %i = global_id.x
+  %inb = lt.u32 %i, %n
+  br %inb, body, out
+out:
+  ret
+body:
+  barrier
+  ret
+}";
+
+    #[test]
+    fn the_pass_reports_and_leaves_the_kernel_unchanged() {
+        let m = kir_ir::parse(BOUNDS_EXIT).unwrap();
+        let mut k = m.kernels[0].clone();
+        let pass = crate::registry::lookup("verify-barriers").unwrap();
+        let p = (pass.create)(&Default::default()).unwrap();
+        let mut cx = PassContext::default();
+        assert!(!p.run(&mut k, &mut cx));
+        assert_eq!(k, m.kernels[0]);
+        assert_eq!(cx.diagnostics.len(), 1);
+        assert!(cx.diagnostics[0].is_error());
+        assert_eq!(cx.stats.get("barriers checked"), 1);
+    }
+
+    #[test]
+    fn ir_without_spans_is_explained_in_notes_never_at_0_0() {
+        let m = kir_ir::parse(BOUNDS_EXIT).unwrap().without_spans();
+        let d = verify_barriers(&m.kernels[0]);
+        assert_eq!(d.len(), 1);
+        assert!(d[0].primary.is_none() && d[0].secondary.is_empty(), "{:?}", d[0]);
+        let notes = d[0].notes.join("\n");
+        assert!(notes.contains("at `barrier` in block `body` of kernel `@k`"), "{notes}");
+        assert!(notes.contains("(1) only threads where `%inb` is true go on to the barrier"), "{notes}");
+        assert!(notes.contains("`%i` is the global thread index"), "{notes}");
+    }
+
+    #[test]
+    fn a_kernel_with_dangling_handles_gets_diagnostics_not_a_panic() {
+        let mut k = kir_ir::parse(BOUNDS_EXIT).unwrap().kernels.remove(0);
+        k.blocks[0].term = Terminator::Br {
+            cond: Operand::Value(ValueId(9999)),
+            then_: kir_ir::BlockCall { block: BlockId(77), args: vec![] },
+            else_: kir_ir::BlockCall { block: BlockId(2), args: vec![] },
+        };
+        // The all-varying verdict: the barrier is reported, nothing panics.
+        let d = verify_barriers(&k);
+        assert_eq!(d.len(), 1);
+        assert!(d[0].notes.iter().any(|n| n.contains("not well-formed")), "{:?}", d[0]);
+    }
 }

@@ -165,6 +165,8 @@ pub struct Uniformity {
     /// For each placed load: whether no concurrent write may alias it.
     stable_loads: HashMap<InstId, bool>,
     irreducible: bool,
+    /// The kernel has dangling handles: every verdict is the conservative one.
+    malformed: bool,
 }
 
 impl Uniformity {
@@ -252,6 +254,10 @@ impl Uniformity {
     pub fn is_irreducible(&self) -> bool {
         self.irreducible
     }
+    /// Whether the kernel has dangling handles (not verified), so every verdict is "varying".
+    pub fn is_malformed(&self) -> bool {
+        self.malformed
+    }
 
     /// Runs the analysis on a kernel.
     pub fn compute(k: &Kernel) -> Uniformity {
@@ -274,12 +280,14 @@ impl Uniformity {
             ptr_obj: vec![None; nv],
             stable_loads: HashMap::new(),
             irreducible: false,
+            malformed: false,
         };
         if nb == 0 || !handles_ok(k) {
             u.value_level = vec![Level::Varying; nv];
             u.block_level = vec![Level::Varying; nb];
             u.branch_level = vec![Level::Varying; nb];
             u.reachable = vec![true; nb];
+            u.malformed = true;
             return u;
         }
         let cfg = Cfg::new(k);
@@ -423,7 +431,8 @@ impl Uniformity {
                     return val;
                 }
                 // Every lane reads lane `idx & 31`: the same one when `idx` is warp-uniform.
-                let lane_ok = inst.args.get(1).is_some_and(|l| self.max_operands(std::slice::from_ref(l), b).0 < Level::Varying);
+                let lane_ok =
+                    inst.args.get(1).is_some_and(|l| self.max_operands(std::slice::from_ref(l), b).0 < Level::Varying);
                 if *mode == ShflMode::Idx && lane_ok && is_full_mask(inst.args.get(2)) {
                     (Level::WarpUniform, Some(ValueReason::Collective))
                 } else {
@@ -958,4 +967,261 @@ pub fn annotate(k: &Kernel, u: &Uniformity) -> String {
         out.push('\n');
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn analyze(src: &str) -> (Kernel, Uniformity) {
+        let m = kir_ir::parse(src).unwrap_or_else(|d| panic!("{}", kir_ir::diag::render(&d, "t.kir", src, false)));
+        let v = kir_ir::verify::verify_module(&m);
+        assert!(!kir_ir::diag::has_errors(&v), "{}", kir_ir::diag::render(&v, "t.kir", src, false));
+        let k = m.kernels.into_iter().next().unwrap();
+        let u = Uniformity::compute(&k);
+        (k, u)
+    }
+    fn level(k: &Kernel, u: &Uniformity, name: &str) -> Level {
+        let v = k.values.iter().position(|d| d.name == name).unwrap_or_else(|| panic!("no %{name}"));
+        u.value_level(ValueId(v as u32))
+    }
+    fn block(k: &Kernel, u: &Uniformity, name: &str) -> Level {
+        u.block_level(k.block_by_name(name).unwrap())
+    }
+
+    #[test]
+    fn sources_and_data_dependence() {
+        let (k, u) = analyze(
+            "kernel @k(%n: u32) {
+entry:
+  %t = tid.x
+  %c = ctaid.x
+  %w = warpid
+  %a = add.u32 %c, %n
+  %b = add.u32 %a, %t
+  %d = mul.u32 %w, 2
+  ret
+}",
+        );
+        assert_eq!(level(&k, &u, "t"), Level::Varying);
+        assert_eq!(level(&k, &u, "a"), Level::Uniform);
+        assert_eq!(level(&k, &u, "b"), Level::Varying);
+        assert_eq!(level(&k, &u, "d"), Level::WarpUniform);
+    }
+
+    #[test]
+    fn joins_of_divergent_branches_are_varying_unless_every_edge_agrees() {
+        let (k, u) = analyze(
+            "kernel @k(%n: u32) {
+entry:
+  %t = tid.x
+  %c = lt.u32 %t, %n
+  br %c, a, b
+a:
+  jmp j(1, %n)
+b:
+  jmp j(2, %n)
+j(%p: u32, %q: u32):
+  ret
+}",
+        );
+        assert_eq!(level(&k, &u, "p"), Level::Varying);
+        assert_eq!(level(&k, &u, "q"), Level::Uniform);
+        assert_eq!(block(&k, &u, "a"), Level::Varying);
+        assert_eq!(block(&k, &u, "j"), Level::Uniform);
+    }
+
+    #[test]
+    fn divergent_loop_exit_makes_live_outs_varying_but_not_the_counter_inside() {
+        let (k, u) = analyze(
+            "kernel @k(%n: u32) {
+entry:
+  %t = tid.x
+  jmp h(0)
+h(%i: u32):
+  %more = lt.u32 %i, %t
+  br %more, body, out
+body:
+  %i2 = add.u32 %i, 1
+  jmp h(%i2)
+out:
+  %after = add.u32 %i, 0
+  ret
+}",
+        );
+        assert_eq!(level(&k, &u, "i"), Level::Uniform, "threads still looping agree on %i");
+        assert_eq!(level(&k, &u, "i2"), Level::Uniform);
+        assert_eq!(level(&k, &u, "after"), Level::Varying, "temporal divergence");
+        assert_eq!(block(&k, &u, "body"), Level::Varying);
+        assert_eq!(block(&k, &u, "out"), Level::Uniform);
+    }
+
+    #[test]
+    fn uniform_loop_with_leader_store_and_broadcast() {
+        let (k, u) = analyze(
+            "kernel @k(%n: u32) {
+  shared @tok: u32[1]
+  shared @other: u32[32]
+entry:
+  %t = tid.x
+  %c = ctaid.x
+  %nc = nctaid.x
+  %tp = addr @tok
+  %op = addr @other
+  %lead = eq.u32 %t, 0
+  jmp work(%c)
+work(%row: u32):
+  %done = ge.u32 %row, %n
+  br %done, exit, pub
+pub:
+  br %lead, st, sync
+st:
+  store %tp[0], %row
+  jmp sync
+sync:
+  barrier
+  %cur = load %tp[0]
+  %lane = and.u32 %t, 31
+  store %op[%lane], %cur
+  %next = add.u32 %row, %nc
+  barrier
+  jmp work(%next)
+exit:
+  ret
+}",
+        );
+        assert_eq!(level(&k, &u, "row"), Level::Uniform);
+        assert_eq!(level(&k, &u, "cur"), Level::Uniform, "stores to @other do not alias @tok");
+        assert_eq!(block(&k, &u, "sync"), Level::Uniform);
+        assert_eq!(block(&k, &u, "st"), Level::Varying);
+    }
+
+    #[test]
+    fn loads_racing_with_stores_in_the_same_epoch_are_varying() {
+        // Without the second barrier, the next iteration's leader store races with this load.
+        let (k, u) = analyze(
+            "kernel @k(%n: u32) {
+  shared @tok: u32[1]
+entry:
+  %t = tid.x
+  %tp = addr @tok
+  %lead = eq.u32 %t, 0
+  jmp work(0)
+work(%row: u32):
+  %done = ge.u32 %row, %n
+  br %done, exit, pub
+pub:
+  br %lead, st, sync
+st:
+  store %tp[0], %row
+  jmp sync
+sync:
+  barrier
+  %cur = load %tp[0]
+  %next = add.u32 %row, 1
+  jmp work(%next)
+exit:
+  ret
+}",
+        );
+        assert_eq!(level(&k, &u, "cur"), Level::Varying);
+        assert_eq!(
+            u.value_reason(k.values.iter().position(|d| d.name == "cur").map(|i| ValueId(i as u32)).unwrap()),
+            Some(ValueReason::RacyLoad(MemObject::Shared(0)))
+        );
+    }
+
+    #[test]
+    fn global_loads_are_uniform_only_in_kernels_that_never_write_global_memory() {
+        let src = |store: &str| {
+            format!(
+                "kernel @k(%x: ptr<global, u32>, %y: ptr<global, u32>) {{
+entry:
+  %v = load %x[0]
+  %t = tid.x
+  {store}
+  ret
+}}"
+            )
+        };
+        let (k, u) = analyze(&src(""));
+        assert_eq!(level(&k, &u, "v"), Level::Uniform);
+        let (k, u) = analyze(&src("store %y[%t], 1"));
+        assert_eq!(level(&k, &u, "v"), Level::Varying, "%y may alias %x");
+    }
+
+    #[test]
+    fn collectives() {
+        let (k, u) = analyze(
+            "kernel @k(%n: u32) {
+entry:
+  %t = tid.x
+  %w = warpid
+  %p = lt.u32 %t, %n
+  %u = lt.u32 %n, 7
+  %all = vote.all %u, 0xffffffff
+  %any = vote.any %p, 0xffffffff
+  %bal = vote.ballot %u, 0xffffffff
+  %partial = vote.any %p, 0xffff
+  %bc = shfl.idx.u32 %t, %w, 0xffffffff
+  %same = shfl.down.u32 %n, 1, 0xffffffff
+  %mine = shfl.down.u32 %t, 1, 0xffffffff
+  ret
+}",
+        );
+        assert_eq!(level(&k, &u, "all"), Level::Uniform);
+        assert_eq!(level(&k, &u, "any"), Level::WarpUniform);
+        assert_eq!(level(&k, &u, "bal"), Level::WarpUniform, "a partial last warp gets another ballot");
+        assert_eq!(level(&k, &u, "partial"), Level::Varying);
+        assert_eq!(level(&k, &u, "bc"), Level::WarpUniform);
+        assert_eq!(level(&k, &u, "same"), Level::Uniform);
+        assert_eq!(level(&k, &u, "mine"), Level::Varying);
+    }
+
+    #[test]
+    fn threads_stuck_in_an_infinite_loop_count_as_gone() {
+        let (k, u) = analyze(
+            "kernel @k(%n: u32) {
+entry:
+  %t = tid.x
+  %c = lt.u32 %t, %n
+  br %c, spin, go
+spin:
+  jmp spin
+go:
+  barrier
+  ret
+}",
+        );
+        assert_eq!(block(&k, &u, "go"), Level::Varying);
+    }
+
+    #[test]
+    fn irreducible_control_flow_is_all_varying_only_with_a_divergent_branch() {
+        let src = |cond: &str| {
+            format!(
+                "kernel @k(%n: u32) {{
+entry:
+  %t = tid.x
+  %c = lt.u32 {cond}, %n
+  br %c, a, b
+a:
+  %d = eq.u32 %n, 3
+  br %d, b, out
+b:
+  %e = eq.u32 %n, 4
+  br %e, a, out
+out:
+  %z = add.u32 %n, 1
+  ret
+}}"
+            )
+        };
+        let (k, u) = analyze(&src("%n"));
+        assert!(u.is_irreducible());
+        assert_eq!(level(&k, &u, "z"), Level::Uniform);
+        let (k, u) = analyze(&src("%t"));
+        assert_eq!(level(&k, &u, "z"), Level::Varying);
+        assert_eq!(block(&k, &u, "out"), Level::Varying);
+    }
 }
