@@ -30,6 +30,10 @@ enum Command {
     Run(cmd::run::Args),
     /// List CUDA devices (exit 1 with a message when there is no driver or no device).
     Devices(cmd::devices::Args),
+    /// Run a kernel or graph in the interpreter and on the GPU with the same inputs; compare every buffer.
+    Diff(cmd::diff::Args),
+    /// Generate random kernels and check verifier, passes, ptxas and GPU against the interpreter.
+    Fuzz(cmd::fuzz::Args),
 }
 
 fn main() -> ExitCode {
@@ -43,5 +47,7 @@ fn main() -> ExitCode {
         Command::Ptx(a) => cmd::ptx::run(a),
         Command::Run(a) => cmd::run::run(a),
         Command::Devices(a) => cmd::devices::run(a),
+        Command::Diff(a) => cmd::diff::run(a),
+        Command::Fuzz(a) => cmd::fuzz::run(a),
     }
 }

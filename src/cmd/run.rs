@@ -71,7 +71,7 @@ fn usage(msg: impl std::fmt::Display) -> ExitCode {
 }
 
 /// `X[,Y[,Z]]` with missing dimensions 1.
-fn parse_dims(s: &str, what: &str) -> Result<[u32; 3], String> {
+pub(crate) fn parse_dims(s: &str, what: &str) -> Result<[u32; 3], String> {
     let parts: Vec<&str> = s.split(',').map(str::trim).collect();
     if parts.is_empty() || parts.len() > 3 {
         return Err(format!("--{what} `{s}`: expected X[,Y[,Z]]"));
@@ -86,7 +86,7 @@ fn parse_dims(s: &str, what: &str) -> Result<[u32; 3], String> {
     Ok(d)
 }
 
-fn split_named(s: &str, flag: &str) -> Result<(String, String), String> {
+pub(crate) fn split_named(s: &str, flag: &str) -> Result<(String, String), String> {
     match s.split_once('=') {
         Some((n, v)) if !n.trim().is_empty() => Ok((n.trim().trim_start_matches('%').to_string(), v.to_string())),
         _ => Err(format!("--{flag} `{s}`: expected NAME=VALUE")),

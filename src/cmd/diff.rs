@@ -1,0 +1,324 @@
+//! `kir diff FILE (--kernel K --grid X[,Y[,Z]] --block X[,Y[,Z]] | --graph G) [--arg NAME=VALUE]...
+//! [--shared BYTES] [--tol ulp:N|rel:X|abs:X|exact] [--limit N] [--time [--reps N]] [--device N]
+//! [--require-gpu]`: run a kernel (or launch graph) in the interpreter and on the GPU with identical
+//! inputs and compare every buffer.
+//!
+//! Guarantees:
+//! - Arguments use exactly `kir run`'s syntax and checks (every parameter once, by name; scalar and
+//!   buffer element types); a problem is a clear message and exit 2. The file is parsed and
+//!   verified first (exit 1 with located errors).
+//! - The interpreter runs first; its written buffers are summarized on stdout as `kir run` does.
+//!   A fault there prints the located diagnostic and exits 1.
+//! - Without a usable GPU (no CUDA driver, no device) it prints `skip: no GPU: REASON` and exits 0,
+//!   unless `--require-gpu` is given or `KIR_REQUIRE_GPU=1` is set: then it prints an error and
+//!   exits 1.
+//! - With a GPU, every buffer (inputs too, which catches stray writes) is compared with
+//!   [`kir::compare::compare_buffers`]: integers exactly, floats NaN-aware under `--tol`, or the
+//!   tolerance derived from the approximate ops used ([`kir::tolerance`]). For each differing
+//!   buffer the first `--limit` mismatches are printed (index, interpreter value, GPU value, ULP
+//!   distance), then a summary line. Exit 0 when every buffer matches, 1 otherwise (also for a
+//!   GPU-side error such as a module the driver rejects).
+//! - `--time` (kernels only) times `--reps` further launches by CUDA events and prints the median
+//!   and the bandwidth achieved for the global-memory bytes the interpreter counted (read +
+//!   written), as `kir run --stats` reports them.
+
+use super::common;
+use super::run::{parse_dims, split_named};
+use crate::checks;
+use kir::compare::{compare_buffers, Strictness};
+use kir::directives::Tolerance;
+use kir::gpu_exec;
+use kir_backend_ptx::gpu::{GpuError, GpuRunner};
+use kir_interp::{args, Arg, Buffer, ErrorKind, LaunchConfig, Options};
+use std::process::ExitCode;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The .kir file.
+    pub file: String,
+    /// The kernel to compare (optional when the file has one kernel and no --graph).
+    #[arg(long, conflicts_with = "graph")]
+    pub kernel: Option<String>,
+    /// The launch graph to compare (instead of a kernel; it carries its own launch shapes).
+    #[arg(long)]
+    pub graph: Option<String>,
+    /// Grid size in blocks: X[,Y[,Z]] (kernels).
+    #[arg(long)]
+    pub grid: Option<String>,
+    /// Block size in threads: X[,Y[,Z]] (kernels).
+    #[arg(long)]
+    pub block: Option<String>,
+    /// NAME=VALUE, one per parameter, as for `kir run`.
+    #[arg(long = "arg", value_name = "NAME=VALUE")]
+    pub args: Vec<String>,
+    /// Dynamic shared memory per block, in bytes (kernels).
+    #[arg(long, default_value_t = 0)]
+    pub shared: u32,
+    /// Float tolerance: exact, ulp:N, rel:X or abs:X (default: derived from the approximate ops).
+    #[arg(long)]
+    pub tol: Option<String>,
+    /// Mismatches printed per buffer.
+    #[arg(long, default_value_t = 10)]
+    pub limit: usize,
+    /// Time the kernel on the GPU by CUDA events (median of --reps launches) and print GB/s.
+    #[arg(long)]
+    pub time: bool,
+    /// Launches timed with --time.
+    #[arg(long, default_value_t = 20)]
+    pub reps: usize,
+    /// CUDA device ordinal.
+    #[arg(long, default_value_t = 0)]
+    pub device: usize,
+    /// Fail (exit 1) instead of skipping when there is no GPU (also: KIR_REQUIRE_GPU=1).
+    #[arg(long)]
+    pub require_gpu: bool,
+    /// Interpreter fuel (thread-instructions).
+    #[arg(long, default_value_t = kir_interp::DEFAULT_FUEL)]
+    pub fuel: u64,
+    /// Host threads for the interpreter (default: all cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
+}
+
+fn usage(msg: impl std::fmt::Display) -> ExitCode {
+    eprintln!("error: {msg}");
+    ExitCode::from(2)
+}
+
+/// Whether the environment demands a GPU (`KIR_REQUIRE_GPU=1`).
+pub fn gpu_required_by_env() -> bool {
+    std::env::var("KIR_REQUIRE_GPU").is_ok_and(|v| v == "1")
+}
+
+/// A kernel or graph with bound arguments, ready for both engines.
+enum Target<'m> {
+    Kernel { k: &'m kir_ir::Kernel, cfg: LaunchConfig },
+    Graph { g: &'m kir_ir::graph::Graph },
+}
+
+pub fn run(a: &Args) -> ExitCode {
+    let loaded = match common::load(&a.file) {
+        Ok(l) => l,
+        Err(code) => return code,
+    };
+    let diags = checks::check_module(&loaded.module);
+    common::emit(&diags, &loaded.path, &loaded.source);
+    if kir_ir::diag::has_errors(&diags) {
+        return ExitCode::from(1);
+    }
+    let m = &loaded.module;
+    let target = match &a.graph {
+        Some(name) => {
+            if a.grid.is_some() || a.block.is_some() || a.shared != 0 {
+                return usage("--grid, --block and --shared are for kernels; a graph carries its own launch shapes");
+            }
+            if a.time {
+                return usage("--time is for kernels (time the graph's kernels one at a time)");
+            }
+            let name = name.trim_start_matches('@');
+            match m.graph(name) {
+                Some(g) => Target::Graph { g },
+                None => {
+                    let names: Vec<String> = m.graphs.iter().map(|g| format!("@{}", g.name)).collect();
+                    let have = if names.is_empty() { "none".to_string() } else { names.join(", ") };
+                    return common::file_error(&loaded.path, format!("no graph `@{name}` (graphs here: {have})"));
+                }
+            }
+        }
+        None => {
+            let k = match common::select_kernel(&loaded, a.kernel.as_deref()) {
+                Ok(k) => k,
+                Err(code) => return code,
+            };
+            let (Some(grid), Some(block)) = (&a.grid, &a.block) else {
+                return usage("a kernel needs --grid and --block (or use --graph for a launch graph)");
+            };
+            let (grid, block) = match (parse_dims(grid, "grid"), parse_dims(block, "block")) {
+                (Ok(g), Ok(b)) => (g, b),
+                (Err(e), _) | (_, Err(e)) => return usage(e),
+            };
+            Target::Kernel { k, cfg: LaunchConfig { grid, block, dynamic_shared_bytes: a.shared } }
+        }
+    };
+    let mut named = Vec::new();
+    for s in &a.args {
+        let (n, v) = match split_named(s, "arg") {
+            Ok(x) => x,
+            Err(e) => return usage(e),
+        };
+        match args::parse_arg_spec(&v) {
+            Ok(spec) => named.push((n, spec)),
+            Err(e) => return usage(format!("--arg {n}: {e}")),
+        }
+    }
+    // Bind: the engines' shared arguments and, per buffer parameter, its name and buffer index.
+    let (launch_args, initial, buffer_params, written) = match &target {
+        Target::Kernel { k, .. } => match args::bind(k, &named, None) {
+            Ok(b) => {
+                let w = kir_interp::outputs::written_params(k);
+                let mut params = Vec::new();
+                let mut written = Vec::new();
+                for (i, p) in k.params.iter().enumerate() {
+                    if let Some(bi) = b.param_buffer[i] {
+                        params.push((k.value(*p).name.clone(), bi));
+                        written.push(w[i]);
+                    }
+                }
+                (b.args, b.buffers, params, written)
+            }
+            Err(e) => return usage(e),
+        },
+        Target::Graph { g } => match kir_interp::graph::bind_graph(g, &named, None) {
+            Ok(b) => {
+                let mut writes = std::collections::BTreeSet::new();
+                for l in &g.launches {
+                    writes.extend(kir_ir::graph::launch_effects(m, l).writes);
+                }
+                let mut params = Vec::new();
+                let mut written = Vec::new();
+                for (p, arg) in g.params.iter().zip(&b.args) {
+                    if let Arg::Buffer(bi) = arg {
+                        params.push((p.name.clone(), *bi));
+                        written.push(writes.contains(&p.name));
+                    }
+                }
+                (b.args, b.buffers, params, written)
+            }
+            Err(e) => return usage(e),
+        },
+    };
+    let (tol, why) = match &a.tol {
+        Some(t) => match Tolerance::parse(t) {
+            Ok(t) => (t, "given with --tol".to_string()),
+            Err(e) => return usage(format!("--tol: {e}")),
+        },
+        None => {
+            let (t, d) = match &target {
+                Target::Kernel { k, .. } => kir::tolerance::derived_tolerance_explained(k),
+                Target::Graph { g } => kir::tolerance::derived_tolerance_graph(m, g),
+            };
+            (t, format!("derived: {d}"))
+        }
+    };
+
+    // Interpreter.
+    let opts = Options { races: false, uninit: false, fuel: a.fuel, threads: a.threads };
+    let mut interp = initial.clone();
+    let run = match &target {
+        Target::Kernel { k, cfg } => kir_interp::launch(k, cfg, &launch_args, &mut interp, &opts),
+        Target::Graph { g } => kir_interp::graph::run_graph(m, g, &launch_args, &mut interp, &opts).map(|s| s.total),
+    };
+    let stats = match run {
+        Ok(s) => s,
+        Err(e) => {
+            common::emit(&[e.to_diagnostic()], &loaded.path, &loaded.source);
+            return ExitCode::from(if e.kind == ErrorKind::InvalidLaunch { 2 } else { 1 });
+        }
+    };
+    println!("interpreter:");
+    for ((name, bi), w) in buffer_params.iter().zip(&written) {
+        if *w {
+            println!("  %{name}: {}", kir_interp::outputs::summary(&interp[*bi]));
+        }
+    }
+    println!("tolerance: {tol} ({why})");
+
+    // GPU.
+    let require = a.require_gpu || gpu_required_by_env();
+    let mut runner = match GpuRunner::new(a.device) {
+        Ok(r) => r,
+        Err(e @ (GpuError::NoDriver | GpuError::NoDevice)) => {
+            let reason = match e {
+                GpuError::NoDriver => "no CUDA driver (libcuda not found)".to_string(),
+                _ => format!("the CUDA driver reports no device {}", a.device),
+            };
+            if require {
+                eprintln!("error: no GPU: {reason}; a GPU is required (--require-gpu or KIR_REQUIRE_GPU=1)");
+                return ExitCode::from(1);
+            }
+            println!("skip: no GPU: {reason}; the GPU side was not run");
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!("error: GPU: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let sm = match runner.compute_capability().map_err(|e| e.to_string()).and_then(|cc| gpu_exec::sm_for(cc)) {
+        Ok(sm) => sm,
+        Err(e) => {
+            eprintln!("error: GPU: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let gpu_result = match &target {
+        Target::Kernel { k, cfg } => gpu_exec::ptx_for(k, sm)
+            .and_then(|ptx| gpu_exec::run_kernel(&mut runner, k, &ptx, cfg, &launch_args, &initial).map(|b| (b, ptx))),
+        Target::Graph { g } => gpu_exec::run_graph(&mut runner, sm, m, g, &launch_args, &initial).map(|b| (b, String::new())),
+    };
+    let (gpu, ptx) = match gpu_result {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("error: GPU ({}): {e}", sm.name());
+            return ExitCode::from(1);
+        }
+    };
+    println!("GPU ({}):", sm.name());
+    let differing = report(&buffer_params, &interp, &gpu, tol, a.limit);
+    if differing == 0 {
+        println!("diff: {} buffers compared, all match (tolerance {tol})", buffer_params.len());
+    } else {
+        println!("diff: {differing} of {} buffers differ (tolerance {tol})", buffer_params.len());
+    }
+    if a.time {
+        if let Target::Kernel { k, cfg } = &target {
+            match gpu_exec::time_kernel(&mut runner, k, &ptx, cfg, &launch_args, &initial, a.reps.max(1)) {
+                Ok(times) => {
+                    let med = gpu_exec::median(&times).unwrap_or(f64::NAN);
+                    let bytes = stats.global_bytes_read + stats.global_bytes_written;
+                    let gbs = if med > 0.0 { bytes as f64 / (med * 1e-3) / 1e9 } else { f64::NAN };
+                    println!(
+                        "time: median {med:.4} ms of {} launches (CUDA events); {bytes} bytes of global memory traffic (interpreter count) = {gbs:.1} GB/s",
+                        times.len()
+                    );
+                }
+                Err(e) => {
+                    eprintln!("error: GPU timing: {e}");
+                    return ExitCode::from(1);
+                }
+            }
+        }
+    }
+    if differing == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+/// Prints the comparison of every buffer; returns how many differ.
+fn report(params: &[(String, usize)], interp: &[Buffer], gpu: &[Buffer], tol: Tolerance, limit: usize) -> usize {
+    let mut differing = 0;
+    for (name, bi) in params {
+        let (x, y) = (&interp[*bi], &gpu[*bi]);
+        let c = compare_buffers(x, y, Strictness::Within(tol), limit);
+        let max = if x.elem.is_float() { format!(", max {} ulp", c.max_ulps) } else { String::new() };
+        if let Some(s) = &c.structural {
+            differing += 1;
+            println!("  %{name}: DIFFERS: {s}");
+        } else if c.is_match() {
+            println!("  %{name}: match ({} {} elements{max})", x.len(), x.elem);
+        } else {
+            differing += 1;
+            println!("  %{name}: DIFFERS: {} of {} elements{max}", c.count, x.len());
+            for mm in &c.first {
+                let ulps = mm.ulps.map(|u| format!(" ({u} ulp)")).unwrap_or_default();
+                println!("    [{}] interpreter {}, GPU {}{ulps}", mm.index, mm.expected, mm.actual);
+            }
+            if c.count > c.first.len() {
+                println!("    ... and {} more", c.count - c.first.len());
+            }
+        }
+    }
+    differing
+}

@@ -1,0 +1,177 @@
+//! `kir fuzz [--cases N] [--seed S] [--insts N] [--pipeline P] [--sm SM] [--out-dir DIR]
+//! [--reduce-budget N] [--no-ptxas] [--require-ptxas] [--require-gpu] [--device N]`: generate random
+//! valid kernels and check each through every stage of kir (see [`kir::fuzz`]).
+//!
+//! Guarantees:
+//! - Case i (0-based) is the kernel [`kir_ir::gen`] makes from seed `S + i`, so
+//!   `kir fuzz --cases 1 --seed S+i` reproduces it alone. Per case: the verifiers accept it, the
+//!   interpreter runs it without a fault (races and uninitialized reads checked), the pipeline
+//!   preserves its results bit for bit, `ptxas` accepts its PTX (when found), and the GPU agrees
+//!   with the interpreter (when there is one).
+//! - A missing `ptxas` or GPU is announced on stdout with a `skip:` line and the check is skipped;
+//!   a missing `ptxas` is an error (exit 1) with `--require-ptxas` or when `CI=true`, a missing
+//!   GPU with `--require-gpu` or `KIR_REQUIRE_GPU=1`.
+//! - Each failing case is reduced ([`kir::fuzz::reduce`]) and written to
+//!   `DIR/case-SEED.kir`: a ready-to-run file with its `; run:` line. One line per failure and a
+//!   summary (cases, failures, checks run, cases per second) go to stdout.
+//! - Exit 0 when every case passes, 1 when any fails (or a required tool is missing), 2 on a usage
+//!   error.
+
+use kir::fuzz::{self, FuzzConfig, Ran};
+use kir_backend_ptx::gpu::{GpuError, GpuRunner};
+use kir_backend_ptx::SmVersion;
+use std::process::ExitCode;
+use std::time::Instant;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Number of cases.
+    #[arg(long, default_value_t = 100)]
+    pub cases: u64,
+    /// Seed of the first case (case i uses seed S + i).
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Target instructions per kernel.
+    #[arg(long, default_value_t = kir_ir::gen::GenConfig::default().insts)]
+    pub insts: usize,
+    /// The pass pipeline whose results must equal the unoptimized kernel's.
+    #[arg(long, default_value = kir_passes::DEFAULT_PIPELINE)]
+    pub pipeline: String,
+    /// PTX target for ptxas (and the GPU when it has no better match).
+    #[arg(long, default_value = "sm_80")]
+    pub sm: String,
+    /// Where reduced failing cases are written.
+    #[arg(long, default_value = "fuzz-failures")]
+    pub out_dir: String,
+    /// Most checks the reducer may run per failing case.
+    #[arg(long, default_value_t = 2000)]
+    pub reduce_budget: usize,
+    /// Do not run ptxas even when it is found.
+    #[arg(long)]
+    pub no_ptxas: bool,
+    /// Fail when ptxas is not found (also when CI=true).
+    #[arg(long)]
+    pub require_ptxas: bool,
+    /// Fail when there is no GPU (also: KIR_REQUIRE_GPU=1).
+    #[arg(long)]
+    pub require_gpu: bool,
+    /// CUDA device ordinal.
+    #[arg(long, default_value_t = 0)]
+    pub device: usize,
+}
+
+fn usage(msg: impl std::fmt::Display) -> ExitCode {
+    eprintln!("error: {msg}");
+    ExitCode::from(2)
+}
+
+pub fn run(a: &Args) -> ExitCode {
+    let pipeline = match kir_passes::parse_pipeline(&a.pipeline) {
+        Ok(p) => p,
+        Err(e) => return usage(format!("--pipeline: {e}")),
+    };
+    let Some(sm) = SmVersion::from_name(&a.sm) else {
+        let names: Vec<&str> = SmVersion::ALL.iter().map(|v| v.name()).collect();
+        return usage(format!("--sm `{}`: unknown target (expected one of {})", a.sm, names.join(", ")));
+    };
+    if a.insts == 0 {
+        return usage("--insts must be at least 1");
+    }
+    let mut cfg = FuzzConfig::new();
+    cfg.gen.insts = a.insts;
+    cfg.pipeline = pipeline;
+    println!(
+        "kir fuzz: {} cases from seed {} (about {} instructions each; pipeline {})",
+        a.cases,
+        a.seed,
+        a.insts,
+        cfg.pipeline.spec()
+    );
+
+    // Tools.
+    let ci = std::env::var("CI").is_ok_and(|v| v == "true");
+    if !a.no_ptxas {
+        if kir_backend_ptx::tools::find_ptxas().is_some() {
+            cfg.ptxas = Some(sm);
+        } else if a.require_ptxas || ci {
+            eprintln!("error: ptxas not found and it is required ({}; --require-ptxas or CI=true)", kir_backend_ptx::tools::INSTALL_HINT);
+            return ExitCode::from(1);
+        } else {
+            println!("skip: ptxas not found ({}); PTX is not assembled", kir_backend_ptx::tools::INSTALL_HINT);
+        }
+    }
+    let require_gpu = a.require_gpu || super::diff::gpu_required_by_env();
+    let mut gpu: Option<(GpuRunner, SmVersion)> = match GpuRunner::new(a.device) {
+        Ok(r) => match r.compute_capability().map_err(|e| e.to_string()).and_then(kir::gpu_exec::sm_for) {
+            Ok(gsm) => Some((r, gsm)),
+            Err(e) => {
+                eprintln!("error: GPU: {e}");
+                return ExitCode::from(1);
+            }
+        },
+        Err(e) => {
+            let reason = match e {
+                GpuError::NoDriver => "no CUDA driver (libcuda not found)".to_string(),
+                GpuError::NoDevice => format!("the CUDA driver reports no device {}", a.device),
+                other => other.to_string(),
+            };
+            if require_gpu {
+                eprintln!("error: no GPU: {reason}; a GPU is required (--require-gpu or KIR_REQUIRE_GPU=1)");
+                return ExitCode::from(1);
+            }
+            println!("skip: no GPU: {reason}; interpreter vs GPU is not compared");
+            None
+        }
+    };
+
+    let start = Instant::now();
+    let (mut failed, mut ptxas_runs, mut gpu_runs) = (0u64, 0u64, 0u64);
+    for i in 0..a.cases {
+        let seed = a.seed.wrapping_add(i);
+        let (k, named) = fuzz::generate_case(seed, &cfg);
+        let mut ran = Ran::default();
+        let result = fuzz::check_kernel(&k, &named, &cfg, gpu.as_mut().map(|(r, s)| (r, *s)), &mut ran);
+        ptxas_runs += ran.ptxas as u64;
+        gpu_runs += ran.gpu as u64;
+        let Err(failure) = result else { continue };
+        failed += 1;
+        println!("FAIL case seed {seed}: {failure}");
+        let mut check = |c: &kir_ir::Kernel| -> Option<fuzz::Failure> {
+            let mut ran = Ran::default();
+            fuzz::check_kernel(c, &named, &cfg, gpu.as_mut().map(|(r, s)| (r, *s)), &mut ran).err()
+        };
+        let (small, last, rs) = fuzz::reduce(&k, &failure.kind, &mut check, a.reduce_budget);
+        let last = last.unwrap_or(failure.clone());
+        let text = fuzz::repro_file(&small, seed, &last, &cfg.contract, &named);
+        let path = std::path::Path::new(&a.out_dir).join(format!("case-{seed}.kir"));
+        let written = std::fs::create_dir_all(&a.out_dir).and_then(|_| std::fs::write(&path, text));
+        match written {
+            Ok(()) => println!(
+                "  reduced from {} to {} instructions ({} blocks) in {} checks: {}",
+                k.inst_count(),
+                small.inst_count(),
+                small.blocks.len(),
+                rs.checks,
+                path.display()
+            ),
+            Err(e) => {
+                eprintln!("error: cannot write {}: {e}", path.display());
+                return ExitCode::from(1);
+            }
+        }
+    }
+    let secs = start.elapsed().as_secs_f64();
+    let gpu_note = if gpu.is_some() { String::new() } else { " (no GPU)".to_string() };
+    let ptxas_note = if cfg.ptxas.is_some() { String::new() } else { " (skipped)".to_string() };
+    println!(
+        "fuzz: {} cases, {} passed, {failed} failed; ptxas ran on {ptxas_runs}{ptxas_note}, GPU on {gpu_runs}{gpu_note}; {secs:.2} s ({:.1} cases/s)",
+        a.cases,
+        a.cases - failed,
+        if secs > 0.0 { a.cases as f64 / secs } else { 0.0 }
+    );
+    if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
