@@ -509,17 +509,28 @@ impl Worker {
             XOp::Special(reg) => {
                 let mut vals = [0u64; 32];
                 let tids = &self.tids[w];
-                for l in lanes(mask) {
-                    let tid = [tids[0][l], tids[1][l], tids[2][l]];
-                    vals[l] = match *reg {
-                        SpecialReg::Tid(d) => tid[d.index()],
-                        SpecialReg::Ctaid(d) => self.ctaid[d.index()],
-                        SpecialReg::Ntid(d) => cx.block[d.index()],
-                        SpecialReg::Nctaid(d) => cx.grid[d.index()],
-                        SpecialReg::GlobalId(d) => self.ctaid[d.index()].wrapping_mul(cx.block[d.index()]).wrapping_add(tid[d.index()]),
-                        SpecialReg::LaneId => l as u32,
-                        SpecialReg::WarpId => w as u32,
-                    } as u64;
+                let uniform = |v: u32| [v as u64; 32];
+                match *reg {
+                    SpecialReg::Tid(d) => {
+                        for l in 0..32 {
+                            vals[l] = tids[d.index()][l] as u64;
+                        }
+                    }
+                    SpecialReg::GlobalId(d) => {
+                        let base = self.ctaid[d.index()].wrapping_mul(cx.block[d.index()]);
+                        for l in 0..32 {
+                            vals[l] = base.wrapping_add(tids[d.index()][l]) as u64;
+                        }
+                    }
+                    SpecialReg::LaneId => {
+                        for (l, v) in vals.iter_mut().enumerate() {
+                            *v = l as u64;
+                        }
+                    }
+                    SpecialReg::Ctaid(d) => vals = uniform(self.ctaid[d.index()]),
+                    SpecialReg::Ntid(d) => vals = uniform(cx.block[d.index()]),
+                    SpecialReg::Nctaid(d) => vals = uniform(cx.grid[d.index()]),
+                    SpecialReg::WarpId => vals = uniform(w as u32),
                 }
                 self.write_res(base, inst.res, mask, &vals);
             }
