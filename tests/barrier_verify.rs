@@ -36,11 +36,19 @@ fn diagnose(path: &Path) -> (String, Vec<kir_ir::Diagnostic>) {
 #[test]
 fn shipped_kernels_pass_barrier_verification() {
     let files = kir_files(&root().join("kernels"), "");
-    assert!(files.iter().any(|p| p.ends_with("rmsnorm.kir")), "the persistent decoder (kernels/rmsnorm.kir) is among the accepted kernels");
+    assert!(
+        files.iter().any(|p| p.ends_with("rmsnorm.kir")),
+        "the persistent decoder (kernels/rmsnorm.kir) is among the accepted kernels"
+    );
     for path in files {
         let (src, diags) = diagnose(&path);
         let barriers = src.lines().filter(|l| l.trim_start().starts_with("barrier")).count();
-        assert!(diags.is_empty(), "{} ({barriers} barriers) should be accepted:\n{}", path.display(), render(&diags, &path.display().to_string(), &src, false));
+        assert!(
+            diags.is_empty(),
+            "{} ({barriers} barriers) should be accepted:\n{}",
+            path.display(),
+            render(&diags, &path.display().to_string(), &src, false)
+        );
     }
 }
 
@@ -50,7 +58,12 @@ fn accepted_cases_have_no_diagnostics() {
     assert!(files.len() >= 3);
     for path in files {
         let (src, diags) = diagnose(&path);
-        assert!(diags.is_empty(), "{} should be accepted:\n{}", path.display(), render(&diags, &path.display().to_string(), &src, false));
+        assert!(
+            diags.is_empty(),
+            "{} should be accepted:\n{}",
+            path.display(),
+            render(&diags, &path.display().to_string(), &src, false)
+        );
     }
 }
 
@@ -75,11 +88,16 @@ fn rejected_cases_render_explained_errors() {
 #[test]
 fn kir_check_exit_codes() {
     let bin = env!("CARGO_BIN_EXE_kir");
-    let bad = Command::new(bin).arg("check").arg(root().join("tests/barrier_cases/bad_bounds_exit.kir")).output().unwrap();
+    let bad =
+        Command::new(bin).arg("check").arg(root().join("tests/barrier_cases/bad_bounds_exit.kir")).output().unwrap();
     assert_eq!(bad.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&bad.stderr);
     assert!(stderr.contains("barrier must be reached by all threads of the block"), "{stderr}");
-    let ok = Command::new(bin).arg("check").arg(root().join("tests/barrier_cases/ok_leader_broadcast.kir")).output().unwrap();
+    let ok = Command::new(bin)
+        .arg("check")
+        .arg(root().join("tests/barrier_cases/ok_leader_broadcast.kir"))
+        .output()
+        .unwrap();
     assert_eq!(ok.status.code(), Some(0), "{}", String::from_utf8_lossy(&ok.stderr));
 }
 
@@ -87,7 +105,11 @@ fn kir_check_exit_codes() {
 fn print_divergence_annotates_every_value_and_block() {
     let bin = env!("CARGO_BIN_EXE_kir");
     let case = "tests/barrier_cases/ok_leader_broadcast.kir";
-    let out = Command::new(bin).current_dir(root()).args(["opt", "--passes", "verify-barriers", "--print-divergence", case]).output().unwrap();
+    let out = Command::new(bin)
+        .current_dir(root())
+        .args(["opt", "--passes", "verify-barriers", "--print-divergence", case])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     // The broadcast value loaded after the barrier is uniform; the thread index is not.
@@ -95,7 +117,17 @@ fn print_divergence_annotates_every_value_and_block() {
     assert!(stderr.lines().any(|l| l.contains("%tid = tid.x") && l.contains("; V")), "{stderr}");
     insta::assert_snapshot!("print_divergence_leader_broadcast", stderr);
 
-    let bad = Command::new(bin).current_dir(root()).args(["opt", "--passes", "verify-barriers", "--print-divergence", "tests/barrier_cases/bad_after_divergent_loop.kir"]).output().unwrap();
+    let bad = Command::new(bin)
+        .current_dir(root())
+        .args([
+            "opt",
+            "--passes",
+            "verify-barriers",
+            "--print-divergence",
+            "tests/barrier_cases/bad_after_divergent_loop.kir",
+        ])
+        .output()
+        .unwrap();
     assert_eq!(bad.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&bad.stderr).into_owned();
     assert!(stderr.contains("depends on %i after divergent loop search"), "{stderr}");
