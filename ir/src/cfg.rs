@@ -8,6 +8,8 @@
 //! - Post-dominators are computed on the reversed graph with a virtual exit node that every `ret`
 //!   block flows to. [`Cfg::ipdom`] returns `None` when the immediate post-dominator is the virtual
 //!   exit, or when the block cannot reach any `ret` (an infinite loop).
+//! - [`Cfg::dominates`] and [`Cfg::post_dominates`] answer in O(1) (intervals of a DFS over the
+//!   dominator trees), so analyses that ask per use stay linear.
 //! - [`Cfg::to_dot`] output is deterministic.
 
 use crate::ir::{BlockId, Kernel, Terminator};
@@ -30,6 +32,47 @@ pub struct Cfg {
     pdoms: Dominators<NodeIndex>,
     exit: NodeIndex,
     reaches_exit: Vec<bool>,
+    /// Pre/post DFS numbers of each block in the dominator tree (for O(1) `dominates`).
+    dom_interval: Vec<(u32, u32)>,
+    /// The same for the post-dominator tree (rooted at the virtual exit).
+    pdom_interval: Vec<(u32, u32)>,
+}
+
+/// DFS entry/exit numbers of every node of a tree given by parent links (`None` = a root).
+/// Nodes not in any tree keep `(u32::MAX, 0)`, an empty interval.
+fn tree_intervals(n: usize, parent: impl Fn(usize) -> Option<usize>, roots: &[usize]) -> Vec<(u32, u32)> {
+    let mut children = vec![Vec::new(); n];
+    for v in 0..n {
+        if let Some(p) = parent(v) {
+            if p < n && p != v {
+                children[p].push(v);
+            }
+        }
+    }
+    let mut out = vec![(u32::MAX, 0u32); n];
+    let mut clock = 0u32;
+    for &r in roots {
+        let mut stack = vec![(r, 0usize)];
+        out[r].0 = clock;
+        clock += 1;
+        while let Some(&mut (v, ref mut next)) = stack.last_mut() {
+            if let Some(&c) = children[v].get(*next) {
+                *next += 1;
+                out[c].0 = clock;
+                clock += 1;
+                stack.push((c, 0));
+            } else {
+                out[v].1 = clock;
+                clock += 1;
+                stack.pop();
+            }
+        }
+    }
+    out
+}
+
+fn within(inner: (u32, u32), outer: (u32, u32)) -> bool {
+    outer.0 <= inner.0 && inner.1 <= outer.1
 }
 
 impl Cfg {
@@ -94,7 +137,15 @@ impl Cfg {
                 reaches_exit[node.index()] = true;
             }
         }
-        Cfg { graph, succs, preds, rpo: post, reachable, doms, pdoms, exit, reaches_exit }
+        let dom_interval = if n > 0 {
+            tree_intervals(n, |v| if reachable[v] { doms.immediate_dominator(NodeIndex::new(v)).map(|d| d.index()) } else { None }, &[0])
+        } else {
+            vec![]
+        };
+        // Post-dominator tree over blocks plus the virtual exit (index n).
+        let pdom_all = tree_intervals(n + 1, |v| if v == n || !reaches_exit[v] { None } else { pdoms.immediate_dominator(NodeIndex::new(v)).map(|d| d.index()) }, &[n]);
+        let pdom_interval = pdom_all[..n].to_vec();
+        Cfg { graph, succs, preds, rpo: post, reachable, doms, pdoms, exit, reaches_exit, dom_interval, pdom_interval }
     }
 
     pub fn len(&self) -> usize {
@@ -134,17 +185,10 @@ impl Cfg {
         if a == b {
             return true;
         }
-        if !self.is_reachable(b) {
+        if !self.is_reachable(b) || !self.is_reachable(a) {
             return false;
         }
-        let mut cur = b;
-        while let Some(d) = self.idom(cur) {
-            if d == a {
-                return true;
-            }
-            cur = d;
-        }
-        false
+        within(self.dom_interval[b.index()], self.dom_interval[a.index()])
     }
     /// The immediate post-dominator; `None` when it is the virtual exit or `b` cannot reach a `ret`.
     pub fn ipdom(&self, b: BlockId) -> Option<BlockId> {
@@ -162,17 +206,10 @@ impl Cfg {
         if a == b {
             return true;
         }
-        if !self.reaches_exit(b) {
+        if !self.reaches_exit(b) || !self.reaches_exit(a) {
             return false;
         }
-        let mut cur = b;
-        while let Some(p) = self.ipdom(cur) {
-            if p == a {
-                return true;
-            }
-            cur = p;
-        }
-        false
+        within(self.pdom_interval[b.index()], self.pdom_interval[a.index()])
     }
     /// Edges `from → to` where `to` dominates `from` (loop back edges), in RPO of `from`.
     pub fn back_edges(&self) -> Vec<(BlockId, BlockId)> {

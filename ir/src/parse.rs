@@ -512,6 +512,8 @@ struct Pending<'a> {
     block: BlockId,
     stmt: &'a AstStmt,
     op: Op,
+    /// Index of the statement's entry in the list of placed instructions.
+    slot: usize,
 }
 
 impl<'a, 'e> KernelLowering<'a, 'e> {
@@ -680,7 +682,7 @@ impl<'a, 'e> KernelLowering<'a, 'e> {
                                     Some(id)
                                 }
                                 None => {
-                                    pending.push(Pending { block: bid, stmt, op: op_val.clone() });
+                                    pending.push(Pending { block: bid, stmt, op: op_val.clone(), slot: placed.len() });
                                     None
                                 }
                             }
@@ -714,11 +716,7 @@ impl<'a, 'e> KernelLowering<'a, 'e> {
                         let id = self.new_inst(p.block, p.op.clone(), r, t, p.stmt);
                         let annot_ty = annot.as_ref().and_then(|a| lower_type(a, &mut Vec::new()));
                         self.check_annot(annot.as_ref(), annot_ty, t);
-                        for entry in placed.iter_mut() {
-                            if std::ptr::eq(entry.1, p.stmt) {
-                                entry.3 = Some(id);
-                            }
-                        }
+                        placed[p.slot].3 = Some(id);
                         progress = true;
                     }
                     None => rest.push(p),
