@@ -4,11 +4,31 @@
 use std::process::Command;
 
 fn kir(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_kir")).args(args).current_dir(env!("CARGO_MANIFEST_DIR")).env("NO_COLOR", "1").output().unwrap();
-    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+    let out = Command::new(env!("CARGO_BIN_EXE_kir"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
-const ACT_ARGS: [&str; 10] = ["--arg", "x=rand:f32:1000:1", "--arg", "dy=rand:f32:1000:2", "--arg", "dx=zeros:f32:1000", "--arg", "n=1000", "--arg", "s=0.125"];
+const ACT_ARGS: [&str; 10] = [
+    "--arg",
+    "x=rand:f32:1000:1",
+    "--arg",
+    "dy=rand:f32:1000:2",
+    "--arg",
+    "dx=zeros:f32:1000",
+    "--arg",
+    "n=1000",
+    "--arg",
+    "s=0.125",
+];
 
 #[test]
 fn run_graph_with_stats_before_and_after_fuse() {
@@ -20,7 +40,14 @@ fn run_graph_with_stats_before_and_after_fuse() {
     let dir = std::env::temp_dir().join(format!("kir-fusion-cli-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let fused = dir.join("fused.kir");
-    let (code, _, err) = kir(&["opt", "kernels/graph_act_chain.kir", "--passes", "fuse,simplify-cfg,dce", "-o", fused.to_str().unwrap()]);
+    let (code, _, err) = kir(&[
+        "opt",
+        "kernels/graph_act_chain.kir",
+        "--passes",
+        "fuse,simplify-cfg,dce",
+        "-o",
+        fused.to_str().unwrap(),
+    ]);
     assert_eq!(code, 0, "{err}");
     let mut a = vec!["run", fused.to_str().unwrap(), "--graph", "@act_chain", "--stats"];
     a.extend(ACT_ARGS);
@@ -51,7 +78,18 @@ fn graph_errors_are_clear() {
     assert_eq!(code, 2, "{err}");
     // A buffer too short for n faults inside a launch, and the note names the launch.
     let mut a = vec!["run", "kernels/graph_act_chain.kir", "--graph", "act_chain"];
-    a.extend(["--arg", "x=rand:f32:100:1", "--arg", "dy=rand:f32:1000:2", "--arg", "dx=zeros:f32:1000", "--arg", "n=1000", "--arg", "s=1"]);
+    a.extend([
+        "--arg",
+        "x=rand:f32:100:1",
+        "--arg",
+        "dy=rand:f32:1000:2",
+        "--arg",
+        "dx=zeros:f32:1000",
+        "--arg",
+        "n=1000",
+        "--arg",
+        "s=1",
+    ]);
     let (code, _, err) = kir(&a);
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("in launch 0 (@relu_deriv) of graph @act_chain"), "{err}");

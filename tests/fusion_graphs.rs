@@ -194,18 +194,52 @@ fn fusion_through_the_pass_manager_reports_statistics() {
 #[test]
 fn traffic_before_and_after_fusion_for_every_graph() {
     let cases: &[(&str, &str, &[&str])] = &[
-        ("graph_act_chain.kir", "act_chain", &["x=rand:f32:1000000:1", "dy=rand:f32:1000000:2", "dx=zeros:f32:1000000", "n=1000000", "s=0.125"]),
-        ("graph_grad_clip.kir", "clip_pipeline", &["g=rand:f32:1000000:5", "n=1000000", "max_norm=1.0", "out=zeros:f32:2"]),
-        ("graph_grad_clip.kir", "clip_apply2", &["g0=rand:f32:1000000:6", "g1=rand:f32:1000000:7", "scale=range:f32:1", "n=1000000"]),
+        (
+            "graph_act_chain.kir",
+            "act_chain",
+            &["x=rand:f32:1000000:1", "dy=rand:f32:1000000:2", "dx=zeros:f32:1000000", "n=1000000", "s=0.125"],
+        ),
+        (
+            "graph_grad_clip.kir",
+            "clip_pipeline",
+            &["g=rand:f32:1000000:5", "n=1000000", "max_norm=1.0", "out=zeros:f32:2"],
+        ),
+        (
+            "graph_grad_clip.kir",
+            "clip_apply2",
+            &["g0=rand:f32:1000000:6", "g1=rand:f32:1000000:7", "scale=range:f32:1", "n=1000000"],
+        ),
         (
             "graph_gemm_bwd.kir",
             "gemm_bias_act_bwd",
-            &["grad=rand:f32:4096:60", "a=rand:f32:2048:61", "b=rand:f32:2048:62", "bias=rand:f32:64:63", "d_a=zeros:f32:2048", "d_b=zeros:f32:2048", "d_bias=zeros:f32:64", "m=64", "n=64", "k=32", "act=3"],
+            &[
+                "grad=rand:f32:4096:60",
+                "a=rand:f32:2048:61",
+                "b=rand:f32:2048:62",
+                "bias=rand:f32:64:63",
+                "d_a=zeros:f32:2048",
+                "d_b=zeros:f32:2048",
+                "d_bias=zeros:f32:64",
+                "m=64",
+                "n=64",
+                "k=32",
+                "act=3",
+            ],
         ),
         (
             "graph_gemm_bwd.kir",
             "gemm_bias_act_bwd_square",
-            &["grad=rand:f32:4096:70", "a=rand:f32:4096:71", "b=rand:f32:4096:72", "bias=rand:f32:64:73", "d_a=zeros:f32:4096", "d_b=zeros:f32:4096", "d_bias=zeros:f32:64", "n=64", "act=3"],
+            &[
+                "grad=rand:f32:4096:70",
+                "a=rand:f32:4096:71",
+                "b=rand:f32:4096:72",
+                "bias=rand:f32:64:73",
+                "d_a=zeros:f32:4096",
+                "d_b=zeros:f32:4096",
+                "d_bias=zeros:f32:64",
+                "n=64",
+                "act=3",
+            ],
         ),
     ];
     let mut table = String::from("| graph | size | launches | bytes read | bytes written | launches (fused) | bytes read (fused) | bytes written (fused) |\n|---|---|---|---|---|---|---|---|\n");
@@ -213,7 +247,12 @@ fn traffic_before_and_after_fusion_for_every_graph() {
     for (file, graph, args) in cases {
         let m = load(file);
         let (_, _, s0, s1) = fuse_and_compare(&m, graph, args);
-        let size = args.iter().filter(|a| a.starts_with("n=") || a.starts_with("m=") || a.starts_with("k=")).copied().collect::<Vec<_>>().join(" ");
+        let size = args
+            .iter()
+            .filter(|a| a.starts_with("n=") || a.starts_with("m=") || a.starts_with("k="))
+            .copied()
+            .collect::<Vec<_>>()
+            .join(" ");
         table.push_str(&format!(
             "| {file} @{graph} | {size} | {} | {} | {} | {} | {} | {} |\n",
             s0.launches,
@@ -231,7 +270,11 @@ fn traffic_before_and_after_fusion_for_every_graph() {
         if name.starts_with("graph_") && name.ends_with(".kir") {
             assert!(seen.contains(&name), "{name} has no row in the traffic table");
             for g in &load(&name).graphs {
-                assert!(cases.iter().any(|(f, gr, _)| *f == name && *gr == g.name), "graph @{} of {name} has no row", g.name);
+                assert!(
+                    cases.iter().any(|(f, gr, _)| *f == name && *gr == g.name),
+                    "graph @{} of {name} has no row",
+                    g.name
+                );
             }
         }
     }

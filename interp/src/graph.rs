@@ -80,7 +80,13 @@ pub fn bind_graph(g: &Graph, named: &[(String, ArgSpec)], base_dir: Option<&Path
 }
 
 /// Runs graph `g` of module `m` with one argument per graph parameter.
-pub fn run_graph(m: &Module, g: &Graph, args: &[Arg], buffers: &mut [Buffer], opts: &Options) -> Result<GraphStats, InterpError> {
+pub fn run_graph(
+    m: &Module,
+    g: &Graph,
+    args: &[Arg],
+    buffers: &mut [Buffer],
+    opts: &Options,
+) -> Result<GraphStats, InterpError> {
     check_args(g, args, buffers)?;
     let scalar = |name: &str| -> Option<u64> {
         let (i, _) = g.param(name)?;
@@ -89,7 +95,9 @@ pub fn run_graph(m: &Module, g: &Graph, args: &[Arg], buffers: &mut [Buffer], op
             _ => None,
         }
     };
-    let eval = |e: &Expr, what: &str| e.eval(&scalar).map_err(|msg| InterpError::invalid(format!("graph @{}: {what}: {msg}", g.name)));
+    let eval = |e: &Expr, what: &str| {
+        e.eval(&scalar).map_err(|msg| InterpError::invalid(format!("graph @{}: {what}: {msg}", g.name)))
+    };
     // The caller's buffers, then the temporaries.
     let user = buffers.len();
     let mut all: Vec<Buffer> = buffers
@@ -119,7 +127,8 @@ pub fn run_graph(m: &Module, g: &Graph, args: &[Arg], buffers: &mut [Buffer], op
             };
             let dim = |e: &Expr, what: &str| -> Result<u32, InterpError> {
                 let v = eval(e, what).map_err(at)?;
-                u32::try_from(v).map_err(|_| at(InterpError::invalid(format!("{what} `{e}` = {v} does not fit in u32"))))
+                u32::try_from(v)
+                    .map_err(|_| at(InterpError::invalid(format!("{what} `{e}` = {v} does not fit in u32"))))
             };
             let mut cfg = LaunchConfig::linear(1, 1);
             for d in 0..3 {
@@ -140,7 +149,12 @@ pub fn run_graph(m: &Module, g: &Graph, args: &[Arg], buffers: &mut [Buffer], op
                             s => s,
                         },
                         (None, Some((ti, _))) => Arg::Buffer(user + ti),
-                        (None, None) => return Err(at(InterpError::invalid(format!("`%{name}` is not defined in graph @{}", g.name)))),
+                        (None, None) => {
+                            return Err(at(InterpError::invalid(format!(
+                                "`%{name}` is not defined in graph @{}",
+                                g.name
+                            ))))
+                        }
                     },
                     LaunchArg::Expr(e) => {
                         let v = eval(e, "a computed argument").map_err(at)?;
@@ -152,7 +166,11 @@ pub fn run_graph(m: &Module, g: &Graph, args: &[Arg], buffers: &mut [Buffer], op
                             ))));
                         };
                         Arg::Scalar(int_constant(t, v).ok_or_else(|| {
-                            at(InterpError::invalid(format!("argument {} of @{}: `{e}` = {v} does not fit in {t}", ai + 1, k.name)))
+                            at(InterpError::invalid(format!(
+                                "argument {} of @{}: `{e}` = {v} does not fit in {t}",
+                                ai + 1,
+                                k.name
+                            )))
                         })?)
                     }
                 };
@@ -192,7 +210,12 @@ fn int_constant(t: ScalarType, v: u64) -> Option<Constant> {
 
 fn check_args(g: &Graph, args: &[Arg], buffers: &[Buffer]) -> Result<(), InterpError> {
     if args.len() != g.params.len() {
-        return Err(InterpError::invalid(format!("graph @{} takes {} arguments, given {}", g.name, g.params.len(), args.len())));
+        return Err(InterpError::invalid(format!(
+            "graph @{} takes {} arguments, given {}",
+            g.name,
+            g.params.len(),
+            args.len()
+        )));
     }
     for (p, a) in g.params.iter().zip(args) {
         match (p.ty, a) {

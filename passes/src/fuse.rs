@@ -242,12 +242,21 @@ impl FusionReport {
         self.decisions
             .iter()
             .map(|d| {
-                let pair = format!("launch {} @{} + launch {} @{} ({})", d.first.0, d.first.1, d.second.0, d.second.1, d.kind.name());
+                let pair = format!(
+                    "launch {} @{} + launch {} @{} ({})",
+                    d.first.0,
+                    d.first.1,
+                    d.second.0,
+                    d.second.1,
+                    d.kind.name()
+                );
                 let mut diag = match &d.outcome {
                     Ok(f) => kir_ir::Diagnostic::warning(format!("fused {pair} into @{}", f.kernel)),
-                    Err(reasons) => reasons
-                        .iter()
-                        .fold(kir_ir::Diagnostic::warning(format!("not fused: {pair}")), |dg, r| dg.with_note(r.to_string())),
+                    Err(reasons) => {
+                        reasons.iter().fold(kir_ir::Diagnostic::warning(format!("not fused: {pair}")), |dg, r| {
+                            dg.with_note(r.to_string())
+                        })
+                    }
                 };
                 diag.severity = kir_ir::Severity::Note;
                 let [g, a, b] = d.spans;

@@ -96,7 +96,8 @@ pub fn run(a: &Args, name: &str) -> ExitCode {
         }
     }
     if outs.is_empty() {
-        let written: std::collections::BTreeSet<String> = g.launches.iter().flat_map(|l| kir_ir::graph::launch_effects(m, l).writes).collect();
+        let written: std::collections::BTreeSet<String> =
+            g.launches.iter().flat_map(|l| kir_ir::graph::launch_effects(m, l).writes).collect();
         for p in &g.params {
             if let (true, Some(b)) = (written.contains(&p.name), buffer_of(&p.name)) {
                 println!("%{}: {}", p.name, kir_interp::outputs::summary(&bound.buffers[b]));
@@ -106,10 +107,16 @@ pub fn run(a: &Args, name: &str) -> ExitCode {
     if a.stats {
         println!(
             "stats: {} launches, global memory {} bytes read, {} bytes written, {} thread-instructions",
-            stats.launches, stats.total.global_bytes_read, stats.total.global_bytes_written, stats.total.thread_instructions
+            stats.launches,
+            stats.total.global_bytes_read,
+            stats.total.global_bytes_written,
+            stats.total.thread_instructions
         );
         for (i, (k, s)) in stats.per_launch.iter().enumerate() {
-            println!("  launch {i} @{k}: {} bytes read, {} bytes written, {} blocks", s.global_bytes_read, s.global_bytes_written, s.blocks);
+            println!(
+                "  launch {i} @{k}: {} bytes read, {} bytes written, {} blocks",
+                s.global_bytes_read, s.global_bytes_written, s.blocks
+            );
         }
     }
     if a.time {
