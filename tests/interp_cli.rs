@@ -1,0 +1,89 @@
+//! `kir run`: argument binding, summaries, --stats, --out, and its error exits.
+
+use std::process::Command;
+
+fn kir(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_kir")).args(args).output().unwrap();
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+}
+
+const RELU: [&str; 6] = ["run", "kernels/relu_backward.kir", "--grid", "4", "--block", "256"];
+
+#[test]
+fn runs_and_summarizes_written_buffers() {
+    let mut a = RELU.to_vec();
+    a.extend(["--arg", "x=range:f32:1000", "--arg", "dy=ones:f32:1000", "--arg", "dx=zeros:f32:1000", "--arg", "n=1000", "--stats"]);
+    let (code, out, err) = kir(&a);
+    assert_eq!(code, 0, "{err}");
+    // x = 0, 1, 2, ...: dx = 0 at x = 0, then 1. Only the written buffer is summarized.
+    assert!(out.contains("%dx: f32[1000] [0, 1, 1, 1, 1, 1, 1, 1, ...] min 0 max 1 mean 0.999000 NaN 0"), "{out}");
+    assert!(!out.contains("%x:"), "{out}");
+    assert!(out.contains("stats: 10096 thread-instructions"), "{out}");
+    assert!(out.contains("8000 bytes read, 4000 bytes written, 0 barriers, 4 blocks of 256 threads"), "{out}");
+}
+
+#[test]
+fn writes_npy_outputs() {
+    let path = std::env::temp_dir().join(format!("kir_interp_cli_{}.npy", std::process::id()));
+    let p = path.to_str().unwrap();
+    let out_arg = format!("dx={p}");
+    let mut a = RELU.to_vec();
+    a.extend([
+        "--arg",
+        "x=range:f32:1000",
+        "--arg",
+        "dy=range:f32:1000",
+        "--arg",
+        "dx=zeros:f32:1000",
+        "--arg",
+        "n=1000",
+        "--out",
+        &out_arg,
+    ]);
+    let (code, out, err) = kir(&a);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.is_empty(), "{out}");
+    let b = kir_interp::npy::read(&path).unwrap();
+    std::fs::remove_file(&path).ok();
+    assert_eq!(b.to_f32()[..4], [0.0, 1.0, 2.0, 3.0]);
+}
+
+#[test]
+fn argument_errors_exit_2() {
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &["--arg", "x=rand:f16:4", "--arg", "dy=ones:f32:4", "--arg", "dx=zeros:f32:4", "--arg", "n=4"],
+            "argument `x`: the buffer holds f16 elements, but the parameter is a ptr<global, f32>",
+        ),
+        (&["--arg", "x=rand:f32:4", "--arg", "n=4"], "missing argument for parameter `dy: ptr<global, f32>`"),
+        (&["--arg", "x=rand:f32:4", "--arg", "dy=ones:f32:4", "--arg", "dx=zeros:f32:4", "--arg", "n=-4"], "argument `n`"),
+        (&["--arg", "q=1"], "has no parameter `q`"),
+    ];
+    for (extra, msg) in cases {
+        let mut a = RELU.to_vec();
+        a.extend_from_slice(extra);
+        let (code, _, err) = kir(&a);
+        assert_eq!(code, 2, "{err}");
+        assert!(err.contains(msg), "{err} does not contain {msg}");
+    }
+}
+
+#[test]
+fn kernel_faults_exit_1_with_a_located_message() {
+    let (code, _, err) = kir(&[
+        "run",
+        "tests/interp_faults/oob_by_one.kir",
+        "--grid",
+        "1",
+        "--block",
+        "1",
+        "--arg",
+        "x=zeros:f32:10",
+        "--arg",
+        "out=zeros:f32:1",
+        "--arg",
+        "n=10",
+    ]);
+    assert_eq!(code, 1, "{err}");
+    insta::assert_snapshot!("cli_oob", err);
+}
