@@ -56,7 +56,8 @@ pub struct LaunchContract {
 
 impl LaunchContract {
     /// The shape the tests use: [`GRID_BLOCKS`] blocks of [`BLOCK_THREADS`], one slot per thread.
-    pub const DEFAULT: LaunchContract = LaunchContract { block_threads: BLOCK_THREADS, grid_blocks: GRID_BLOCKS, n: BLOCK_THREADS * GRID_BLOCKS };
+    pub const DEFAULT: LaunchContract =
+        LaunchContract { block_threads: BLOCK_THREADS, grid_blocks: GRID_BLOCKS, n: BLOCK_THREADS * GRID_BLOCKS };
 }
 
 /// What to generate.
@@ -261,7 +262,14 @@ impl<'c> Gen<'c> {
         let fout = k.add_param("fout", Type::Ptr(AddrSpace::Global, ScalarType::F32));
         let n = k.add_param("n", Type::U32);
         let entry = k.add_block("entry");
-        let stats = Generated { kernel: Kernel::new(KERNEL_NAME), divergent_barriers: 0, barriers: 0, collectives: 0, loops: 0, branches: 0 };
+        let stats = Generated {
+            kernel: Kernel::new(KERNEL_NAME),
+            divergent_barriers: 0,
+            barriers: 0,
+            collectives: 0,
+            loops: 0,
+            branches: 0,
+        };
         Gen {
             k,
             rng: Rng::new(seed),
@@ -294,14 +302,31 @@ impl<'c> Gen<'c> {
         self.ntid = self.emit(Op::Special(SpecialReg::Ntid(Dim::X)), vec![], Some(ScalarType::U32), true).v;
         self.emit(Op::Special(SpecialReg::Ctaid(Dim::X)), vec![], Some(ScalarType::U32), true);
         self.emit(Op::Special(SpecialReg::LaneId), vec![], Some(ScalarType::U32), false);
-        let slot = self.emit(Op::Bin(BinOp::Rem, ScalarType::U32, FloatFlags::RN), vec![self.gid.into(), self.n.into()], Some(ScalarType::U32), false);
+        let slot = self.emit(
+            Op::Bin(BinOp::Rem, ScalarType::U32, FloatFlags::RN),
+            vec![self.gid.into(), self.n.into()],
+            Some(ScalarType::U32),
+            false,
+        );
         self.slot = slot.v;
         self.emit(Op::Load, vec![self.in_.into(), self.slot.into()], Some(ScalarType::U32), false);
         self.emit(Op::Load, vec![self.fin.into(), self.slot.into()], Some(ScalarType::F32), false);
         if self.cfg.allow_shared_barriers {
-            self.k.shared.push(SharedDecl { name: "sm".into(), elem: ScalarType::U32, len: Some(SHARED_LEN), align: 4, span: Span::DUMMY });
+            self.k.shared.push(SharedDecl {
+                name: "sm".into(),
+                elem: ScalarType::U32,
+                len: Some(SHARED_LEN),
+                align: 4,
+                span: Span::DUMMY,
+            });
             let r = self.fresh("sm");
-            let i = self.k.append_inst(self.cur, Op::SharedAddr(0), vec![], Some((r, Type::Ptr(AddrSpace::Shared, ScalarType::U32))), Span::DUMMY);
+            let i = self.k.append_inst(
+                self.cur,
+                Op::SharedAddr(0),
+                vec![],
+                Some((r, Type::Ptr(AddrSpace::Shared, ScalarType::U32))),
+                Span::DUMMY,
+            );
             self.count += 1;
             self.sm = self.k.inst(i).result;
         }
@@ -403,7 +428,9 @@ impl<'c> Gen<'c> {
                 60..=65 => self.load(),
                 66..=70 => self.store(),
                 71..=79 if nested => self.if_else(end, depth),
-                80..=86 if nested && self.cfg.allow_loops && self.loop_depth < self.cfg.max_loop_depth => self.counted_loop(end, depth),
+                80..=86 if nested && self.cfg.allow_loops && self.loop_depth < self.cfg.max_loop_depth => {
+                    self.counted_loop(end, depth)
+                }
                 87..=90 if self.cfg.allow_shared_barriers && self.uniform_ctx => self.shared_exchange(),
                 91..=94 if self.cfg.allow_shuffles && self.uniform_ctx => self.collective(),
                 95..=97 if self.cfg.allow_divergent_barriers && !self.uniform_ctx => {
@@ -431,8 +458,18 @@ impl<'c> Gen<'c> {
     }
 
     fn binary(&mut self, op: Op, a_ty: ScalarType, b_ty: ScalarType, res: ScalarType) -> Val {
-        let (a, ua) = self.operand(a_ty);
-        let (b, ub) = self.operand(b_ty);
+        let (mut a, ua) = self.operand(a_ty);
+        let (mut b, ub) = self.operand(b_ty);
+        // Sometimes an identity-prone constant (0, 1, all ones) on one side and a value on the
+        // other, or the same value twice: what algebraic simplification looks for.
+        if a_ty == b_ty && !a_ty.is_float() && self.rng.chance(15) {
+            let special = Constant::from_bits(a_ty, self.rng.pick(&[0, 1, u64::MAX]));
+            match self.rng.below(3) {
+                0 => a = special.into(),
+                1 => b = special.into(),
+                _ => b = a,
+            }
+        }
         self.emit(op, vec![a, b], Some(res), ua && ub)
     }
 
@@ -478,13 +515,16 @@ impl<'c> Gen<'c> {
         };
         let rounding = cvt_rounding(&mut self.rng, to, from);
         let sat = self.rng.chance(15);
-        let ftz = (to == ScalarType::F32 || from == ScalarType::F32) && (to.is_float() || from.is_float()) && self.rng.chance(10);
+        let ftz = (to == ScalarType::F32 || from == ScalarType::F32)
+            && (to.is_float() || from.is_float())
+            && self.rng.chance(10);
         let (a, u) = self.operand(from);
         self.emit(Op::Cvt { to, from, rounding, sat, ftz }, vec![a], Some(to), u);
     }
 
     fn bitcast_to(&mut self, to: ScalarType) {
-        let same: Vec<ScalarType> = ScalarType::ALL.iter().copied().filter(|t| !t.is_pred() && *t != to && t.bits() == to.bits()).collect();
+        let same: Vec<ScalarType> =
+            ScalarType::ALL.iter().copied().filter(|t| !t.is_pred() && *t != to && t.bits() == to.bits()).collect();
         if same.is_empty() {
             return self.convert_to(to);
         }
@@ -497,7 +537,17 @@ impl<'c> Gen<'c> {
         let rn = FloatFlags::RN;
         match self.rng.below(20) {
             0..=7 => {
-                let op = self.rng.pick(&[BinOp::Add, BinOp::Sub, BinOp::Mul, BinOp::MulHi, BinOp::Min, BinOp::Max, BinOp::And, BinOp::Or, BinOp::Xor]);
+                let op = self.rng.pick(&[
+                    BinOp::Add,
+                    BinOp::Sub,
+                    BinOp::Mul,
+                    BinOp::MulHi,
+                    BinOp::Min,
+                    BinOp::Max,
+                    BinOp::And,
+                    BinOp::Or,
+                    BinOp::Xor,
+                ]);
                 self.binary(Op::Bin(op, t, rn), t, t, t);
             }
             8 => {
@@ -616,7 +666,12 @@ impl<'c> Gen<'c> {
     /// `rem.u32 x, %n`: an in-bounds index into the input buffers.
     fn in_index(&mut self) -> Val {
         let (x, u) = self.operand(ScalarType::U32);
-        self.emit(Op::Bin(BinOp::Rem, ScalarType::U32, FloatFlags::RN), vec![x, self.n.into()], Some(ScalarType::U32), u)
+        self.emit(
+            Op::Bin(BinOp::Rem, ScalarType::U32, FloatFlags::RN),
+            vec![x, self.n.into()],
+            Some(ScalarType::U32),
+            u,
+        )
     }
 
     fn load(&mut self) {
@@ -634,17 +689,32 @@ impl<'c> Gen<'c> {
         let rn = FloatFlags::RN;
         match t {
             U32 => v,
-            Pred => self.emit(Op::Select(U32), vec![v, Constant::u32(0x9e37).into(), Constant::u32(7).into()], Some(U32), u).v.into(),
+            Pred => self
+                .emit(Op::Select(U32), vec![v, Constant::u32(0x9e37).into(), Constant::u32(7).into()], Some(U32), u)
+                .v
+                .into(),
             _ => {
                 let int_t = if t.is_float() { ScalarType::int_of_width(t.bits(), false).unwrap_or(U32) } else { t };
-                let x: Operand = if t.is_float() { self.emit(Op::Bitcast { to: int_t, from: t }, vec![v], Some(int_t), u).v.into() } else { v };
+                let x: Operand = if t.is_float() {
+                    self.emit(Op::Bitcast { to: int_t, from: t }, vec![v], Some(int_t), u).v.into()
+                } else {
+                    v
+                };
                 let x = if int_t.bits() == 64 {
-                    let h = self.emit(Op::Bin(BinOp::Shr, int_t, rn), vec![x, Constant::u32(32).into()], Some(int_t), u);
+                    let h =
+                        self.emit(Op::Bin(BinOp::Shr, int_t, rn), vec![x, Constant::u32(32).into()], Some(int_t), u);
                     self.emit(Op::Bin(BinOp::Xor, int_t, rn), vec![x, h.v.into()], Some(int_t), u).v.into()
                 } else {
                     x
                 };
-                self.emit(Op::Cvt { to: U32, from: int_t, rounding: None, sat: false, ftz: false }, vec![x], Some(U32), u).v.into()
+                self.emit(
+                    Op::Cvt { to: U32, from: int_t, rounding: None, sat: false, ftz: false },
+                    vec![x],
+                    Some(U32),
+                    u,
+                )
+                .v
+                .into()
             }
         }
     }
@@ -662,7 +732,12 @@ impl<'c> Gen<'c> {
         if self.cfg.allow_atomics && self.rng.chance(30) {
             let op = self.rng.pick(&[AtomicOp::Add, AtomicOp::Min, AtomicOp::Max, AtomicOp::Exch]);
             let keep = self.rng.chance(50);
-            self.emit(Op::Atomic(op), vec![self.out.into(), self.slot.into(), x], keep.then_some(ScalarType::U32), false);
+            self.emit(
+                Op::Atomic(op),
+                vec![self.out.into(), self.slot.into(), x],
+                keep.then_some(ScalarType::U32),
+                false,
+            );
         } else {
             self.emit(Op::Store, vec![self.out.into(), self.slot.into(), x], None, true);
         }
@@ -685,7 +760,15 @@ impl<'c> Gen<'c> {
         let mut acc: Operand = Constant::u32(0x811c_9dc5).into();
         for (t, v) in picked {
             let x = self.to_u32(t, v.v.into(), v.uniform);
-            acc = self.emit(Op::Mad(ScalarType::U32), vec![acc, Constant::u32(16_777_619).into(), x], Some(ScalarType::U32), false).v.into();
+            acc = self
+                .emit(
+                    Op::Mad(ScalarType::U32),
+                    vec![acc, Constant::u32(16_777_619).into(), x],
+                    Some(ScalarType::U32),
+                    false,
+                )
+                .v
+                .into();
         }
         if self.cfg.allow_atomics && self.rng.chance(30) {
             self.emit(Op::Atomic(AtomicOp::Add), vec![self.out.into(), self.slot.into(), acc], None, true);
@@ -718,10 +801,14 @@ impl<'c> Gen<'c> {
         if !want_uniform && self.rng.chance(50) {
             let x = self.rng.pick(&[self.tid, self.gid]);
             let k = Constant::u32(self.rng.below(BLOCK_THREADS as u64 + 1) as u32);
-            let c = self.emit(Op::Cmp(CmpOp::Lt, ScalarType::U32), vec![x.into(), k.into()], Some(ScalarType::Pred), false);
+            let c =
+                self.emit(Op::Cmp(CmpOp::Lt, ScalarType::U32), vec![x.into(), k.into()], Some(ScalarType::Pred), false);
             return (c.v.into(), false);
         }
-        let x = self.value_of(ScalarType::U32, want_uniform).map(|v| (Operand::from(v.v), v.uniform)).unwrap_or((self.n.into(), true));
+        let x = self
+            .value_of(ScalarType::U32, want_uniform)
+            .map(|v| (Operand::from(v.v), v.uniform))
+            .unwrap_or((self.n.into(), true));
         let k = Constant::u32(self.rng.below(8) as u32);
         let c = self.emit(Op::Cmp(CmpOp::Gt, ScalarType::U32), vec![x.0, k.into()], Some(ScalarType::Pred), x.1);
         (c.v.into(), x.1)
@@ -780,7 +867,8 @@ impl<'c> Gen<'c> {
             }
         };
         let mut join_uniform = cu && else_call.1;
-        self.k.block_mut(self.cur).term = Terminator::Br { cond, then_: BlockCall { block: then_b, args: then_args }, else_: else_call.0 };
+        self.k.block_mut(self.cur).term =
+            Terminator::Br { cond, then_: BlockCall { block: then_b, args: then_args }, else_: else_call.0 };
         let m = self.mark();
         // then
         self.cur = then_b;
@@ -821,12 +909,22 @@ impl<'c> Gen<'c> {
         let divergent = self.cfg.divergent_loops && self.rng.chance(40);
         let (trip, trip_u): (Operand, bool) = if divergent {
             let x = self.rng.pick(&[self.tid, self.gid]);
-            (self.emit(Op::Bin(BinOp::And, U32, rn), vec![x.into(), Constant::u32(3).into()], Some(U32), false).v.into(), false)
+            (
+                self.emit(Op::Bin(BinOp::And, U32, rn), vec![x.into(), Constant::u32(3).into()], Some(U32), false)
+                    .v
+                    .into(),
+                false,
+            )
         } else if self.rng.chance(50) {
             (Constant::u32(self.rng.below(5) as u32).into(), true)
         } else {
             let x = self.value_of(U32, true).map(|v| v.v).unwrap_or(self.n);
-            (self.emit(Op::Bin(BinOp::Rem, U32, rn), vec![x.into(), Constant::u32(5).into()], Some(U32), true).v.into(), true)
+            (
+                self.emit(Op::Bin(BinOp::Rem, U32, rn), vec![x.into(), Constant::u32(5).into()], Some(U32), true)
+                    .v
+                    .into(),
+                true,
+            )
         };
         let acc_tys = self.param_types();
         let (inits, _) = self.args_for(&acc_tys);
@@ -845,7 +943,11 @@ impl<'c> Gen<'c> {
         self.scope[tidx(U32)].push(Val { v: i, uniform: trip_u });
         self.add_params(head, &acc_tys, false);
         let c = self.emit(Op::Cmp(CmpOp::Lt, U32), vec![i.into(), trip], Some(ScalarType::Pred), trip_u);
-        self.k.block_mut(head).term = Terminator::Br { cond: c.v.into(), then_: BlockCall { block: body, args: vec![] }, else_: BlockCall { block: exit, args: vec![] } };
+        self.k.block_mut(head).term = Terminator::Br {
+            cond: c.v.into(),
+            then_: BlockCall { block: body, args: vec![] },
+            else_: BlockCall { block: exit, args: vec![] },
+        };
         let m = self.mark();
         // body
         self.cur = body;
@@ -903,7 +1005,9 @@ impl<'c> Gen<'c> {
             Constant::u32(self.rng.below(32) as u32).into()
         } else {
             let (x, u) = self.operand(U32);
-            self.emit(Op::Bin(BinOp::And, U32, FloatFlags::RN), vec![x, Constant::u32(31).into()], Some(U32), u).v.into()
+            self.emit(Op::Bin(BinOp::And, U32, FloatFlags::RN), vec![x, Constant::u32(31).into()], Some(U32), u)
+                .v
+                .into()
         };
         self.emit(Op::Shfl(mode, t), vec![v, lane, full], Some(t), false);
     }
@@ -938,7 +1042,13 @@ mod tests {
         vec![
             d.clone(),
             GenConfig { allow_approx: true, insts: 150, ..d.clone() },
-            GenConfig { allow_loops: false, allow_shuffles: false, allow_shared_barriers: false, allow_atomics: false, ..d.clone() },
+            GenConfig {
+                allow_loops: false,
+                allow_shuffles: false,
+                allow_shared_barriers: false,
+                allow_atomics: false,
+                ..d.clone()
+            },
             GenConfig { divergent_branches: false, divergent_loops: false, const_percent: 60, ..d.clone() },
             GenConfig { allow_divergent_barriers: true, insts: 200, ..d.clone() },
             GenConfig { types: vec![ScalarType::F16, ScalarType::BF16, ScalarType::S8], insts: 40, ..d },
@@ -965,7 +1075,8 @@ mod tests {
     #[ignore]
     fn show() {
         let seed = std::env::var("SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(1);
-        println!("{}", crate::print_kernel(&random_kernel(seed, &GenConfig::default())));
+        let insts = std::env::var("INSTS").ok().and_then(|s| s.parse().ok()).unwrap_or(80);
+        println!("{}", crate::print_kernel(&random_kernel(seed, &GenConfig { insts, ..GenConfig::default() })));
     }
 
     #[test]
@@ -986,7 +1097,14 @@ mod tests {
 
     #[test]
     fn approx_ops_only_when_allowed() {
-        let count = |cfg: &GenConfig| (0..100u64).map(|s| { let k = random_kernel(s, cfg); k.placed_insts().filter(|(_, i)| k.inst(*i).op.is_approx()).count() }).sum::<usize>();
+        let count = |cfg: &GenConfig| {
+            (0..100u64)
+                .map(|s| {
+                    let k = random_kernel(s, cfg);
+                    k.placed_insts().filter(|(_, i)| k.inst(*i).op.is_approx()).count()
+                })
+                .sum::<usize>()
+        };
         assert_eq!(count(&GenConfig::default()), 0);
         assert!(count(&GenConfig { allow_approx: true, insts: 200, ..GenConfig::default() }) > 0);
     }

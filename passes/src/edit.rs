@@ -22,10 +22,7 @@ pub struct Subst {
 
 impl Subst {
     pub fn new(k: &Kernel) -> Subst {
-        Subst {
-            map: vec![None; k.values.len()],
-            len: 0,
-        }
+        Subst { map: vec![None; k.values.len()], len: 0 }
     }
 
     /// Number of values mapped.
@@ -132,11 +129,7 @@ impl Subst {
 
 /// Whether operand `pos` of `op` is an element or byte index (whose literal type is `u64`).
 pub fn is_index_position(op: &Op, pos: usize) -> bool {
-    pos == 1
-        && matches!(
-            op,
-            Op::Load | Op::Store | Op::Atomic(_) | Op::AtomicCas | Op::PtrOffset | Op::PtrOffsetBytes
-        )
+    pos == 1 && matches!(op, Op::Load | Op::Store | Op::Atomic(_) | Op::AtomicCas | Op::PtrOffset | Op::PtrOffsetBytes)
 }
 
 /// The constant to write at operand `pos` of `op` for a value `c`: unchanged, except in index

@@ -105,7 +105,9 @@ fn identity(op: &Op, args: &[Operand]) -> Option<Operand> {
             None if a == b => Some(*a),
             None => None,
         },
-        (Op::Bin(bin, ty, _), [a, b]) if ty.is_int() || (ty.is_pred() && matches!(bin, BinOp::And | BinOp::Or | BinOp::Xor)) => {
+        (Op::Bin(bin, ty, _), [a, b])
+            if ty.is_int() || (ty.is_pred() && matches!(bin, BinOp::And | BinOp::Or | BinOp::Xor)) =>
+        {
             let ty = *ty;
             match bin {
                 BinOp::Add if is_zero(*b) => Some(*a),
@@ -119,7 +121,9 @@ fn identity(op: &Op, args: &[Operand]) -> Option<Operand> {
                 BinOp::And if is_zero(*a) || is_zero(*b) => Some(zero(ty)),
                 BinOp::And if is_all_ones(*b, ty) || a == b => Some(*a),
                 BinOp::And if is_all_ones(*a, ty) => Some(*b),
-                BinOp::Or if is_all_ones(*a, ty) || is_all_ones(*b, ty) => Some(Operand::Const(Constant::from_bits(ty, ty.mask()))),
+                BinOp::Or if is_all_ones(*a, ty) || is_all_ones(*b, ty) => {
+                    Some(Operand::Const(Constant::from_bits(ty, ty.mask())))
+                }
                 BinOp::Or if is_zero(*b) || a == b => Some(*a),
                 BinOp::Or if is_zero(*a) => Some(*b),
                 BinOp::Xor if is_zero(*b) => Some(*a),

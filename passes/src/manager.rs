@@ -5,8 +5,8 @@
 //! - The input is verified first (unless [`RunConfig::verify_input`] is off); passes only ever see
 //!   verified IR.
 //! - Steps run in order; each step runs on every kernel (in module order) before the next step.
-//!   After a pass that changed a kernel, the kernel is compacted ([`kir_ir::Kernel::compact`]),
-//!   so what is printed and returned is canonical.
+//!   At the end every kernel is compacted ([`kir_ir::Kernel::compact`]), so what is returned is
+//!   canonical; dumps print the block layout, which is the same text either way.
 //! - With [`RunConfig::verify_each`], the verifier runs after every pass on every kernel. A pass
 //!   that leaves an invalid kernel, or that reports "unchanged" while it changed the kernel, stops
 //!   the pipeline with [`PassError::Broken`] naming the pass and kernel with the verifier's errors;
@@ -139,18 +139,9 @@ pub enum PassError {
     InvalidInput { kernel: String, diagnostics: Vec<Diagnostic> },
     /// A pass left the kernel invalid (or changed it while reporting no change); the kernel holds
     /// its IR from before the pass. `ir_after` is the broken kernel's text.
-    Broken {
-        pass: String,
-        kernel: String,
-        diagnostics: Vec<Diagnostic>,
-        ir_after: String,
-    },
+    Broken { pass: String, kernel: String, diagnostics: Vec<Diagnostic>, ir_after: String },
     /// A pass rejected the kernel with error diagnostics (an analysis that found a problem).
-    Rejected {
-        pass: String,
-        kernel: String,
-        diagnostics: Vec<Diagnostic>,
-    },
+    Rejected { pass: String, kernel: String, diagnostics: Vec<Diagnostic> },
     /// Writing a dump failed.
     Io { what: String, error: std::io::Error },
 }
@@ -183,18 +174,14 @@ impl fmt::Display for PassError {
 impl std::error::Error for PassError {}
 
 fn dump(out: &mut dyn Write, when: &str, pass: &str, k: &Kernel) -> Result<(), PassError> {
-    write!(out, "*** IR Dump {when} {pass} (kernel @{}) ***\n{}\n", k.name, print_kernel(k)).map_err(|error| PassError::Io {
-        what: "writing an IR dump".into(),
-        error,
-    })
+    write!(out, "*** IR Dump {when} {pass} (kernel @{}) ***\n{}\n", k.name, print_kernel(k))
+        .map_err(|error| PassError::Io { what: "writing an IR dump".into(), error })
 }
 
 fn write_dump_file(dir: &std::path::Path, index: usize, name: &str, m: &Module) -> Result<(), PassError> {
     let path = dir.join(format!("{index:02}-{name}.kir"));
-    std::fs::write(&path, print_module(m)).map_err(|error| PassError::Io {
-        what: format!("writing {}", path.display()),
-        error,
-    })
+    std::fs::write(&path, print_module(m))
+        .map_err(|error| PassError::Io { what: format!("writing {}", path.display()), error })
 }
 
 /// The verifier's errors for a kernel (warnings are dropped).
@@ -213,18 +200,13 @@ pub fn run_pipeline(m: &mut Module, p: &Pipeline, cfg: &RunConfig, dumps: &mut d
         for k in &m.kernels {
             let errs = verify_errors(k);
             if !errs.is_empty() {
-                return Err(PassError::InvalidInput {
-                    kernel: k.name.clone(),
-                    diagnostics: errs,
-                });
+                return Err(PassError::InvalidInput { kernel: k.name.clone(), diagnostics: errs });
             }
         }
     }
     if let Some(dir) = &cfg.dump_dir {
-        std::fs::create_dir_all(dir).map_err(|error| PassError::Io {
-            what: format!("creating {}", dir.display()),
-            error,
-        })?;
+        std::fs::create_dir_all(dir)
+            .map_err(|error| PassError::Io { what: format!("creating {}", dir.display()), error })?;
         write_dump_file(dir, 0, "input", m)?;
     }
     let mut report = Report::default();
@@ -254,11 +236,11 @@ pub fn run_pipeline(m: &mut Module, p: &Pipeline, cfg: &RunConfig, dumps: &mut d
             let changed = step.pass.run(k, &mut cx);
             sr.time += start.elapsed();
             if changed {
-                k.compact();
                 sr.changed_kernels += 1;
             }
             sr.stats.merge(&cx.stats);
-            let (errors, warnings): (Vec<Diagnostic>, Vec<Diagnostic>) = cx.diagnostics.into_iter().partition(Diagnostic::is_error);
+            let (errors, warnings): (Vec<Diagnostic>, Vec<Diagnostic>) =
+                cx.diagnostics.into_iter().partition(Diagnostic::is_error);
             report.warnings.extend(warnings);
             if !errors.is_empty() {
                 if let Some(b) = before {
@@ -282,12 +264,7 @@ pub fn run_pipeline(m: &mut Module, p: &Pipeline, cfg: &RunConfig, dumps: &mut d
                     let ir_after = print_kernel(k);
                     let kernel = k.name.clone();
                     *k = b;
-                    return Err(PassError::Broken {
-                        pass: step.spec.clone(),
-                        kernel,
-                        diagnostics: errs,
-                        ir_after,
-                    });
+                    return Err(PassError::Broken { pass: step.spec.clone(), kernel, diagnostics: errs, ir_after });
                 }
             }
             if cfg.wants_after(name, changed) {
@@ -299,13 +276,25 @@ pub fn run_pipeline(m: &mut Module, p: &Pipeline, cfg: &RunConfig, dumps: &mut d
         }
         report.steps.push(sr);
     }
+    // Passes leave removed entities in the arenas; compact once at the end so the result is
+    // canonical (what printing and re-parsing it gives).
+    m.kernels.iter_mut().for_each(Kernel::compact);
     Ok(report)
 }
 
 /// Runs `step` as a module pass if it is one (see [`crate::Pass::run_module`]); returns whether it
 /// was. With `verify_each`, the whole module (kernels and graphs) is verified after it, and the
 /// module from before the pass is restored if it fails; error diagnostics restore it too.
-fn run_module_step(step: &crate::pipeline::Step, m: &mut Module, cfg: &RunConfig, sr: &mut StepReport, report: &mut Report) -> Result<bool, PassError> {
+fn run_module_step(
+    step: &crate::pipeline::Step,
+    m: &mut Module,
+    cfg: &RunConfig,
+    sr: &mut StepReport,
+    report: &mut Report,
+) -> Result<bool, PassError> {
+    if !step.module {
+        return Ok(false);
+    }
     let before = m.clone();
     let mut cx = PassContext::default();
     let start = Instant::now();
@@ -316,7 +305,8 @@ fn run_module_step(step: &crate::pipeline::Step, m: &mut Module, cfg: &RunConfig
         sr.changed_kernels += m.kernels.iter().filter(|k| !before.kernels.contains(k)).count().max(1);
     }
     sr.stats.merge(&cx.stats);
-    let (errors, warnings): (Vec<Diagnostic>, Vec<Diagnostic>) = cx.diagnostics.into_iter().partition(Diagnostic::is_error);
+    let (errors, warnings): (Vec<Diagnostic>, Vec<Diagnostic>) =
+        cx.diagnostics.into_iter().partition(Diagnostic::is_error);
     report.warnings.extend(warnings);
     let module_name = || m.kernels.first().map(|k| k.name.clone()).unwrap_or_default();
     if !errors.is_empty() {
@@ -325,7 +315,11 @@ fn run_module_step(step: &crate::pipeline::Step, m: &mut Module, cfg: &RunConfig
         return Err(PassError::Rejected { pass: step.spec.clone(), kernel, diagnostics: errors });
     }
     if cfg.verify_each {
-        let errs: Vec<Diagnostic> = kir_ir::verify::verify_module(m).into_iter().chain(m.graphs.iter().flat_map(|g| kir_ir::graph::verify_graph(m, g))).filter(Diagnostic::is_error).collect();
+        let errs: Vec<Diagnostic> = kir_ir::verify::verify_module(m)
+            .into_iter()
+            .chain(m.graphs.iter().flat_map(|g| kir_ir::graph::verify_graph(m, g)))
+            .filter(Diagnostic::is_error)
+            .collect();
         if !errs.is_empty() {
             let (kernel, ir_after) = (module_name(), print_module(m));
             *m = before;
@@ -337,14 +331,8 @@ fn run_module_step(step: &crate::pipeline::Step, m: &mut Module, cfg: &RunConfig
 
 /// Runs a pipeline on one kernel with the verifier after every pass and no dumps: what tests use.
 pub fn run_on_kernel(k: &mut Kernel, p: &Pipeline) -> Result<Report, PassError> {
-    let mut m = Module {
-        kernels: vec![std::mem::replace(k, Kernel::new(""))],
-        ..Module::default()
-    };
-    let cfg = RunConfig {
-        verify_each: true,
-        ..RunConfig::default()
-    };
+    let mut m = Module { kernels: vec![std::mem::replace(k, Kernel::new(""))], ..Module::default() };
+    let cfg = RunConfig { verify_each: true, ..RunConfig::default() };
     let r = run_pipeline(&mut m, p, &cfg, &mut std::io::sink());
     *k = m.kernels.pop().unwrap_or_else(|| Kernel::new(""));
     r

@@ -16,6 +16,8 @@ pub struct Step {
     /// The step as written, normalized (`fold{approx}`).
     pub spec: String,
     pub pass: Box<dyn Pass>,
+    /// Whether the pass is a module pass (see [`crate::registry::PassInfo::module`]).
+    pub module: bool,
 }
 
 impl Step {
@@ -93,9 +95,7 @@ pub fn parse_step(text: &str) -> Result<Step, String> {
     let (name, body) = match text.find('{') {
         Some(open) => {
             let Some(inner) = text[open + 1..].strip_suffix('}') else {
-                return Err(format!(
-                    "`{text}`: options must be written `name{{...}}` with nothing after the `}}`"
-                ));
+                return Err(format!("`{text}`: options must be written `name{{...}}` with nothing after the `}}`"));
             };
             (text[..open].trim(), Some(inner))
         }
@@ -126,7 +126,7 @@ pub fn parse_step(text: &str) -> Result<Step, String> {
             .collect();
         format!("{name}{{{}}}", items.join(" "))
     };
-    Ok(Step { spec, pass })
+    Ok(Step { spec, pass, module: info.module })
 }
 
 /// Parses a comma-separated pipeline. An empty string is the empty pipeline.

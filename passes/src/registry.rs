@@ -16,6 +16,9 @@ pub struct PassInfo {
     pub description: &'static str,
     /// The options it takes in braces, each with a one-line description.
     pub options: &'static [(&'static str, &'static str)],
+    /// A module pass ([`Pass::run_module`]: runs once on the whole module, e.g. launch fusion)
+    /// rather than a kernel pass ([`Pass::run`] on each kernel).
+    pub module: bool,
     pub create: PassFactory,
 }
 
@@ -24,6 +27,7 @@ pub fn registry() -> Vec<PassInfo> {
     vec![
         PassInfo {
             name: "fold",
+            module: false,
             description: "evaluate ops whose operands are constants (exactly as the interpreter does) and apply exact algebraic identities",
             options: &[("approx", "also fold approximate ops (.approx, .full) with their exact result")],
             create: |o| {
@@ -33,6 +37,7 @@ pub fn registry() -> Vec<PassInfo> {
         },
         PassInfo {
             name: "dce",
+            module: false,
             description: "remove side-effect-free instructions whose results are unused, and unused block parameters",
             options: &[],
             create: |o| {
@@ -42,6 +47,7 @@ pub fn registry() -> Vec<PassInfo> {
         },
         PassInfo {
             name: "simplify-cfg",
+            module: false,
             description:
                 "fold constant branches, remove unreachable blocks, merge straight-line blocks, drop block arguments equal on every edge",
             options: &[],
@@ -52,6 +58,7 @@ pub fn registry() -> Vec<PassInfo> {
         },
         PassInfo {
             name: "verify-barriers",
+            module: false,
             description: "reject barriers and full-mask warp collectives that some threads may not reach together (uniformity analysis)",
             options: &[],
             create: |o| {
@@ -61,6 +68,7 @@ pub fn registry() -> Vec<PassInfo> {
         },
         PassInfo {
             name: "fuse",
+            module: true,
             description: "fuse launches of each launch graph (vertical: producer into consumer with store forwarding; horizontal: independent launches) where every shared buffer is thread-private",
             options: &[("explain", "report every fusion decision (and why each candidate pair was not fused) as a note")],
             create: |o| {
@@ -70,6 +78,7 @@ pub fn registry() -> Vec<PassInfo> {
         },
         PassInfo {
             name: "fma-contract",
+            module: false,
             description: "contract mul.rn followed by add.rn into fma (opt-in: rounds once, so results may change in the last bit)",
             options: &[],
             create: |o| {

@@ -15,9 +15,10 @@
 //! - Each round is linear in the kernel's size (plus the dominator computation, only when a
 //!   parameter is a candidate for removal).
 
-use crate::edit::{def_block, incoming_edges, inst_blocks, remove_blocks, retain_block_params, reverse_post_order, succ_call, Subst};
+use crate::edit::{
+    def_block, incoming_edges, inst_blocks, remove_blocks, retain_block_params, reverse_post_order, succ_call, Subst,
+};
 use crate::pass::{Pass, PassContext};
-use kir_ir::cfg::Cfg;
 use kir_ir::{BlockId, Kernel, Operand, Terminator, ValueDef};
 
 pub struct SimplifyCfg;
@@ -57,11 +58,9 @@ fn fold_branches(k: &mut Kernel) -> usize {
     let mut n = 0;
     for b in &mut k.blocks {
         let new = match &b.term {
-            Terminator::Br {
-                cond: Operand::Const(c),
-                then_,
-                else_,
-            } => Some(if c.bits != 0 { then_.clone() } else { else_.clone() }),
+            Terminator::Br { cond: Operand::Const(c), then_, else_ } => {
+                Some(if c.bits != 0 { then_.clone() } else { else_.clone() })
+            }
             Terminator::Br { then_, else_, .. } if then_ == else_ => Some(then_.clone()),
             _ => None,
         };
@@ -82,37 +81,80 @@ fn remove_unreachable(k: &mut Kernel) -> usize {
     remove_blocks(k, &keep)
 }
 
-/// Dominance queries in O(1) from the dominator tree's DFS intervals.
+/// Dominance queries in O(1) from the dominator tree's DFS intervals. The dominator tree is
+/// computed with the Cooper-Harvey-Kennedy iteration over the reverse post-order (near-linear on
+/// the structured CFGs kir kernels have).
 struct DomTree {
     tin: Vec<u32>,
     tout: Vec<u32>,
 }
 
 impl DomTree {
-    fn new(k: &Kernel) -> DomTree {
-        let cfg = Cfg::new(k);
+    fn new(k: &Kernel, incoming: &[Vec<(BlockId, usize)>]) -> DomTree {
         let n = k.blocks.len();
-        let mut children = vec![Vec::new(); n];
-        for &b in cfg.rpo() {
-            if let Some(d) = cfg.idom(b) {
-                children[d.index()].push(b);
+        let rpo = reverse_post_order(k);
+        const NONE: u32 = u32::MAX;
+        let mut order = vec![NONE; n];
+        for (i, b) in rpo.iter().enumerate() {
+            order[b.index()] = i as u32;
+        }
+        // idom by RPO index; the entry (index 0) is its own.
+        let mut idom = vec![NONE; rpo.len()];
+        if !rpo.is_empty() {
+            idom[0] = 0;
+        }
+        let mut changed = true;
+        while changed {
+            changed = false;
+            for (i, b) in rpo.iter().enumerate().skip(1) {
+                let mut new = NONE;
+                for &(p, _) in &incoming[b.index()] {
+                    let pi = order[p.index()];
+                    if pi == NONE || idom[pi as usize] == NONE {
+                        continue;
+                    }
+                    new = if new == NONE {
+                        pi
+                    } else {
+                        let (mut a, mut c) = (new, pi);
+                        while a != c {
+                            while a > c {
+                                a = idom[a as usize];
+                            }
+                            while c > a {
+                                c = idom[c as usize];
+                            }
+                        }
+                        a
+                    };
+                }
+                if new != NONE && idom[i] != new {
+                    idom[i] = new;
+                    changed = true;
+                }
             }
         }
-        let (mut tin, mut tout) = (vec![u32::MAX; n], vec![0; n]);
+        let mut children: Vec<Vec<u32>> = vec![Vec::new(); rpo.len()];
+        for i in 1..rpo.len() {
+            if idom[i] != NONE {
+                children[idom[i] as usize].push(i as u32);
+            }
+        }
+        let (mut tin, mut tout) = (vec![NONE; n], vec![0; n]);
         let mut clock = 0u32;
-        if n > 0 {
-            let mut stack = vec![(Kernel::ENTRY, 0usize)];
-            tin[0] = clock;
+        if !rpo.is_empty() {
+            let mut stack = vec![(0u32, 0usize)];
+            tin[rpo[0].index()] = clock;
             clock += 1;
             while let Some(top) = stack.last_mut() {
-                let (b, i) = *top;
-                if let Some(&c) = children[b.index()].get(i) {
+                let (i, c) = *top;
+                if let Some(&ch) = children[i as usize].get(c) {
                     top.1 += 1;
-                    tin[c.index()] = clock;
+                    tin[rpo[ch as usize].index()] = clock;
                     clock += 1;
-                    stack.push((c, 0));
+                    stack.push((ch, 0));
                 } else {
-                    tout[b.index()] = clock;
+                    tout[rpo[i as usize].index()] = clock;
                     clock += 1;
                     stack.pop();
                 }
@@ -124,7 +166,11 @@ impl DomTree {
     /// Whether `a` strictly dominates `b` (both reachable).
     fn strictly_dominates(&self, a: BlockId, b: BlockId) -> bool {
         let (ai, bi) = (a.index(), b.index());
-        a != b && self.tin[ai] != u32::MAX && self.tin[bi] != u32::MAX && self.tin[ai] < self.tin[bi] && self.tout[bi] < self.tout[ai]
+        a != b
+            && self.tin[ai] != u32::MAX
+            && self.tin[bi] != u32::MAX
+            && self.tin[ai] < self.tin[bi]
+            && self.tout[bi] < self.tout[ai]
     }
 }
 
@@ -168,7 +214,7 @@ fn drop_uniform_params(k: &mut Kernel) -> usize {
                     ValueDef::Param(_) => true,
                     _ => {
                         let blocks = blocks_of.get_or_insert_with(|| inst_blocks(k));
-                        let dt = dom.get_or_insert_with(|| DomTree::new(k));
+                        let dt = dom.get_or_insert_with(|| DomTree::new(k, &incoming));
                         def_block(k, blocks, v).is_some_and(|d| dt.strictly_dominates(d, b))
                     }
                 },

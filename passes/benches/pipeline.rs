@@ -1,0 +1,34 @@
+//! Throughput of the default pipeline (`fold,simplify-cfg,dce`) on generated kernels of 25k to
+//! 200k instructions (`kir_ir::gen`, default config: all types, branches, loops, shared memory,
+//! shuffles). The input is verified once outside the timed region; the timed region is what the
+//! passes do (`verify_input: false`). Time should grow linearly: 2x instructions, at most 2.2x
+//! time. Numbers are recorded in BENCHMARKS.md ("Passes").
+
+use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
+use kir_ir::gen::{random_kernel, GenConfig};
+use kir_ir::Module;
+use kir_passes::{parse_pipeline, run_pipeline, RunConfig, DEFAULT_PIPELINE};
+
+fn bench(c: &mut Criterion) {
+    let pipeline = parse_pipeline(DEFAULT_PIPELINE).expect("default pipeline");
+    let cfg = RunConfig { verify_input: false, ..RunConfig::default() };
+    let mut group = c.benchmark_group("default_pipeline");
+    group.sample_size(10);
+    for insts in [25_000usize, 50_000, 100_000, 200_000] {
+        let k = random_kernel(42, &GenConfig { insts, ..GenConfig::default() });
+        assert!(!kir_ir::diag::has_errors(&kir_ir::verify::verify_kernel(&k)), "generated kernel must verify");
+        let n = k.inst_count();
+        group.throughput(Throughput::Elements(n as u64));
+        group.bench_with_input(BenchmarkId::from_parameter(insts), &k, |b, k| {
+            b.iter_batched(
+                || Module { kernels: vec![k.clone()], ..Module::default() },
+                |mut m| run_pipeline(&mut m, &pipeline, &cfg, &mut std::io::sink()).expect("pipeline"),
+                BatchSize::LargeInput,
+            )
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
