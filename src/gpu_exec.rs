@@ -55,7 +55,9 @@ fn gpu_args(args: &[Arg], buffers: &[Buffer]) -> Result<(Vec<gpu::Arg>, Vec<usiz
         match *a {
             Arg::Scalar(c) => out.push(gpu::Arg::Scalar(scalar_bytes(c))),
             Arg::Buffer(i) => {
-                let b = buffers.get(i).ok_or_else(|| format!("argument names buffer {i}, but there are {}", buffers.len()))?;
+                let b = buffers
+                    .get(i)
+                    .ok_or_else(|| format!("argument names buffer {i}, but there are {}", buffers.len()))?;
                 if which.contains(&i) {
                     return Err("the GPU runner cannot pass one buffer to two parameters of a launch".into());
                 }
@@ -183,7 +185,12 @@ pub fn run_graph(
                     let v = eval(e, "a computed argument").map_err(at)?;
                     let t = match k.params.get(ai).map(|p| k.value(*p).ty) {
                         Some(Type::Scalar(t)) if t.is_int() => t,
-                        _ => return Err(at(format!("argument {} is computed but the parameter is not an integer", ai + 1))),
+                        _ => {
+                            return Err(at(format!(
+                                "argument {} is computed but the parameter is not an integer",
+                                ai + 1
+                            )))
+                        }
                     };
                     let max = if t.is_signed_int() { t.mask() >> 1 } else { t.mask() };
                     if v > max {

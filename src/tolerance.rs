@@ -43,7 +43,8 @@ impl std::fmt::Display for Derivation {
         if self.ops.is_empty() {
             return write!(f, "no approximate op");
         }
-        let parts: Vec<String> = self.ops.iter().map(|(m, n)| if *n == 1 { m.clone() } else { format!("{n}x {m}") }).collect();
+        let parts: Vec<String> =
+            self.ops.iter().map(|(m, n)| if *n == 1 { m.clone() } else { format!("{n}x {m}") }).collect();
         write!(f, "approximate ops: {}", parts.join(", "))
     }
 }
@@ -122,7 +123,9 @@ mod tests {
 
     #[test]
     fn ulp_bounds_add_up() {
-        let k = kernel("  %a = ex2.approx.f32 %x\n  %b = rsqrt.approx.f32 %a\n  %c = ex2.approx.f32 %b\n  store %o[0], %c\n");
+        let k = kernel(
+            "  %a = ex2.approx.f32 %x\n  %b = rsqrt.approx.f32 %a\n  %c = ex2.approx.f32 %b\n  store %o[0], %c\n",
+        );
         let (t, why) = derived_tolerance_explained(&k);
         assert_eq!(t, Tolerance::Ulp(2 + 3 + 2));
         assert_eq!(why.to_string(), "approximate ops: 2x ex2.approx.f32, rsqrt.approx.f32");
@@ -130,7 +133,8 @@ mod tests {
 
     #[test]
     fn sin_cos_are_absolute_and_mixing_gives_up() {
-        let k = kernel("  %a = sin.approx.f32 %x\n  %b = cos.approx.f32 %x\n  %c = add.f32 %a, %b\n  store %o[0], %c\n");
+        let k =
+            kernel("  %a = sin.approx.f32 %x\n  %b = cos.approx.f32 %x\n  %c = add.f32 %a, %b\n  store %o[0], %c\n");
         assert_eq!(derived_tolerance(&k), Tolerance::Abs(2.0 * 2f64.powf(-20.9)));
         let k = kernel("  %a = sin.approx.f32 %x\n  %b = ex2.approx.f32 %a\n  store %o[0], %b\n");
         assert_eq!(derived_tolerance(&k), Tolerance::Ulp(u32::MAX));

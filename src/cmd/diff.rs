@@ -254,7 +254,9 @@ pub fn run(a: &Args) -> ExitCode {
     let gpu_result = match &target {
         Target::Kernel { k, cfg } => gpu_exec::ptx_for(k, sm)
             .and_then(|ptx| gpu_exec::run_kernel(&mut runner, k, &ptx, cfg, &launch_args, &initial).map(|b| (b, ptx))),
-        Target::Graph { g } => gpu_exec::run_graph(&mut runner, sm, m, g, &launch_args, &initial).map(|b| (b, String::new())),
+        Target::Graph { g } => {
+            gpu_exec::run_graph(&mut runner, sm, m, g, &launch_args, &initial).map(|b| (b, String::new()))
+        }
     };
     let (gpu, ptx) = match gpu_result {
         Ok(x) => x,

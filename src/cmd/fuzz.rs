@@ -78,7 +78,7 @@ pub fn run(a: &Args) -> ExitCode {
         return usage("--insts must be at least 1");
     }
     let mut cfg = FuzzConfig::new();
-    cfg.gen.insts = a.insts;
+    cfg.set_insts(a.insts);
     cfg.pipeline = pipeline;
     println!(
         "kir fuzz: {} cases from seed {} (about {} instructions each; pipeline {})",
@@ -94,7 +94,10 @@ pub fn run(a: &Args) -> ExitCode {
         if kir_backend_ptx::tools::find_ptxas().is_some() {
             cfg.ptxas = Some(sm);
         } else if a.require_ptxas || ci {
-            eprintln!("error: ptxas not found and it is required ({}; --require-ptxas or CI=true)", kir_backend_ptx::tools::INSTALL_HINT);
+            eprintln!(
+                "error: ptxas not found and it is required ({}; --require-ptxas or CI=true)",
+                kir_backend_ptx::tools::INSTALL_HINT
+            );
             return ExitCode::from(1);
         } else {
             println!("skip: ptxas not found ({}); PTX is not assembled", kir_backend_ptx::tools::INSTALL_HINT);
