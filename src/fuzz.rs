@@ -11,7 +11,8 @@
 //!   interpreter's under [`crate::tolerance::derived_tolerance`] (NaN-aware).
 //! - A [`Failure`] carries a [`FailureKind`]; two failures are "the same" when their kinds are
 //!   equal (the detail text, e.g. a value, may change while reducing).
-//! - [`reduce`] only ever returns a kernel that verifies (verifier and barrier verifier) and on
+//! - [`reduce`] only ever returns a kernel that verifies (verifier and barrier verifier; only the
+//!   verifier when the failure is the barrier verifier's, neither when it is the verifier's) and on
 //!   which the check reports a failure of the given kind: each candidate (fewer instructions, a
 //!   branch turned into a jump with the blocks it made unreachable deleted, fewer block
 //!   parameters) is re-verified and re-checked and kept only then. It is a delta-debugging loop:
@@ -300,7 +301,7 @@ pub fn reduce(
     };
     let mut try_candidate =
         |cand: Kernel, stats: &mut ReduceStats, best: &mut Kernel, last: &mut Option<Failure>| -> bool {
-            if stats.checks >= budget || verifies(&cand).is_err() {
+            if stats.checks >= budget || !well_formed_for(&cand, kind) {
                 return false;
             }
             stats.checks += 1;
@@ -381,6 +382,17 @@ pub fn reduce(
         }
     }
     (best, last, stats)
+}
+
+/// Whether a reduction candidate passes the checks that come before a failure of `kind`: both
+/// verifiers, except the IR verifier alone for a barrier-verifier failure and none for a verifier
+/// failure.
+fn well_formed_for(k: &Kernel, kind: &FailureKind) -> bool {
+    match kind {
+        FailureKind::Verify => true,
+        FailureKind::Barrier => !has_errors(&kir_ir::verify::verify_kernel(k)),
+        _ => verifies(k).is_ok(),
+    }
 }
 
 /// The value an instruction's uses get when it is deleted: zero of a scalar type; for a pointer,
