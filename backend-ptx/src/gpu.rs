@@ -309,7 +309,7 @@ impl GpuRunner {
                     Arg::Buffer(_) => {
                         let slice = b.next().ok_or_else(|| GpuError::Invalid("buffer bookkeeping".into()))?;
                         let (ptr, _sync) = slice.device_ptr(&self.stream);
-                        storage.push((ptr as u64).to_le_bytes().to_vec());
+                        storage.push(ptr.to_le_bytes().to_vec());
                     }
                     Arg::Scalar(bytes) => {
                         if ![1, 2, 4, 8].contains(&bytes.len()) {

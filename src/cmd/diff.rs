@@ -244,7 +244,7 @@ pub fn run(a: &Args) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let sm = match runner.compute_capability().map_err(|e| e.to_string()).and_then(|cc| gpu_exec::sm_for(cc)) {
+    let sm = match runner.compute_capability().map_err(|e| e.to_string()).and_then(gpu_exec::sm_for) {
         Ok(sm) => sm,
         Err(e) => {
             eprintln!("error: GPU: {e}");
