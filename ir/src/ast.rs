@@ -113,6 +113,24 @@ pub struct AstStmt {
     pub span: Span,
 }
 
+impl AstStmtKind {
+    /// The end offset of an instruction's last token (op, last operand or annotation); `None` for
+    /// terminators, whose grammar rules end in a token.
+    pub fn last_token_end(&self) -> Option<usize> {
+        match self {
+            AstStmtKind::Inst { op, args, annot, .. } => {
+                let end = match (annot, args.last()) {
+                    (Some(t), _) => t.span().end,
+                    (None, Some(a)) => a.span.end,
+                    (None, None) => op.span.start + op.node.len() as u32,
+                };
+                Some(end as usize)
+            }
+            _ => None,
+        }
+    }
+}
+
 impl AstStmt {
     pub fn is_terminator(&self) -> bool {
         !matches!(self.kind, AstStmtKind::Inst { .. })

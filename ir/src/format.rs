@@ -125,7 +125,7 @@ pub fn format_source(src: &str, module: &Module) -> String {
     }
     for g in &module.graphs {
         let mut group = Vec::new();
-        let mut max_end = g.span.end as usize;
+        let mut max_end = g.span.start as usize;
         group.push(Item { text: first_line(&crate::graph::print_graph(g)), offset: g.span.start as usize, indent: "", comment_indent: "" });
         for t in &g.temps {
             max_end = max_end.max(t.span.end as usize);
@@ -170,8 +170,10 @@ pub fn format_source(src: &str, module: &Module) -> String {
                 emit_own_line(&mut out, c, item.comment_indent, &mut prev_line);
                 c.used = true;
             }
+            // `prev_line` is reset at each kernel, so this keeps blank lines inside a kernel and
+            // between a kernel's leading comments and its header.
             if let Some(p) = prev_line {
-                if ii > 0 && lines.blank_between(p, item_line) {
+                if lines.blank_between(p, item_line) {
                     out.push('\n');
                 }
             }

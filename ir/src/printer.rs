@@ -4,9 +4,10 @@
 //! - The output is valid input to [`crate::parse`], and for a compacted module
 //!   (see [`Kernel::compact`]) `parse(print(m))` is structurally equal to `m`.
 //! - Constants print so that they re-parse to the same bits: floats in their shortest round-trip
-//!   decimal form, NaNs as hex bits (`0f7fffffff`), infinities as `inf`/`-inf`, and `-0.0` with its
+//!   decimal form, the canonical NaN as `nan` and other NaNs as hex bits (`0f7fc00001`), infinities as `inf`/`-inf`, and `-0.0` with its
 //!   sign.
-//! - Output is deterministic: the same module always prints the same bytes.
+//! - Output is deterministic: the same module always prints the same bytes. Unsigned integers
+//!   print in decimal, except masks (above 255, every hex digit `0` or `f`), which print in hex.
 
 use crate::ir::*;
 use crate::op::Op;
@@ -112,11 +113,13 @@ pub fn print_constant(c: Constant) -> String {
     match c.ty {
         ScalarType::Pred => (if c.bits != 0 { "true" } else { "false" }).to_string(),
         t if t.is_signed_int() => c.as_i128().to_string(),
+        // Masks (every hex digit 0 or f, e.g. 0xffffffff, 0xffff0000) read better in hex.
+        t if t.is_unsigned_int() && c.bits > 0xff && is_mask_like(c.bits) => format!("0x{:x}", c.bits),
         t if t.is_unsigned_int() => c.bits.to_string(),
         ScalarType::F32 => {
             let v = f32::from_bits(c.bits as u32);
             if v.is_nan() {
-                format!("0f{:08x}", c.bits)
+                nan_text(c, format!("0f{:08x}", c.bits))
             } else {
                 float_text(v.is_infinite(), v.is_sign_negative(), format!("{v:?}"))
             }
@@ -124,7 +127,7 @@ pub fn print_constant(c: Constant) -> String {
         ScalarType::F64 => {
             let v = f64::from_bits(c.bits);
             if v.is_nan() {
-                format!("0d{:016x}", c.bits)
+                nan_text(c, format!("0d{:016x}", c.bits))
             } else {
                 float_text(v.is_infinite(), v.is_sign_negative(), format!("{v:?}"))
             }
@@ -133,13 +136,26 @@ pub fn print_constant(c: Constant) -> String {
         ScalarType::F16 | ScalarType::BF16 => {
             let v = c.as_f64().unwrap_or(f64::NAN) as f32;
             if v.is_nan() {
-                format!("0h{:04x}", c.bits)
+                nan_text(c, format!("0h{:04x}", c.bits))
             } else {
                 float_text(v.is_infinite(), v.is_sign_negative(), format!("{v:?}"))
             }
         }
         _ => c.bits.to_string(),
     }
+}
+
+/// `nan` for the canonical NaN (which the literal `nan` stands for), else the exact bits.
+fn nan_text(c: Constant, bits_text: String) -> String {
+    if c == crate::parse::canonical_nan(c.ty) {
+        "nan".to_string()
+    } else {
+        bits_text
+    }
+}
+
+fn is_mask_like(bits: u64) -> bool {
+    (0..16).all(|i| matches!((bits >> (4 * i)) & 0xf, 0 | 0xf))
 }
 
 fn float_text(inf: bool, neg: bool, debug: String) -> String {

@@ -106,6 +106,12 @@ fn generate(c: &mut Chooser, kernel_name: &str) -> Kernel {
             let v = k.add_block_param(b, format!("bp{bi}_{p}"), Type::Scalar(t));
             pool.push(Val { id: v, ty: Type::Scalar(t) });
         }
+        // Pointer-typed block parameters spell both address spaces (`shared` is also a keyword).
+        if c.coin() {
+            let space = if c.coin() { AddrSpace::Shared } else { AddrSpace::Global };
+            let elem = ScalarType::ALL[1 + c.below(ScalarType::ALL.len() - 1)];
+            k.add_block_param(b, format!("bptr{bi}"), Type::Ptr(space, elem));
+        }
     }
     let ops = all_ops();
     let mut counter = 0;
@@ -173,7 +179,10 @@ fn generate(c: &mut Chooser, kernel_name: &str) -> Kernel {
                 .params
                 .iter()
                 .map(|p| {
-                    let t = k.value_type(*p).scalar().unwrap();
+                    let Some(t) = k.value_type(*p).scalar() else {
+                        // A pointer parameter takes the kernel's global pointer, or itself.
+                        return Operand::Value(if k.value_type(*p) == k.value_type(gptr) { gptr } else { *p });
+                    };
                     let cands: Vec<&Val> = pool.iter().filter(|v| v.ty == Type::Scalar(t)).collect();
                     if !cands.is_empty() && c.coin() {
                         Operand::Value(cands[c.below(cands.len())].id)
