@@ -161,18 +161,26 @@ struct Lanes<'a, 'b> {
 }
 
 impl Lanes<'_, '_> {
+    /// Sets `out[l] = f(l)` for the lanes in the mask. `f` is computed for all 32 lanes (the
+    /// per-element functions are pure, total and never panic, so the extra lanes are harmless) and
+    /// the result is blended into `out` by the mask: the closure has one call site, in a loop with
+    /// no branch on the mask, so it is inlined and simple ops vectorize (a per-lane mask test, or
+    /// one loop for full and one for partial masks, left a call per lane or an unpredictable
+    /// branch per lane).
     #[inline(always)]
     fn each(self, f: impl Fn(usize) -> u64) {
+        let mut tmp = [0u64; 32];
+        for (l, t) in tmp.iter_mut().enumerate() {
+            *t = f(l);
+        }
         if self.mask == u32::MAX {
-            for (l, o) in self.out.iter_mut().enumerate() {
-                *o = f(l);
-            }
+            *self.out = tmp;
         } else {
-            let mut m = self.mask;
-            while m != 0 {
-                let l = m.trailing_zeros() as usize;
-                self.out[l] = f(l);
-                m &= m - 1;
+            let mask = self.mask;
+            for (l, (o, t)) in self.out.iter_mut().zip(tmp).enumerate() {
+                if mask >> l & 1 != 0 {
+                    *o = t;
+                }
             }
         }
     }
