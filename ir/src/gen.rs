@@ -381,8 +381,13 @@ impl<'c> Gen<'c> {
         if pool.is_empty() || self.rng.chance(self.cfg.const_percent) {
             return (Operand::Const(random_constant(&mut self.rng, ty)), true);
         }
+        // Mostly recent values (short live ranges, as in real kernels), sometimes any value in scope.
         let len = pool.len() as u64;
-        let i = if self.rng.chance(60) { len - 1 - self.rng.below(len.min(8)) } else { self.rng.below(len) };
+        let i = match self.rng.below(10) {
+            0..=5 => len - 1 - self.rng.below(len.min(8)),
+            6..=8 => len - 1 - self.rng.below(len.min(256)),
+            _ => self.rng.below(len),
+        };
         let v = pool[i as usize];
         (Operand::Value(v.v), v.uniform)
     }

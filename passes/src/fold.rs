@@ -75,9 +75,11 @@ impl Fold {
         if op.is_approx() && !self.approx {
             return None;
         }
-        let consts: Option<Vec<Constant>> = args.iter().map(|a| a.as_const()).collect();
-        if let Some(cs) = consts {
-            return eval_const(op, &cs).map(|c| (Operand::Const(c), true));
+        // Every op has at most 4 operands; no allocation per instruction.
+        let mut cs = [Constant::u32(0); 4];
+        if args.len() <= cs.len() && args.iter().zip(cs.iter_mut()).all(|(a, c)| a.as_const().map(|k| *c = k).is_some())
+        {
+            return eval_const(op, &cs[..args.len()]).map(|c| (Operand::Const(c), true));
         }
         identity(op, args).map(|o| (o, o.as_const().is_some()))
     }
