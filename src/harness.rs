@@ -4,8 +4,9 @@
 //! the verifier after every pass, PTX emission (and `ptxas` for sm_80 and sm_90 when found), and
 //! `; check-ptx:` lines — one row. Then for each `; run:` directive: the launch in the interpreter
 //! on the module as written and after the pass pipeline, whose outputs must be bit-identical, and
-//! the directive's `; expect:` checks — one row; and the same launch on the GPU, compared with the
-//! interpreter within the directive's tolerance — one row (`skip: no GPU` without one).
+//! the directive's `; expect:` checks — one row; and the same launch (kernel or graph) on the GPU,
+//! compared with the interpreter within the directive's tolerance, or else the tolerance derived
+//! from the approximate ops used (`crate::tolerance`) — one row (`skip: no GPU` without one).
 //!
 //! Guarantees:
 //! - Every problem is a FAIL row with a message that locates it (file, line, kernel); nothing
@@ -257,27 +258,53 @@ fn run_directive(
         GpuState::Available(r) => r,
         GpuState::Unavailable(why) => {
             let outcome = if ctx.require_gpu { Outcome::Fail(format!("{why}; --require-gpu was given")) } else { Outcome::Skip("no GPU".into()) };
-            let _ = why;
             return emit(Row { label: gpu_label, outcome, note: None });
         }
     };
-    if is_graph {
-        return emit(Row { label: gpu_label, outcome: Outcome::Skip("graphs run in the interpreter only".into()), note: None });
-    }
-    let ko = optimized.kernel(&d.target).expect("checked above");
-    let (grid, block) = (d.grid.unwrap_or([1; 3]), d.block.unwrap_or([1; 3]));
-    let result = run_kernel_on_gpu(runner, ko, &LaunchConfig { grid, block, dynamic_shared_bytes: d.shared_bytes }, &specs, base_dir);
-    let gpu_buffers = match result {
+    // The directive's tolerance, else one derived from the approximate ops the code uses.
+    let (gpu_tol, tol_source) = match d.tol {
+        Some(t) => (t, "given"),
+        None if is_graph => (crate::tolerance::derived_tolerance_graph(optimized, optimized.graph(&d.target).expect("checked above")).0, "derived"),
+        None => (crate::tolerance::derived_tolerance(optimized.kernel(&d.target).expect("checked above")), "derived"),
+    };
+    let gpu_buffers = match run_on_gpu(runner, optimized, d, &specs, base_dir) {
         Ok(b) => b,
         Err(e) => return emit(Row { label: gpu_label, outcome: Outcome::Fail(e), note: None }),
     };
     for (i, (a, b)) in before.buffers.iter().zip(&gpu_buffers).enumerate() {
-        let c = compare_buffers(a, b, Strictness::Within(tol), 5);
+        let c = compare_buffers(a, b, Strictness::Within(gpu_tol), 5);
         if !c.is_match() {
-            return emit(Row { label: gpu_label, outcome: Outcome::Fail(format!("buffer `{}` differs from the interpreter (tol {tol}): {c}", before.names[i])), note: None });
+            return emit(Row {
+                label: gpu_label,
+                outcome: Outcome::Fail(format!("buffer `{}` differs from the interpreter (tol {gpu_tol}, {tol_source}): {c}", before.names[i])),
+                note: None,
+            });
         }
     }
-    emit(Row { label: gpu_label, outcome: Outcome::Ok, note: Some(format!("matches the interpreter (tol {tol})")) });
+    emit(Row { label: gpu_label, outcome: Outcome::Ok, note: Some(format!("matches the interpreter (tol {gpu_tol}, {tol_source})")) });
+}
+
+/// Runs a directive's kernel or graph (of the optimized module) on the GPU with the same inputs the
+/// interpreter got; returns the buffers after the run, in the interpreter's order.
+fn run_on_gpu(
+    runner: &mut gpu::GpuRunner,
+    optimized: &Module,
+    d: &RunDirective,
+    specs: &[(String, ArgSpec)],
+    base_dir: Option<&Path>,
+) -> Result<Vec<Buffer>, String> {
+    use crate::gpu_exec;
+    let cc = runner.compute_capability().map_err(|e| format!("GPU: {e}"))?;
+    let sm = gpu_exec::sm_for(cc)?;
+    if let Some(g) = optimized.graph(&d.target) {
+        let bound = kir_interp::graph::bind_graph(g, specs, base_dir)?;
+        return gpu_exec::run_graph(runner, sm, optimized, g, &bound.args, &bound.buffers);
+    }
+    let k = optimized.kernel(&d.target).ok_or_else(|| format!("no kernel `@{}`", d.target))?;
+    let bound = kir_interp::args::bind(k, specs, base_dir)?;
+    let ptx = gpu_exec::ptx_for(k, sm)?;
+    let cfg = LaunchConfig { grid: d.grid.unwrap_or([1; 3]), block: d.block.unwrap_or([1; 3]), dynamic_shared_bytes: d.shared_bytes };
+    gpu_exec::run_kernel(runner, k, &ptx, &cfg, &bound.args, &bound.buffers)
 }
 
 fn dims(d: [u32; 3]) -> String {
@@ -326,39 +353,4 @@ fn run_graph(m: &Module, name: &str, specs: &[(String, ArgSpec)], base_dir: Opti
         }
     }
     Ok(Outputs { buffers: bound.buffers, names })
-}
-
-/// Runs a kernel on the GPU with the same arguments the interpreter gets; returns the buffers
-/// after the launch, in parameter order.
-pub fn run_kernel_on_gpu(
-    runner: &mut gpu::GpuRunner,
-    k: &Kernel,
-    cfg: &LaunchConfig,
-    specs: &[(String, ArgSpec)],
-    base_dir: Option<&Path>,
-) -> Result<Vec<Buffer>, String> {
-    let bound = kir_interp::args::bind(k, specs, base_dir)?;
-    let ptx = kir_backend_ptx::emit_kernel(k, &PtxOptions::new(SmVersion::Sm80)).map_err(|d| {
-        let msgs: Vec<String> = d.iter().map(|x| x.message.clone()).collect();
-        format!("PTX emission failed: {}", msgs.join("; "))
-    })?;
-    let args: Vec<gpu::Arg> = bound
-        .args
-        .iter()
-        .map(|a| match a {
-            Arg::Buffer(i) => gpu::Arg::Buffer(bound.buffers[*i].bytes.clone()),
-            Arg::Scalar(c) => {
-                let n = c.ty.bytes() as usize;
-                gpu::Arg::Scalar(c.bits.to_le_bytes()[..n].to_vec())
-            }
-        })
-        .collect();
-    let launch = gpu::Launch {
-        grid: (cfg.grid[0], cfg.grid[1], cfg.grid[2]),
-        block: (cfg.block[0], cfg.block[1], cfg.block[2]),
-        dynamic_shared_bytes: cfg.dynamic_shared_bytes,
-    };
-    let out = runner.run(&ptx, &k.name, launch, &args).map_err(|e| format!("GPU: {e}"))?;
-    let elems: Vec<kir_ir::ScalarType> = bound.buffers.iter().map(|b| b.elem).collect();
-    Ok(out.into_iter().zip(elems).map(|(bytes, elem)| Buffer { elem, bytes }).collect())
 }

@@ -1,6 +1,7 @@
 //! `kir ptx FILE [--kernel K] [--sm sm_80|sm_86|sm_89|sm_90] [-o OUT]`: emit PTX.
 //!
-//! Guarantees: the file is parsed and verified first (located errors, exit 1); the PTX module
+//! Guarantees: the file is parsed, verified and barrier-verified first (`kir check`'s checks;
+//! located errors, exit 1: no PTX is emitted for a kernel whose barriers may diverge); the PTX module
 //! (every kernel, or only `--kernel K`) goes to stdout or `-o OUT`, byte-for-byte deterministic,
 //! with comments carrying the `.kir` source line of each instruction. An unknown `--sm` is a
 //! usage error (exit 2).
@@ -33,6 +34,12 @@ pub fn run(args: &Args) -> ExitCode {
         Ok(l) => l,
         Err(code) => return code,
     };
+    // Barrier divergence is undefined behaviour on the GPU: refuse to emit code for it.
+    let diags = kir::checks::check_module(&loaded.module);
+    common::emit(&diags, &loaded.path, &loaded.source);
+    if kir_ir::diag::has_errors(&diags) {
+        return ExitCode::from(1);
+    }
     let opts = PtxOptions { sm, source: Some(loaded.source.clone()), comments: true };
     let result = match &args.kernel {
         Some(_) => match common::select_kernel(&loaded, args.kernel.as_deref()) {
