@@ -1,9 +1,17 @@
 //! kir: the library facade behind the `kir` command line tool.
+//!
+//! - [`checks`]: what `kir check` runs (verifier, then barrier verification).
+//! - [`directives`]: `; run:` / `; expect:` / `; check-ptx:` test directives in `.kir` files.
+//! - [`compare`]: comparing output buffers (bitwise, or within ULP/relative/absolute tolerances).
+//! - [`tolerance`]: tolerances derived from the approximate ops a kernel uses.
+//! - [`harness`]: the engine of `kir test`, the main job.
+//! - [`gpu_exec`]: running kernels and graphs on a GPU with the interpreter's inputs.
+//! - [`fuzz`]: random-kernel differential fuzzing and test-case reduction (`kir fuzz`).
 pub use kir_ir as ir;
 pub mod checks;
-pub mod directives;
 pub mod compare;
-pub mod harness;
-pub mod tolerance;
+pub mod directives;
 pub mod fuzz;
 pub mod gpu_exec;
+pub mod harness;
+pub mod tolerance;
