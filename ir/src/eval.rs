@@ -402,46 +402,67 @@ fn cmp<S: Sink>(op: CmpOp, ty: ScalarType, sink: S) -> S::Out {
     }
     let m = ty.mask();
     if let Some(fmt) = Fmt::of(ty) {
-        return sink.bin(move |a, b| {
-            let (x, y) = (fmt.to_f64(a & m), fmt.to_f64(b & m));
-            let nan = x.is_nan() || y.is_nan();
-            let r = match op {
-                CmpOp::Eq => x == y,
-                CmpOp::Ne => !nan && x != y,
-                CmpOp::Lt => x < y,
-                CmpOp::Le => x <= y,
-                CmpOp::Gt => x > y,
-                CmpOp::Ge => x >= y,
-                CmpOp::Equ => nan || x == y,
-                CmpOp::Neu => x != y,
-                CmpOp::Ltu => nan || x < y,
-                CmpOp::Leu => nan || x <= y,
-                CmpOp::Gtu => nan || x > y,
-                CmpOp::Geu => nan || x >= y,
-                CmpOp::Num => !nan,
-                CmpOp::Nan => nan,
+        // One closure per comparison (picked once, not per element), and f32 with a constant
+        // format.
+        macro_rules! fcmp {
+            ($fmt:expr, |$x:ident, $y:ident, $nan:ident| $e:expr) => {
+                sink.bin(move |a, b| {
+                    let ($x, $y) = ($fmt.to_f64(a & m), $fmt.to_f64(b & m));
+                    #[allow(unused_variables)]
+                    let $nan = $x.is_nan() || $y.is_nan();
+                    ($e) as u64
+                })
             };
-            r as u64
-        });
+        }
+        macro_rules! by_op {
+            ($fmt:expr) => {
+                match op {
+                    CmpOp::Eq => fcmp!($fmt, |x, y, nan| x == y),
+                    CmpOp::Ne => fcmp!($fmt, |x, y, nan| !nan && x != y),
+                    CmpOp::Lt => fcmp!($fmt, |x, y, nan| x < y),
+                    CmpOp::Le => fcmp!($fmt, |x, y, nan| x <= y),
+                    CmpOp::Gt => fcmp!($fmt, |x, y, nan| x > y),
+                    CmpOp::Ge => fcmp!($fmt, |x, y, nan| x >= y),
+                    CmpOp::Equ => fcmp!($fmt, |x, y, nan| nan || x == y),
+                    CmpOp::Neu => fcmp!($fmt, |x, y, nan| x != y),
+                    CmpOp::Ltu => fcmp!($fmt, |x, y, nan| nan || x < y),
+                    CmpOp::Leu => fcmp!($fmt, |x, y, nan| nan || x <= y),
+                    CmpOp::Gtu => fcmp!($fmt, |x, y, nan| nan || x > y),
+                    CmpOp::Geu => fcmp!($fmt, |x, y, nan| nan || x >= y),
+                    CmpOp::Num => fcmp!($fmt, |x, y, nan| !nan),
+                    CmpOp::Nan => fcmp!($fmt, |x, y, nan| nan),
+                }
+            };
+        }
+        return match fmt {
+            Fmt::F32 => by_op!(Fmt::F32),
+            _ => by_op!(fmt),
+        };
     }
     let (w, s) = (ty.bits(), ty.is_signed_int());
-    sink.bin(move |a, b| {
-        let o = if ty.is_pred() {
-            (a & 1).cmp(&(b & 1))
-        } else {
-            int::cmp(a, b, w, s)
+    let pred = ty.is_pred();
+    // One closure per comparison, picked once.
+    macro_rules! icmp {
+        (|$o:ident| $e:expr) => {
+            sink.bin(move |a, b| {
+                let $o = if pred {
+                    (a & 1).cmp(&(b & 1))
+                } else {
+                    int::cmp(a, b, w, s)
+                };
+                ($e) as u64
+            })
         };
-        let r = match op {
-            CmpOp::Eq => o == Equal,
-            CmpOp::Ne => o != Equal,
-            CmpOp::Lt => o == Less,
-            CmpOp::Le => o != Greater,
-            CmpOp::Gt => o == Greater,
-            CmpOp::Ge => o != Less,
-            _ => false,
-        };
-        r as u64
-    })
+    }
+    match op {
+        CmpOp::Eq => icmp!(|o| o == Equal),
+        CmpOp::Ne => icmp!(|o| o != Equal),
+        CmpOp::Lt => icmp!(|o| o == Less),
+        CmpOp::Le => icmp!(|o| o != Greater),
+        CmpOp::Gt => icmp!(|o| o == Greater),
+        CmpOp::Ge => icmp!(|o| o != Less),
+        _ => sink.bin(|_, _| 0),
+    }
 }
 
 /// The rounding a `cvt` uses when none is written: `rzi` for float → int, `rn` otherwise.
