@@ -403,9 +403,10 @@ impl Worker {
                 XTerm::Br { cond, then_, else_ } => {
                     let c = &self.regs[base + *cond as usize];
                     let mut taken = 0u32;
-                    for l in lanes(mask) {
-                        taken |= ((c[l] & 1) as u32) << l;
+                    for (l, v) in c.iter().enumerate() {
+                        taken |= ((v & 1) as u32) << l;
                     }
+                    taken &= mask;
                     let not_taken = mask & !taken;
                     if not_taken == 0 || taken == 0 {
                         let edge = if not_taken == 0 { then_ } else { else_ };
@@ -536,6 +537,12 @@ impl Worker {
             }
             XOp::Load(acc) if acc.space == AddrSpace::Global && cx.global.race.is_none() => {
                 let (ptrs, idxs) = (&self.regs[a0], &self.regs[a1]);
+                if let Some((r, bytes)) = mem::locate_warp(ptrs, idxs, mask, acc.idx_shift, acc.size, &cx.global.lens) {
+                    let vals = cx.global.load_lanes(r, &bytes, acc.size);
+                    self.stats.global_bytes_read += acc.size as u64 * mask.count_ones() as u64;
+                    self.write_res(base, inst.res, mask, &vals);
+                    return Ok(());
+                }
                 let mut vals = [0u64; 32];
                 for l in lanes(mask) {
                     match mem::locate_fast(ptrs[l], idxs[l], acc.idx_shift, acc.size, &cx.global.lens) {
@@ -552,6 +559,11 @@ impl Worker {
             }
             XOp::Store(acc) if acc.space == AddrSpace::Global && cx.global.race.is_none() => {
                 let (ptrs, idxs, v) = (&self.regs[a0], &self.regs[a1], &self.regs[a2]);
+                if let Some((r, bytes)) = mem::locate_warp(ptrs, idxs, mask, acc.idx_shift, acc.size, &cx.global.lens) {
+                    cx.global.store_lanes(r, &bytes, acc.size, mask, v);
+                    self.stats.global_bytes_written += acc.size as u64 * mask.count_ones() as u64;
+                    return Ok(());
+                }
                 for l in lanes(mask) {
                     match mem::locate_fast(ptrs[l], idxs[l], acc.idx_shift, acc.size, &cx.global.lens) {
                         Some((r, byte)) => cx.global.store(r, byte, acc.size, v[l]),
@@ -566,6 +578,11 @@ impl Worker {
             }
             XOp::Load(acc) if acc.space == AddrSpace::Shared && self.sh_race.is_empty() && self.sh_init.is_empty() => {
                 let (ptrs, idxs) = (&self.regs[a0], &self.regs[a1]);
+                if let Some((r, bytes)) = mem::locate_warp(ptrs, idxs, mask, acc.idx_shift, acc.size, &cx.shared_lens) {
+                    let vals = mem::read_lanes(&self.shared, cx.shared_start[r], &bytes, acc.size);
+                    self.write_res(base, inst.res, mask, &vals);
+                    return Ok(());
+                }
                 let mut vals = [0u64; 32];
                 for l in lanes(mask) {
                     match mem::locate_fast(ptrs[l], idxs[l], acc.idx_shift, acc.size, &cx.shared_lens) {
@@ -581,6 +598,10 @@ impl Worker {
             }
             XOp::Store(acc) if acc.space == AddrSpace::Shared && self.sh_race.is_empty() && self.sh_init.is_empty() => {
                 let (ptrs, idxs, v) = (&self.regs[a0], &self.regs[a1], &self.regs[a2]);
+                if let Some((r, bytes)) = mem::locate_warp(ptrs, idxs, mask, acc.idx_shift, acc.size, &cx.shared_lens) {
+                    mem::write_lanes(&mut self.shared, cx.shared_start[r], &bytes, acc.size, mask, v);
+                    return Ok(());
+                }
                 for l in lanes(mask) {
                     match mem::locate_fast(ptrs[l], idxs[l], acc.idx_shift, acc.size, &cx.shared_lens) {
                         Some((r, byte)) => mem::write_le(&mut self.shared, cx.shared_start[r] + byte, acc.size, v[l]),

@@ -90,6 +90,64 @@ pub(crate) fn locate_fast(ptr: u64, idx_bits: u64, idx_signed_shift: u32, size: 
     Some((region - 1, byte as usize))
 }
 
+/// The warp-wide fast path of [`locate_fast`]: when every lane in `mask` (non-zero) uses the same
+/// pointer and the smallest and largest of their indices both give in-bounds elements (which, with
+/// an aligned pointer, makes every lane's access in bounds and aligned), `Some((region index from
+/// 0, byte offset of each lane))`; `None` otherwise (then the lanes are checked one by one).
+/// Lanes outside `mask` get the offset of the lowest lane in `mask`. `size` must be a power of two
+/// and every length below 2^40.
+#[inline(always)]
+pub(crate) fn locate_warp(
+    ptrs: &[u64; 32],
+    idxs: &[u64; 32],
+    mask: u32,
+    idx_signed_shift: u32,
+    size: u32,
+    lens: &[u64],
+) -> Option<(usize, [usize; 32])> {
+    if mask == 0 {
+        return None;
+    }
+    let l0 = mask.trailing_zeros() as usize;
+    let (p0, i0) = (ptrs[l0], idxs[l0]);
+    let mut diff = 0u64;
+    let (mut lo, mut hi) = (i64::MAX, i64::MIN);
+    let mut idx = [0i64; 32];
+    for l in 0..32 {
+        let on = mask >> l & 1 != 0;
+        let p = if on { ptrs[l] } else { p0 };
+        let i = if on { idxs[l] } else { i0 };
+        diff |= p ^ p0;
+        // Sign-extended for signed index types narrower than 64 bits. With no shift (unsigned
+        // and 64-bit types) a value of 2^63 or more reads as negative: `locate_fast` refuses
+        // those, and so does the `lo < 0` test below.
+        let v = ((i << idx_signed_shift) as i64) >> idx_signed_shift;
+        idx[l] = v;
+        lo = lo.min(v);
+        hi = hi.max(v);
+    }
+    let region = (p0 >> OFF_BITS) as usize;
+    let len = *lens.get(region.wrapping_sub(1))?;
+    // An offset at or above 2^39 (a pointer moved before its region) exceeds every length.
+    let off = p0 & OFF_MASK;
+    let (off, size) = (off as i64, size as i64);
+    // With `lo` and `hi` bounded first, no product or sum below overflows.
+    if diff != 0
+        || lo < if idx_signed_shift == 0 { 0 } else { -(1 << OFF_BITS) }
+        || hi > len as i64
+        || off & (size - 1) != 0
+        || off + lo * size < 0
+        || off + hi * size + size > len as i64
+    {
+        return None;
+    }
+    let mut bytes = [0usize; 32];
+    for l in 0..32 {
+        bytes[l] = (off + idx[l] * size) as usize;
+    }
+    Some((region - 1, bytes))
+}
+
 /// One global buffer as the interpreter sees it.
 pub(crate) struct Region {
     ptr: *mut u8,
@@ -139,6 +197,51 @@ impl GlobalMem {
                 4 => (*(p as *const AtomicU32)).load(Ordering::Relaxed) as u64,
                 _ => (*(p as *const AtomicU64)).load(Ordering::Relaxed),
             }
+        }
+    }
+
+    /// [`GlobalMem::load`] at each of the 32 lanes' offsets (from [`locate_warp`]).
+    #[inline]
+    pub fn load_lanes(&self, region: usize, bytes: &[usize; 32], size: u32) -> [u64; 32] {
+        let base = self.regions[region].ptr;
+        let mut out = [0u64; 32];
+        macro_rules! lanes {
+            ($atomic:ty) => {
+                for l in 0..32 {
+                    // SAFETY: `locate_warp` checked every offset for bounds and alignment (inactive
+                    // lanes carry an active lane's offset); the base is 8-byte aligned.
+                    out[l] = unsafe { (*(base.add(bytes[l]) as *const $atomic)).load(Ordering::Relaxed) } as u64;
+                }
+            };
+        }
+        match size {
+            1 => lanes!(AtomicU8),
+            2 => lanes!(AtomicU16),
+            4 => lanes!(AtomicU32),
+            _ => lanes!(AtomicU64),
+        }
+        out
+    }
+
+    /// [`GlobalMem::store`] of `vals` at every offset of the lanes in `mask`, in lane order.
+    #[inline]
+    pub fn store_lanes(&self, region: usize, bytes: &[usize; 32], size: u32, mask: u32, vals: &[u64; 32]) {
+        let base = self.regions[region].ptr;
+        macro_rules! lanes {
+            ($atomic:ty, $t:ty) => {
+                for l in 0..32 {
+                    if mask >> l & 1 != 0 {
+                        // SAFETY: as in `load_lanes`.
+                        unsafe { (*(base.add(bytes[l]) as *const $atomic)).store(vals[l] as $t, Ordering::Relaxed) }
+                    }
+                }
+            };
+        }
+        match size {
+            1 => lanes!(AtomicU8, u8),
+            2 => lanes!(AtomicU16, u16),
+            4 => lanes!(AtomicU32, u32),
+            _ => lanes!(AtomicU64, u64),
         }
     }
 
@@ -284,6 +387,38 @@ pub(crate) fn write_le(mem: &mut [u8], byte: usize, size: u32, bits: u64) {
     }
 }
 
+/// [`read_le`] at `start + bytes[l]` for each of the 32 lanes (offsets from [`locate_warp`]).
+#[inline]
+pub(crate) fn read_lanes(mem: &[u8], start: usize, bytes: &[usize; 32], size: u32) -> [u64; 32] {
+    let mut out = [0u64; 32];
+    macro_rules! lanes {
+        ($t:ty) => {
+            for l in 0..32 {
+                let at = start + bytes[l];
+                let b = mem.get(at..at + size as usize).and_then(|b| b.try_into().ok());
+                out[l] = <$t>::from_le_bytes(b.unwrap_or_default()) as u64;
+            }
+        };
+    }
+    match size {
+        1 => lanes!(u8),
+        2 => lanes!(u16),
+        4 => lanes!(u32),
+        _ => lanes!(u64),
+    }
+    out
+}
+
+/// [`write_le`] of `vals` at `start + bytes[l]` for the lanes in `mask`, in lane order.
+#[inline]
+pub(crate) fn write_lanes(mem: &mut [u8], start: usize, bytes: &[usize; 32], size: u32, mask: u32, vals: &[u64; 32]) {
+    for l in 0..32 {
+        if mask >> l & 1 != 0 {
+            write_le(mem, start + bytes[l], size, vals[l]);
+        }
+    }
+}
+
 /// Element type of the index operand sign- or zero-extended to i128.
 #[inline]
 pub(crate) fn index_value(ty: ScalarType, bits: u64) -> i128 {
@@ -291,5 +426,71 @@ pub(crate) fn index_value(ty: ScalarType, bits: u64) -> i128 {
         crate::buffer::sign_extend(ty, bits) as i128
     } else {
         bits as i128
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `locate_warp` accepts a warp only when every active lane passes `locate_fast`, with the same
+    /// region and byte; it accepts every warp with one pointer and in-bounds, aligned lanes.
+    #[test]
+    fn locate_warp_agrees_with_locate_fast() {
+        let lens = [4096u64, 100, 0];
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let (mut accepted, mut refused) = (0, 0);
+        for _ in 0..20_000 {
+            let r = next();
+            let size = 1u32 << (r % 4);
+            let shift = [0u32, 32, 48, 56][(r >> 2) as usize % 4];
+            let region = 1 + (r >> 4) % 4; // region 4 does not exist
+            let off = match (r >> 8) % 4 {
+                0 => 0,
+                1 => size as u64 * ((r >> 12) % 8),
+                2 => (r >> 12) % 64,
+                _ => OFF_MASK - (r >> 12) % 16,
+            };
+            let uniform = (r >> 20) % 4 != 0;
+            let mask = match (r >> 24) % 3 {
+                0 => u32::MAX,
+                1 => (next() as u32) | 1,
+                _ => 1 << (r >> 28) % 32,
+            };
+            let (mut ptrs, mut idxs) = ([0u64; 32], [0u64; 32]);
+            let base = (r >> 32) % 1200;
+            for l in 0..32 {
+                let x = next();
+                ptrs[l] = make_ptr(region as u32, if uniform || x % 7 != 0 { off } else { off + size as u64 });
+                idxs[l] = match x % 9 {
+                    0 => u64::MAX - (x >> 8) % 4,
+                    1 => (x >> 8) % 5000,
+                    _ => base + l as u64,
+                };
+            }
+            let got = locate_warp(&ptrs, &idxs, mask, shift, size, &lens);
+            let lanes: Vec<usize> = (0..32).filter(|l| mask >> l & 1 != 0).collect();
+            let each: Vec<_> = lanes.iter().map(|&l| locate_fast(ptrs[l], idxs[l], shift, size, &lens)).collect();
+            match got {
+                Some((reg, bytes)) => {
+                    accepted += 1;
+                    for (k, &l) in lanes.iter().enumerate() {
+                        assert_eq!(each[k], Some((reg, bytes[l])), "lane {l}");
+                    }
+                }
+                None => {
+                    refused += 1;
+                    let same_ptr = lanes.iter().all(|&l| ptrs[l] == ptrs[lanes[0]]);
+                    assert!(!same_ptr || each.iter().any(|e| e.is_none()), "a uniform in-bounds warp was refused");
+                }
+            }
+        }
+        assert!(accepted > 1000 && refused > 1000, "{accepted} accepted, {refused} refused");
     }
 }

@@ -1,0 +1,29 @@
+//! Runs one benchmark launch of interp/benches N times (for `perf stat`): `probe relu|reduce [races] N`.
+use kir_interp::{launch, Arg, Buffer, LaunchConfig, Options};
+use kir_ir::types::{Constant, ScalarType};
+const N: usize = 1 << 20;
+fn rand(n: usize, seed: u64) -> Buffer {
+    kir_interp::args::generate(&kir_interp::args::ArgSpec::Rand { elem: ScalarType::F32, len: n as u64, seed }).unwrap()
+}
+fn main() {
+    let a: Vec<String> = std::env::args().collect();
+    let races = a.iter().any(|x| x == "races");
+    let reps: usize = a.last().unwrap().parse().unwrap();
+    let opts = Options { races, threads: Some(1), ..Options::default() };
+    let cfg = LaunchConfig::linear((N / 256) as u32, 256);
+    let (k, mut bufs, args) = if a[1] == "relu" {
+        (include_str!("../../kernels/relu_backward.kir"), vec![rand(N, 1), rand(N, 2), Buffer::zeros(ScalarType::F32, N)],
+         vec![Arg::Buffer(0), Arg::Buffer(1), Arg::Buffer(2), Arg::Scalar(Constant::u32(N as u32))])
+    } else {
+        (include_str!("../benches/reduce.kir"), vec![rand(N, 3), Buffer::zeros(ScalarType::F32, N / 256)],
+         vec![Arg::Buffer(0), Arg::Buffer(1), Arg::Scalar(Constant::u32(N as u32))])
+    };
+    let k = kir_ir::parse(k).unwrap().kernels.remove(0);
+    let mut best = f64::MAX;
+    for _ in 0..reps {
+        let t = std::time::Instant::now();
+        launch(&k, &cfg, &args, &mut bufs, &opts).unwrap();
+        best = best.min(t.elapsed().as_secs_f64());
+    }
+    println!("best single-thread launch {:.2} ms", best * 1e3);
+}
