@@ -679,12 +679,16 @@ impl<'c> Gen<'c> {
         )
     }
 
+    /// A load from `%in` or `%fin`. Its result is never treated as uniform, even at a uniform
+    /// index: every generated kernel writes global memory, and pointer parameters may alias, so the
+    /// barrier verifier (soundly) counts such loads as divergent — barriers and full-mask
+    /// collectives must not be placed under control flow that depends on them.
     fn load(&mut self) {
         let idx = self.in_index();
         if self.rng.chance(50) {
-            self.emit(Op::Load, vec![self.in_.into(), idx.v.into()], Some(ScalarType::U32), idx.uniform);
+            self.emit(Op::Load, vec![self.in_.into(), idx.v.into()], Some(ScalarType::U32), false);
         } else {
-            self.emit(Op::Load, vec![self.fin.into(), idx.v.into()], Some(ScalarType::F32), idx.uniform);
+            self.emit(Op::Load, vec![self.fin.into(), idx.v.into()], Some(ScalarType::F32), false);
         }
     }
 
