@@ -31,14 +31,18 @@ fn bench(c: &mut Criterion) {
         let cfg = LaunchConfig::linear((N / 256) as u32, 256);
         let stats = launch(&relu, &cfg, &args, &mut bufs, &opts).unwrap();
         g.throughput(Throughput::Elements(stats.thread_instructions));
-        g.bench_function(format!("relu_backward_2^20{suffix}"), |b| b.iter(|| launch(&relu, &cfg, &args, &mut bufs, &opts).unwrap()));
+        g.bench_function(format!("relu_backward_2^20{suffix}"), |b| {
+            b.iter(|| launch(&relu, &cfg, &args, &mut bufs, &opts).unwrap())
+        });
 
         let mut bufs = vec![rand(N, 3), Buffer::zeros(ScalarType::F32, N / 256)];
         let args = [Arg::Buffer(0), Arg::Buffer(1), Arg::Scalar(Constant::u32(N as u32))];
         let stats = launch(&reduce, &cfg, &args, &mut bufs, &opts).unwrap();
         assert_eq!(stats.barriers, 9 * (N / 256) as u64);
         g.throughput(Throughput::Elements(stats.thread_instructions));
-        g.bench_function(format!("reduce256_2^20{suffix}"), |b| b.iter(|| launch(&reduce, &cfg, &args, &mut bufs, &opts).unwrap()));
+        g.bench_function(format!("reduce256_2^20{suffix}"), |b| {
+            b.iter(|| launch(&reduce, &cfg, &args, &mut bufs, &opts).unwrap())
+        });
     }
     g.finish();
 }

@@ -12,11 +12,17 @@ fn main() {
     let opts = Options { races, threads: Some(1), ..Options::default() };
     let cfg = LaunchConfig::linear((N / 256) as u32, 256);
     let (k, mut bufs, args) = if a[1] == "relu" {
-        (include_str!("../../kernels/relu_backward.kir"), vec![rand(N, 1), rand(N, 2), Buffer::zeros(ScalarType::F32, N)],
-         vec![Arg::Buffer(0), Arg::Buffer(1), Arg::Buffer(2), Arg::Scalar(Constant::u32(N as u32))])
+        (
+            include_str!("../../kernels/relu_backward.kir"),
+            vec![rand(N, 1), rand(N, 2), Buffer::zeros(ScalarType::F32, N)],
+            vec![Arg::Buffer(0), Arg::Buffer(1), Arg::Buffer(2), Arg::Scalar(Constant::u32(N as u32))],
+        )
     } else {
-        (include_str!("../benches/reduce.kir"), vec![rand(N, 3), Buffer::zeros(ScalarType::F32, N / 256)],
-         vec![Arg::Buffer(0), Arg::Buffer(1), Arg::Scalar(Constant::u32(N as u32))])
+        (
+            include_str!("../benches/reduce.kir"),
+            vec![rand(N, 3), Buffer::zeros(ScalarType::F32, N / 256)],
+            vec![Arg::Buffer(0), Arg::Buffer(1), Arg::Scalar(Constant::u32(N as u32))],
+        )
     };
     let k = kir_ir::parse(k).unwrap().kernels.remove(0);
     let mut best = f64::MAX;

@@ -108,7 +108,10 @@ pub(crate) struct Worker {
     exit_block: Vec<[u32; 32]>,
     state: Vec<WarpState>,
     shared: Vec<u8>,
+    /// Shared-memory race shadow: two tags per granule, each declaration's granules from
+    /// `sh_race_start[decl]`.
     sh_race: Vec<u64>,
+    sh_race_start: Vec<usize>,
     sh_init: Vec<u32>,
     /// Generation of the current block on this worker (tags shared-memory shadows).
     gen: u32,
@@ -166,6 +169,15 @@ impl Worker {
             })
             .collect();
         let races = cx.opts.races && cx.prog.uses_shared;
+        // Granules are counted from each declaration's start (a declaration may start at an
+        // offset that is not a multiple of the granule).
+        let shift = cx.prog.race_shift[1];
+        let mut sh_race_start = Vec::with_capacity(cx.shared_lens.len());
+        let mut granules = 0usize;
+        for &len in &cx.shared_lens {
+            sh_race_start.push(granules);
+            granules += (len as usize).div_ceil(1 << shift);
+        }
         let uninit = cx.opts.uninit && cx.prog.uses_shared;
         Worker {
             nslots,
@@ -177,7 +189,8 @@ impl Worker {
             exit_block: vec![[EXIT; 32]; cx.nwarps],
             state: vec![WarpState::Done; cx.nwarps],
             shared: vec![0; cx.shared_total],
-            sh_race: if races { vec![0; 2 * cx.shared_total] } else { vec![] },
+            sh_race: if races { vec![0; 2 * granules] } else { vec![] },
+            sh_race_start,
             sh_init: if uninit { vec![0; cx.shared_total] } else { vec![] },
             gen: 0,
             edge_tmp: vec![[0; 32]; 4],
@@ -364,7 +377,8 @@ impl Worker {
                 continue;
             }
             let Some(blk) = prog.blocks.get(top.block as usize) else {
-                return Err(InterpError::internal(format!("warp {w} has lanes {:#x} waiting at the exit", top.mask)).in_block(self.ctaid));
+                return Err(InterpError::internal(format!("warp {w} has lanes {:#x} waiting at the exit", top.mask))
+                    .in_block(self.ctaid));
             };
             let mask = top.mask;
             let n = mask.count_ones();
@@ -613,6 +627,94 @@ impl Worker {
                     }
                 }
             }
+            // With race detection: one bounds check per warp, then per lane (in lane order, as the
+            // per-lane path) the race bookkeeping and the access.
+            XOp::Load(acc) if acc.space == AddrSpace::Global => {
+                let (ptrs, idxs) = (&self.regs[a0], &self.regs[a1]);
+                if let (Some((r, bytes)), Some(race)) =
+                    (mem::locate_warp(ptrs, idxs, mask, acc.idx_shift, acc.size, &cx.global.lens), &cx.global.race)
+                {
+                    let tags = &race[r];
+                    for l in lanes(mask) {
+                        let me = tag::make(self.linear + 1, self.epoch, (w * 32 + l) as u64);
+                        if let Some(c) = mem::global_access(tags, bytes[l], acc.size, cx.global.race_shift, me, false) {
+                            return Err(self.race_error(cx, w, l, inst, acc, r, bytes[l], false, c));
+                        }
+                    }
+                    let vals = cx.global.load_lanes(r, &bytes, acc.size);
+                    self.stats.global_bytes_read += acc.size as u64 * mask.count_ones() as u64;
+                    self.write_res(base, inst.res, mask, &vals);
+                    return Ok(());
+                }
+                let mut vals = [0u64; 32];
+                for l in lanes(mask) {
+                    vals[l] = self.access(cx, w, l, inst, acc, self.regs[a0][l], self.regs[a1][l], Access::Read)?;
+                }
+                self.write_res(base, inst.res, mask, &vals);
+            }
+            XOp::Store(acc) if acc.space == AddrSpace::Global => {
+                let (ptrs, idxs) = (&self.regs[a0], &self.regs[a1]);
+                if let (Some((r, bytes)), Some(race)) =
+                    (mem::locate_warp(ptrs, idxs, mask, acc.idx_shift, acc.size, &cx.global.lens), &cx.global.race)
+                {
+                    let tags = &race[r];
+                    for l in lanes(mask) {
+                        let me = tag::make(self.linear + 1, self.epoch, (w * 32 + l) as u64);
+                        if let Some(c) = mem::global_access(tags, bytes[l], acc.size, cx.global.race_shift, me, true) {
+                            return Err(self.race_error(cx, w, l, inst, acc, r, bytes[l], true, c));
+                        }
+                        self.stats.global_bytes_written += acc.size as u64;
+                        cx.global.store(r, bytes[l], acc.size, self.regs[a2][l]);
+                    }
+                    return Ok(());
+                }
+                for l in lanes(mask) {
+                    let v = self.regs[a2][l];
+                    self.access(cx, w, l, inst, acc, self.regs[a0][l], self.regs[a1][l], Access::Write(v))?;
+                }
+            }
+            XOp::Load(acc) if acc.space == AddrSpace::Shared && self.sh_init.is_empty() => {
+                let (ptrs, idxs) = (&self.regs[a0], &self.regs[a1]);
+                if let Some((r, bytes)) = mem::locate_warp(ptrs, idxs, mask, acc.idx_shift, acc.size, &cx.shared_lens) {
+                    let shift = cx.prog.race_shift[1];
+                    for l in lanes(mask) {
+                        let me = tag::make(self.gen as u64, self.epoch, (w * 32 + l) as u64);
+                        let first = self.sh_race_start[r] + (bytes[l] >> shift);
+                        if let Some(c) = mem::shared_access(&mut self.sh_race, first, acc.size, shift, me, false) {
+                            return Err(self.race_error(cx, w, l, inst, acc, r, bytes[l], false, c));
+                        }
+                    }
+                    let vals = mem::read_lanes(&self.shared, cx.shared_start[r], &bytes, acc.size);
+                    self.write_res(base, inst.res, mask, &vals);
+                    return Ok(());
+                }
+                let mut vals = [0u64; 32];
+                for l in lanes(mask) {
+                    vals[l] = self.access(cx, w, l, inst, acc, self.regs[a0][l], self.regs[a1][l], Access::Read)?;
+                }
+                self.write_res(base, inst.res, mask, &vals);
+            }
+            XOp::Store(acc) if acc.space == AddrSpace::Shared && self.sh_init.is_empty() => {
+                let (ptrs, idxs) = (&self.regs[a0], &self.regs[a1]);
+                if let Some((r, bytes)) = mem::locate_warp(ptrs, idxs, mask, acc.idx_shift, acc.size, &cx.shared_lens) {
+                    let shift = cx.prog.race_shift[1];
+                    let start = cx.shared_start[r];
+                    for l in lanes(mask) {
+                        let me = tag::make(self.gen as u64, self.epoch, (w * 32 + l) as u64);
+                        let first = self.sh_race_start[r] + (bytes[l] >> shift);
+                        if let Some(c) = mem::shared_access(&mut self.sh_race, first, acc.size, shift, me, true) {
+                            return Err(self.race_error(cx, w, l, inst, acc, r, bytes[l], true, c));
+                        }
+                        let v = self.regs[a2][l];
+                        mem::write_le(&mut self.shared, start + bytes[l], acc.size, v);
+                    }
+                    return Ok(());
+                }
+                for l in lanes(mask) {
+                    let v = self.regs[a2][l];
+                    self.access(cx, w, l, inst, acc, self.regs[a0][l], self.regs[a1][l], Access::Write(v))?;
+                }
+            }
             XOp::Load(acc) => {
                 let mut vals = [0u64; 32];
                 for l in lanes(mask) {
@@ -630,7 +732,8 @@ impl Worker {
                 let mut vals = [0u64; 32];
                 for l in lanes(mask) {
                     let v = self.regs[a2][l];
-                    vals[l] = self.access(cx, w, l, inst, acc, self.regs[a0][l], self.regs[a1][l], Access::Rmw(*op, v))?;
+                    vals[l] =
+                        self.access(cx, w, l, inst, acc, self.regs[a0][l], self.regs[a1][l], Access::Rmw(*op, v))?;
                 }
                 self.write_res(base, inst.res, mask, &vals);
             }
@@ -638,7 +741,8 @@ impl Worker {
                 let mut vals = [0u64; 32];
                 for l in lanes(mask) {
                     let (c, v) = (self.regs[a2][l], self.regs[a3][l]);
-                    vals[l] = self.access(cx, w, l, inst, acc, self.regs[a0][l], self.regs[a1][l], Access::Cas(c, v))?;
+                    vals[l] =
+                        self.access(cx, w, l, inst, acc, self.regs[a0][l], self.regs[a1][l], Access::Cas(c, v))?;
                 }
                 self.write_res(base, inst.res, mask, &vals);
             }
@@ -657,7 +761,9 @@ impl Worker {
             XOp::SharedAddr(n) => {
                 self.write_res(base, inst.res, mask, &[mem::make_ptr(n + 1, 0); 32]);
             }
-            XOp::Barrier => return Err(InterpError::internal("barrier reached the instruction executor").at(inst.span, "here")),
+            XOp::Barrier => {
+                return Err(InterpError::internal("barrier reached the instruction executor").at(inst.span, "here"))
+            }
             XOp::Shfl(mode) => {
                 let members = self.collective_mask(cx, w, mask, inst, a2)?;
                 let (v, b) = (self.regs[a0], self.regs[a1]);
@@ -720,7 +826,14 @@ impl Worker {
     }
 
     /// Checks a collective's member mask against the executing lanes; returns the mask.
-    fn collective_mask(&self, cx: &LaunchCtx, w: usize, mask: u32, inst: &XInst, slot: usize) -> Result<u32, InterpError> {
+    fn collective_mask(
+        &self,
+        cx: &LaunchCtx,
+        w: usize,
+        mask: u32,
+        inst: &XInst,
+        slot: usize,
+    ) -> Result<u32, InterpError> {
         let row = &self.regs[slot];
         let l0 = mask.trailing_zeros() as usize;
         let m = row[l0] as u32;
@@ -733,13 +846,19 @@ impl Worker {
             if row[l] as u32 != m {
                 return Err(fault(
                     l,
-                    format!("lanes {l0} and {l} of warp {w} give different member masks ({m:#010x} and {:#010x})", row[l] as u32),
+                    format!(
+                        "lanes {l0} and {l} of warp {w} give different member masks ({m:#010x} and {:#010x})",
+                        row[l] as u32
+                    ),
                 ));
             }
         }
         if mask & !m != 0 {
             let l = (mask & !m).trailing_zeros() as usize;
-            return Err(fault(l, format!("lane {l} of warp {w} executes this collective but is not in its member mask {m:#010x}")));
+            return Err(fault(
+                l,
+                format!("lane {l} of warp {w} executes this collective but is not in its member mask {m:#010x}"),
+            ));
         }
         let missing = m & !mask;
         if missing != 0 {
@@ -810,7 +929,8 @@ impl Worker {
                     if !matches!(kind, Access::Rmw(..) | Access::Cas(..)) {
                         let me = tag::make(self.linear + 1, self.epoch, tid);
                         let write = matches!(kind, Access::Write(_));
-                        if let Some(c) = mem::global_access(&race[region], byte, size, me, write) {
+                        if let Some(c) = mem::global_access(&race[region], byte, size, cx.global.race_shift, me, write)
+                        {
                             return Err(self.race_error(cx, w, l, inst, acc, region, byte, write, c));
                         }
                     }
@@ -855,7 +975,9 @@ impl Worker {
                 if !self.sh_race.is_empty() && !matches!(kind, Access::Rmw(..) | Access::Cas(..)) {
                     let me = tag::make(self.gen as u64, self.epoch, tid);
                     let write = matches!(kind, Access::Write(_));
-                    if let Some(c) = mem::shared_access(&mut self.sh_race, at, size, me, write) {
+                    let shift = cx.prog.race_shift[1];
+                    let first = self.sh_race_start[region] + (byte >> shift);
+                    if let Some(c) = mem::shared_access(&mut self.sh_race, first, size, shift, me, write) {
                         return Err(self.race_error(cx, w, l, inst, acc, region, byte, write, c));
                     }
                 }
@@ -881,8 +1003,12 @@ impl Worker {
 
     fn region_name(cx: &LaunchCtx, acc: &MemAccess, region: usize) -> String {
         match acc.space {
-            AddrSpace::Global => format!("global buffer {}", cx.global_names.get(region).map(String::as_str).unwrap_or("?")),
-            AddrSpace::Shared => format!("shared `@{}`", cx.shared_names.get(region).map(String::as_str).unwrap_or("?")),
+            AddrSpace::Global => {
+                format!("global buffer {}", cx.global_names.get(region).map(String::as_str).unwrap_or("?"))
+            }
+            AddrSpace::Shared => {
+                format!("shared `@{}`", cx.shared_names.get(region).map(String::as_str).unwrap_or("?"))
+            }
         }
     }
 
@@ -905,10 +1031,11 @@ impl Worker {
         };
         let thread = cx.tid_of((w * 32 + l) as u32);
         let e = match f {
-            AccessFault::NoRegion(r) => {
-                InterpError::fault(FaultKind::OutOfBounds, format!("{verb} an invalid {} pointer (region {r}) at index {idx}", acc.space))
-                    .at(inst.span, "invalid pointer")
-            }
+            AccessFault::NoRegion(r) => InterpError::fault(
+                FaultKind::OutOfBounds,
+                format!("{verb} an invalid {} pointer (region {r}) at index {idx}", acc.space),
+            )
+            .at(inst.span, "invalid pointer"),
             AccessFault::OutOfBounds { region, byte } => {
                 let r = region as usize - 1;
                 let len = match acc.space {
@@ -957,7 +1084,11 @@ impl Worker {
         let elem = byte / acc.size as usize;
         let other_tid = tag::tid(c.other);
         let same_block = tag::block(c.other)
-            == tag::block(tag::make(if acc.space == AddrSpace::Global { self.linear + 1 } else { self.gen as u64 }, 0, 0));
+            == tag::block(tag::make(
+                if acc.space == AddrSpace::Global { self.linear + 1 } else { self.gen as u64 },
+                0,
+                0,
+            ));
         let who = if other_tid == tag::MULTI {
             "several other threads of this block".to_string()
         } else if same_block {
@@ -967,7 +1098,8 @@ impl Worker {
             format!("thread {} of block {}", coords(cx.tid_of(other_tid as u32)), coords(cx.ctaid_of(other_block)))
         };
         let other_did = if c.other_wrote { "wrote" } else { "read" };
-        let since = if same_block { "since the last barrier" } else { "in the same launch (blocks cannot synchronize)" };
+        let since =
+            if same_block { "since the last barrier" } else { "in the same launch (blocks cannot synchronize)" };
         InterpError::fault(
             FaultKind::DataRace,
             format!(

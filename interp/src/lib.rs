@@ -37,8 +37,8 @@
 //! # Limits (so an untrusted `.kir` file cannot exhaust the machine)
 //! [`Options::fuel`] caps thread-instructions per launch (default [`DEFAULT_FUEL`]); buffers are
 //! capped at [`MAX_BUFFER_BYTES`] each (and [`MAX_RACE_BYTES`] in total with `--races`, whose
-//! shadow takes 16 bytes per byte), shared memory at [`MAX_SHARED_BYTES`] per block, a block's
-//! register file at [`MAX_REGISTER_BYTES`].
+//! shadow takes 16 bytes per granule of 1 to 8 bytes), shared memory at [`MAX_SHARED_BYTES`] per
+//! block, a block's register file at [`MAX_REGISTER_BYTES`].
 
 pub mod args;
 pub mod buffer;
@@ -65,7 +65,8 @@ use std::sync::Mutex;
 pub const DEFAULT_FUEL: u64 = 1 << 32;
 /// Largest buffer a launch accepts (4 GiB).
 pub const MAX_BUFFER_BYTES: u64 = 1 << 32;
-/// Largest total of global buffers with race detection on (256 MiB; the shadow is 16x that).
+/// Largest total of global buffers with race detection on (256 MiB; the shadow is up to 16x that:
+/// 16 bytes per granule, the smallest global load/store size of the kernel).
 pub const MAX_RACE_BYTES: u64 = 1 << 28;
 /// Largest shared memory per block (227 KiB, as on sm_90).
 pub const MAX_SHARED_BYTES: u64 = 227 * 1024;
@@ -158,7 +159,9 @@ fn check_shape(cfg: &LaunchConfig) -> Result<(), InterpError> {
         )));
     }
     if gx > i32::MAX as u32 || gy > 65535 || gz > 65535 {
-        return Err(InterpError::invalid(format!("grid ({gx}, {gy}, {gz}) is too large: x at most 2^31-1, y and z at most 65535")));
+        return Err(InterpError::invalid(format!(
+            "grid ({gx}, {gy}, {gz}) is too large: x at most 2^31-1, y and z at most 65535"
+        )));
     }
     Ok(())
 }
@@ -166,7 +169,12 @@ fn check_shape(cfg: &LaunchConfig) -> Result<(), InterpError> {
 /// Parameter bits for the launch and, per buffer, the names of the parameters bound to it.
 fn check_args(kernel: &Kernel, args: &[Arg], buffers: &[Buffer]) -> Result<(Vec<u64>, Vec<String>), InterpError> {
     if args.len() != kernel.params.len() {
-        return Err(InterpError::invalid(format!("kernel @{} takes {} arguments, given {}", kernel.name, kernel.params.len(), args.len())));
+        return Err(InterpError::invalid(format!(
+            "kernel @{} takes {} arguments, given {}",
+            kernel.name,
+            kernel.params.len(),
+            args.len()
+        )));
     }
     let mut names: Vec<Vec<String>> = vec![vec![]; buffers.len()];
     let mut bits = Vec::with_capacity(args.len());
@@ -184,7 +192,9 @@ fn check_args(kernel: &Kernel, args: &[Arg], buffers: &[Buffer]) -> Result<(Vec<
                 return Err(InterpError::invalid(format!("argument %{name} must be a {t} scalar, given a buffer")))
             }
             (Type::Ptr(AddrSpace::Shared, _), _) => {
-                return Err(InterpError::invalid(format!("parameter %{name} is a shared-memory pointer; a launch cannot pass one")))
+                return Err(InterpError::invalid(format!(
+                    "parameter %{name} is a shared-memory pointer; a launch cannot pass one"
+                )))
             }
             (Type::Ptr(AddrSpace::Global, elem), Arg::Buffer(i)) => {
                 let Some(b) = buffers.get(*i) else {
@@ -194,18 +204,27 @@ fn check_args(kernel: &Kernel, args: &[Arg], buffers: &[Buffer]) -> Result<(Vec<
                     )));
                 };
                 if b.elem != elem {
-                    return Err(InterpError::invalid(format!("argument %{name} must be a buffer of {elem}, given a buffer of {}", b.elem)));
+                    return Err(InterpError::invalid(format!(
+                        "argument %{name} must be a buffer of {elem}, given a buffer of {}",
+                        b.elem
+                    )));
                 }
                 names[*i].push(format!("%{name}"));
                 bits.push(mem::make_ptr(*i as u32 + 1, 0));
             }
             (Type::Ptr(..), Arg::Scalar(c)) => {
-                return Err(InterpError::invalid(format!("argument %{name} must be a buffer ({}), given a {} scalar", v.ty, c.ty)))
+                return Err(InterpError::invalid(format!(
+                    "argument %{name} must be a buffer ({}), given a {} scalar",
+                    v.ty, c.ty
+                )))
             }
         }
     }
-    let names =
-        names.into_iter().enumerate().map(|(i, n)| if n.is_empty() { format!("#{i}") } else { format!("`{}`", n.join("`/`")) }).collect();
+    let names = names
+        .into_iter()
+        .enumerate()
+        .map(|(i, n)| if n.is_empty() { format!("#{i}") } else { format!("`{}`", n.join("`/`")) })
+        .collect();
     Ok((bits, names))
 }
 
@@ -213,7 +232,13 @@ fn check_args(kernel: &Kernel, args: &[Arg], buffers: &[Buffer]) -> Result<(Vec<
 ///
 /// On success the buffers hold the kernel's results. On a kernel fault the buffers hold whatever
 /// the blocks wrote before stopping.
-pub fn launch(kernel: &Kernel, cfg: &LaunchConfig, args: &[Arg], buffers: &mut [Buffer], opts: &Options) -> Result<Stats, InterpError> {
+pub fn launch(
+    kernel: &Kernel,
+    cfg: &LaunchConfig,
+    args: &[Arg],
+    buffers: &mut [Buffer],
+    opts: &Options,
+) -> Result<Stats, InterpError> {
     check_shape(cfg)?;
     let (params, global_names) = check_args(kernel, args, buffers)?;
     let prog = Prog::new(kernel)?;
@@ -254,7 +279,10 @@ pub fn launch(kernel: &Kernel, cfg: &LaunchConfig, args: &[Arg], buffers: &mut [
     let mut total_global = 0u64;
     for (i, b) in buffers.iter().enumerate() {
         if b.bytes.len() as u64 > MAX_BUFFER_BYTES {
-            return Err(InterpError::invalid(format!("buffer {i} has {} bytes; at most {MAX_BUFFER_BYTES} are allowed", b.bytes.len())));
+            return Err(InterpError::invalid(format!(
+                "buffer {i} has {} bytes; at most {MAX_BUFFER_BYTES} are allowed",
+                b.bytes.len()
+            )));
         }
         total_global += b.bytes.len() as u64;
     }
@@ -288,7 +316,7 @@ pub fn launch(kernel: &Kernel, cfg: &LaunchConfig, args: &[Arg], buffers: &mut [
                 None => &mut b.bytes[..],
             })
             .collect();
-        let global = mem::GlobalMem::new(&mut views, opts.races);
+        let global = mem::GlobalMem::new(&mut views, opts.races, prog.race_shift[0]);
         let fuel_used = AtomicU64::new(0);
         let cx = LaunchCtx {
             prog: &prog,

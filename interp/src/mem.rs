@@ -10,10 +10,13 @@
 //! - Global memory is accessed with relaxed atomic loads and stores of the element's width, so
 //!   blocks running on different host threads never cause undefined behaviour in the interpreter,
 //!   even when the kernel has a cross-block data race (whose outcome is then the kernel's bug).
-//! - Race shadows record, per byte, the last writer and the last reader(s) as a tag
-//!   `block(24) | epoch(24) | thread(16)`; [`RaceShadow`] operations on global memory use
-//!   sequentially consistent swaps so that of two conflicting accesses from different blocks
-//!   running at the same time at least one sees the other.
+//! - Race shadows record, per granule (the smallest load/store size of the kernel in that memory
+//!   space, see `Prog::race_shift`; every byte of a granule is always accessed together, so this is
+//!   exactly per-byte tracking), the last writer and the last reader(s) as a tag
+//!   `block(24) | epoch(24) | thread(16)`; operations on the global shadow use sequentially
+//!   consistent swaps so that of two conflicting accesses from different blocks running at the
+//!   same time at least one sees the other. The global shadow starts as zeroed pages from the
+//!   allocator (calloc), so only the pages a launch touches cost anything.
 
 use kir_ir::types::ScalarType;
 use std::sync::atomic::{AtomicU16, AtomicU32, AtomicU64, AtomicU8, Ordering};
@@ -71,7 +74,13 @@ pub(crate) fn locate(ptr: u64, index: i128, size: u32, lens: &[u64]) -> Result<(
 /// The fast path of [`locate`]: `Some((region index from 0, byte))` for an in-bounds, aligned
 /// access, `None` otherwise (then [`locate`] says why). `size` must be a power of two.
 #[inline(always)]
-pub(crate) fn locate_fast(ptr: u64, idx_bits: u64, idx_signed_shift: u32, size: u32, lens: &[u64]) -> Option<(usize, usize)> {
+pub(crate) fn locate_fast(
+    ptr: u64,
+    idx_bits: u64,
+    idx_signed_shift: u32,
+    size: u32,
+    lens: &[u64],
+) -> Option<(usize, usize)> {
     let region = (ptr >> OFF_BITS) as usize;
     let len = *lens.get(region.wrapping_sub(1))?;
     // Offsets at or above 2^39 (moved before the region) exceed every region length: refused below.
@@ -158,8 +167,10 @@ pub(crate) struct Region {
 pub(crate) struct GlobalMem {
     pub regions: Vec<Region>,
     pub lens: Vec<u64>,
-    /// Per region, two tags per byte (write, read) when race detection is on.
+    /// Per region, two tags per granule (write, read) when race detection is on.
     pub race: Option<Vec<Vec<AtomicU64>>>,
+    /// log2 of the granule of `race`.
+    pub race_shift: u32,
 }
 
 // SAFETY: every access through the raw pointers is an atomic load/store of an aligned element
@@ -169,20 +180,14 @@ unsafe impl Send for GlobalMem {}
 
 impl GlobalMem {
     /// Views `bufs` (each must be 8-byte aligned or empty) as global memory.
-    pub fn new(bufs: &mut [&mut [u8]], races: bool) -> GlobalMem {
-        let regions: Vec<Region> = bufs.iter_mut().map(|b| Region { ptr: b.as_mut_ptr(), len: b.len() as u64 }).collect();
+    /// With `races`, the shadow has two tags per granule of `1 << race_shift` bytes.
+    pub fn new(bufs: &mut [&mut [u8]], races: bool, race_shift: u32) -> GlobalMem {
+        let regions: Vec<Region> =
+            bufs.iter_mut().map(|b| Region { ptr: b.as_mut_ptr(), len: b.len() as u64 }).collect();
         let lens = regions.iter().map(|r| r.len).collect();
-        let race = races.then(|| {
-            regions
-                .iter()
-                .map(|r| {
-                    let mut v = Vec::new();
-                    v.resize_with(2 * r.len as usize, || AtomicU64::new(0));
-                    v
-                })
-                .collect()
-        });
-        GlobalMem { regions, lens, race }
+        let race = races
+            .then(|| regions.iter().map(|r| shadow_take(2 * (r.len as usize).div_ceil(1 << race_shift))).collect());
+        GlobalMem { regions, lens, race, race_shift }
     }
 
     /// Loads `size` bytes at `(region, byte)` as returned by [`locate`].
@@ -260,6 +265,60 @@ impl GlobalMem {
     }
 }
 
+impl Drop for GlobalMem {
+    fn drop(&mut self) {
+        for v in self.race.take().into_iter().flatten() {
+            shadow_give(v);
+        }
+    }
+}
+
+/// Global race shadows of finished launches, kept for the next launch (at most
+/// [`SHADOW_POOL_BYTES`] in all): clearing a shadow that is already mapped costs a fraction of
+/// page-faulting in a fresh one, and the same buffers are often launched on again.
+static SHADOW_POOL: std::sync::Mutex<Vec<Vec<AtomicU64>>> = std::sync::Mutex::new(Vec::new());
+const SHADOW_POOL_BYTES: usize = 256 << 20;
+
+/// A shadow of `n` zero tags: a pooled one of that length, cleared, or a fresh one.
+fn shadow_take(n: usize) -> Vec<AtomicU64> {
+    let found = {
+        let mut pool = SHADOW_POOL.lock().unwrap_or_else(|p| p.into_inner());
+        pool.iter().position(|v| v.len() == n).map(|i| pool.swap_remove(i))
+    };
+    match found {
+        Some(mut v) => {
+            for t in v.iter_mut() {
+                *t.get_mut() = 0;
+            }
+            v
+        }
+        None => zeroed_atomics(n),
+    }
+}
+
+/// Returns a shadow to the pool if it fits (else frees it).
+fn shadow_give(v: Vec<AtomicU64>) {
+    if v.is_empty() {
+        return;
+    }
+    let mut pool = SHADOW_POOL.lock().unwrap_or_else(|p| p.into_inner());
+    let held: usize = pool.iter().map(|v| v.len() * 8).sum();
+    if held + v.len() * 8 <= SHADOW_POOL_BYTES {
+        pool.push(v);
+    }
+}
+
+/// `n` atomics of value 0, allocated zeroed (calloc: fresh pages cost nothing until touched).
+fn zeroed_atomics(n: usize) -> Vec<AtomicU64> {
+    let mut v = std::mem::ManuallyDrop::new(vec![0u64; n]);
+    let (ptr, len, cap) = (v.as_mut_ptr(), v.len(), v.capacity());
+    // SAFETY: AtomicU64 has the size and bit validity of u64 and, on the 64-bit targets with
+    // 64-bit atomics that this crate builds for, its alignment (asserted); the allocation is
+    // handed over whole (same pointer, length, capacity and layout).
+    const _: () = assert!(std::mem::align_of::<AtomicU64>() == std::mem::align_of::<u64>());
+    unsafe { Vec::from_raw_parts(ptr as *mut AtomicU64, len, cap) }
+}
+
 /// Race tags.
 pub(crate) mod tag {
     /// Thread field meaning "several threads of that block and epoch read it".
@@ -310,10 +369,18 @@ fn merged_read(old: u64, me: u64) -> u64 {
     }
 }
 
-/// Race bookkeeping on global memory (two atomic tags per byte: write, read).
-pub(crate) fn global_access(tags: &[AtomicU64], byte: usize, size: u32, me: u64, write: bool) -> Option<Conflict> {
+/// Race bookkeeping on global memory (two atomic tags per granule of `1 << shift` bytes: write,
+/// read) for an access of `size` bytes at `byte`, both multiples of the granule.
+pub(crate) fn global_access(
+    tags: &[AtomicU64],
+    byte: usize,
+    size: u32,
+    shift: u32,
+    me: u64,
+    write: bool,
+) -> Option<Conflict> {
     let mut found = None;
-    for b in byte..byte + size as usize {
+    for b in byte >> shift..(byte + size as usize) >> shift {
         let (w, r) = (&tags[2 * b], &tags[2 * b + 1]);
         if write {
             let old_w = w.swap(me, Ordering::SeqCst);
@@ -340,10 +407,18 @@ pub(crate) fn global_access(tags: &[AtomicU64], byte: usize, size: u32, me: u64,
     found
 }
 
-/// Race bookkeeping on one block's shared memory (tags of other generations are stale).
-pub(crate) fn shared_access(tags: &mut [u64], byte: usize, size: u32, me: u64, write: bool) -> Option<Conflict> {
+/// Race bookkeeping on one block's shared memory (tags of other generations are stale): granules
+/// `first..first + (size >> shift)` of the shadow.
+pub(crate) fn shared_access(
+    tags: &mut [u64],
+    first: usize,
+    size: u32,
+    shift: u32,
+    me: u64,
+    write: bool,
+) -> Option<Conflict> {
     let mut found = None;
-    for b in byte..byte + size as usize {
+    for b in first..first + (size >> shift) as usize {
         let old_w = tags[2 * b];
         let old_r = tags[2 * b + 1];
         if write {

@@ -92,7 +92,8 @@ pub fn parse(bytes: &[u8]) -> Result<Buffer, String> {
         let n: u64 = d.parse().map_err(|_| format!("bad shape {shape}"))?;
         count = count.checked_mul(n).ok_or("shape too large")?;
     }
-    let need = count.checked_mul(elem.bytes() as u64).filter(|n| *n <= crate::MAX_BUFFER_BYTES).ok_or("array too large")?;
+    let need =
+        count.checked_mul(elem.bytes() as u64).filter(|n| *n <= crate::MAX_BUFFER_BYTES).ok_or("array too large")?;
     let data = &bytes[start + hlen..];
     if data.len() as u64 != need {
         return Err(format!("data has {} bytes, the header says {need}", data.len()));
@@ -170,7 +171,8 @@ mod tests {
         let mut f = encode(&Buffer::from_f32(&[1.0]));
         f.pop();
         assert!(parse(&f).unwrap_err().contains("data has 3 bytes"));
-        let big = encode(&Buffer::from_f32(&[1.0])).iter().map(|&c| if c == b'4' { b'9' } else { c }).collect::<Vec<u8>>();
+        let big =
+            encode(&Buffer::from_f32(&[1.0])).iter().map(|&c| if c == b'4' { b'9' } else { c }).collect::<Vec<u8>>();
         assert!(parse(&big).unwrap_err().contains("unsupported dtype"));
         let mut fortran = encode(&Buffer::from_f32(&[1.0]));
         let at = fortran.windows(5).position(|w| w == b"False").unwrap();

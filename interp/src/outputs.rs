@@ -33,7 +33,9 @@ pub fn written_params(k: &Kernel) -> Vec<bool> {
         for b in &k.blocks {
             for &i in &b.insts {
                 let Some(d) = k.insts.get(i.index()) else { continue };
-                if let (Op::PtrOffset | Op::PtrOffsetBytes | Op::PtrCast(_), Some(r), Some(a)) = (&d.op, d.result, d.args.first()) {
+                if let (Op::PtrOffset | Op::PtrOffsetBytes | Op::PtrCast(_), Some(r), Some(a)) =
+                    (&d.op, d.result, d.args.first())
+                {
                     let add = of(&roots, a);
                     if r.index() < n && !add.is_subset(&roots[r.index()]) {
                         roots[r.index()].extend(add);

@@ -107,6 +107,11 @@ pub(crate) struct Prog {
     pub global_atomics: bool,
     /// Whether any instruction touches shared memory.
     pub uses_shared: bool,
+    /// log2 of the race-shadow granule of global and of shared memory: the smallest element size
+    /// of a load or store there (8 bytes when there is none). Every such access is aligned to its
+    /// size, a multiple of the granule, so all bytes of a granule are always accessed together and
+    /// one shadow entry per granule records exactly what one per byte would.
+    pub race_shift: [u32; 2],
 }
 
 fn malformed(span: Span, msg: impl Into<String>) -> InterpError {
@@ -139,6 +144,7 @@ impl Prog {
         let mut blocks = Vec::with_capacity(nblocks);
         let mut global_atomics = false;
         let mut uses_shared = !k.shared.is_empty();
+        let mut race_shift = [3u32; 2];
         for b in k.block_ids() {
             let block = k.block(b);
             let mut insts = Vec::with_capacity(block.insts.len());
@@ -153,7 +159,10 @@ impl Prog {
                     span.end = span.start + 7;
                 }
                 if d.args.len() != d.op.arity() || d.args.len() > 4 {
-                    return Err(malformed(span, format!("`{}` takes {} operands, found {}", d.op, d.op.arity(), d.args.len())));
+                    return Err(malformed(
+                        span,
+                        format!("`{}` takes {} operands, found {}", d.op, d.op.arity(), d.args.len()),
+                    ));
                 }
                 let mut args = [0u32; 4];
                 for (i, a) in d.args.iter().enumerate() {
@@ -169,7 +178,9 @@ impl Prog {
                 }
                 let ptr_of = |o: Operand| -> Result<(AddrSpace, ScalarType), InterpError> {
                     match o {
-                        Operand::Value(v) => k.value_type(v).pointee().ok_or_else(|| malformed(span, "memory operand is not a pointer")),
+                        Operand::Value(v) => {
+                            k.value_type(v).pointee().ok_or_else(|| malformed(span, "memory operand is not a pointer"))
+                        }
                         Operand::Const(_) => Err(malformed(span, "memory operand is a constant, not a pointer")),
                     }
                 };
@@ -213,11 +224,21 @@ impl Prog {
                     Op::Barrier => XOp::Barrier,
                     Op::Shfl(m, _) => XOp::Shfl(*m),
                     Op::Vote(m) => XOp::Vote(*m),
-                    other => return Err(InterpError::internal(format!("op `{other}` has no execution rule")).at(span, "here")),
+                    other => {
+                        return Err(
+                            InterpError::internal(format!("op `{other}` has no execution rule")).at(span, "here")
+                        )
+                    }
                 };
+                if let XOp::Load(m) | XOp::Store(m) = &op {
+                    let sh = &mut race_shift[(m.space == AddrSpace::Shared) as usize];
+                    *sh = (*sh).min(m.size.trailing_zeros());
+                }
                 match &op {
                     XOp::Atomic(_, m) | XOp::Cas(m) if m.space == AddrSpace::Global => global_atomics = true,
-                    XOp::Load(m) | XOp::Store(m) | XOp::Atomic(_, m) | XOp::Cas(m) if m.space == AddrSpace::Shared => uses_shared = true,
+                    XOp::Load(m) | XOp::Store(m) | XOp::Atomic(_, m) | XOp::Cas(m) if m.space == AddrSpace::Shared => {
+                        uses_shared = true
+                    }
                     _ => {}
                 }
                 let needs_result = !matches!(op, XOp::Barrier | XOp::Store(_) | XOp::Atomic(..) | XOp::Cas(..));
@@ -233,7 +254,12 @@ impl Prog {
                 if target.params.len() != c.args.len() {
                     return Err(malformed(
                         block.term_span,
-                        format!("block `{}` takes {} arguments, given {}", target.name, target.params.len(), c.args.len()),
+                        format!(
+                            "block `{}` takes {} arguments, given {}",
+                            target.name,
+                            target.params.len(),
+                            c.args.len()
+                        ),
                     ));
                 }
                 let mut moves = Vec::with_capacity(c.args.len());
@@ -259,7 +285,14 @@ impl Prog {
                 }
             };
             let ipdom = cfg.ipdom(b).map(|p| p.0).unwrap_or(EXIT);
-            blocks.push(XBlock { insts, term, ipdom, name: block.name.clone(), span: block.span, term_span: block.term_span });
+            blocks.push(XBlock {
+                insts,
+                term,
+                ipdom,
+                name: block.name.clone(),
+                span: block.span,
+                term_span: block.term_span,
+            });
         }
         if !k.blocks[0].params.is_empty() {
             return Err(malformed(k.blocks[0].span, "the entry block has parameters"));
@@ -272,6 +305,6 @@ impl Prog {
             params.push(p.0);
         }
         let nslots = nvalues + consts.len();
-        Ok(Prog { blocks, nslots, consts, params, global_atomics, uses_shared })
+        Ok(Prog { blocks, nslots, consts, params, global_atomics, uses_shared, race_shift })
     }
 }
