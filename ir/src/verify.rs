@@ -132,7 +132,7 @@ pub fn verify_module(m: &Module) -> Vec<Diagnostic> {
 
 /// Verifies one kernel.
 pub fn verify_kernel(k: &Kernel) -> Vec<Diagnostic> {
-    let mut v = Verifier { k, diags: Vec::new(), sites: vec![None; k.values.len()], placed: HashMap::new() };
+    let mut v = Verifier { k, diags: Vec::new(), sites: vec![None; k.values.len()], placed: vec![None; k.insts.len()] };
     v.run();
     let mut diags = v.diags;
     diags.sort_by_key(|d| d.span().map(|s| s.start).unwrap_or(u32::MAX));
@@ -167,7 +167,7 @@ struct Verifier<'a> {
     diags: Vec<Diagnostic>,
     sites: Vec<Option<Site>>,
     /// The (first) placement of every placed instruction.
-    placed: HashMap<InstId, (BlockId, usize)>,
+    placed: Vec<Option<(BlockId, usize)>>,
 }
 
 const RESERVED: [&str; 10] = ["kernel", "shared", "align", "br", "jmp", "ret", "true", "false", "inf", "nan"];
@@ -379,7 +379,7 @@ impl<'a> Verifier<'a> {
 
     /// True when `(b, pos)` is the placement the verifier counts for `i` (the first one).
     fn sites_has_first_placement(&self, b: BlockId, pos: usize, i: InstId) -> bool {
-        self.placed.get(&i) == Some(&(b, pos))
+        self.placed.get(i.index()).copied().flatten() == Some((b, pos))
     }
 
     // ---------------------------------------------------------------- entities and handles
@@ -430,7 +430,6 @@ impl<'a> Verifier<'a> {
                 self.set_site(p, Site::BlockParam(b));
             }
         }
-        let mut placed: HashMap<InstId, BlockId> = HashMap::new();
         for b in k.block_ids() {
             for (pos, &i) in k.block(b).insts.iter().enumerate() {
                 if i.index() >= k.insts.len() {
@@ -443,19 +442,18 @@ impl<'a> Verifier<'a> {
                     self.report(d, Entity::Block(b), "in this block");
                     continue;
                 }
-                if let Some(prev) = placed.get(&i) {
-                    let where_ = if *prev == b {
+                if let Some((prev, _)) = self.placed[i.index()] {
+                    let where_ = if prev == b {
                         format!("twice in block `{}`", k.block(b).name)
                     } else {
-                        format!("in block `{}` and again in block `{}`", k.block(*prev).name, k.block(b).name)
+                        format!("in block `{}` and again in block `{}`", k.block(prev).name, k.block(b).name)
                     };
                     let d = Diagnostic::error(format!("instruction `{}` is placed {where_}", self.mnemonic(i)))
                         .with_note("an instruction must appear in exactly one block, once");
                     self.report(d, Entity::Inst(b, i), "placed again here");
                     continue;
                 }
-                placed.insert(i, b);
-                self.placed.insert(i, (b, pos));
+                self.placed[i.index()] = Some((b, pos));
                 if let Some(r) = k.inst(i).result {
                     if r.index() >= k.values.len() {
                         let d = Diagnostic::error(format!(
@@ -681,12 +679,13 @@ impl<'a> Verifier<'a> {
     // ---------------------------------------------------------------- instructions
 
     /// Checks one operand handle and constant; returns its type when usable.
-    fn check_operand(&mut self, o: Operand, e: Entity, what: &str) -> Option<Type> {
+    fn check_operand(&mut self, o: Operand, e: Entity, what: &dyn Fn() -> String) -> Option<Type> {
         match o {
             Operand::Value(v) => {
                 if v.index() >= self.k.values.len() {
                     let d = Diagnostic::error(format!(
-                        "{what} uses a value that does not exist (dangling handle #{})",
+                        "{} uses a value that does not exist (dangling handle #{})",
+                        what(),
                         v.0
                     ))
                     .with_note("the value was probably removed by a pass while still in use");
@@ -699,8 +698,10 @@ impl<'a> Verifier<'a> {
             Operand::Const(c) => {
                 if !constant_is_canonical(c) {
                     let d = Diagnostic::error(format!(
-                        "{what} has a non-canonical `{}` constant (bits {:#x} exceed the type's width)",
-                        c.ty, c.bits
+                        "{} has a non-canonical `{}` constant (bits {:#x} exceed the type's width)",
+                        what(),
+                        c.ty,
+                        c.bits
                     ));
                     self.report(d, e, "bad constant");
                 }
@@ -713,7 +714,8 @@ impl<'a> Verifier<'a> {
         let k = self.k;
         let inst = k.inst(i);
         let e = Entity::Inst(b, i);
-        let m = inst.op.mnemonic();
+        // Formatted only when a message needs it: valid code allocates no strings.
+        let m = &inst.op;
         let sig = inst.op.signature();
 
         // Result presence.
@@ -733,7 +735,7 @@ impl<'a> Verifier<'a> {
         // Operand handles and count.
         let mut tys = Vec::with_capacity(inst.args.len());
         for (n, &a) in inst.args.iter().enumerate() {
-            tys.push(self.check_operand(a, e, &format!("operand {} of `{m}`", n + 1)));
+            tys.push(self.check_operand(a, e, &|| format!("operand {} of `{m}`", n + 1)));
         }
         if inst.args.len() != inst.op.arity() {
             let d = Diagnostic::error(format!(
@@ -854,7 +856,7 @@ impl<'a> Verifier<'a> {
     fn check_float_flags(
         &mut self,
         e: Entity,
-        m: &str,
+        m: &Op,
         ty: ScalarType,
         flags: FloatFlags,
         approx_ok: bool,
@@ -886,7 +888,7 @@ impl<'a> Verifier<'a> {
         }
     }
 
-    fn no_flags(&mut self, e: Entity, m: &str, flags: FloatFlags) {
+    fn no_flags(&mut self, e: Entity, m: &Op, flags: FloatFlags) {
         if flags != FloatFlags::RN {
             let d = Diagnostic::error(format!("`{m}` takes no float modifiers, but carries `{}`", flags_text(flags)))
                 .with_note("rounding, `.approx`, `.full` and `.ftz` apply to float add, sub, mul, div, fma, sqrt, rcp and the approx-only ops");
@@ -903,7 +905,7 @@ impl<'a> Verifier<'a> {
     }
 
     fn check_op_form_inner(&mut self, e: Entity, op: &Op) {
-        let m = op.mnemonic();
+        let m = op;
         let reject = |this: &mut Self, msg: String, note: &str| {
             let mut d = Diagnostic::error(msg);
             if !note.is_empty() {
@@ -1074,7 +1076,7 @@ impl<'a> Verifier<'a> {
     fn check_cvt(
         &mut self,
         e: Entity,
-        m: &str,
+        m: &Op,
         to: ScalarType,
         from: ScalarType,
         rounding: Option<Rounding>,
@@ -1130,7 +1132,7 @@ impl<'a> Verifier<'a> {
     fn expect_pointer(
         &mut self,
         e: Entity,
-        m: &str,
+        m: &Op,
         a: Operand,
         ty: Option<Type>,
         what: &str,
@@ -1153,7 +1155,7 @@ impl<'a> Verifier<'a> {
         }
     }
 
-    fn expect_int(&mut self, e: Entity, m: &str, a: Operand, ty: Option<Type>, what: &str) {
+    fn expect_int(&mut self, e: Entity, m: &Op, a: Operand, ty: Option<Type>, what: &str) {
         let Some(ty) = ty else { return };
         if !ty.scalar().is_some_and(|s| s.is_int()) {
             let d = self.def_label(
@@ -1167,7 +1169,7 @@ impl<'a> Verifier<'a> {
         }
     }
 
-    fn check_memory(&mut self, e: Entity, m: &str, op: &Op, args: &[Operand], tys: &[Option<Type>]) -> Option<Type> {
+    fn check_memory(&mut self, e: Entity, m: &Op, op: &Op, args: &[Operand], tys: &[Option<Type>]) -> Option<Type> {
         let p = self.expect_pointer(e, m, args[0], tys[0], "address");
         self.expect_int(e, m, args[1], tys[1], "index");
         let (space, elem) = p?;
@@ -1238,7 +1240,7 @@ impl<'a> Verifier<'a> {
         let e = Entity::Term(b);
         let term = &k.block(b).term;
         if let Terminator::Br { cond, .. } = term {
-            if let Some(t) = self.check_operand(*cond, e, "the condition of `br`") {
+            if let Some(t) = self.check_operand(*cond, e, &|| "the condition of `br`".to_string()) {
                 if t != Type::PRED {
                     let mut d = Diagnostic::error(format!(
                         "the condition of `br` must be a `pred`, but {} has type `{t}`",
@@ -1265,7 +1267,7 @@ impl<'a> Verifier<'a> {
             };
             let mut tys = Vec::new();
             for (n, &a) in call.args.iter().enumerate() {
-                tys.push(self.check_operand(a, e, &format!("block argument {} of {edge}", n + 1)));
+                tys.push(self.check_operand(a, e, &|| format!("block argument {} of {edge}", n + 1)));
             }
             let Some(target) = k.blocks.get(call.block.index()) else {
                 let d = Diagnostic::error(format!("{edge} targets block #{}, which does not exist", call.block.0));
@@ -1324,14 +1326,14 @@ impl<'a> Verifier<'a> {
                 }
                 for &a in &inst.args {
                     if let Operand::Value(v) = a {
-                        self.check_use(&cfg, v, b, pos, Entity::Inst(b, i), &format!("`{}`", inst.op.mnemonic()));
+                        self.check_use(&cfg, v, b, pos, Entity::Inst(b, i), &|| format!("`{}`", inst.op.mnemonic()));
                     }
                 }
             }
             let end = k.block(b).insts.len();
             for a in k.block(b).term.operands() {
                 if let Operand::Value(v) = a {
-                    let what = match &k.block(b).term {
+                    let what = || match &k.block(b).term {
                         Terminator::Br { cond, .. } if *cond == a => "the branch condition".to_string(),
                         _ => "a block argument".to_string(),
                     };
@@ -1343,11 +1345,23 @@ impl<'a> Verifier<'a> {
 
     /// Checks that the definition of `v` dominates its use at position `pos` of block `b`
     /// (`pos == insts.len()` for the terminator).
-    fn check_use(&mut self, cfg: &Cfg, v: ValueId, b: BlockId, pos: usize, e: Entity, user: &str) {
+    fn check_use(&mut self, cfg: &Cfg, v: ValueId, b: BlockId, pos: usize, e: Entity, user_text: &dyn Fn() -> String) {
         let k = self.k;
         if v.index() >= k.values.len() {
             return; // reported as a dangling handle
         }
+        // The common case, a valid use, allocates nothing.
+        let fine = match self.sites[v.index()] {
+            Some(Site::Param) => true,
+            Some(Site::BlockParam(db)) => cfg.dominates(db, b),
+            Some(Site::Inst(db, dpos)) if db == b => dpos < pos,
+            Some(Site::Inst(db, _)) => cfg.dominates(db, b),
+            None => false,
+        };
+        if fine {
+            return;
+        }
+        let user = user_text();
         let name = self.value_name(v);
         let def_span = real(k.value(v).span);
         let ok = match self.sites[v.index()] {

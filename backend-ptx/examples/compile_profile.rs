@@ -1,0 +1,29 @@
+//! Where compile time goes for the kernel library: parse, verify, passes, emit per file, summed
+//! over many repetitions. `cargo run --release -p kir-backend-ptx --example compile_profile`
+use std::time::{Duration, Instant};
+
+fn main() {
+    let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../kernels");
+    let mut files: Vec<_> = std::fs::read_dir(&dir).unwrap().filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "kir")).collect();
+    files.sort();
+    let sources: Vec<String> = files.iter().map(|p| std::fs::read_to_string(p).unwrap()).collect();
+    let reps: u32 = std::env::var("KIR_REPS").ok().and_then(|v| v.parse().ok()).unwrap_or(200);
+    let (mut parse, mut passes, mut emit) = (Duration::ZERO, Duration::ZERO, Duration::ZERO);
+    let p = kir_passes::parse_pipeline(kir_passes::DEFAULT_PIPELINE).unwrap();
+    for _ in 0..reps {
+        for s in &sources {
+            let t = Instant::now();
+            let mut m = kir_ir::parse(s).unwrap();
+            parse += t.elapsed();
+            let t = Instant::now();
+            kir_passes::run_pipeline(&mut m, &p, &kir_passes::RunConfig::default(), &mut std::io::sink()).unwrap();
+            passes += t.elapsed();
+            let t = Instant::now();
+            let opts = kir_backend_ptx::PtxOptions { sm: kir_backend_ptx::SmVersion::Sm80, source: None, comments: false };
+            std::hint::black_box(kir_backend_ptx::emit_module(&m, &opts).unwrap());
+            emit += t.elapsed();
+        }
+    }
+    let per = |d: Duration| d / reps;
+    println!("all {} files per repetition: parse {:?}, passes (incl. input verify) {:?}, emit (incl. verify) {:?}, total {:?}", sources.len(), per(parse), per(passes), per(emit), per(parse + passes + emit));
+}
