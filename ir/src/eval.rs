@@ -441,27 +441,39 @@ fn cmp<S: Sink>(op: CmpOp, ty: ScalarType, sink: S) -> S::Out {
     }
     let (w, s) = (ty.bits(), ty.is_signed_int());
     let pred = ty.is_pred();
-    // One closure per comparison, picked once.
+    // One closure per comparison, picked once; 32- and 64-bit integers with constant width and
+    // signedness.
     macro_rules! icmp {
-        (|$o:ident| $e:expr) => {
+        ($pred:expr, $w:expr, $s:expr, |$o:ident| $e:expr) => {
             sink.bin(move |a, b| {
-                let $o = if pred {
+                let $o = if $pred {
                     (a & 1).cmp(&(b & 1))
                 } else {
-                    int::cmp(a, b, w, s)
+                    int::cmp(a, b, $w, $s)
                 };
                 ($e) as u64
             })
         };
     }
-    match op {
-        CmpOp::Eq => icmp!(|o| o == Equal),
-        CmpOp::Ne => icmp!(|o| o != Equal),
-        CmpOp::Lt => icmp!(|o| o == Less),
-        CmpOp::Le => icmp!(|o| o != Greater),
-        CmpOp::Gt => icmp!(|o| o == Greater),
-        CmpOp::Ge => icmp!(|o| o != Less),
-        _ => sink.bin(|_, _| 0),
+    macro_rules! by_op {
+        ($pred:expr, $w:expr, $s:expr) => {
+            match op {
+                CmpOp::Eq => icmp!($pred, $w, $s, |o| o == Equal),
+                CmpOp::Ne => icmp!($pred, $w, $s, |o| o != Equal),
+                CmpOp::Lt => icmp!($pred, $w, $s, |o| o == Less),
+                CmpOp::Le => icmp!($pred, $w, $s, |o| o != Greater),
+                CmpOp::Gt => icmp!($pred, $w, $s, |o| o == Greater),
+                CmpOp::Ge => icmp!($pred, $w, $s, |o| o != Less),
+                _ => sink.bin(|_, _| 0),
+            }
+        };
+    }
+    match (pred, w, s) {
+        (false, 32, false) => by_op!(false, 32, false),
+        (false, 32, true) => by_op!(false, 32, true),
+        (false, 64, false) => by_op!(false, 64, false),
+        (false, 64, true) => by_op!(false, 64, true),
+        _ => by_op!(pred, w, s),
     }
 }
 
