@@ -376,80 +376,96 @@ impl Worker {
                 self.stacks[w].pop();
                 continue;
             }
-            let Some(blk) = prog.blocks.get(top.block as usize) else {
-                return Err(InterpError::internal(format!("warp {w} has lanes {:#x} waiting at the exit", top.mask))
-                    .in_block(self.ctaid));
-            };
             let mask = top.mask;
             let n = mask.count_ones();
-            let mut ip = top.ip as usize;
-            while ip < blk.insts.len() {
-                let inst = &blk.insts[ip];
-                self.charge(cx, n, inst.span, w, mask)?;
-                if let XOp::Barrier = inst.op {
-                    if let Some(e) = self.stacks[w].last_mut() {
-                        e.ip = ip as u32 + 1;
+            // The top entry's block and ip are kept here while the warp does not diverge (jumps
+            // and uniform branches), and written back when it leaves this loop.
+            let (mut cur, mut ip) = (top.block, top.ip as usize);
+            loop {
+                let Some(blk) = prog.blocks.get(cur as usize) else {
+                    return Err(InterpError::internal(format!("warp {w} has lanes {mask:#x} waiting at the exit"))
+                        .in_block(self.ctaid));
+                };
+                while ip < blk.insts.len() {
+                    let inst = &blk.insts[ip];
+                    self.charge(cx, n, inst.span, w, mask)?;
+                    if let XOp::Barrier = inst.op {
+                        if let Some(e) = self.stacks[w].last_mut() {
+                            e.block = cur;
+                            e.ip = ip as u32 + 1;
+                        }
+                        return Ok(Stop::Barrier(cur, ip as u32));
                     }
-                    return Ok(Stop::Barrier(top.block, ip as u32));
+                    self.exec(cx, w, mask, inst)?;
+                    ip += 1;
                 }
-                self.exec(cx, w, mask, inst)?;
-                ip += 1;
-            }
-            self.charge(cx, n, blk.term_span, w, mask)?;
-            let base = w * self.nslots;
-            match &blk.term {
-                XTerm::Ret => {
-                    self.exited[w] |= mask;
-                    for l in lanes(mask) {
-                        self.exit_block[w][l] = top.block;
+                self.charge(cx, n, blk.term_span, w, mask)?;
+                let base = w * self.nslots;
+                // The block all of `mask` continues at, if the warp does not diverge or exit.
+                let next = match &blk.term {
+                    XTerm::Ret => {
+                        self.exited[w] |= mask;
+                        for l in lanes(mask) {
+                            self.exit_block[w][l] = cur;
+                        }
+                        for e in &mut self.stacks[w] {
+                            e.mask &= !mask;
+                        }
+                        self.stacks[w].pop();
+                        None
                     }
-                    for e in &mut self.stacks[w] {
-                        e.mask &= !mask;
-                    }
-                    self.stacks[w].pop();
-                }
-                XTerm::Jmp(edge) => {
-                    self.moves(base, edge, mask);
-                    let e = self.stacks[w].last_mut().expect("top entry exists");
-                    e.block = edge.block;
-                    e.ip = 0;
-                }
-                XTerm::Br { cond, then_, else_ } => {
-                    let c = &self.regs[base + *cond as usize];
-                    let mut taken = 0u32;
-                    for (l, v) in c.iter().enumerate() {
-                        taken |= ((v & 1) as u32) << l;
-                    }
-                    taken &= mask;
-                    let not_taken = mask & !taken;
-                    if not_taken == 0 || taken == 0 {
-                        let edge = if not_taken == 0 { then_ } else { else_ };
+                    XTerm::Jmp(edge) => {
                         self.moves(base, edge, mask);
-                        let e = self.stacks[w].last_mut().expect("top entry exists");
-                        e.block = edge.block;
-                        e.ip = 0;
-                    } else {
-                        self.moves(base, then_, taken);
-                        self.moves(base, else_, not_taken);
-                        if then_.block == else_.block {
-                            let e = self.stacks[w].last_mut().expect("top entry exists");
-                            e.block = then_.block;
-                            e.ip = 0;
+                        Some(edge.block)
+                    }
+                    XTerm::Br { cond, then_, else_ } => {
+                        let c = &self.regs[base + *cond as usize];
+                        let mut taken = 0u32;
+                        for (l, v) in c.iter().enumerate() {
+                            taken |= ((v & 1) as u32) << l;
+                        }
+                        taken &= mask;
+                        let not_taken = mask & !taken;
+                        if not_taken == 0 || taken == 0 {
+                            let edge = if not_taken == 0 { then_ } else { else_ };
+                            self.moves(base, edge, mask);
+                            Some(edge.block)
                         } else {
-                            let r = blk.ipdom;
-                            let stack = &mut self.stacks[w];
-                            let e0 = stack.pop().expect("top entry exists");
-                            if r != e0.rpc {
-                                stack.push(Entry { block: r, ip: 0, mask: e0.mask, rpc: e0.rpc });
-                            }
-                            if else_.block != r {
-                                stack.push(Entry { block: else_.block, ip: 0, mask: not_taken, rpc: r });
-                            }
-                            if then_.block != r {
-                                stack.push(Entry { block: then_.block, ip: 0, mask: taken, rpc: r });
+                            self.moves(base, then_, taken);
+                            self.moves(base, else_, not_taken);
+                            if then_.block == else_.block {
+                                Some(then_.block)
+                            } else {
+                                let r = blk.ipdom;
+                                let stack = &mut self.stacks[w];
+                                let e0 = stack.pop().expect("top entry exists");
+                                if r != e0.rpc {
+                                    stack.push(Entry { block: r, ip: 0, mask: e0.mask, rpc: e0.rpc });
+                                }
+                                if else_.block != r {
+                                    stack.push(Entry { block: else_.block, ip: 0, mask: not_taken, rpc: r });
+                                }
+                                if then_.block != r {
+                                    stack.push(Entry { block: then_.block, ip: 0, mask: taken, rpc: r });
+                                }
+                                None
                             }
                         }
                     }
+                };
+                match next {
+                    Some(b) if b != top.rpc => {
+                        cur = b;
+                        ip = 0;
+                    }
+                    Some(b) => {
+                        // Reconvergence point reached: the outer loop pops the entry.
+                        let e = self.stacks[w].last_mut().expect("top entry exists");
+                        e.block = b;
+                        e.ip = 0;
+                        break;
+                    }
+                    None => break,
                 }
             }
         }
