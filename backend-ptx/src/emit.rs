@@ -58,13 +58,50 @@ pub(crate) struct KernelEmitter<'a> {
     pub out: String,
     pub diags: Vec<Diagnostic>,
     edge_labels: u32,
+    /// For each value: every use is an operand of a comparison (so a NaN's payload and the sign
+    /// of a zero it carries cannot be observed beyond the comparison's result).
+    pub only_compared: Vec<bool>,
+}
+
+/// Which values are used only as comparison operands (and at least once).
+fn only_compared(k: &Kernel) -> Vec<bool> {
+    let mut uses = vec![0u32; k.values.len()];
+    let mut cmp_uses = vec![0u32; k.values.len()];
+    for (_, i) in k.placed_insts() {
+        let inst = k.inst(i);
+        let is_cmp = matches!(inst.op, kir_ir::Op::Cmp(..));
+        for a in &inst.args {
+            if let Some(v) = a.as_value().filter(|v| v.index() < uses.len()) {
+                uses[v.index()] += 1;
+                cmp_uses[v.index()] += is_cmp as u32;
+            }
+        }
+    }
+    for b in k.block_ids() {
+        for a in k.block(b).term.operands() {
+            if let Some(v) = a.as_value().filter(|v| v.index() < uses.len()) {
+                uses[v.index()] += 1;
+            }
+        }
+    }
+    uses.iter().zip(&cmp_uses).map(|(&u, &c)| u > 0 && u == c).collect()
 }
 
 impl<'a> KernelEmitter<'a> {
     pub fn new(k: &'a Kernel, opts: &'a PtxOptions, lines: Option<&'a LineIndex>) -> KernelEmitter<'a> {
         let mut regs = RegFile::default();
         let vreg = k.values.iter().map(|v| regs.fresh(RegClass::of(v.ty))).collect();
-        KernelEmitter { k, opts, lines, regs, vreg, out: String::new(), diags: Vec::new(), edge_labels: 0 }
+        KernelEmitter {
+            k,
+            opts,
+            lines,
+            regs,
+            vreg,
+            out: String::new(),
+            diags: Vec::new(),
+            edge_labels: 0,
+            only_compared: only_compared(k),
+        }
     }
 
     /// Appends one instruction line (`text` without the trailing `;`).

@@ -640,6 +640,16 @@ impl KernelEmitter<'_> {
     fn unary(&mut self, i: InstId, op: UnOp, s: ScalarType, fl: FloatFlags, a: Operand, d: Reg) {
         let x = self.reg(a);
         match op {
+            // `abs` whose result only feeds comparisons: the native instruction (which ptxas folds
+            // into the compare as an operand modifier). It may change a NaN's payload, which no
+            // comparison can observe; everywhere else the sign-bit mask keeps payloads exact.
+            UnOp::Abs
+                if matches!(s, S::F32 | S::F64)
+                    && !fl.ftz
+                    && self.k.inst(i).result.is_some_and(|r| self.only_compared[r.index()]) =>
+            {
+                self.ins(format!("abs.{} {d}, {x}", s.name()));
+            }
             UnOp::Neg | UnOp::Abs if s.is_float() => {
                 let w = RegClass::of_scalar(s).bits();
                 let sign: u64 = 1 << (w - 1);
