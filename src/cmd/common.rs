@@ -73,3 +73,19 @@ pub fn select_kernel<'m>(loaded: &'m Loaded, name: Option<&str>) -> Result<&'m k
         },
     }
 }
+
+/// Reports an interpreter error located in the source: exit 2 for an invalid launch (a usage
+/// problem), 1 for a kernel fault or an interpreter bug.
+pub fn interp_failure(e: &kir_interp::InterpError, loaded: &Loaded) -> ExitCode {
+    emit(&[e.to_diagnostic()], &loaded.path, &loaded.source);
+    ExitCode::from(if e.kind == kir_interp::ErrorKind::InvalidLaunch { 2 } else { 1 })
+}
+
+/// Writes each `--out NAME=PATH` buffer (`(name, buffer index, path)`) as `.npy`.
+pub fn write_outputs(outs: &[(String, usize, String)], buffers: &[kir_interp::Buffer]) -> Result<(), ExitCode> {
+    for (n, buf, path) in outs {
+        kir_interp::npy::write(std::path::Path::new(path), &buffers[*buf])
+            .map_err(|e| file_error(path, format!("cannot write --out {n}: {e}")))?;
+    }
+    Ok(())
+}

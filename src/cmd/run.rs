@@ -15,7 +15,7 @@
 use super::common;
 use crate::checks;
 use kir_interp::args;
-use kir_interp::{ErrorKind, LaunchConfig, Options};
+use kir_interp::{LaunchConfig, Options};
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -150,15 +150,10 @@ pub fn run(a: &Args) -> ExitCode {
     let elapsed = start.elapsed();
     let stats = match result {
         Ok(s) => s,
-        Err(e) => {
-            common::emit(&[e.to_diagnostic()], &loaded.path, &loaded.source);
-            return ExitCode::from(if e.kind == ErrorKind::InvalidLaunch { 2 } else { 1 });
-        }
+        Err(e) => return common::interp_failure(&e, &loaded),
     };
-    for (n, buf, path) in &outs {
-        if let Err(e) = kir_interp::npy::write(std::path::Path::new(path), &bound.buffers[*buf]) {
-            return common::file_error(path, format!("cannot write --out {n}: {e}"));
-        }
+    if let Err(code) = common::write_outputs(&outs, &bound.buffers) {
+        return code;
     }
     if outs.is_empty() {
         let written = kir_interp::outputs::written_params(kernel);

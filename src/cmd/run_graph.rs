@@ -15,7 +15,7 @@ use super::common;
 use super::run::Args;
 use crate::checks;
 use kir_interp::graph::{bind_graph, run_graph};
-use kir_interp::{args, ErrorKind, Options};
+use kir_interp::{args, Options};
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -85,15 +85,10 @@ pub fn run(a: &Args, name: &str) -> ExitCode {
     let elapsed = start.elapsed();
     let stats = match result {
         Ok(s) => s,
-        Err(e) => {
-            common::emit(&[e.to_diagnostic()], &loaded.path, &loaded.source);
-            return ExitCode::from(if e.kind == ErrorKind::InvalidLaunch { 2 } else { 1 });
-        }
+        Err(e) => return common::interp_failure(&e, &loaded),
     };
-    for (n, buf, path) in &outs {
-        if let Err(e) = kir_interp::npy::write(std::path::Path::new(path), &bound.buffers[*buf]) {
-            return common::file_error(path, format!("cannot write --out {n}: {e}"));
-        }
+    if let Err(code) = common::write_outputs(&outs, &bound.buffers) {
+        return code;
     }
     if outs.is_empty() {
         let written: std::collections::BTreeSet<String> =
