@@ -12,7 +12,7 @@
 //! - [`GpuRunner::run`] copies every buffer argument to the device, launches, synchronizes and
 //!   returns every buffer's final contents, in argument order.
 
-use cudarc::driver::{result, sys, CudaContext, CudaStream, DevicePtr};
+use cudarc::driver::{result, sys, CudaContext, CudaSlice, CudaStream, DevicePtr};
 use std::collections::HashMap;
 use std::ffi::{c_void, CString};
 use std::sync::Arc;
@@ -178,8 +178,8 @@ impl GpuRunner {
         Ok(module)
     }
 
-    /// Runs `kernel` of `ptx` and returns the final contents of every [`Arg::Buffer`], in order.
-    pub fn run(&mut self, ptx: &str, kernel: &str, launch: Launch, args: &[Arg]) -> Result<Vec<Vec<u8>>, GpuError> {
+    /// The entry `kernel` of `ptx` (loading and caching the module).
+    fn function(&mut self, ptx: &str, kernel: &str) -> Result<sys::CUfunction, GpuError> {
         let module = self.load(ptx)?;
         let name = CString::new(kernel).map_err(|_| GpuError::Invalid("kernel name contains a NUL byte".into()))?;
         let mut func: sys::CUfunction = std::ptr::null_mut();
@@ -187,6 +187,12 @@ impl GpuRunner {
         unsafe { sys::cuModuleGetFunction(&mut func, module, name.as_ptr()) }
             .result()
             .map_err(|e| GpuError::Invalid(format!("kernel `{kernel}` not found in the module: {e}")))?;
+        Ok(func)
+    }
+
+    /// Copies every [`Arg::Buffer`] to the device; returns the device buffers and the parameter
+    /// storage (device addresses and scalar bytes, one entry per argument, in order).
+    fn upload(&self, args: &[Arg]) -> Result<(Vec<CudaSlice<u8>>, Vec<Vec<u8>>), GpuError> {
         let mut buffers = Vec::new();
         for a in args {
             if let Arg::Buffer(bytes) = a {
@@ -194,31 +200,32 @@ impl GpuRunner {
                 buffers.push(self.stream.clone_htod(init)?);
             }
         }
-        // Parameter storage: device addresses (u64) and scalar bytes, each kept alive until launch.
         let mut storage: Vec<Vec<u8>> = Vec::with_capacity(args.len());
-        {
-            let mut b = buffers.iter();
-            for a in args {
-                match a {
-                    Arg::Buffer(_) => {
-                        let slice = b.next().ok_or_else(|| GpuError::Invalid("buffer bookkeeping".into()))?;
-                        let (ptr, _sync) = slice.device_ptr(&self.stream);
-                        storage.push((ptr as u64).to_le_bytes().to_vec());
+        let mut b = buffers.iter();
+        for a in args {
+            match a {
+                Arg::Buffer(_) => {
+                    let slice = b.next().ok_or_else(|| GpuError::Invalid("buffer bookkeeping".into()))?;
+                    let (ptr, _sync) = slice.device_ptr(&self.stream);
+                    storage.push((ptr as u64).to_le_bytes().to_vec());
+                }
+                Arg::Scalar(bytes) => {
+                    if ![1, 2, 4, 8].contains(&bytes.len()) {
+                        return Err(GpuError::Invalid(format!("a scalar argument has {} bytes", bytes.len())));
                     }
-                    Arg::Scalar(bytes) => {
-                        if ![1, 2, 4, 8].contains(&bytes.len()) {
-                            return Err(GpuError::Invalid(format!("a scalar argument has {} bytes", bytes.len())));
-                        }
-                        storage.push(bytes.clone());
-                    }
+                    storage.push(bytes.clone());
                 }
             }
         }
-        let mut params: Vec<*mut c_void> = storage.iter_mut().map(|s| s.as_mut_ptr() as *mut c_void).collect();
+        Ok((buffers, storage))
+    }
+
+    /// Enqueues one launch of `func` on the runner's stream.
+    fn enqueue(&self, func: sys::CUfunction, launch: Launch, params: &mut [*mut c_void]) -> Result<(), GpuError> {
         let Launch { grid, block, dynamic_shared_bytes } = launch;
-        self.ctx.bind_to_thread()?;
         // SAFETY: `func` belongs to this context; `params` points at one live value per kernel
-        // parameter, laid out as the PTX `.param` declarations expect.
+        // parameter, laid out as the PTX `.param` declarations expect, and the caller keeps the
+        // buffers alive until the stream is synchronized.
         unsafe {
             sys::cuLaunchKernel(
                 func,
@@ -235,6 +242,16 @@ impl GpuRunner {
             )
         }
         .result()?;
+        Ok(())
+    }
+
+    /// Runs `kernel` of `ptx` and returns the final contents of every [`Arg::Buffer`], in order.
+    pub fn run(&mut self, ptx: &str, kernel: &str, launch: Launch, args: &[Arg]) -> Result<Vec<Vec<u8>>, GpuError> {
+        let func = self.function(ptx, kernel)?;
+        let (buffers, mut storage) = self.upload(args)?;
+        let mut params: Vec<*mut c_void> = storage.iter_mut().map(|s| s.as_mut_ptr() as *mut c_void).collect();
+        self.ctx.bind_to_thread()?;
+        self.enqueue(func, launch, &mut params)?;
         self.stream.synchronize()?;
         let mut out = Vec::with_capacity(buffers.len());
         for (slice, a) in buffers.iter().zip(args.iter().filter(|a| matches!(a, Arg::Buffer(_)))) {
@@ -287,70 +304,16 @@ impl GpuRunner {
         args: &[Arg],
         reps: usize,
     ) -> Result<Vec<f32>, GpuError> {
-        let module = self.load(ptx)?;
-        let name = CString::new(kernel).map_err(|_| GpuError::Invalid("kernel name contains a NUL byte".into()))?;
-        let mut func: sys::CUfunction = std::ptr::null_mut();
-        // SAFETY: `module` is a live module of this context; `func` is a valid out pointer.
-        unsafe { sys::cuModuleGetFunction(&mut func, module, name.as_ptr()) }
-            .result()
-            .map_err(|e| GpuError::Invalid(format!("kernel `{kernel}` not found in the module: {e}")))?;
-        let mut buffers = Vec::new();
-        for a in args {
-            if let Arg::Buffer(bytes) = a {
-                let init: &[u8] = if bytes.is_empty() { &[0] } else { bytes };
-                buffers.push(self.stream.clone_htod(init)?);
-            }
-        }
-        let mut storage: Vec<Vec<u8>> = Vec::with_capacity(args.len());
-        {
-            let mut b = buffers.iter();
-            for a in args {
-                match a {
-                    Arg::Buffer(_) => {
-                        let slice = b.next().ok_or_else(|| GpuError::Invalid("buffer bookkeeping".into()))?;
-                        let (ptr, _sync) = slice.device_ptr(&self.stream);
-                        storage.push(ptr.to_le_bytes().to_vec());
-                    }
-                    Arg::Scalar(bytes) => {
-                        if ![1, 2, 4, 8].contains(&bytes.len()) {
-                            return Err(GpuError::Invalid(format!("a scalar argument has {} bytes", bytes.len())));
-                        }
-                        storage.push(bytes.clone());
-                    }
-                }
-            }
-        }
+        let func = self.function(ptx, kernel)?;
+        let (buffers, mut storage) = self.upload(args)?;
         let mut params: Vec<*mut c_void> = storage.iter_mut().map(|s| s.as_mut_ptr() as *mut c_void).collect();
-        let Launch { grid, block, dynamic_shared_bytes } = launch;
         self.ctx.bind_to_thread()?;
-        let stream = self.stream.cu_stream();
-        let mut launch_once = || -> Result<(), GpuError> {
-            // SAFETY: as in `run`: `func` belongs to this context and `params` points at one live
-            // value per kernel parameter; the buffers outlive every launch (synchronized below).
-            unsafe {
-                sys::cuLaunchKernel(
-                    func,
-                    grid.0,
-                    grid.1,
-                    grid.2,
-                    block.0,
-                    block.1,
-                    block.2,
-                    dynamic_shared_bytes,
-                    stream,
-                    params.as_mut_ptr(),
-                    std::ptr::null_mut(),
-                )
-            }
-            .result()?;
-            Ok(())
-        };
-        launch_once()?;
+        self.enqueue(func, launch, &mut params)?;
         self.stream.synchronize()?;
         let mut times = Vec::with_capacity(reps);
         for _ in 0..reps {
             let start = self.stream.record_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))?;
-            launch_once()?;
+            self.enqueue(func, launch, &mut params)?;
             let end = self.stream.record_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))?;
             times.push(start.elapsed_ms(&end)?);
         }
