@@ -18,8 +18,8 @@
 use kir_backend_ptx::gpu::{self, GpuError, GpuRunner, Launch};
 use kir_backend_ptx::{emit_kernel, PtxOptions, SmVersion};
 use kir_interp::{Arg, Buffer, LaunchConfig};
-use kir_ir::graph::{Expr, Graph, LaunchArg};
-use kir_ir::types::{Constant, Type};
+use kir_ir::graph::Graph;
+use kir_ir::types::Constant;
 use kir_ir::{Kernel, Module};
 
 /// The PTX target for a device of compute capability `cc`: its own `sm_XX` when kir knows it,
@@ -130,6 +130,8 @@ pub fn median(xs: &[f32]) -> Option<f64> {
 
 /// Runs graph `g` of `m` on the GPU over `buffers` (one per buffer parameter, as
 /// [`kir_interp::graph::bind_graph`] made them); returns the caller's buffers after the graph.
+/// The launches are planned by [`kir_interp::graph::plan_graph`], exactly as the interpreter runs
+/// them.
 pub fn run_graph(
     runner: &mut GpuRunner,
     sm: SmVersion,
@@ -138,69 +140,14 @@ pub fn run_graph(
     args: &[Arg],
     buffers: &[Buffer],
 ) -> Result<Vec<Buffer>, String> {
-    let scalar = |name: &str| -> Option<u64> {
-        let (i, _) = g.param(name)?;
-        match args.get(i)? {
-            Arg::Scalar(c) if c.ty.is_int() => u64::try_from(c.as_i128()).ok(),
-            _ => None,
-        }
-    };
-    let eval = |e: &Expr, what: &str| e.eval(&scalar).map_err(|msg| format!("graph @{}: {what}: {msg}", g.name));
     let user = buffers.len();
+    let plan = kir_interp::graph::plan_graph(m, g, args, user).map_err(|e| e.to_string())?;
     let mut all: Vec<Buffer> = buffers.to_vec();
-    for t in &g.temps {
-        let len = eval(&t.len, &format!("the length of %{}", t.name))?;
-        let bytes = len.checked_mul(t.elem.bytes() as u64).filter(|b| *b <= kir_interp::MAX_BUFFER_BYTES);
-        if bytes.is_none() {
-            return Err(format!("graph @{}: temporary %{} is too large", g.name, t.name));
-        }
-        all.push(Buffer::zeros(t.elem, len as usize));
-    }
+    all.extend(plan.temps);
     let mut ptx_cache: Vec<(String, String)> = Vec::new();
-    for (li, l) in g.launches.iter().enumerate() {
-        let at = |e: String| format!("launch {li} (@{}) of graph @{}: {e}", l.kernel, g.name);
-        let k = m.kernel(&l.kernel).ok_or_else(|| at(format!("unknown kernel @{}", l.kernel)))?;
-        let dim = |e: &Expr, what: &str| -> Result<u32, String> {
-            let v = eval(e, what).map_err(at)?;
-            u32::try_from(v).map_err(|_| at(format!("{what} `{e}` = {v} does not fit in u32")))
-        };
-        let mut cfg = LaunchConfig::linear(1, 1);
-        for d in 0..3 {
-            cfg.grid[d] = dim(&l.grid[d], "grid dimension")?;
-            cfg.block[d] = dim(&l.block[d], "block dimension")?;
-        }
-        if let Some(s) = &l.shared_bytes {
-            cfg.dynamic_shared_bytes = dim(s, "dynamic shared memory bytes")?;
-        }
-        let mut kargs = Vec::with_capacity(l.args.len());
-        for (ai, a) in l.args.iter().enumerate() {
-            let arg = match a {
-                LaunchArg::Const(c) => Arg::Scalar(*c),
-                LaunchArg::Value(name) => match (g.param(name), g.temp(name)) {
-                    (Some((pi, _)), _) => *args.get(pi).ok_or_else(|| at(format!("missing argument %{name}")))?,
-                    (None, Some((ti, _))) => Arg::Buffer(user + ti),
-                    (None, None) => return Err(at(format!("`%{name}` is not defined"))),
-                },
-                LaunchArg::Expr(e) => {
-                    let v = eval(e, "a computed argument").map_err(at)?;
-                    let t = match k.params.get(ai).map(|p| k.value(*p).ty) {
-                        Some(Type::Scalar(t)) if t.is_int() => t,
-                        _ => {
-                            return Err(at(format!(
-                                "argument {} is computed but the parameter is not an integer",
-                                ai + 1
-                            )))
-                        }
-                    };
-                    let max = if t.is_signed_int() { t.mask() >> 1 } else { t.mask() };
-                    if v > max {
-                        return Err(at(format!("argument {}: `{e}` = {v} does not fit in {t}", ai + 1)));
-                    }
-                    Arg::Scalar(Constant::from_bits(t, v))
-                }
-            };
-            kargs.push(arg);
-        }
+    for pl in &plan.launches {
+        let at = |e: String| format!("{e} ({})", pl.where_(g));
+        let k = pl.kernel;
         let ptx = match ptx_cache.iter().find(|(n, _)| *n == k.name) {
             Some((_, p)) => p.clone(),
             None => {
@@ -209,7 +156,7 @@ pub fn run_graph(
                 p
             }
         };
-        all = run_kernel(runner, k, &ptx, &cfg, &kargs, &all).map_err(at)?;
+        all = run_kernel(runner, k, &ptx, &pl.cfg, &pl.args, &all).map_err(at)?;
     }
     all.truncate(user);
     Ok(all)

@@ -17,7 +17,7 @@ use crate::args::{materialize, ArgSpec, Value};
 use crate::{launch, Arg, Buffer, InterpError, LaunchConfig, Options, Stats, MAX_BUFFER_BYTES};
 use kir_ir::graph::{Expr, Graph, LaunchArg};
 use kir_ir::types::{Constant, ScalarType, Type};
-use kir_ir::Module;
+use kir_ir::{Kernel, Module};
 use std::path::Path;
 
 /// What a graph run did.
@@ -79,15 +79,34 @@ pub fn bind_graph(g: &Graph, named: &[(String, ArgSpec)], base_dir: Option<&Path
     Ok(out)
 }
 
-/// Runs graph `g` of module `m` with one argument per graph parameter.
-pub fn run_graph(
-    m: &Module,
-    g: &Graph,
-    args: &[Arg],
-    buffers: &mut [Buffer],
-    opts: &Options,
-) -> Result<GraphStats, InterpError> {
-    check_args(g, args, buffers)?;
+/// One launch of a graph, resolved against the graph's arguments.
+pub struct PlannedLaunch<'m> {
+    /// Position of the launch in the graph.
+    pub index: usize,
+    pub kernel: &'m Kernel,
+    pub cfg: LaunchConfig,
+    /// Buffer arguments index the caller's buffers, then the graph's temporaries.
+    pub args: Vec<Arg>,
+}
+
+impl PlannedLaunch<'_> {
+    /// The note that locates an error in this launch.
+    pub fn where_(&self, g: &Graph) -> String {
+        format!("in launch {} (@{}) of graph @{}", self.index, self.kernel.name, g.name)
+    }
+}
+
+/// A graph ready to run on any engine: its temporaries (zeroed, to be placed after the caller's
+/// buffers) and its launches with evaluated shapes and arguments.
+pub struct GraphPlan<'m> {
+    pub temps: Vec<Buffer>,
+    pub launches: Vec<PlannedLaunch<'m>>,
+}
+
+/// Evaluates graph `g`'s temporary sizes, launch shapes and computed arguments from its scalar
+/// arguments; `user_buffers` is the number of the caller's buffers (temporaries follow them).
+/// Used by the interpreter ([`run_graph`]) and the GPU runner, so both run the same launches.
+pub fn plan_graph<'m>(m: &'m Module, g: &Graph, args: &[Arg], user_buffers: usize) -> Result<GraphPlan<'m>, InterpError> {
     let scalar = |name: &str| -> Option<u64> {
         let (i, _) = g.param(name)?;
         match args.get(i)? {
@@ -98,8 +117,87 @@ pub fn run_graph(
     let eval = |e: &Expr, what: &str| {
         e.eval(&scalar).map_err(|msg| InterpError::invalid(format!("graph @{}: {what}: {msg}", g.name)))
     };
-    // The caller's buffers, then the temporaries.
+    let mut temps = Vec::with_capacity(g.temps.len());
+    for t in &g.temps {
+        let len = eval(&t.len, &format!("the length of %{}", t.name))?;
+        let bytes = len.checked_mul(t.elem.bytes() as u64).filter(|b| *b <= MAX_BUFFER_BYTES);
+        if bytes.is_none() {
+            return Err(InterpError::invalid(format!(
+                "graph @{}: temporary %{} of {len} {} elements is larger than {MAX_BUFFER_BYTES} bytes",
+                g.name, t.name, t.elem
+            )));
+        }
+        temps.push(Buffer::zeros(t.elem, len as usize));
+    }
+    let mut launches = Vec::with_capacity(g.launches.len());
+    for (li, l) in g.launches.iter().enumerate() {
+        let at = |e: InterpError| e.with_note(format!("in launch {li} (@{}) of graph @{}", l.kernel, g.name));
+        let Some(k) = m.kernel(&l.kernel) else {
+            return Err(at(InterpError::invalid(format!("unknown kernel @{}", l.kernel))));
+        };
+        let dim = |e: &Expr, what: &str| -> Result<u32, InterpError> {
+            let v = eval(e, what).map_err(at)?;
+            u32::try_from(v).map_err(|_| at(InterpError::invalid(format!("{what} `{e}` = {v} does not fit in u32"))))
+        };
+        let mut cfg = LaunchConfig::linear(1, 1);
+        for d in 0..3 {
+            cfg.grid[d] = dim(&l.grid[d], "grid dimension")?;
+            cfg.block[d] = dim(&l.block[d], "block dimension")?;
+        }
+        if let Some(s) = &l.shared_bytes {
+            cfg.dynamic_shared_bytes = dim(s, "dynamic shared memory bytes")?;
+        }
+        let mut kargs = Vec::with_capacity(l.args.len());
+        for (ai, a) in l.args.iter().enumerate() {
+            let pty = k.params.get(ai).map(|p| k.value(*p).ty);
+            let arg = match a {
+                LaunchArg::Const(c) => Arg::Scalar(*c),
+                LaunchArg::Value(name) => match (g.param(name), g.temp(name)) {
+                    (Some((pi, _)), _) => *args.get(pi).ok_or_else(|| {
+                        at(InterpError::invalid(format!("graph @{}: missing argument %{name}", g.name)))
+                    })?,
+                    (None, Some((ti, _))) => Arg::Buffer(user_buffers + ti),
+                    (None, None) => {
+                        return Err(at(InterpError::invalid(format!("`%{name}` is not defined in graph @{}", g.name))))
+                    }
+                },
+                LaunchArg::Expr(e) => {
+                    let v = eval(e, "a computed argument").map_err(at)?;
+                    let Some(Type::Scalar(t)) = pty else {
+                        return Err(at(InterpError::invalid(format!(
+                            "argument {} of @{} is computed but the parameter is not an integer",
+                            ai + 1,
+                            k.name
+                        ))));
+                    };
+                    Arg::Scalar(int_constant(t, v).ok_or_else(|| {
+                        at(InterpError::invalid(format!(
+                            "argument {} of @{}: `{e}` = {v} does not fit in {t}",
+                            ai + 1,
+                            k.name
+                        )))
+                    })?)
+                }
+            };
+            kargs.push(arg);
+        }
+        launches.push(PlannedLaunch { index: li, kernel: k, cfg, args: kargs });
+    }
+    Ok(GraphPlan { temps, launches })
+}
+
+/// Runs graph `g` of module `m` with one argument per graph parameter.
+pub fn run_graph(
+    m: &Module,
+    g: &Graph,
+    args: &[Arg],
+    buffers: &mut [Buffer],
+    opts: &Options,
+) -> Result<GraphStats, InterpError> {
+    check_args(g, args, buffers)?;
     let user = buffers.len();
+    let plan = plan_graph(m, g, args, user)?;
+    // The caller's buffers, then the temporaries.
     let mut all: Vec<Buffer> = buffers
         .iter_mut()
         .map(|b| {
@@ -107,79 +205,14 @@ pub fn run_graph(
             std::mem::replace(b, Buffer::zeros(elem, 0))
         })
         .collect();
+    all.extend(plan.temps);
     let result = (|| {
-        for t in &g.temps {
-            let len = eval(&t.len, &format!("the length of %{}", t.name))?;
-            let bytes = len.checked_mul(t.elem.bytes() as u64).filter(|b| *b <= MAX_BUFFER_BYTES);
-            if bytes.is_none() {
-                return Err(InterpError::invalid(format!(
-                    "graph @{}: temporary %{} of {len} {} elements is larger than {MAX_BUFFER_BYTES} bytes",
-                    g.name, t.name, t.elem
-                )));
-            }
-            all.push(Buffer::zeros(t.elem, len as usize));
-        }
         let mut stats = GraphStats::default();
-        for (li, l) in g.launches.iter().enumerate() {
-            let at = |e: InterpError| e.with_note(format!("in launch {li} (@{}) of graph @{}", l.kernel, g.name));
-            let Some(k) = m.kernel(&l.kernel) else {
-                return Err(at(InterpError::invalid(format!("unknown kernel @{}", l.kernel))));
-            };
-            let dim = |e: &Expr, what: &str| -> Result<u32, InterpError> {
-                let v = eval(e, what).map_err(at)?;
-                u32::try_from(v)
-                    .map_err(|_| at(InterpError::invalid(format!("{what} `{e}` = {v} does not fit in u32"))))
-            };
-            let mut cfg = LaunchConfig::linear(1, 1);
-            for d in 0..3 {
-                cfg.grid[d] = dim(&l.grid[d], "grid dimension")?;
-                cfg.block[d] = dim(&l.block[d], "block dimension")?;
-            }
-            if let Some(s) = &l.shared_bytes {
-                cfg.dynamic_shared_bytes = dim(s, "dynamic shared memory bytes")?;
-            }
-            let mut kargs = Vec::with_capacity(l.args.len());
-            for (ai, a) in l.args.iter().enumerate() {
-                let pty = k.params.get(ai).map(|p| k.value(*p).ty);
-                let arg = match a {
-                    LaunchArg::Const(c) => Arg::Scalar(*c),
-                    LaunchArg::Value(name) => match (g.param(name), g.temp(name)) {
-                        (Some((pi, _)), _) => match args[pi] {
-                            Arg::Buffer(b) => Arg::Buffer(b),
-                            s => s,
-                        },
-                        (None, Some((ti, _))) => Arg::Buffer(user + ti),
-                        (None, None) => {
-                            return Err(at(InterpError::invalid(format!(
-                                "`%{name}` is not defined in graph @{}",
-                                g.name
-                            ))))
-                        }
-                    },
-                    LaunchArg::Expr(e) => {
-                        let v = eval(e, "a computed argument").map_err(at)?;
-                        let Some(Type::Scalar(t)) = pty else {
-                            return Err(at(InterpError::invalid(format!(
-                                "argument {} of @{} is computed but the parameter is not an integer",
-                                ai + 1,
-                                k.name
-                            ))));
-                        };
-                        Arg::Scalar(int_constant(t, v).ok_or_else(|| {
-                            at(InterpError::invalid(format!(
-                                "argument {} of @{}: `{e}` = {v} does not fit in {t}",
-                                ai + 1,
-                                k.name
-                            )))
-                        })?)
-                    }
-                };
-                kargs.push(arg);
-            }
-            let s = launch(k, &cfg, &kargs, &mut all, opts).map_err(at)?;
+        for pl in &plan.launches {
+            let s = launch(pl.kernel, &pl.cfg, &pl.args, &mut all, opts).map_err(|e| e.with_note(pl.where_(g)))?;
             stats.launches += 1;
             add_stats(&mut stats.total, &s);
-            stats.per_launch.push((l.kernel.clone(), s));
+            stats.per_launch.push((pl.kernel.name.clone(), s));
         }
         Ok(stats)
     })();
