@@ -652,8 +652,16 @@ impl Worker {
                 {
                     let tags = &race[r];
                     for l in lanes(mask) {
-                        let me = tag::make(self.linear + 1, self.epoch, (w * 32 + l) as u64);
-                        if let Some(c) = mem::global_access(tags, bytes[l], acc.size, cx.global.race_shift, me, false) {
+                        let me = tag::make(cx.global.race_base + self.linear + 1, self.epoch, (w * 32 + l) as u64);
+                        if let Some(c) = mem::global_access(
+                            tags,
+                            bytes[l],
+                            acc.size,
+                            cx.global.race_shift,
+                            cx.global.race_base,
+                            me,
+                            false,
+                        ) {
                             return Err(self.race_error(cx, w, l, inst, acc, r, bytes[l], false, c));
                         }
                     }
@@ -675,8 +683,16 @@ impl Worker {
                 {
                     let tags = &race[r];
                     for l in lanes(mask) {
-                        let me = tag::make(self.linear + 1, self.epoch, (w * 32 + l) as u64);
-                        if let Some(c) = mem::global_access(tags, bytes[l], acc.size, cx.global.race_shift, me, true) {
+                        let me = tag::make(cx.global.race_base + self.linear + 1, self.epoch, (w * 32 + l) as u64);
+                        if let Some(c) = mem::global_access(
+                            tags,
+                            bytes[l],
+                            acc.size,
+                            cx.global.race_shift,
+                            cx.global.race_base,
+                            me,
+                            true,
+                        ) {
                             return Err(self.race_error(cx, w, l, inst, acc, r, bytes[l], true, c));
                         }
                         self.stats.global_bytes_written += acc.size as u64;
@@ -943,10 +959,17 @@ impl Worker {
             AddrSpace::Global => {
                 if let Some(race) = &cx.global.race {
                     if !matches!(kind, Access::Rmw(..) | Access::Cas(..)) {
-                        let me = tag::make(self.linear + 1, self.epoch, tid);
+                        let me = tag::make(cx.global.race_base + self.linear + 1, self.epoch, tid);
                         let write = matches!(kind, Access::Write(_));
-                        if let Some(c) = mem::global_access(&race[region], byte, size, cx.global.race_shift, me, write)
-                        {
+                        if let Some(c) = mem::global_access(
+                            &race[region],
+                            byte,
+                            size,
+                            cx.global.race_shift,
+                            cx.global.race_base,
+                            me,
+                            write,
+                        ) {
                             return Err(self.race_error(cx, w, l, inst, acc, region, byte, write, c));
                         }
                     }
@@ -1101,7 +1124,7 @@ impl Worker {
         let other_tid = tag::tid(c.other);
         let same_block = tag::block(c.other)
             == tag::block(tag::make(
-                if acc.space == AddrSpace::Global { self.linear + 1 } else { self.gen as u64 },
+                if acc.space == AddrSpace::Global { cx.global.race_base + self.linear + 1 } else { self.gen as u64 },
                 0,
                 0,
             ));
@@ -1110,7 +1133,7 @@ impl Worker {
         } else if same_block {
             format!("thread {} of this block", coords(cx.tid_of(other_tid as u32)))
         } else {
-            let other_block = tag::block(c.other).wrapping_sub(1);
+            let other_block = tag::block(c.other).wrapping_sub(1 + cx.global.race_base);
             format!("thread {} of block {}", coords(cx.tid_of(other_tid as u32)), coords(cx.ctaid_of(other_block)))
         };
         let other_did = if c.other_wrote { "wrote" } else { "read" };

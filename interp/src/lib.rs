@@ -316,7 +316,12 @@ pub fn launch(
                 None => &mut b.bytes[..],
             })
             .collect();
-        let global = mem::GlobalMem::new(&mut views, opts.races, prog.race_shift[0]);
+        let global = mem::GlobalMem::new(
+            &mut views,
+            opts.races,
+            prog.race_shift[0],
+            cfg.grid.iter().map(|&g| g as u64).product(),
+        );
         let fuel_used = AtomicU64::new(0);
         let cx = LaunchCtx {
             prog: &prog,

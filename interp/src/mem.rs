@@ -15,8 +15,11 @@
 //!   exactly per-byte tracking), the last writer and the last reader(s) as a tag
 //!   `block(24) | epoch(24) | thread(16)`; operations on the global shadow use sequentially
 //!   consistent swaps so that of two conflicting accesses from different blocks running at the
-//!   same time at least one sees the other. The global shadow starts as zeroed pages from the
-//!   allocator (calloc), so only the pages a launch touches cost anything.
+//!   same time at least one sees the other. Global shadows are pooled across launches without
+//!   clearing: a launch numbers its blocks after those of the launches that used the shadow before
+//!   ([`GlobalMem::race_base`]), and tags numbered at or below its base are stale (empty). A
+//!   shadow is cleared only when the 24-bit block numbers would run out; a fresh one is zeroed
+//!   pages from the allocator (calloc).
 
 use kir_ir::types::ScalarType;
 use std::sync::atomic::{AtomicU16, AtomicU32, AtomicU64, AtomicU8, Ordering};
@@ -171,6 +174,11 @@ pub(crate) struct GlobalMem {
     pub race: Option<Vec<Vec<AtomicU64>>>,
     /// log2 of the granule of `race`.
     pub race_shift: u32,
+    /// Tags with a block field at or below this are from earlier launches (stale); this launch's
+    /// block `b` (linear) is tagged `race_base + b + 1`.
+    pub race_base: u64,
+    /// What `race_base` the next launch on these shadows starts from.
+    race_used: u64,
 }
 
 // SAFETY: every access through the raw pointers is an atomic load/store of an aligned element
@@ -180,14 +188,34 @@ unsafe impl Send for GlobalMem {}
 
 impl GlobalMem {
     /// Views `bufs` (each must be 8-byte aligned or empty) as global memory.
-    /// With `races`, the shadow has two tags per granule of `1 << race_shift` bytes.
-    pub fn new(bufs: &mut [&mut [u8]], races: bool, race_shift: u32) -> GlobalMem {
+    /// With `races`, the shadow has two tags per granule of `1 << race_shift` bytes, for a launch
+    /// of `nblocks` blocks.
+    pub fn new(bufs: &mut [&mut [u8]], races: bool, race_shift: u32, nblocks: u64) -> GlobalMem {
         let regions: Vec<Region> =
             bufs.iter_mut().map(|b| Region { ptr: b.as_mut_ptr(), len: b.len() as u64 }).collect();
         let lens = regions.iter().map(|r| r.len).collect();
-        let race = races
-            .then(|| regions.iter().map(|r| shadow_take(2 * (r.len as usize).div_ceil(1 << race_shift))).collect());
-        GlobalMem { regions, lens, race, race_shift }
+        let (mut race_base, mut race_used) = (0, 0);
+        let race = races.then(|| {
+            let mut taken: Vec<(Vec<AtomicU64>, u64)> =
+                regions.iter().map(|r| shadow_take(2 * (r.len as usize).div_ceil(1 << race_shift))).collect();
+            race_base = taken.iter().map(|t| t.1).max().unwrap_or(0);
+            if race_base + nblocks > tag::BLOCK_MAX {
+                // Block numbers would wrap: start over on clean shadows.
+                for (v, used) in &mut taken {
+                    if *used > 0 {
+                        for t in v.iter_mut() {
+                            *t.get_mut() = 0;
+                        }
+                    }
+                }
+                race_base = 0;
+            }
+            // A launch of more blocks than the field holds aliases block numbers (as it always
+            // did); its shadows are cleared before the next launch.
+            race_used = (race_base + nblocks).min(tag::BLOCK_MAX + 1);
+            taken.into_iter().map(|t| t.0).collect()
+        });
+        GlobalMem { regions, lens, race, race_shift, race_base, race_used }
     }
 
     /// Loads `size` bytes at `(region, byte)` as returned by [`locate`].
@@ -268,7 +296,7 @@ impl GlobalMem {
 impl Drop for GlobalMem {
     fn drop(&mut self) {
         for v in self.race.take().into_iter().flatten() {
-            shadow_give(v);
+            shadow_give(v, self.race_used);
         }
     }
 }
@@ -276,35 +304,30 @@ impl Drop for GlobalMem {
 /// Global race shadows of finished launches, kept for the next launch (at most
 /// [`SHADOW_POOL_BYTES`] in all): clearing a shadow that is already mapped costs a fraction of
 /// page-faulting in a fresh one, and the same buffers are often launched on again.
-static SHADOW_POOL: std::sync::Mutex<Vec<Vec<AtomicU64>>> = std::sync::Mutex::new(Vec::new());
+/// Each with the `race_used` of the launch that gave it back.
+#[allow(clippy::type_complexity)]
+static SHADOW_POOL: std::sync::Mutex<Vec<(Vec<AtomicU64>, u64)>> = std::sync::Mutex::new(Vec::new());
 const SHADOW_POOL_BYTES: usize = 256 << 20;
 
-/// A shadow of `n` zero tags: a pooled one of that length, cleared, or a fresh one.
-fn shadow_take(n: usize) -> Vec<AtomicU64> {
+/// A shadow of `n` tags and the block numbers used on it: a pooled one of that length, or a fresh
+/// one (all zero, none used).
+fn shadow_take(n: usize) -> (Vec<AtomicU64>, u64) {
     let found = {
         let mut pool = SHADOW_POOL.lock().unwrap_or_else(|p| p.into_inner());
-        pool.iter().position(|v| v.len() == n).map(|i| pool.swap_remove(i))
+        pool.iter().position(|v| v.0.len() == n).map(|i| pool.swap_remove(i))
     };
-    match found {
-        Some(mut v) => {
-            for t in v.iter_mut() {
-                *t.get_mut() = 0;
-            }
-            v
-        }
-        None => zeroed_atomics(n),
-    }
+    found.unwrap_or_else(|| (zeroed_atomics(n), 0))
 }
 
 /// Returns a shadow to the pool if it fits (else frees it).
-fn shadow_give(v: Vec<AtomicU64>) {
+fn shadow_give(v: Vec<AtomicU64>, used: u64) {
     if v.is_empty() {
         return;
     }
     let mut pool = SHADOW_POOL.lock().unwrap_or_else(|p| p.into_inner());
-    let held: usize = pool.iter().map(|v| v.len() * 8).sum();
+    let held: usize = pool.iter().map(|v| v.0.len() * 8).sum();
     if held + v.len() * 8 <= SHADOW_POOL_BYTES {
-        pool.push(v);
+        pool.push((v, used));
     }
 }
 
@@ -323,6 +346,8 @@ fn zeroed_atomics(n: usize) -> Vec<AtomicU64> {
 pub(crate) mod tag {
     /// Thread field meaning "several threads of that block and epoch read it".
     pub const MULTI: u64 = 0xffff;
+    /// Largest block number.
+    pub const BLOCK_MAX: u64 = 0xff_ffff;
     pub fn make(block: u64, epoch: u64, tid: u64) -> u64 {
         ((block & 0xff_ffff) << 40) | ((epoch & 0xff_ffff) << 16) | (tid & 0xffff)
     }
@@ -370,16 +395,23 @@ fn merged_read(old: u64, me: u64) -> u64 {
 }
 
 /// Race bookkeeping on global memory (two atomic tags per granule of `1 << shift` bytes: write,
-/// read) for an access of `size` bytes at `byte`, both multiples of the granule.
+/// read) for an access of `size` bytes at `byte`, both multiples of the granule. Tags of blocks
+/// numbered at or below `base` are stale (from earlier launches).
+#[inline]
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn global_access(
     tags: &[AtomicU64],
     byte: usize,
     size: u32,
     shift: u32,
+    base: u64,
     me: u64,
     write: bool,
 ) -> Option<Conflict> {
     let mut found = None;
+    // With base 0 the shadow is clean and every tag is this launch's (even block number 0, which
+    // a launch of 2^24 blocks or more reaches by wrapping).
+    let conflicts = |old: u64, me: u64, cross: bool| (base == 0 || tag::block(old) > base) && conflicts(old, me, cross);
     for b in byte >> shift..(byte + size as usize) >> shift {
         let (w, r) = (&tags[2 * b], &tags[2 * b + 1]);
         if write {

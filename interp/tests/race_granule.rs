@@ -101,3 +101,33 @@ entry:
     run(write, 64, &mut bufs, false).unwrap();
     run(read, 64, &mut bufs, false).unwrap();
 }
+
+#[test]
+fn a_cross_block_race_is_reported_the_same_on_a_reused_shadow() {
+    // Every block writes out[0]. Launches after the first reuse the pooled shadow (with its block
+    // numbers shifted past the earlier launches'); the report must not change.
+    let src = "kernel @k(%out: ptr<global, u32>) {
+entry:
+  %b = ctaid.x : u32
+  %t = tid.x : u32
+  %z = eq.u32 %t, 0
+  br %z, write, exit
+write:
+  store %out[0], %b
+  jmp exit
+exit:
+  ret
+}";
+    let k = kir_ir::parse(src).unwrap().kernels.remove(0);
+    let opts = Options { races: true, threads: Some(1), ..Options::default() };
+    let mut msgs = vec![];
+    for _ in 0..3 {
+        // 7 elements: a buffer length no other test uses, so these launches share one shadow.
+        let mut bufs = vec![Buffer::zeros(ScalarType::U32, 7)];
+        let e = launch(&k, &LaunchConfig::linear(3, 32), &[Arg::Buffer(0)], &mut bufs, &opts).unwrap_err();
+        assert_eq!(e.block, Some([1, 0, 0]));
+        msgs.push(e.message);
+    }
+    assert!(msgs[0].contains("thread (0, 0, 0) of block (0, 0, 0) wrote it"), "{}", msgs[0]);
+    assert!(msgs.windows(2).all(|w| w[0] == w[1]), "{msgs:?}");
+}
