@@ -14,7 +14,11 @@ fn main() {
     let threads = if a.iter().any(|x| x == "par") { None } else { Some(1) };
     let opts = Options { races, threads, ..Options::default() };
     let cfg = LaunchConfig::linear((N / 256) as u32, 256);
-    let (k, mut bufs, args) = if a[1] == "relu" {
+    let (k, mut bufs, args) = if a[1] == "sparse" {
+        // A kernel file given on the command line, taking (%x: ptr<global, f32>, %n: u32).
+        let src: &'static str = Box::leak(std::fs::read_to_string(&a[2]).unwrap().into_boxed_str());
+        (src, vec![rand(N, 5)], vec![Arg::Buffer(0), Arg::Scalar(Constant::u32(N as u32))])
+    } else if a[1] == "relu" {
         (
             include_str!("../../kernels/relu_backward.kir"),
             vec![rand(N, 1), rand(N, 2), Buffer::zeros(ScalarType::F32, N)],

@@ -161,28 +161,46 @@ struct Lanes<'a, 'b> {
 }
 
 impl Lanes<'_, '_> {
-    /// Sets `out[l] = f(l)` for the lanes in the mask. `f` is computed for all 32 lanes (the
-    /// per-element functions are pure, total and never panic, so the extra lanes are harmless) and
-    /// the result is blended into `out` by the mask: the closure has one call site, in a loop with
-    /// no branch on the mask, so it is inlined and simple ops vectorize (a per-lane mask test, or
-    /// one loop for full and one for partial masks, left a call per lane or an unpredictable
-    /// branch per lane).
+    /// Sets `out[l] = f(l)` for the lanes in the mask. With more than [`SPARSE_LANES`] lanes, `f`
+    /// is computed for all 32 lanes (the per-element functions are pure, total and never panic, so
+    /// the extra lanes are harmless) and the result is blended into `out` by the mask: the closure
+    /// has one direct call site, in a loop with no branch on the mask, so it is inlined and simple
+    /// ops vectorize (a per-lane mask test, or one loop for full and one for partial masks, left a
+    /// call per lane or an unpredictable branch per lane). A sparse mask runs only its lanes,
+    /// through a call per lane, so an expensive op on one lane does not cost 32.
     #[inline(always)]
     fn each(self, f: impl Fn(usize) -> u64) {
+        let mask = self.mask;
+        if mask.count_ones() <= SPARSE_LANES {
+            sparse(&f, mask, self.out);
+            return;
+        }
         let mut tmp = [0u64; 32];
         for (l, t) in tmp.iter_mut().enumerate() {
             *t = f(l);
         }
-        if self.mask == u32::MAX {
+        if mask == u32::MAX {
             *self.out = tmp;
         } else {
-            let mask = self.mask;
             for (l, (o, t)) in self.out.iter_mut().zip(tmp).enumerate() {
                 if mask >> l & 1 != 0 {
                     *o = t;
                 }
             }
         }
+    }
+}
+
+/// Masks with at most this many lanes compute only their lanes.
+const SPARSE_LANES: u32 = 4;
+
+#[inline(never)]
+fn sparse(f: &dyn Fn(usize) -> u64, mask: u32, out: &mut [u64; 32]) {
+    let mut m = mask;
+    while m != 0 {
+        let l = m.trailing_zeros() as usize;
+        out[l] = f(l);
+        m &= m - 1;
     }
 }
 
