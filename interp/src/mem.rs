@@ -568,7 +568,7 @@ mod tests {
             let mask = match (r >> 24) % 3 {
                 0 => u32::MAX,
                 1 => (next() as u32) | 1,
-                _ => 1 << (r >> 28) % 32,
+                _ => 1 << ((r >> 28) % 32),
             };
             let (mut ptrs, mut idxs) = ([0u64; 32], [0u64; 32]);
             let base = (r >> 32) % 1200;
