@@ -14,6 +14,10 @@
 //!   divergence error that names the barrier, how many threads arrived and where the others are.
 //!   When every warp has finished, the block is done. The order is fixed, so results do not depend
 //!   on the host.
+//! - A load or store whose active lanes all use one pointer is bounds-checked once for the warp
+//!   (`mem::locate_warp`: the extreme indices); any other, and any that would fault, is checked
+//!   lane by lane in lane order, so which lane faults and the message are those of the per-lane
+//!   rules. Race bookkeeping and stores still happen lane by lane in lane order.
 //! - Every failure is a typed [`InterpError`] with the block and thread coordinates and the span of
 //!   the instruction; nothing here panics on any kernel [`Prog::new`] accepted.
 
