@@ -88,13 +88,10 @@ pub(crate) fn locate_fast(
     let len = *lens.get(region.wrapping_sub(1))?;
     // Offsets at or above 2^39 (moved before the region) exceed every region length: refused below.
     let off = (ptr & OFF_MASK) as i64;
-    let idx = if idx_signed_shift != 0 {
-        ((idx_bits << idx_signed_shift) as i64) >> idx_signed_shift
-    } else if idx_bits > i64::MAX as u64 {
-        return None;
-    } else {
-        idx_bits as i64
-    };
+    // Sign-extended from the index type's width; with no shift (64-bit and narrower unsigned
+    // types, whose zero-extended values are below 2^63) the bits read as `i64`, as
+    // [`index_value`] defines.
+    let idx = ((idx_bits << idx_signed_shift) as i64) >> idx_signed_shift;
     let byte = off.checked_add(idx.checked_mul(size as i64)?)?;
     if byte < 0 || byte as u64 + size as u64 > len || byte as u64 & (size as u64 - 1) != 0 {
         return None;
@@ -130,9 +127,8 @@ pub(crate) fn locate_warp(
         let p = if on { ptrs[l] } else { p0 };
         let i = if on { idxs[l] } else { i0 };
         diff |= p ^ p0;
-        // Sign-extended for signed index types narrower than 64 bits. With no shift (unsigned
-        // and 64-bit types) a value of 2^63 or more reads as negative: `locate_fast` refuses
-        // those, and so does the `lo < 0` test below.
+        // Sign-extended from the index type's width; with no shift the bits read as `i64`
+        // (see [`index_value`]).
         let v = ((i << idx_signed_shift) as i64) >> idx_signed_shift;
         idx[l] = v;
         lo = lo.min(v);
@@ -145,7 +141,7 @@ pub(crate) fn locate_warp(
     let (off, size) = (off as i64, size as i64);
     // With `lo` and `hi` bounded first, no product or sum below overflows.
     if diff != 0
-        || lo < if idx_signed_shift == 0 { 0 } else { -(1 << OFF_BITS) }
+        || lo < -(1 << OFF_BITS)
         || hi > len as i64
         || off & (size - 1) != 0
         || off + lo * size < 0
@@ -528,9 +524,14 @@ pub(crate) fn write_lanes(mem: &mut [u8], start: usize, bytes: &[usize; 32], siz
 
 /// Element type of the index operand sign- or zero-extended to i128.
 #[inline]
+/// The element index an index operand denotes. Signed types are sign-extended; `u64` indices
+/// wrap modulo 2^64 like the GPU's 64-bit address arithmetic, so they read as `i64`
+/// (`0xffff_ffff_ffff_ffff` is -1); narrower unsigned types are zero-extended.
 pub(crate) fn index_value(ty: ScalarType, bits: u64) -> i128 {
     if ty.is_signed_int() {
         crate::buffer::sign_extend(ty, bits) as i128
+    } else if ty.bits() == 64 {
+        bits as i64 as i128
     } else {
         bits as i128
     }
