@@ -163,7 +163,12 @@ pub fn compare_buffers(expected: &Buffer, actual: &Buffer, strictness: Strictnes
             if c.first.len() < limit {
                 let ulps = (elem.is_float() && !as_f64(elem, a).is_nan() && !as_f64(elem, b).is_nan())
                     .then(|| ulp_distance(elem, a, b));
-                c.first.push(Mismatch { index: i, expected: render_element(elem, a), actual: render_element(elem, b), ulps });
+                c.first.push(Mismatch {
+                    index: i,
+                    expected: render_element(elem, a),
+                    actual: render_element(elem, b),
+                    ulps,
+                });
             }
         }
     }
@@ -211,7 +216,12 @@ mod tests {
         assert_eq!(ulp.first[0].index, 1);
         assert!(compare_buffers(&a, &b, Strictness::Within(Tolerance::Rel(1e-5)), 4).is_match());
         assert!(!compare_buffers(&a, &b, Strictness::Within(Tolerance::Abs(1e-4)), 4).is_match());
-        let inf = compare_buffers(&f32s(&[f32::INFINITY]), &f32s(&[f32::NEG_INFINITY]), Strictness::Within(Tolerance::Rel(1.0)), 4);
+        let inf = compare_buffers(
+            &f32s(&[f32::INFINITY]),
+            &f32s(&[f32::NEG_INFINITY]),
+            Strictness::Within(Tolerance::Rel(1.0)),
+            4,
+        );
         assert!(!inf.is_match());
     }
 

@@ -44,7 +44,8 @@ impl fmt::Display for Tolerance {
 
 impl Tolerance {
     pub fn parse(s: &str) -> Result<Tolerance, String> {
-        let (kind, val) = s.split_once(':').ok_or_else(|| format!("bad tolerance `{s}` (expected ulp:N, rel:X or abs:X)"))?;
+        let (kind, val) =
+            s.split_once(':').ok_or_else(|| format!("bad tolerance `{s}` (expected ulp:N, rel:X or abs:X)"))?;
         let bad = || format!("bad tolerance value in `{s}`");
         match kind {
             "ulp" => val.parse::<u32>().map(Tolerance::Ulp).map_err(|_| bad()),
@@ -107,14 +108,21 @@ impl fmt::Display for DirectiveError {
 
 /// Parses a launch shape `(x[,y[,z]])` following `grid` or `block`.
 fn parse_dims(s: &str) -> Result<[u32; 3], String> {
-    let inner = s.strip_prefix('(').and_then(|r| r.strip_suffix(')')).ok_or_else(|| format!("expected `(x[,y[,z]])`, found `{s}`"))?;
+    let inner = s
+        .strip_prefix('(')
+        .and_then(|r| r.strip_suffix(')'))
+        .ok_or_else(|| format!("expected `(x[,y[,z]])`, found `{s}`"))?;
     let parts: Vec<&str> = inner.split(',').map(str::trim).collect();
     if parts.is_empty() || parts.len() > 3 {
         return Err(format!("expected 1 to 3 dimensions, found `{s}`"));
     }
     let mut dims = [1u32; 3];
     for (i, p) in parts.iter().enumerate() {
-        dims[i] = p.parse::<u32>().ok().filter(|v| *v > 0).ok_or_else(|| format!("bad dimension `{p}` (expected a positive integer)"))?;
+        dims[i] = p
+            .parse::<u32>()
+            .ok()
+            .filter(|v| *v > 0)
+            .ok_or_else(|| format!("bad dimension `{p}` (expected a positive integer)"))?;
     }
     Ok(dims)
 }
@@ -155,9 +163,20 @@ fn parse_run(line: usize, body: &str) -> Result<RunDirective, String> {
         .next()
         .and_then(|w| w.strip_prefix('@'))
         .filter(|n| !n.is_empty())
-        .ok_or("a run directive starts with the kernel or graph name, e.g. `run: @relu_backward grid(4) block(256) ...`")?
+        .ok_or(
+            "a run directive starts with the kernel or graph name, e.g. `run: @relu_backward grid(4) block(256) ...`",
+        )?
         .to_string();
-    let mut d = RunDirective { line, target, grid: None, block: None, shared_bytes: 0, tol: None, args: vec![], expects: vec![] };
+    let mut d = RunDirective {
+        line,
+        target,
+        grid: None,
+        block: None,
+        shared_bytes: 0,
+        tol: None,
+        args: vec![],
+        expects: vec![],
+    };
     for w in it {
         if let Some(rest) = w.strip_prefix("grid") {
             if rest.starts_with('(') {
@@ -171,10 +190,15 @@ fn parse_run(line: usize, body: &str) -> Result<RunDirective, String> {
                 continue;
             }
         }
-        let (key, value) = w.split_once('=').ok_or_else(|| format!("expected `NAME=VALUE`, `grid(..)` or `block(..)`, found `{w}`"))?;
+        let (key, value) = w
+            .split_once('=')
+            .ok_or_else(|| format!("expected `NAME=VALUE`, `grid(..)` or `block(..)`, found `{w}`"))?;
         match key {
             "tol" => d.tol = Some(Tolerance::parse(value)?),
-            "shared" => d.shared_bytes = value.parse::<u32>().map_err(|_| format!("bad shared memory size `{value}` (bytes)"))?,
+            "shared" => {
+                d.shared_bytes =
+                    value.parse::<u32>().map_err(|_| format!("bad shared memory size `{value}` (bytes)"))?
+            }
             "" => return Err(format!("missing argument name in `{w}`")),
             _ => {
                 if d.args.iter().any(|(k, _)| k == key) {
@@ -193,8 +217,12 @@ fn parse_run(line: usize, body: &str) -> Result<RunDirective, String> {
 fn parse_expect(line: usize, body: &str) -> Result<(String, Expect), String> {
     // @kernel NAME[A..B] == [v, ...]
     let body = body.trim();
-    let (target, rest) = body.split_once(char::is_whitespace).ok_or("expected `expect: @kernel NAME[A..B] == [values]`")?;
-    let target = target.strip_prefix('@').ok_or("an expect directive starts with the kernel name, e.g. `@relu_backward`")?.to_string();
+    let (target, rest) =
+        body.split_once(char::is_whitespace).ok_or("expected `expect: @kernel NAME[A..B] == [values]`")?;
+    let target = target
+        .strip_prefix('@')
+        .ok_or("an expect directive starts with the kernel name, e.g. `@relu_backward`")?
+        .to_string();
     let (lhs, rhs) = rest.split_once("==").ok_or("expected `==` in expect directive")?;
     let lhs = lhs.trim();
     let (buffer, range) = lhs.split_once('[').ok_or_else(|| format!("expected `NAME[A..B]`, found `{lhs}`"))?;
@@ -206,10 +234,17 @@ fn parse_expect(line: usize, body: &str) -> Result<(String, Expect), String> {
         return Err(format!("empty range `{start}..{end}`"));
     }
     let rhs = rhs.trim();
-    let list = rhs.strip_prefix('[').and_then(|r| r.strip_suffix(']')).ok_or_else(|| format!("expected `[v0, v1, ...]`, found `{rhs}`"))?;
+    let list = rhs
+        .strip_prefix('[')
+        .and_then(|r| r.strip_suffix(']'))
+        .ok_or_else(|| format!("expected `[v0, v1, ...]`, found `{rhs}`"))?;
     let values: Vec<String> = list.split(',').map(|v| v.trim().to_string()).filter(|v| !v.is_empty()).collect();
     if values.len() != end - start {
-        return Err(format!("range `{start}..{end}` has {} elements but {} values are given", end - start, values.len()));
+        return Err(format!(
+            "range `{start}..{end}` has {} elements but {} values are given",
+            end - start,
+            values.len()
+        ));
     }
     Ok((target, Expect { line, buffer: buffer.trim().to_string(), start, end, values }))
 }
@@ -231,7 +266,10 @@ pub fn parse_directives(source: &str) -> Result<Directives, Vec<DirectiveError>>
             match parse_expect(line, body) {
                 Ok((target, e)) => match out.runs.iter_mut().rev().find(|r| r.target == target) {
                     Some(r) => r.expects.push(e),
-                    None => errs.push(DirectiveError { line, message: format!("`expect:` for @{target} has no preceding `run:` line for @{target}") }),
+                    None => errs.push(DirectiveError {
+                        line,
+                        message: format!("`expect:` for @{target} has no preceding `run:` line for @{target}"),
+                    }),
                 },
                 Err(message) => errs.push(DirectiveError { line, message }),
             }

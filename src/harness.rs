@@ -94,32 +94,58 @@ pub fn test_file(path: &Path, ctx: &mut Context, emit: &mut dyn FnMut(Row)) {
     let label = path.display().to_string();
     let source = match std::fs::read_to_string(path) {
         Ok(s) => s,
-        Err(e) => return emit(Row { label: label.clone(), outcome: Outcome::Fail(format!("cannot read: {e}")), note: None }),
+        Err(e) => {
+            return emit(Row { label: label.clone(), outcome: Outcome::Fail(format!("cannot read: {e}")), note: None })
+        }
     };
     let module = match kir_ir::parse(&source) {
         Ok(m) => m,
-        Err(d) => return emit(Row { label: label.clone(), outcome: Outcome::Fail(format!("does not parse:\n{}", rendered(&d, &label, &source))), note: None }),
+        Err(d) => {
+            return emit(Row {
+                label: label.clone(),
+                outcome: Outcome::Fail(format!("does not parse:\n{}", rendered(&d, &label, &source))),
+                note: None,
+            })
+        }
     };
     let directives = match parse_directives(&source) {
         Ok(d) => d,
         Err(errs) => {
             let msg: Vec<String> = errs.iter().map(|e| format!("    {label}:{}: {}", e.line, e.message)).collect();
-            return emit(Row { label: label.clone(), outcome: Outcome::Fail(format!("bad directives:\n{}", msg.join("\n"))), note: None });
+            return emit(Row {
+                label: label.clone(),
+                outcome: Outcome::Fail(format!("bad directives:\n{}", msg.join("\n"))),
+                note: None,
+            });
         }
     };
     let diags = checks::check_module(&module);
     if diag::has_errors(&diags) {
-        return emit(Row { label: label.clone(), outcome: Outcome::Fail(format!("does not check:\n{}", rendered(&diags, &label, &source))), note: None });
+        return emit(Row {
+            label: label.clone(),
+            outcome: Outcome::Fail(format!("does not check:\n{}", rendered(&diags, &label, &source))),
+            note: None,
+        });
     }
     let mut optimized = module.clone();
     let pipeline = match kir_passes::parse_pipeline(kir_passes::DEFAULT_PIPELINE) {
         Ok(p) => p,
-        Err(e) => return emit(Row { label: label.clone(), outcome: Outcome::Fail(format!("internal: default pipeline: {e}")), note: None }),
+        Err(e) => {
+            return emit(Row {
+                label: label.clone(),
+                outcome: Outcome::Fail(format!("internal: default pipeline: {e}")),
+                note: None,
+            })
+        }
     };
     let run_cfg = kir_passes::RunConfig { verify_each: true, ..Default::default() };
     if let Err(e) = kir_passes::run_pipeline(&mut optimized, &pipeline, &run_cfg, &mut std::io::sink()) {
         let detail = rendered(e.diagnostics(), &label, &source);
-        return emit(Row { label: label.clone(), outcome: Outcome::Fail(format!("pass pipeline `{}` failed: {e}\n{detail}", kir_passes::DEFAULT_PIPELINE)), note: None });
+        return emit(Row {
+            label: label.clone(),
+            outcome: Outcome::Fail(format!("pass pipeline `{}` failed: {e}\n{detail}", kir_passes::DEFAULT_PIPELINE)),
+            note: None,
+        });
     }
     // PTX of the optimized module, assembled for the oldest and newest supported targets.
     let mut notes = vec![format!("passes: {}", kir_passes::DEFAULT_PIPELINE)];
@@ -128,7 +154,13 @@ pub fn test_file(path: &Path, ctx: &mut Context, emit: &mut dyn FnMut(Row)) {
     } else {
         match kir_backend_ptx::emit_module(&optimized, &PtxOptions::new(SmVersion::Sm80)) {
             Ok(p) => Some(p),
-            Err(d) => return emit(Row { label: label.clone(), outcome: Outcome::Fail(format!("PTX emission failed:\n{}", rendered(&d, &label, &source))), note: None }),
+            Err(d) => {
+                return emit(Row {
+                    label: label.clone(),
+                    outcome: Outcome::Fail(format!("PTX emission failed:\n{}", rendered(&d, &label, &source))),
+                    note: None,
+                })
+            }
         }
     };
     if let Some(ptx) = &ptx {
@@ -139,11 +171,25 @@ pub fn test_file(path: &Path, ctx: &mut Context, emit: &mut dyn FnMut(Row)) {
                 } else {
                     match kir_backend_ptx::emit_module(&optimized, &PtxOptions::new(sm)) {
                         Ok(p) => p,
-                        Err(d) => return emit(Row { label: label.clone(), outcome: Outcome::Fail(format!("PTX emission for {} failed:\n{}", sm.name(), rendered(&d, &label, &source))), note: None }),
+                        Err(d) => {
+                            return emit(Row {
+                                label: label.clone(),
+                                outcome: Outcome::Fail(format!(
+                                    "PTX emission for {} failed:\n{}",
+                                    sm.name(),
+                                    rendered(&d, &label, &source)
+                                )),
+                                note: None,
+                            })
+                        }
                     }
                 };
                 if let Err(e) = tools::run_ptxas(&text, sm) {
-                    return emit(Row { label: label.clone(), outcome: Outcome::Fail(format!("ptxas rejected the PTX for {}:\n{}", sm.name(), indent(&e))), note: None });
+                    return emit(Row {
+                        label: label.clone(),
+                        outcome: Outcome::Fail(format!("ptxas rejected the PTX for {}:\n{}", sm.name(), indent(&e))),
+                        note: None,
+                    });
                 }
             }
             notes.push("ptxas sm_80, sm_90".into());
@@ -156,12 +202,22 @@ pub fn test_file(path: &Path, ctx: &mut Context, emit: &mut dyn FnMut(Row)) {
             match ptx[from..].find(pat.as_str()) {
                 Some(p) => from += p + pat.len(),
                 None => {
-                    return emit(Row { label: label.clone(), outcome: Outcome::Fail(format!("{label}:{line}: check-ptx `{pat}` not found in the PTX (after the previous match)")), note: None })
+                    return emit(Row {
+                        label: label.clone(),
+                        outcome: Outcome::Fail(format!(
+                            "{label}:{line}: check-ptx `{pat}` not found in the PTX (after the previous match)"
+                        )),
+                        note: None,
+                    })
                 }
             }
         }
     } else if let Some((line, _)) = directives.ptx_checks.first() {
-        return emit(Row { label: label.clone(), outcome: Outcome::Fail(format!("{label}:{line}: check-ptx given but the file has no kernel")), note: None });
+        return emit(Row {
+            label: label.clone(),
+            outcome: Outcome::Fail(format!("{label}:{line}: check-ptx given but the file has no kernel")),
+            note: None,
+        });
     }
     emit(Row { label: label.clone(), outcome: Outcome::Ok, note: Some(notes.join("; ")) });
 
@@ -172,7 +228,10 @@ pub fn test_file(path: &Path, ctx: &mut Context, emit: &mut dyn FnMut(Row)) {
 }
 
 fn named_specs(d: &RunDirective) -> Result<Vec<(String, ArgSpec)>, String> {
-    d.args.iter().map(|(k, v)| parse_arg_spec(v).map(|s| (k.clone(), s)).map_err(|e| format!("argument `{k}`: {e}"))).collect()
+    d.args
+        .iter()
+        .map(|(k, v)| parse_arg_spec(v).map(|s| (k.clone(), s)).map_err(|e| format!("argument `{k}`: {e}")))
+        .collect()
 }
 
 /// Runs one directive in the interpreter (as written, and after passes) and on the GPU.
@@ -199,7 +258,10 @@ fn run_directive(
     };
     let is_graph = module.graph(&d.target).is_some();
     let (before, after) = if is_graph {
-        match (run_graph(module, &d.target, &specs, base_dir, &ctx.interp), run_graph(optimized, &d.target, &specs, base_dir, &ctx.interp)) {
+        match (
+            run_graph(module, &d.target, &specs, base_dir, &ctx.interp),
+            run_graph(optimized, &d.target, &specs, base_dir, &ctx.interp),
+        ) {
             (Ok(a), Ok(b)) => (a, b),
             (Err(e), _) => return emit(fail(render_run_error(e, file, source))),
             (_, Err(e)) => return emit(fail(format!("after passes: {}", render_run_error(e, file, source)))),
@@ -212,7 +274,8 @@ fn run_directive(
             return emit(fail(format!("@{} is a kernel: the directive needs grid(..) and block(..)", d.target)));
         };
         let cfg = LaunchConfig { grid, block, dynamic_shared_bytes: d.shared_bytes };
-        match (run_kernel(k, &cfg, &specs, base_dir, &ctx.interp), run_kernel(ko, &cfg, &specs, base_dir, &ctx.interp)) {
+        match (run_kernel(k, &cfg, &specs, base_dir, &ctx.interp), run_kernel(ko, &cfg, &specs, base_dir, &ctx.interp))
+        {
             (Ok(a), Ok(b)) => (a, b),
             (Err(e), _) => return emit(fail(render_run_error(e, file, source))),
             (_, Err(e)) => return emit(fail(format!("after passes: {}", render_run_error(e, file, source)))),
@@ -221,17 +284,31 @@ fn run_directive(
     for (i, (a, b)) in before.buffers.iter().zip(&after.buffers).enumerate() {
         let c = compare_buffers(a, b, Strictness::Bitwise, 5);
         if !c.is_match() {
-            return emit(fail(format!("outputs differ after passes `{}` in buffer `{}`: {c}", kir_passes::DEFAULT_PIPELINE, before.names[i])));
+            return emit(fail(format!(
+                "outputs differ after passes `{}` in buffer `{}`: {c}",
+                kir_passes::DEFAULT_PIPELINE,
+                before.names[i]
+            )));
         }
     }
     let tol = d.tol.unwrap_or(Tolerance::Exact);
     for e in &d.expects {
         let Some(bi) = before.names.iter().position(|n| *n == e.buffer) else {
-            return emit(fail(format!("{file}:{}: expect names `{}`, which is not a buffer argument of this run", e.line, e.buffer)));
+            return emit(fail(format!(
+                "{file}:{}: expect names `{}`, which is not a buffer argument of this run",
+                e.line, e.buffer
+            )));
         };
         let buf = &before.buffers[bi];
         if e.end > buf.len() {
-            return emit(fail(format!("{file}:{}: expect range {}..{} is past the end of `{}` ({} elements)", e.line, e.start, e.end, e.buffer, buf.len())));
+            return emit(fail(format!(
+                "{file}:{}: expect range {}..{} is past the end of `{}` ({} elements)",
+                e.line,
+                e.start,
+                e.end,
+                e.buffer,
+                buf.len()
+            )));
         }
         for (j, text) in e.values.iter().enumerate() {
             let idx = e.start + j;
@@ -250,21 +327,32 @@ fn run_directive(
             }
         }
     }
-    emit(Row { label: format!("{label} interp"), outcome: Outcome::Ok, note: Some("bit-identical after passes".into()) });
+    emit(Row {
+        label: format!("{label} interp"),
+        outcome: Outcome::Ok,
+        note: Some("bit-identical after passes".into()),
+    });
 
     // The GPU side.
     let gpu_label = format!("{label} gpu");
     let runner = match &mut ctx.gpu {
         GpuState::Available(r) => r,
         GpuState::Unavailable(why) => {
-            let outcome = if ctx.require_gpu { Outcome::Fail(format!("{why}; --require-gpu was given")) } else { Outcome::Skip("no GPU".into()) };
+            let outcome = if ctx.require_gpu {
+                Outcome::Fail(format!("{why}; --require-gpu was given"))
+            } else {
+                Outcome::Skip("no GPU".into())
+            };
             return emit(Row { label: gpu_label, outcome, note: None });
         }
     };
     // The directive's tolerance, else one derived from the approximate ops the code uses.
     let (gpu_tol, tol_source) = match d.tol {
         Some(t) => (t, "given"),
-        None if is_graph => (crate::tolerance::derived_tolerance_graph(optimized, optimized.graph(&d.target).expect("checked above")).0, "derived"),
+        None if is_graph => (
+            crate::tolerance::derived_tolerance_graph(optimized, optimized.graph(&d.target).expect("checked above")).0,
+            "derived",
+        ),
         None => (crate::tolerance::derived_tolerance(optimized.kernel(&d.target).expect("checked above")), "derived"),
     };
     let gpu_buffers = match run_on_gpu(runner, optimized, d, &specs, base_dir) {
@@ -276,12 +364,19 @@ fn run_directive(
         if !c.is_match() {
             return emit(Row {
                 label: gpu_label,
-                outcome: Outcome::Fail(format!("buffer `{}` differs from the interpreter (tol {gpu_tol}, {tol_source}): {c}", before.names[i])),
+                outcome: Outcome::Fail(format!(
+                    "buffer `{}` differs from the interpreter (tol {gpu_tol}, {tol_source}): {c}",
+                    before.names[i]
+                )),
                 note: None,
             });
         }
     }
-    emit(Row { label: gpu_label, outcome: Outcome::Ok, note: Some(format!("matches the interpreter (tol {gpu_tol}, {tol_source})")) });
+    emit(Row {
+        label: gpu_label,
+        outcome: Outcome::Ok,
+        note: Some(format!("matches the interpreter (tol {gpu_tol}, {tol_source})")),
+    });
 }
 
 /// Runs a directive's kernel or graph (of the optimized module) on the GPU with the same inputs the
@@ -303,7 +398,11 @@ fn run_on_gpu(
     let k = optimized.kernel(&d.target).ok_or_else(|| format!("no kernel `@{}`", d.target))?;
     let bound = kir_interp::args::bind(k, specs, base_dir)?;
     let ptx = gpu_exec::ptx_for(k, sm)?;
-    let cfg = LaunchConfig { grid: d.grid.unwrap_or([1; 3]), block: d.block.unwrap_or([1; 3]), dynamic_shared_bytes: d.shared_bytes };
+    let cfg = LaunchConfig {
+        grid: d.grid.unwrap_or([1; 3]),
+        block: d.block.unwrap_or([1; 3]),
+        dynamic_shared_bytes: d.shared_bytes,
+    };
     gpu_exec::run_kernel(runner, k, &ptx, &cfg, &bound.args, &bound.buffers)
 }
 
@@ -328,7 +427,13 @@ fn render_run_error(e: RunError, file: &str, source: &str) -> String {
     }
 }
 
-fn run_kernel(k: &Kernel, cfg: &LaunchConfig, specs: &[(String, ArgSpec)], base_dir: Option<&Path>, opts: &Options) -> Result<Outputs, RunError> {
+fn run_kernel(
+    k: &Kernel,
+    cfg: &LaunchConfig,
+    specs: &[(String, ArgSpec)],
+    base_dir: Option<&Path>,
+    opts: &Options,
+) -> Result<Outputs, RunError> {
     let mut bound = kir_interp::args::bind(k, specs, base_dir).map_err(RunError::Args)?;
     kir_interp::launch(k, cfg, &bound.args, &mut bound.buffers, opts).map_err(|e| RunError::Interp(Box::new(e)))?;
     let mut names = vec![String::new(); bound.buffers.len()];
@@ -340,10 +445,17 @@ fn run_kernel(k: &Kernel, cfg: &LaunchConfig, specs: &[(String, ArgSpec)], base_
     Ok(Outputs { buffers: bound.buffers, names })
 }
 
-fn run_graph(m: &Module, name: &str, specs: &[(String, ArgSpec)], base_dir: Option<&Path>, opts: &Options) -> Result<Outputs, RunError> {
+fn run_graph(
+    m: &Module,
+    name: &str,
+    specs: &[(String, ArgSpec)],
+    base_dir: Option<&Path>,
+    opts: &Options,
+) -> Result<Outputs, RunError> {
     let g = m.graph(name).ok_or_else(|| RunError::Args(format!("no graph `@{name}`")))?;
     let mut bound = kir_interp::graph::bind_graph(g, specs, base_dir).map_err(RunError::Args)?;
-    kir_interp::graph::run_graph(m, g, &bound.args, &mut bound.buffers, opts).map_err(|e| RunError::Interp(Box::new(e)))?;
+    kir_interp::graph::run_graph(m, g, &bound.args, &mut bound.buffers, opts)
+        .map_err(|e| RunError::Interp(Box::new(e)))?;
     let mut names = vec![String::new(); bound.buffers.len()];
     for (p, a) in bound.args.iter().enumerate() {
         if let Arg::Buffer(b) = a {

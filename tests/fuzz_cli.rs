@@ -74,8 +74,18 @@ fn usage_errors() {
 #[test]
 fn large_generated_kernels_are_accepted_by_the_barrier_verifier() {
     let dir = std::env::temp_dir().join(format!("kir-fuzz-large-{}", std::process::id()));
-    let (code, out, err) =
-        kir(&["fuzz", "--cases", "100", "--seed", "100900", "--insts", "300", "--no-ptxas", "--out-dir", dir.to_str().unwrap()]);
+    let (code, out, err) = kir(&[
+        "fuzz",
+        "--cases",
+        "100",
+        "--seed",
+        "100900",
+        "--insts",
+        "300",
+        "--no-ptxas",
+        "--out-dir",
+        dir.to_str().unwrap(),
+    ]);
     assert_eq!(code, 0, "{out}\n{err}");
     assert!(out.contains("fuzz: 100 cases, 100 passed, 0 failed;"), "{out}");
     std::fs::remove_dir_all(&dir).ok();

@@ -4,7 +4,11 @@ use std::process::Command;
 
 fn kir(args: &[&str]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_kir")).args(args).output().unwrap();
-    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
 }
 
 const RELU: [&str; 6] = ["run", "kernels/relu_backward.kir", "--grid", "4", "--block", "256"];
@@ -12,7 +16,17 @@ const RELU: [&str; 6] = ["run", "kernels/relu_backward.kir", "--grid", "4", "--b
 #[test]
 fn runs_and_summarizes_written_buffers() {
     let mut a = RELU.to_vec();
-    a.extend(["--arg", "x=range:f32:1000", "--arg", "dy=ones:f32:1000", "--arg", "dx=zeros:f32:1000", "--arg", "n=1000", "--stats"]);
+    a.extend([
+        "--arg",
+        "x=range:f32:1000",
+        "--arg",
+        "dy=ones:f32:1000",
+        "--arg",
+        "dx=zeros:f32:1000",
+        "--arg",
+        "n=1000",
+        "--stats",
+    ]);
     let (code, out, err) = kir(&a);
     assert_eq!(code, 0, "{err}");
     // x = 0, 1, 2, ...: dx = 0 at x = 0, then 1. Only the written buffer is summarized.
@@ -56,7 +70,10 @@ fn argument_errors_exit_2() {
             "argument `x`: the buffer holds f16 elements, but the parameter is a ptr<global, f32>",
         ),
         (&["--arg", "x=rand:f32:4", "--arg", "n=4"], "missing argument for parameter `dy: ptr<global, f32>`"),
-        (&["--arg", "x=rand:f32:4", "--arg", "dy=ones:f32:4", "--arg", "dx=zeros:f32:4", "--arg", "n=-4"], "argument `n`"),
+        (
+            &["--arg", "x=rand:f32:4", "--arg", "dy=ones:f32:4", "--arg", "dx=zeros:f32:4", "--arg", "n=-4"],
+            "argument `n`",
+        ),
         (&["--arg", "q=1"], "has no parameter `q`"),
     ];
     for (extra, msg) in cases {

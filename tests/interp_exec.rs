@@ -286,7 +286,8 @@ entry:
   ret
 }
 "#;
-    let mut bufs = vec![Buffer::zeros(ScalarType::U32, 1), Buffer::zeros(ScalarType::U32, 300), Buffer::zeros(ScalarType::F32, 1)];
+    let mut bufs =
+        vec![Buffer::zeros(ScalarType::U32, 1), Buffer::zeros(ScalarType::U32, 300), Buffer::zeros(ScalarType::F32, 1)];
     run(src, LaunchConfig::linear(3, 100), &[Arg::Buffer(0), Arg::Buffer(1), Arg::Buffer(2)], &mut bufs);
     assert_eq!(bufs[0].to_u32(), vec![300]);
     assert_eq!(bufs[1].to_u32(), (0..300).collect::<Vec<u32>>());
@@ -370,8 +371,14 @@ exit:
 "#;
     let mut bufs = vec![Buffer::zeros(ScalarType::U32, 7 * 64)];
     let opts = Options { races: true, uninit: true, ..Options::default() };
-    let stats = launch(&kernel(src), &LaunchConfig::linear(3, 64), &[Arg::Buffer(0), Arg::Scalar(Constant::u32(7))], &mut bufs, &opts)
-        .unwrap_or_else(|e| panic!("{e}"));
+    let stats = launch(
+        &kernel(src),
+        &LaunchConfig::linear(3, 64),
+        &[Arg::Buffer(0), Arg::Scalar(Constant::u32(7))],
+        &mut bufs,
+        &opts,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(bufs[0].to_u32(), (0..7 * 64).map(|i| i / 64 + 1).collect::<Vec<u32>>());
     assert_eq!(stats.barriers, 2 * 7);
 }
@@ -382,8 +389,12 @@ fn persistent_rmsnorm_from_the_kernel_library_runs_clean() {
     let m = kir_ir::parse(src).unwrap();
     let k = m.kernel("persistent_decoder").expect("kernels/rmsnorm.kir has @persistent_decoder");
     let (tokens, hidden) = (7u32, 100u32);
-    let x = kir_interp::args::generate(&kir_interp::args::ArgSpec::Rand { elem: ScalarType::F16, len: (tokens * hidden) as u64, seed: 5 })
-        .unwrap();
+    let x = kir_interp::args::generate(&kir_interp::args::ArgSpec::Rand {
+        elem: ScalarType::F16,
+        len: (tokens * hidden) as u64,
+        seed: 5,
+    })
+    .unwrap();
     let mut bufs = vec![x, Buffer::zeros(ScalarType::F16, (tokens * hidden) as usize)];
     let args = [Arg::Buffer(0), Arg::Buffer(1), Arg::Scalar(Constant::u32(tokens)), Arg::Scalar(Constant::u32(hidden))];
     let opts = Options { races: true, uninit: true, ..Options::default() };
@@ -469,15 +480,28 @@ entry:
 #[test]
 fn invalid_launches_are_their_own_error_kind() {
     let k = kernel(RELU);
-    let mut bufs = vec![Buffer::zeros(ScalarType::F32, 4), Buffer::zeros(ScalarType::F32, 4), Buffer::zeros(ScalarType::S32, 4)];
+    let mut bufs =
+        vec![Buffer::zeros(ScalarType::F32, 4), Buffer::zeros(ScalarType::F32, 4), Buffer::zeros(ScalarType::S32, 4)];
     let good = [Arg::Buffer(0), Arg::Buffer(1), Arg::Buffer(0), Arg::Scalar(Constant::u32(4))];
     let cases: Vec<(LaunchConfig, Vec<Arg>, &str)> = vec![
         (LaunchConfig::linear(1, 2048), good.to_vec(), "too large"),
         (LaunchConfig::linear(0, 32), good.to_vec(), "at least 1"),
         (LaunchConfig::linear(1, 32), good[..3].to_vec(), "takes 4 arguments, given 3"),
-        (LaunchConfig::linear(1, 32), vec![good[0], good[1], Arg::Buffer(2), good[3]], "must be a buffer of f32, given a buffer of s32"),
-        (LaunchConfig::linear(1, 32), vec![good[0], good[1], good[2], Arg::Scalar(Constant::s32(4))], "must be a u32, given a s32"),
-        (LaunchConfig::linear(1, 32), vec![good[0], good[1], good[2], Arg::Buffer(0)], "must be a u32 scalar, given a buffer"),
+        (
+            LaunchConfig::linear(1, 32),
+            vec![good[0], good[1], Arg::Buffer(2), good[3]],
+            "must be a buffer of f32, given a buffer of s32",
+        ),
+        (
+            LaunchConfig::linear(1, 32),
+            vec![good[0], good[1], good[2], Arg::Scalar(Constant::s32(4))],
+            "must be a u32, given a s32",
+        ),
+        (
+            LaunchConfig::linear(1, 32),
+            vec![good[0], good[1], good[2], Arg::Buffer(0)],
+            "must be a u32 scalar, given a buffer",
+        ),
         (LaunchConfig::linear(1, 32), vec![good[0], Arg::Buffer(9), good[2], good[3]], "names buffer 9"),
     ];
     for (cfg, args, msg) in cases {

@@ -145,8 +145,14 @@ fn infinite_loop_with_default_fuel_in_many_blocks_stops() {
     let m = kir_ir::parse(&src).unwrap();
     let mut bufs = vec![u32s(1)];
     let opts = Options { fuel: 20_000_000, ..Options::default() };
-    let e = launch(&m.kernels[0], &LaunchConfig::linear(64, 256), &[Arg::Buffer(0), Arg::Scalar(Constant::u32(5))], &mut bufs, &opts)
-        .unwrap_err();
+    let e = launch(
+        &m.kernels[0],
+        &LaunchConfig::linear(64, 256),
+        &[Arg::Buffer(0), Arg::Scalar(Constant::u32(5))],
+        &mut bufs,
+        &opts,
+    )
+    .unwrap_err();
     assert_eq!(e.fault_kind(), Some(FaultKind::FuelExhausted));
 }
 
@@ -186,8 +192,14 @@ fn faults_are_reported_identically_whatever_the_host_threads() {
         let mut bufs = vec![f32s(64 * 40)];
         let opts = Options { threads, ..Options::default() };
         // n = 1000: blocks 15.. fault (block 15 partially in range, blocks 16.. fully out).
-        let e = launch(&m.kernels[0], &LaunchConfig::linear(40, 64), &[Arg::Buffer(0), Arg::Scalar(Constant::u32(1000))], &mut bufs, &opts)
-            .unwrap_err();
+        let e = launch(
+            &m.kernels[0],
+            &LaunchConfig::linear(40, 64),
+            &[Arg::Buffer(0), Arg::Scalar(Constant::u32(1000))],
+            &mut bufs,
+            &opts,
+        )
+        .unwrap_err();
         errs.push(e);
     }
     assert!(errs.windows(2).all(|w| w[0] == w[1]));

@@ -11,8 +11,17 @@ fn run(body: &str) -> Result<Vec<u32>, kir_interp::InterpError> {
     );
     let m = kir_ir::parse(&src).expect("parses");
     assert!(kir_ir::verify::verify_module(&m).is_empty());
-    let mut bufs = vec![Buffer::from_u32(&(0..16).map(|i| 100 + i).collect::<Vec<u32>>()), Buffer::zeros(kir_ir::ScalarType::U32, 4)];
-    launch(&m.kernels[0], &LaunchConfig::linear(1, 1), &[Arg::Buffer(0), Arg::Buffer(1)], &mut bufs, &Options::default())?;
+    let mut bufs = vec![
+        Buffer::from_u32(&(0..16).map(|i| 100 + i).collect::<Vec<u32>>()),
+        Buffer::zeros(kir_ir::ScalarType::U32, 4),
+    ];
+    launch(
+        &m.kernels[0],
+        &LaunchConfig::linear(1, 1),
+        &[Arg::Buffer(0), Arg::Buffer(1)],
+        &mut bufs,
+        &Options::default(),
+    )?;
     Ok(bufs[1].to_u32())
 }
 

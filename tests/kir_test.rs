@@ -10,13 +10,18 @@ fn kir(args: &[&str], envs: &[(&str, &str)]) -> (i32, String, String) {
         cmd.env(k, v);
     }
     let out = cmd.output().expect("run kir");
-    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 /// Parses the final `N passed, N failed, N skipped` line.
 fn summary(stdout: &str) -> (usize, usize, usize) {
     let last = stdout.lines().last().unwrap_or_default();
-    let nums: Vec<usize> = last.split(|c: char| !c.is_ascii_digit()).filter(|s| !s.is_empty()).map(|s| s.parse().unwrap()).collect();
+    let nums: Vec<usize> =
+        last.split(|c: char| !c.is_ascii_digit()).filter(|s| !s.is_empty()).map(|s| s.parse().unwrap()).collect();
     assert_eq!(nums.len(), 3, "no summary line in:\n{stdout}");
     assert!(last.contains("passed") && last.contains("failed") && last.contains("skipped"), "{last}");
     (nums[0], nums[1], nums[2])
@@ -28,7 +33,10 @@ fn the_kernel_library_passes() {
     let (passed, failed, skipped) = summary(&stdout);
     assert_eq!(code, 0, "kir test kernels/ failed:\n{stdout}\n{stderr}");
     assert_eq!(failed, 0);
-    let files = std::fs::read_dir("kernels").unwrap().filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "kir")).count();
+    let files = std::fs::read_dir("kernels")
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "kir"))
+        .count();
     let directives = stdout.lines().filter(|l| l.ends_with(" interp")).count();
     // One row per file, one interpreter row per directive, one GPU row per directive.
     assert!(directives >= files, "expected at least one run directive per file:\n{stdout}");
@@ -41,7 +49,15 @@ fn the_kernel_library_passes() {
 
 #[test]
 fn failures_are_reported_with_locations_and_exit_1() {
-    let (code, stdout, _) = kir(&["test", "tests/kir_test_cases/bad_expect.kir", "tests/kir_test_cases/oob.kir", "tests/kir_test_cases/syntax.kir"], &[]);
+    let (code, stdout, _) = kir(
+        &[
+            "test",
+            "tests/kir_test_cases/bad_expect.kir",
+            "tests/kir_test_cases/oob.kir",
+            "tests/kir_test_cases/syntax.kir",
+        ],
+        &[],
+    );
     assert_eq!(code, 1);
     let (_, failed, _) = summary(&stdout);
     assert_eq!(failed, 3);

@@ -56,7 +56,8 @@ fn dump_dir_and_stats() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains(" 1. fold (changed 1 kernel)\n             1  instructions folded\n"), "{err}");
     assert!(err.contains("*** Pass execution timing ***"), "{err}");
-    let mut names: Vec<String> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    let mut names: Vec<String> =
+        std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
     names.sort();
     assert_eq!(names, ["00-input.kir", "01-fold.kir", "02-simplify-cfg.kir", "03-dce.kir"]);
     let _ = std::fs::remove_dir_all(&dir);
@@ -65,10 +66,7 @@ fn dump_dir_and_stats() {
 #[test]
 fn errors_users_see() {
     let input = write_tmp("err.kir", K);
-    let bad = write_tmp(
-        "bad.kir",
-        "kernel @bad(%out: ptr<global, u32>) {\nentry:\n  store %out[0], %nope\n  ret\n}\n",
-    );
+    let bad = write_tmp("bad.kir", "kernel @bad(%out: ptr<global, u32>) {\nentry:\n  store %out[0], %nope\n  ret\n}\n");
     let invalid = write_tmp(
         "invalid.kir",
         "kernel @inv(%out: ptr<global, u32>, %c: pred) {\nentry:\n  br %c, a, b\na:\n  %x = add.u32 1, 2\n  jmp b\nb:\n  store %out[0], %x\n  ret\n}\n",

@@ -8,13 +8,20 @@ use std::process::Command;
 #[test]
 fn print_ir_after_all_for_every_library_kernel() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels");
-    let mut files: Vec<_> =
-        std::fs::read_dir(&dir).expect("kernels/").filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|e| e == "kir")).collect();
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .expect("kernels/")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "kir"))
+        .collect();
     files.sort();
     assert!(!files.is_empty(), "no kernels in kernels/");
     for f in files {
         let stem = f.file_stem().unwrap().to_string_lossy().to_string();
-        let out = Command::new(env!("CARGO_BIN_EXE_kir")).args(["opt", "--verify-each", "--print-ir-after-all"]).arg(&f).output().expect("run kir");
+        let out = Command::new(env!("CARGO_BIN_EXE_kir"))
+            .args(["opt", "--verify-each", "--print-ir-after-all"])
+            .arg(&f)
+            .output()
+            .expect("run kir");
         let stderr = String::from_utf8_lossy(&out.stderr).to_string();
         let stdout = String::from_utf8_lossy(&out.stdout).to_string();
         assert!(out.status.success(), "{stem}: kir opt failed\n{stderr}");

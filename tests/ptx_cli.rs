@@ -3,8 +3,13 @@
 use std::process::Command;
 
 fn kir(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_kir")).args(args).current_dir(env!("CARGO_MANIFEST_DIR")).output().unwrap();
-    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+    let out =
+        Command::new(env!("CARGO_BIN_EXE_kir")).args(args).current_dir(env!("CARGO_MANIFEST_DIR")).output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 #[test]
@@ -24,7 +29,8 @@ fn ptx_kernel_selection_and_output_file() {
     let dir = std::env::temp_dir().join(format!("kir-ptx-cli-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let out = dir.join("a.ptx");
-    let (code, stdout, err) = kir(&["ptx", "kernels/activations.kir", "--kernel", "@silu_backward", "-o", out.to_str().unwrap()]);
+    let (code, stdout, err) =
+        kir(&["ptx", "kernels/activations.kir", "--kernel", "@silu_backward", "-o", out.to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
     assert!(stdout.is_empty());
     let ptx = std::fs::read_to_string(&out).unwrap();

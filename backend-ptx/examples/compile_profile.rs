@@ -4,7 +4,11 @@ use std::time::{Duration, Instant};
 
 fn main() {
     let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../kernels");
-    let mut files: Vec<_> = std::fs::read_dir(&dir).unwrap().filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "kir")).collect();
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "kir"))
+        .collect();
     files.sort();
     let sources: Vec<String> = files.iter().map(|p| std::fs::read_to_string(p).unwrap()).collect();
     let reps: u32 = std::env::var("KIR_REPS").ok().and_then(|v| v.parse().ok()).unwrap_or(200);
@@ -19,7 +23,8 @@ fn main() {
             kir_passes::run_pipeline(&mut m, &p, &kir_passes::RunConfig::default(), &mut std::io::sink()).unwrap();
             passes += t.elapsed();
             let t = Instant::now();
-            let opts = kir_backend_ptx::PtxOptions { sm: kir_backend_ptx::SmVersion::Sm80, source: None, comments: false };
+            let opts =
+                kir_backend_ptx::PtxOptions { sm: kir_backend_ptx::SmVersion::Sm80, source: None, comments: false };
             std::hint::black_box(kir_backend_ptx::emit_module(&m, &opts).unwrap());
             emit += t.elapsed();
         }

@@ -106,7 +106,12 @@ pub struct GraphPlan<'m> {
 /// Evaluates graph `g`'s temporary sizes, launch shapes and computed arguments from its scalar
 /// arguments; `user_buffers` is the number of the caller's buffers (temporaries follow them).
 /// Used by the interpreter ([`run_graph`]) and the GPU runner, so both run the same launches.
-pub fn plan_graph<'m>(m: &'m Module, g: &Graph, args: &[Arg], user_buffers: usize) -> Result<GraphPlan<'m>, InterpError> {
+pub fn plan_graph<'m>(
+    m: &'m Module,
+    g: &Graph,
+    args: &[Arg],
+    user_buffers: usize,
+) -> Result<GraphPlan<'m>, InterpError> {
     let scalar = |name: &str| -> Option<u64> {
         let (i, _) = g.param(name)?;
         match args.get(i)? {

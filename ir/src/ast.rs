@@ -83,7 +83,9 @@ pub enum AstOperand {
     Float(String),
     HexFloat(String),
     Bool(bool),
-    Inf { negative: bool },
+    Inf {
+        negative: bool,
+    },
     Nan,
 }
 
@@ -102,7 +104,11 @@ pub enum AstStmtKind {
         args: Vec<Spanned<AstOperand>>,
         annot: Option<AstType>,
     },
-    Br { cond: Spanned<AstOperand>, then_: AstBlockCall, else_: AstBlockCall },
+    Br {
+        cond: Spanned<AstOperand>,
+        then_: AstBlockCall,
+        else_: AstBlockCall,
+    },
     Jmp(AstBlockCall),
     Ret,
 }

@@ -138,12 +138,26 @@ impl Cfg {
             }
         }
         let dom_interval = if n > 0 {
-            tree_intervals(n, |v| if reachable[v] { doms.immediate_dominator(NodeIndex::new(v)).map(|d| d.index()) } else { None }, &[0])
+            tree_intervals(
+                n,
+                |v| if reachable[v] { doms.immediate_dominator(NodeIndex::new(v)).map(|d| d.index()) } else { None },
+                &[0],
+            )
         } else {
             vec![]
         };
         // Post-dominator tree over blocks plus the virtual exit (index n).
-        let pdom_all = tree_intervals(n + 1, |v| if v == n || !reaches_exit[v] { None } else { pdoms.immediate_dominator(NodeIndex::new(v)).map(|d| d.index()) }, &[n]);
+        let pdom_all = tree_intervals(
+            n + 1,
+            |v| {
+                if v == n || !reaches_exit[v] {
+                    None
+                } else {
+                    pdoms.immediate_dominator(NodeIndex::new(v)).map(|d| d.index())
+                }
+            },
+            &[n],
+        );
         let pdom_interval = pdom_all[..n].to_vec();
         Cfg { graph, succs, preds, rpo: post, reachable, doms, pdoms, exit, reaches_exit, dom_interval, pdom_interval }
     }
@@ -239,7 +253,15 @@ impl Cfg {
 
     /// Graphviz DOT: one node per block, labelled with its parameters and instructions.
     pub fn to_dot(&self, k: &Kernel) -> String {
-        let esc = |s: &str| s.replace('\\', "\\\\").replace('"', "\\\"").replace('{', "\\{").replace('}', "\\}").replace('<', "\\<").replace('>', "\\>").replace('|', "\\|");
+        let esc = |s: &str| {
+            s.replace('\\', "\\\\")
+                .replace('"', "\\\"")
+                .replace('{', "\\{")
+                .replace('}', "\\}")
+                .replace('<', "\\<")
+                .replace('>', "\\>")
+                .replace('|', "\\|")
+        };
         let mut out = String::new();
         let _ = writeln!(out, "digraph \"{}\" {{", esc(&k.name));
         let _ = writeln!(out, "  node [shape=record, fontname=\"monospace\"];");
@@ -247,7 +269,8 @@ impl Cfg {
             let blk = k.block(b);
             let mut label = blk.name.clone();
             if !blk.params.is_empty() {
-                let ps: Vec<String> = blk.params.iter().map(|p| format!("%{}: {}", k.value(*p).name, k.value(*p).ty)).collect();
+                let ps: Vec<String> =
+                    blk.params.iter().map(|p| format!("%{}: {}", k.value(*p).name, k.value(*p).ty)).collect();
                 label = format!("{label}({})", ps.join(", "));
             }
             let mut lines = vec![esc(&format!("{label}:"))];

@@ -108,9 +108,7 @@ pub fn within_error_bound(op: &Op, args: &[u64], gpu: u64) -> bool {
     let err = (w - g).abs();
     let in_abs = b.abs_domain.is_some_and(|(lo, hi)| x >= lo && x <= hi);
     let tol_ulp = b.ulp as f64 * ulp_of(fmt, w);
-    let tol = tol_ulp
-        .max(b.rel * w.abs())
-        .max(if in_abs { b.abs } else { 0.0 });
+    let tol = tol_ulp.max(b.rel * w.abs()).max(if in_abs { b.abs } else { 0.0 });
     err <= tol
 }
 
@@ -280,12 +278,8 @@ pub fn dispatch<S: Sink>(op: &Op, sink: S) -> S::Out {
             };
             let (mode, ftz) = mode_of(f);
             match (fmt, mode, ftz) {
-                (Fmt::F32, Mode::Rn, false) => {
-                    sink.ter(|a, b, c| float::fma(Fmt::F32, Mode::Rn, false, a, b, c))
-                }
-                (Fmt::F64, Mode::Rn, false) => {
-                    sink.ter(|a, b, c| float::fma(Fmt::F64, Mode::Rn, false, a, b, c))
-                }
+                (Fmt::F32, Mode::Rn, false) => sink.ter(|a, b, c| float::fma(Fmt::F32, Mode::Rn, false, a, b, c)),
+                (Fmt::F64, Mode::Rn, false) => sink.ter(|a, b, c| float::fma(Fmt::F64, Mode::Rn, false, a, b, c)),
                 _ => sink.ter(move |a, b, c| float::fma(fmt, mode, ftz, a, b, c)),
             }
         }
@@ -295,13 +289,7 @@ pub fn dispatch<S: Sink>(op: &Op, sink: S) -> S::Out {
             let m = ty.mask();
             sink.ter(move |c, a, b| if c & 1 != 0 { a & m } else { b & m })
         }
-        Op::Cvt {
-            to,
-            from,
-            rounding,
-            sat,
-            ftz,
-        } => {
+        Op::Cvt { to, from, rounding, sat, ftz } => {
             let (to, from, rounding, sat, ftz) = (*to, *from, *rounding, *sat, *ftz);
             if to.is_pred() || from.is_pred() {
                 return sink.invalid();
@@ -329,12 +317,8 @@ fn bin<S: Sink>(op: BinOp, ty: ScalarType, f: &FloatFlags, sink: S) -> S::Out {
         macro_rules! arith {
             ($func:path) => {
                 match (fmt, mode, ftz) {
-                    (Fmt::F32, Mode::Rn, false) => {
-                        sink.bin(|a, b| $func(Fmt::F32, Mode::Rn, false, a, b))
-                    }
-                    (Fmt::F64, Mode::Rn, false) => {
-                        sink.bin(|a, b| $func(Fmt::F64, Mode::Rn, false, a, b))
-                    }
+                    (Fmt::F32, Mode::Rn, false) => sink.bin(|a, b| $func(Fmt::F32, Mode::Rn, false, a, b)),
+                    (Fmt::F64, Mode::Rn, false) => sink.bin(|a, b| $func(Fmt::F64, Mode::Rn, false, a, b)),
                     _ => sink.bin(move |a, b| $func(fmt, mode, ftz, a, b)),
                 }
             };
@@ -401,9 +385,7 @@ fn unary<S: Sink>(op: UnOp, ty: ScalarType, f: &FloatFlags, sink: S) -> S::Out {
         UnOp::Not if ty.is_pred() => sink.un(|a| (a ^ 1) & 1),
         UnOp::Not => sink.un(move |a| !a & m),
         UnOp::Neg if ty.is_signed_int() => sink.un(move |a| a.wrapping_neg() & m),
-        UnOp::Abs if ty.is_signed_int() => {
-            sink.un(move |a| (int::sext(a, w).wrapping_abs() as u64) & m)
-        }
+        UnOp::Abs if ty.is_signed_int() => sink.un(move |a| (int::sext(a, w).wrapping_abs() as u64) & m),
         _ => sink.invalid(),
     }
 }
@@ -464,11 +446,7 @@ fn cmp<S: Sink>(op: CmpOp, ty: ScalarType, sink: S) -> S::Out {
     macro_rules! icmp {
         ($pred:expr, $w:expr, $s:expr, |$o:ident| $e:expr) => {
             sink.bin(move |a, b| {
-                let $o = if $pred {
-                    (a & 1).cmp(&(b & 1))
-                } else {
-                    int::cmp(a, b, $w, $s)
-                };
+                let $o = if $pred { (a & 1).cmp(&(b & 1)) } else { int::cmp(a, b, $w, $s) };
                 ($e) as u64
             })
         };

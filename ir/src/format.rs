@@ -103,7 +103,8 @@ pub fn format_source(src: &str, module: &Module) -> String {
                 LineKind::Inst(i) => (start_of(k.inst(i).span), "  ", "  "),
                 LineKind::Term(b) => (start_of(k.block(b).term_span), "  ", "  "),
                 LineKind::Close => {
-                    let close = src.get(max_end..).and_then(|rest| rest.find('}')).map(|p| max_end + p).unwrap_or(src.len());
+                    let close =
+                        src.get(max_end..).and_then(|rest| rest.find('}')).map(|p| max_end + p).unwrap_or(src.len());
                     (close, "", "  ")
                 }
             };
@@ -126,7 +127,12 @@ pub fn format_source(src: &str, module: &Module) -> String {
     for g in &module.graphs {
         let mut group = Vec::new();
         let mut max_end = g.span.start as usize;
-        group.push(Item { text: first_line(&crate::graph::print_graph(g)), offset: g.span.start as usize, indent: "", comment_indent: "" });
+        group.push(Item {
+            text: first_line(&crate::graph::print_graph(g)),
+            offset: g.span.start as usize,
+            indent: "",
+            comment_indent: "",
+        });
         for t in &g.temps {
             max_end = max_end.max(t.span.end as usize);
             let text = format!("temp %{}: {}[{}]", t.name, t.elem, t.len);
@@ -134,11 +140,19 @@ pub fn format_source(src: &str, module: &Module) -> String {
         }
         for l in &g.launches {
             max_end = max_end.max(l.span.end as usize);
-            group.push(Item { text: crate::graph::print_launch(l), offset: l.span.start as usize, indent: "  ", comment_indent: "  " });
+            group.push(Item {
+                text: crate::graph::print_launch(l),
+                offset: l.span.start as usize,
+                indent: "  ",
+                comment_indent: "  ",
+            });
         }
         // The header's span may cover the whole graph; the closing brace is the last `}` in it.
-        let close = src.get(..(g.span.end as usize).min(src.len())).and_then(|head| head.rfind('}')).filter(|&p| p >= max_end);
-        let close = close.or_else(|| src.get(max_end..).and_then(|rest| rest.find('}')).map(|p| max_end + p)).unwrap_or(src.len());
+        let close =
+            src.get(..(g.span.end as usize).min(src.len())).and_then(|head| head.rfind('}')).filter(|&p| p >= max_end);
+        let close = close
+            .or_else(|| src.get(max_end..).and_then(|rest| rest.find('}')).map(|p| max_end + p))
+            .unwrap_or(src.len());
         group.push(Item { text: "}".into(), offset: close, indent: "", comment_indent: "  " });
         items.push(group);
     }
@@ -184,7 +198,14 @@ pub fn format_source(src: &str, module: &Module) -> String {
             // When the next item starts on the same line, the comment belongs to that later item.
             let shares_line = ii + 1 < group.len() && next_line == item_line;
             let own_end = next_line.saturating_sub(1).max(item_line);
-            for c in comments.iter_mut().filter(|c| !shares_line && !c.used && c.trailing && c.line >= item_line && c.line <= own_end && c.offset > item.offset) {
+            for c in comments.iter_mut().filter(|c| {
+                !shares_line
+                    && !c.used
+                    && c.trailing
+                    && c.line >= item_line
+                    && c.line <= own_end
+                    && c.offset > item.offset
+            }) {
                 out.push_str("  ");
                 out.push_str(&c.text);
                 c.used = true;

@@ -413,7 +413,8 @@ impl Kernel {
             let mut params = vec![];
             for (n, &p) in b.params.iter().enumerate() {
                 let d = self.value(p);
-                let nv = new.add_value(d.name.clone(), d.ty, ValueDef::BlockParam(BlockId(bi as u32), n as u32), d.span);
+                let nv =
+                    new.add_value(d.name.clone(), d.ty, ValueDef::BlockParam(BlockId(bi as u32), n as u32), d.span);
                 params.push(nv);
                 vmap[p.index()] = Some(nv);
             }

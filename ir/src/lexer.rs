@@ -132,7 +132,15 @@ pub fn token_text(t: &Token<'_>) -> &'static str {
         Token::Comma => ",",
         Token::Colon => ":",
         Token::Eq => "=",
-        Token::Value(_) | Token::Def(_) | Token::Label(_) | Token::CallOpen(_) | Token::Global(_) | Token::Ident(_) | Token::Int(_) | Token::Float(_) | Token::HexFloat(_) => "",
+        Token::Value(_)
+        | Token::Def(_)
+        | Token::Label(_)
+        | Token::CallOpen(_)
+        | Token::Global(_)
+        | Token::Ident(_)
+        | Token::Int(_)
+        | Token::Float(_)
+        | Token::HexFloat(_) => "",
     }
 }
 

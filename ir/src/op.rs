@@ -66,10 +66,7 @@ pub enum SpecialReg {
 impl SpecialReg {
     /// True when the value differs between threads of one block.
     pub fn is_thread_varying(self) -> bool {
-        matches!(
-            self,
-            SpecialReg::Tid(_) | SpecialReg::GlobalId(_) | SpecialReg::LaneId | SpecialReg::WarpId
-        )
+        matches!(self, SpecialReg::Tid(_) | SpecialReg::GlobalId(_) | SpecialReg::LaneId | SpecialReg::WarpId)
     }
 }
 
@@ -684,7 +681,13 @@ pub fn all_ops() -> Vec<Op> {
     use ScalarType as S;
     let mut ops = Vec::new();
     for d in Dim::ALL {
-        for r in [SpecialReg::Tid(d), SpecialReg::Ctaid(d), SpecialReg::Ntid(d), SpecialReg::Nctaid(d), SpecialReg::GlobalId(d)] {
+        for r in [
+            SpecialReg::Tid(d),
+            SpecialReg::Ctaid(d),
+            SpecialReg::Ntid(d),
+            SpecialReg::Nctaid(d),
+            SpecialReg::GlobalId(d),
+        ] {
             ops.push(Op::Special(r));
         }
     }

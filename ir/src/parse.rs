@@ -46,7 +46,8 @@ fn syntax_error(src: &str, e: lalrpop_util::ParseError<usize, Token<'_>, LexErro
             Diagnostic::error("invalid token").at(Span::new(location, (location + 1).min(src.len())), "not a token")
         }
         UnrecognizedEof { location, expected } => {
-            let mut d = Diagnostic::error("unexpected end of file").at(Span::new(location, location), "input ends here");
+            let mut d =
+                Diagnostic::error("unexpected end of file").at(Span::new(location, location), "input ends here");
             if !expected.is_empty() {
                 d = d.with_note(format!("expected one of {}", describe_expected(&expected)));
             }
@@ -62,15 +63,15 @@ fn syntax_error(src: &str, e: lalrpop_util::ParseError<usize, Token<'_>, LexErro
             }
             d
         }
-        ExtraToken { token: (l, tok, r) } => {
-            Diagnostic::error(format!("unexpected {tok} after the end of the module")).at(Span::new(l, r), "extra token")
-        }
+        ExtraToken { token: (l, tok, r) } => Diagnostic::error(format!("unexpected {tok} after the end of the module"))
+            .at(Span::new(l, r), "extra token"),
         User { error } => {
             let text = src.get(error.start..error.end).unwrap_or("");
             if error.start == error.end || text.is_empty() {
                 Diagnostic::error("invalid token").at(Span::new(error.start, error.end), "here")
             } else {
-                Diagnostic::error(format!("invalid token `{}`", text.escape_debug())).at(Span::new(error.start, error.end), "not a token")
+                Diagnostic::error(format!("invalid token `{}`", text.escape_debug()))
+                    .at(Span::new(error.start, error.end), "not a token")
             }
         }
     }
@@ -255,7 +256,9 @@ pub fn parse_mnemonic(m: &str, annot: Option<Type>) -> Result<Op, String> {
                 "max" => Op::Atomic(AtomicOp::Max),
                 "exch" => Op::Atomic(AtomicOp::Exch),
                 "cas" => Op::AtomicCas,
-                other => return Err(format!("unknown atomic operation `{other}` (expected add, min, max, exch or cas)")),
+                other => {
+                    return Err(format!("unknown atomic operation `{other}` (expected add, min, max, exch or cas)"))
+                }
             }
         }
         "offset" if parts.len() == 1 => Op::PtrOffset,
@@ -339,7 +342,10 @@ pub fn literal_constant(lit: &AstOperand, ty: ScalarType) -> Result<Constant, St
                 _ => return Err(format!("hex float literal `{text}` where a `{ty}` is expected")),
             };
             if kind != want.0 || digits.len() != want.1 {
-                return Err(format!("a `{ty}` hex literal is `{}` followed by {} hex digits, not `{text}`", want.0, want.1));
+                return Err(format!(
+                    "a `{ty}` hex literal is `{}` followed by {} hex digits, not `{text}`",
+                    want.0, want.1
+                ));
             }
             let bits = u64::from_str_radix(digits, 16).map_err(|_| format!("bad hex float literal `{text}`"))?;
             Ok(Constant::from_bits(ty, bits))
@@ -415,8 +421,12 @@ fn float_from_text(text: &str, ty: ScalarType) -> Result<Constant, String> {
         ScalarType::F32 => Constant::f32(text.parse::<f32>().map_err(|_| bad())?),
         // f16/bf16: the printer writes the exact f32 value, which converts exactly; other decimal
         // text is rounded to f32 first, then to the narrow type (round to nearest even each time).
-        ScalarType::F16 => Constant::from_bits(ty, half::f16::from_f32(text.parse::<f32>().map_err(|_| bad())?).to_bits() as u64),
-        ScalarType::BF16 => Constant::from_bits(ty, half::bf16::from_f32(text.parse::<f32>().map_err(|_| bad())?).to_bits() as u64),
+        ScalarType::F16 => {
+            Constant::from_bits(ty, half::f16::from_f32(text.parse::<f32>().map_err(|_| bad())?).to_bits() as u64)
+        }
+        ScalarType::BF16 => {
+            Constant::from_bits(ty, half::bf16::from_f32(text.parse::<f32>().map_err(|_| bad())?).to_bits() as u64)
+        }
         _ => return Err(bad()),
     })
 }
@@ -435,11 +445,9 @@ fn lower_type(t: &AstType, errs: &mut Vec<Diagnostic>) -> Option<Type> {
     let scalar = |n: &Spanned<String>, errs: &mut Vec<Diagnostic>| match ScalarType::from_name(&n.node) {
         Some(s) => Some(s),
         None => {
-            errs.push(
-                Diagnostic::error(format!("unknown type `{}`", n.node))
-                    .at(n.span, "not a type")
-                    .with_note("types are pred, u8, u16, u32, u64, s8, s16, s32, s64, f16, bf16, f32, f64, ptr<global|shared, T>"),
-            );
+            errs.push(Diagnostic::error(format!("unknown type `{}`", n.node)).at(n.span, "not a type").with_note(
+                "types are pred, u8, u16, u32, u64, s8, s16, s32, s64, f16, bf16, f32, f64, ptr<global|shared, T>",
+            ));
             None
         }
     };
@@ -448,11 +456,16 @@ fn lower_type(t: &AstType, errs: &mut Vec<Diagnostic>) -> Option<Type> {
         AstType::Ptr { space, elem } => {
             let sp = AddrSpace::from_name(&space.node);
             if sp.is_none() {
-                errs.push(Diagnostic::error(format!("unknown address space `{}`", space.node)).at(space.span, "expected `global` or `shared`"));
+                errs.push(
+                    Diagnostic::error(format!("unknown address space `{}`", space.node))
+                        .at(space.span, "expected `global` or `shared`"),
+                );
             }
             let el = scalar(elem, errs);
             if el == Some(ScalarType::Pred) {
-                errs.push(Diagnostic::error("pointers to `pred` are not allowed").at(elem.span, "use u8 or u32 storage"));
+                errs.push(
+                    Diagnostic::error("pointers to `pred` are not allowed").at(elem.span, "use u8 or u32 storage"),
+                );
                 return None;
             }
             Some(Type::Ptr(sp?, el?))
@@ -520,7 +533,14 @@ impl<'a, 'e> KernelLowering<'a, 'e> {
     fn new(ast: &'a AstKernel, errs: &'e mut Vec<Diagnostic>) -> Self {
         let mut kernel = Kernel::new(ast.name.node.clone());
         kernel.span = ast.name.span;
-        KernelLowering { ast, errs, kernel, names: HashMap::new(), poisoned: Default::default(), blocks: HashMap::new() }
+        KernelLowering {
+            ast,
+            errs,
+            kernel,
+            names: HashMap::new(),
+            poisoned: Default::default(),
+            blocks: HashMap::new(),
+        }
     }
 
     fn define(&mut self, name: &Spanned<String>, span: Span, ty: Type, def: ValueDef) -> ValueId {
@@ -554,7 +574,10 @@ impl<'a, 'e> KernelLowering<'a, 'e> {
         for s in &ast.shared {
             let elem = match ScalarType::from_name(&s.elem.node) {
                 Some(ScalarType::Pred) | None => {
-                    self.errs.push(Diagnostic::error(format!("bad shared element type `{}`", s.elem.node)).at(s.elem.span, "expected a numeric type"));
+                    self.errs.push(
+                        Diagnostic::error(format!("bad shared element type `{}`", s.elem.node))
+                            .at(s.elem.span, "expected a numeric type"),
+                    );
                     ScalarType::U32
                 }
                 Some(t) => t,
@@ -574,7 +597,10 @@ impl<'a, 'e> KernelLowering<'a, 'e> {
                 Some(l) => match l.node.parse::<u64>() {
                     Ok(n) if n > 0 && n <= (1 << 24) => Some(n),
                     _ => {
-                        self.errs.push(Diagnostic::error(format!("bad shared array length `{}`", l.node)).at(l.span, "expected 1 to 16777216 elements"));
+                        self.errs.push(
+                            Diagnostic::error(format!("bad shared array length `{}`", l.node))
+                                .at(l.span, "expected 1 to 16777216 elements"),
+                        );
                         Some(1)
                     }
                 },
@@ -654,7 +680,11 @@ impl<'a, 'e> KernelLowering<'a, 'e> {
                         let mut op_val = match parsed {
                             Ok(o) => o,
                             Err(msg) => {
-                                self.errs.push(Diagnostic::error(msg).at(op.span, "here").with_note("see docs/language.md for the op set"));
+                                self.errs.push(
+                                    Diagnostic::error(msg)
+                                        .at(op.span, "here")
+                                        .with_note("see docs/language.md for the op set"),
+                                );
                                 if let Some(r) = result {
                                     self.poisoned.insert(r.node.clone());
                                 }
@@ -666,12 +696,17 @@ impl<'a, 'e> KernelLowering<'a, 'e> {
                         }
                         let sig = op_val.signature();
                         if result.is_some() && !sig.has_result {
-                            self.errs.push(Diagnostic::error(format!("`{}` produces no value", op.node)).at(stmt.span, "remove the `%name =`"));
+                            self.errs.push(
+                                Diagnostic::error(format!("`{}` produces no value", op.node))
+                                    .at(stmt.span, "remove the `%name =`"),
+                            );
                             continue;
                         }
                         let ty = match (&op_val, sig.result) {
                             (_, Some(t)) => Some(t),
-                            (Op::SharedAddr(i), None) => self.kernel.shared.get(*i as usize).map(|d| Type::Ptr(AddrSpace::Shared, d.elem)),
+                            (Op::SharedAddr(i), None) => {
+                                self.kernel.shared.get(*i as usize).map(|d| Type::Ptr(AddrSpace::Shared, d.elem))
+                            }
                             _ => None,
                         };
                         let inst = if let Some(r) = result {
@@ -743,7 +778,9 @@ impl<'a, 'e> KernelLowering<'a, 'e> {
                 None => Diagnostic::error(format!("`{}` needs a pointer operand", op.node))
                     .at(at, "expected a pointer value (`%p` or `%p[%i]`) whose type is known"),
             };
-            d = d.with_note("memory ops take a pointer: a `ptr<global|shared, T>` parameter or a value derived from one");
+            d = d.with_note(
+                "memory ops take a pointer: a `ptr<global|shared, T>` parameter or a value derived from one",
+            );
             self.errs.push(d);
         }
         // Operands.
@@ -800,7 +837,8 @@ impl<'a, 'e> KernelLowering<'a, 'e> {
         if let (Some(a), Some(t)) = (annot, annot_ty) {
             if t != actual {
                 self.errs.push(
-                    Diagnostic::error(format!("type annotation `{t}` does not match the result type `{actual}`")).at(a.span(), "annotated here"),
+                    Diagnostic::error(format!("type annotation `{t}` does not match the result type `{actual}`"))
+                        .at(a.span(), "annotated here"),
                 );
             }
         }
@@ -821,7 +859,10 @@ impl<'a, 'e> KernelLowering<'a, 'e> {
                 }
             },
             _ => {
-                self.errs.push(Diagnostic::error("`addr` takes one operand, a shared declaration (`addr @tile`)").at(op.span.to(stmt.span), "here"));
+                self.errs.push(
+                    Diagnostic::error("`addr` takes one operand, a shared declaration (`addr @tile`)")
+                        .at(op.span.to(stmt.span), "here"),
+                );
                 None
             }
         }
@@ -854,21 +895,30 @@ impl<'a, 'e> KernelLowering<'a, 'e> {
                 Some(v) => Some(Operand::Value(*v)),
                 None if self.poisoned.contains(n) => None,
                 None => {
-                    self.errs.push(Diagnostic::error(format!("undefined value `%{n}`")).at(o.span, "not defined in this kernel"));
+                    self.errs.push(
+                        Diagnostic::error(format!("undefined value `%{n}`")).at(o.span, "not defined in this kernel"),
+                    );
                     None
                 }
             },
             AstOperand::Indexed(..) => {
-                self.errs.push(Diagnostic::error("indexed operand `%p[i]` is only allowed as the address of load, store and atom").at(o.span, "here"));
+                self.errs.push(
+                    Diagnostic::error("indexed operand `%p[i]` is only allowed as the address of load, store and atom")
+                        .at(o.span, "here"),
+                );
                 None
             }
             AstOperand::Global(g) => {
-                self.errs.push(Diagnostic::error(format!("`@{g}` is only allowed as the operand of `addr`")).at(o.span, "here"));
+                self.errs.push(
+                    Diagnostic::error(format!("`@{g}` is only allowed as the operand of `addr`")).at(o.span, "here"),
+                );
                 None
             }
             lit => {
                 let Some(ty) = expected else {
-                    self.errs.push(Diagnostic::error("a literal is not allowed here").at(o.span, "expected a value (`%name`)"));
+                    self.errs.push(
+                        Diagnostic::error("a literal is not allowed here").at(o.span, "expected a value (`%name`)"),
+                    );
                     return None;
                 };
                 match literal_constant(lit, ty) {
@@ -882,7 +932,13 @@ impl<'a, 'e> KernelLowering<'a, 'e> {
         }
     }
 
-    fn lower_inst_operands(&mut self, op: &Op, mnemonic: &str, args: &[Spanned<AstOperand>], span: Span) -> Vec<Operand> {
+    fn lower_inst_operands(
+        &mut self,
+        op: &Op,
+        mnemonic: &str,
+        args: &[Spanned<AstOperand>],
+        span: Span,
+    ) -> Vec<Operand> {
         // `addr @name` takes its operand through `shared_operand`, which reports a bad operand count.
         if matches!(op, Op::SharedAddr(_)) {
             return vec![];
@@ -898,8 +954,12 @@ impl<'a, 'e> KernelLowering<'a, 'e> {
                 _ => format!("{expected_count} operand{}", if expected_count == 1 { "" } else { "s" }),
             };
             self.errs.push(
-                Diagnostic::error(format!("`{mnemonic}` takes {what}, but {} operand{} given", args.len(), if args.len() == 1 { " is" } else { "s are" }))
-                    .at(span, "wrong number of operands"),
+                Diagnostic::error(format!(
+                    "`{mnemonic}` takes {what}, but {} operand{} given",
+                    args.len(),
+                    if args.len() == 1 { " is" } else { "s are" }
+                ))
+                .at(span, "wrong number of operands"),
             );
             return vec![];
         }
@@ -910,7 +970,10 @@ impl<'a, 'e> KernelLowering<'a, 'e> {
                 AstOperand::Indexed(p, i) => (p.clone(), Some(&**i)),
                 AstOperand::Value(p) => (p.clone(), None),
                 _ => {
-                    self.errs.push(Diagnostic::error(format!("`{mnemonic}` needs an address `%p[%i]`")).at(args[0].span, "not an address"));
+                    self.errs.push(
+                        Diagnostic::error(format!("`{mnemonic}` needs an address `%p[%i]`"))
+                            .at(args[0].span, "not an address"),
+                    );
                     return vec![];
                 }
             };
@@ -938,10 +1001,14 @@ impl<'a, 'e> KernelLowering<'a, 'e> {
 
     fn lower_call(&mut self, c: &AstBlockCall) -> Option<BlockCall> {
         let Some(&block) = self.blocks.get(&c.block.node) else {
-            self.errs.push(Diagnostic::error(format!("undefined block `{}`", c.block.node)).at(name_span(&c.block, false), "no block with this label"));
+            self.errs.push(
+                Diagnostic::error(format!("undefined block `{}`", c.block.node))
+                    .at(name_span(&c.block, false), "no block with this label"),
+            );
             return None;
         };
-        let param_types: Vec<Type> = self.kernel.block(block).params.iter().map(|p| self.kernel.value_type(*p)).collect();
+        let param_types: Vec<Type> =
+            self.kernel.block(block).params.iter().map(|p| self.kernel.value_type(*p)).collect();
         if c.args.len() != param_types.len() {
             let n = param_types.len();
             self.errs.push(

@@ -83,7 +83,8 @@ pub fn kernel_lines(k: &Kernel) -> Vec<PrintedLine> {
         let bid = BlockId(bi as u32);
         let mut text = b.name.clone();
         if !b.params.is_empty() {
-            let ps: Vec<String> = b.params.iter().map(|p| format!("%{}: {}", k.value(*p).name, k.value(*p).ty)).collect();
+            let ps: Vec<String> =
+                b.params.iter().map(|p| format!("%{}: {}", k.value(*p).name, k.value(*p).ty)).collect();
             let _ = write!(text, "({})", ps.join(", "));
         }
         text.push(':');

@@ -21,23 +21,14 @@ fn add_sub_mul_wrap_at_every_width() {
     assert_eq!(bin(BinOp::Add, T::U8, 200, 100), 44);
     assert_eq!(bin(BinOp::Add, T::S8, s(T::S8, 127), 1), 0x80);
     assert_eq!(bin(BinOp::Add, T::U16, 0xffff, 2), 1);
-    assert_eq!(
-        bin(BinOp::Add, T::S16, s(T::S16, -32768), s(T::S16, -1)),
-        0x7fff
-    );
+    assert_eq!(bin(BinOp::Add, T::S16, s(T::S16, -32768), s(T::S16, -1)), 0x7fff);
     assert_eq!(bin(BinOp::Add, T::U32, 0xffff_ffff, 1), 0);
     assert_eq!(bin(BinOp::Add, T::U64, u64::MAX, 2), 1);
     assert_eq!(bin(BinOp::Sub, T::U8, 3, 5), 254);
-    assert_eq!(
-        bin(BinOp::Sub, T::S32, 0, s(T::S32, i32::MIN as i64)),
-        0x8000_0000
-    );
+    assert_eq!(bin(BinOp::Sub, T::S32, 0, s(T::S32, i32::MIN as i64)), 0x8000_0000);
     assert_eq!(bin(BinOp::Sub, T::U64, 0, 1), u64::MAX);
     assert_eq!(bin(BinOp::Mul, T::U8, 16, 17), 16);
-    assert_eq!(
-        bin(BinOp::Mul, T::S16, s(T::S16, -300), 300),
-        s(T::S16, -90000 & 0xffff)
-    );
+    assert_eq!(bin(BinOp::Mul, T::S16, s(T::S16, -300), 300), s(T::S16, -90000 & 0xffff));
     assert_eq!(bin(BinOp::Mul, T::U32, 0x1_0001, 0x1_0001), 0x0002_0001);
     assert_eq!(bin(BinOp::Mul, T::S64, s(T::S64, -3), 5), s(T::S64, -15));
     assert_eq!(bin(BinOp::Mul, T::U64, 1 << 63, 2), 0);
@@ -48,21 +39,10 @@ fn mul_hi_and_mul_wide_signed_and_unsigned() {
     assert_eq!(bin(BinOp::MulHi, T::U8, 0xff, 0xff), 0xfe);
     assert_eq!(bin(BinOp::MulHi, T::S8, s(T::S8, -1), s(T::S8, -1)), 0); // 1 = 0x0001
     assert_eq!(bin(BinOp::MulHi, T::S8, s(T::S8, -128), 127), s(T::S8, -64)); // -16256 = 0xc080
-    assert_eq!(
-        bin(BinOp::MulHi, T::U32, 0xffff_ffff, 0xffff_ffff),
-        0xffff_fffe
-    );
+    assert_eq!(bin(BinOp::MulHi, T::U32, 0xffff_ffff, 0xffff_ffff), 0xffff_fffe);
     assert_eq!(bin(BinOp::MulHi, T::S32, s(T::S32, -1), 1), 0xffff_ffff);
     assert_eq!(bin(BinOp::MulHi, T::U64, u64::MAX, u64::MAX), u64::MAX - 1);
-    assert_eq!(
-        bin(
-            BinOp::MulHi,
-            T::S64,
-            s(T::S64, i64::MIN),
-            s(T::S64, i64::MIN)
-        ),
-        1 << 62
-    );
+    assert_eq!(bin(BinOp::MulHi, T::S64, s(T::S64, i64::MIN), s(T::S64, i64::MIN)), 1 << 62);
     assert_eq!(bin(BinOp::MulHi, T::S64, s(T::S64, -2), 3), u64::MAX);
     let wide = |ty, a, b| eval(&Op::MulWide(ty), &[a, b]);
     assert_eq!(wide(T::U8, 0xff, 0xff), 0xfe01);
@@ -70,15 +50,9 @@ fn mul_hi_and_mul_wide_signed_and_unsigned() {
     assert_eq!(wide(T::S8, s(T::S8, -1), 2), 0xfffe);
     assert_eq!(wide(T::U16, 0xffff, 0xffff), 0xfffe_0001);
     assert_eq!(wide(T::S16, s(T::S16, -2), 3), 0xffff_fffa);
-    assert_eq!(
-        wide(T::U32, 0xffff_ffff, 0xffff_ffff),
-        0xffff_fffe_0000_0001
-    );
+    assert_eq!(wide(T::U32, 0xffff_ffff, 0xffff_ffff), 0xffff_fffe_0000_0001);
     assert_eq!(wide(T::S32, s(T::S32, -1), s(T::S32, -1)), 1);
-    assert_eq!(
-        wide(T::S32, s(T::S32, i32::MIN as i64), 2),
-        s(T::S64, -(1i64 << 32))
-    );
+    assert_eq!(wide(T::S32, s(T::S32, i32::MIN as i64), 2), s(T::S64, -(1i64 << 32)));
     // mul.wide of a 64-bit type does not exist.
     assert_eq!(wide(T::U64, 3, 3), 0);
 }
@@ -191,52 +165,14 @@ fn select_mov_bitcast() {
     assert_eq!(sel(1, 10, 20), 10);
     assert_eq!(sel(0, 10, 20), 20);
     assert_eq!(eval(&Op::Mov(T::S16), &[0xbeef]), 0xbeef);
-    assert_eq!(
-        eval(
-            &Op::Bitcast {
-                to: T::F32,
-                from: T::U32
-            },
-            &[0x3f80_0000]
-        ),
-        0x3f80_0000
-    );
-    assert_eq!(
-        eval(
-            &Op::Bitcast {
-                to: T::S64,
-                from: T::F64
-            },
-            &[u64::MAX]
-        ),
-        u64::MAX
-    );
-    assert_eq!(
-        eval(
-            &Op::Bitcast {
-                to: T::U16,
-                from: T::F32
-            },
-            &[1]
-        ),
-        0
-    );
+    assert_eq!(eval(&Op::Bitcast { to: T::F32, from: T::U32 }, &[0x3f80_0000]), 0x3f80_0000);
+    assert_eq!(eval(&Op::Bitcast { to: T::S64, from: T::F64 }, &[u64::MAX]), u64::MAX);
+    assert_eq!(eval(&Op::Bitcast { to: T::U16, from: T::F32 }, &[1]), 0);
 }
 
 #[test]
 fn int_to_int_conversions() {
-    let cvt = |to, from, sat, a| {
-        eval(
-            &Op::Cvt {
-                to,
-                from,
-                rounding: None,
-                sat,
-                ftz: false,
-            },
-            &[a],
-        )
-    };
+    let cvt = |to, from, sat, a| eval(&Op::Cvt { to, from, rounding: None, sat, ftz: false }, &[a]);
     assert_eq!(cvt(T::S32, T::S8, false, 0x80), 0xffff_ff80); // sign-extends per the source
     assert_eq!(cvt(T::U32, T::S8, false, 0x80), 0xffff_ff80);
     assert_eq!(cvt(T::S32, T::U8, false, 0x80), 0x80); // zero-extends per the source
@@ -254,14 +190,8 @@ fn int_to_int_conversions() {
 #[test]
 fn eval_const_checks_types() {
     let add = Op::Bin(BinOp::Add, T::U32, FloatFlags::RN);
-    assert_eq!(
-        eval_const(&add, &[Constant::u32(2), Constant::u32(3)]),
-        Some(Constant::u32(5))
-    );
-    assert_eq!(
-        eval_const(&add, &[Constant::u32(2), Constant::s32(3)]),
-        None
-    );
+    assert_eq!(eval_const(&add, &[Constant::u32(2), Constant::u32(3)]), Some(Constant::u32(5)));
+    assert_eq!(eval_const(&add, &[Constant::u32(2), Constant::s32(3)]), None);
     assert_eq!(eval_const(&add, &[Constant::u32(2)]), None);
     assert_eq!(eval_const(&Op::Load, &[]), None);
     let wide = Op::MulWide(T::S32);
@@ -270,10 +200,7 @@ fn eval_const_checks_types() {
         Some(Constant::from_bits(T::S64, (-6i64) as u64))
     );
     let lt = Op::Cmp(CmpOp::Lt, T::S32);
-    assert_eq!(
-        eval_const(&lt, &[Constant::s32(-2), Constant::s32(3)]),
-        Some(Constant::pred(true))
-    );
+    assert_eq!(eval_const(&lt, &[Constant::s32(-2), Constant::s32(3)]), Some(Constant::pred(true)));
     let shl = Op::Bin(BinOp::Shl, T::U8, FloatFlags::RN);
     assert_eq!(
         eval_const(&shl, &[Constant::from_bits(T::U8, 3), Constant::u32(2)]),

@@ -11,10 +11,7 @@ const ROUNDINGS: [Rounding; 4] = [Rounding::Rn, Rounding::Rz, Rounding::Rm, Roun
 /// A broad list of pure ops over every type and modifier combination the evaluator defines.
 fn all_ops() -> Vec<Op> {
     let mut ops = Vec::new();
-    let flags = |r, ftz| FloatFlags {
-        mode: FloatMode::Exact(r),
-        ftz,
-    };
+    let flags = |r, ftz| FloatFlags { mode: FloatMode::Exact(r), ftz };
     for ty in T::ALL {
         ops.push(Op::Mov(ty));
         ops.push(Op::Select(ty));
@@ -46,14 +43,7 @@ fn all_ops() -> Vec<Op> {
                 for r in ROUNDINGS {
                     ops.push(Op::Unary(u, ty, flags(r, false)));
                 }
-                ops.push(Op::Unary(
-                    u,
-                    ty,
-                    FloatFlags {
-                        mode: FloatMode::Approx,
-                        ftz: true,
-                    },
-                ));
+                ops.push(Op::Unary(u, ty, FloatFlags { mode: FloatMode::Approx, ftz: true }));
             } else {
                 ops.push(Op::Unary(u, ty, FloatFlags::RN));
             }
@@ -74,21 +64,9 @@ fn all_ops() -> Vec<Op> {
             if to.is_pred() || ty.is_pred() {
                 continue;
             }
-            for rounding in [
-                None,
-                Some(Rounding::Rn),
-                Some(Rounding::Rm),
-                Some(Rounding::Rpi),
-                Some(Rounding::Rni),
-            ] {
+            for rounding in [None, Some(Rounding::Rn), Some(Rounding::Rm), Some(Rounding::Rpi), Some(Rounding::Rni)] {
                 for sat in [false, true] {
-                    ops.push(Op::Cvt {
-                        to,
-                        from: ty,
-                        rounding,
-                        sat,
-                        ftz: sat,
-                    });
+                    ops.push(Op::Cvt { to, from: ty, rounding, sat, ftz: sat });
                 }
             }
             if to.bits() == ty.bits() {
@@ -105,17 +83,7 @@ fn operand(ty: Option<T>, raw: u64, pick: u8) -> u64 {
     let fmt = Fmt::of(ty);
     let special = |f: Fmt| -> u64 {
         let s = f.sign_bit();
-        [
-            0,
-            s,
-            f.inf(false),
-            f.inf(true),
-            f.canonical_nan(),
-            1,
-            s | 1,
-            f.one(),
-            f.one() | s,
-        ][pick as usize % 9]
+        [0, s, f.inf(false), f.inf(true), f.canonical_nan(), 1, s | 1, f.one(), f.one() | s][pick as usize % 9]
     };
     match fmt {
         Some(f) if pick % 4 == 0 => special(f),

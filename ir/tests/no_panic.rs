@@ -50,7 +50,8 @@ fn exercise(src: &str) {
     let again = parse(&printed).unwrap_or_else(|d| panic!("printed output does not parse: {d:?}\n{printed}"));
     assert!(again.structurally_eq(&m), "print/parse changed the module:\n{printed}");
     let formatted = kir_ir::format::format_source(src, &m);
-    let from_formatted = parse(&formatted).unwrap_or_else(|d| panic!("formatted output does not parse: {d:?}\n{formatted}"));
+    let from_formatted =
+        parse(&formatted).unwrap_or_else(|d| panic!("formatted output does not parse: {d:?}\n{formatted}"));
     assert!(from_formatted.structurally_eq(&m), "formatting changed the module:\n{formatted}");
 }
 
@@ -58,7 +59,10 @@ fn corpus() -> Vec<String> {
     let mut files = vec![SEED_FILE.to_string()];
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernels");
     if let Ok(entries) = std::fs::read_dir(&dir) {
-        let mut paths: Vec<_> = entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|e| e == "kir")).collect();
+        let mut paths: Vec<_> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|e| e == "kir"))
+            .collect();
         paths.sort();
         for p in paths {
             if let Ok(s) = std::fs::read_to_string(p) {
@@ -70,9 +74,52 @@ fn corpus() -> Vec<String> {
 }
 
 const TOKENS: &[&str] = &[
-    "%x", "%", "@", "@tile", "[", "]", "(", ")", "{", "}", ",", ":", "=", "br", "jmp", "ret", "kernel", "shared", "align",
-    "ptr<", "global", ">", "0x", "-", "nan", "-inf", "0f7fc00000", "0h", "1e999", "99999999999999999999999", "\n", ";", "add.f32",
-    "load", "store", "barrier", "entry:", "loop(", "u32", "f16", "pred", "true", "\u{00e9}", "\t", "addr", "atom.cas",
+    "%x",
+    "%",
+    "@",
+    "@tile",
+    "[",
+    "]",
+    "(",
+    ")",
+    "{",
+    "}",
+    ",",
+    ":",
+    "=",
+    "br",
+    "jmp",
+    "ret",
+    "kernel",
+    "shared",
+    "align",
+    "ptr<",
+    "global",
+    ">",
+    "0x",
+    "-",
+    "nan",
+    "-inf",
+    "0f7fc00000",
+    "0h",
+    "1e999",
+    "99999999999999999999999",
+    "\n",
+    ";",
+    "add.f32",
+    "load",
+    "store",
+    "barrier",
+    "entry:",
+    "loop(",
+    "u32",
+    "f16",
+    "pred",
+    "true",
+    "\u{00e9}",
+    "\t",
+    "addr",
+    "atom.cas",
 ];
 
 #[derive(Debug, Clone)]

@@ -73,7 +73,9 @@ impl Chooser {
 fn random_constant(c: &mut Chooser, ty: ScalarType) -> Constant {
     let special: &[u64] = match ty {
         ScalarType::F32 => &[0x8000_0000, 0x7f80_0000, 0xff80_0000, 0x7fc0_0001, 0x0000_0001, 0x7fff_ffff, 0x3f80_0000],
-        ScalarType::F64 => &[0x8000_0000_0000_0000, 0x7ff0_0000_0000_0000, 0x7ff8_0000_0000_0001, 1, 0x3ff0_0000_0000_0000],
+        ScalarType::F64 => {
+            &[0x8000_0000_0000_0000, 0x7ff0_0000_0000_0000, 0x7ff8_0000_0000_0001, 1, 0x3ff0_0000_0000_0000]
+        }
         ScalarType::F16 | ScalarType::BF16 => &[0x8000, 0x7c00, 0x7e01, 0x0001, 0x7f80, 0x3c00],
         _ => &[0, 1, u64::MAX],
     };
@@ -94,12 +96,19 @@ fn generate(c: &mut Chooser, kernel_name: &str) -> Kernel {
             pool.push(Val { id: v, ty: Type::Scalar(*t) });
         }
     }
-    k.shared.push(SharedDecl { name: "tile".into(), elem: ScalarType::U32, len: Some(64), align: if c.coin() { 4 } else { 16 }, span: Span::DUMMY });
+    k.shared.push(SharedDecl {
+        name: "tile".into(),
+        elem: ScalarType::U32,
+        len: Some(64),
+        align: if c.coin() { 4 } else { 16 },
+        span: Span::DUMMY,
+    });
     if c.coin() {
         k.shared.push(SharedDecl { name: "dyn".into(), elem: ScalarType::F32, len: None, align: 4, span: Span::DUMMY });
     }
     let nblocks = 1 + c.below(4);
-    let blocks: Vec<BlockId> = (0..nblocks).map(|i| k.add_block(if i == 0 { "entry".to_string() } else { format!("b{i}") })).collect();
+    let blocks: Vec<BlockId> =
+        (0..nblocks).map(|i| k.add_block(if i == 0 { "entry".to_string() } else { format!("b{i}") })).collect();
     for (bi, &b) in blocks.iter().enumerate().skip(1) {
         for p in 0..c.below(3) {
             let t = ScalarType::ALL[c.below(ScalarType::ALL.len())];

@@ -13,6 +13,7 @@
 //! Modules: [`pass`] (the `Pass` trait, stats, options), [`pipeline`], [`registry`], [`manager`],
 //! [`edit`] (IR editing helpers), and the passes [`fold`], [`dce`], [`simplify_cfg`].
 
+pub mod barrier;
 pub mod dce;
 pub mod edit;
 pub mod fma_contract;
@@ -24,7 +25,6 @@ pub mod pipeline;
 pub mod registry;
 pub mod simplify_cfg;
 pub mod uniformity;
-pub mod barrier;
 
 pub use manager::{run_on_kernel, run_pipeline, PassError, Report, RunConfig, StepReport};
 pub use pass::{Pass, PassContext, PassOptions, PassStats};

@@ -32,7 +32,11 @@ fn pipeline_strings_parse_with_options() {
 #[test]
 fn bad_pipelines_are_rejected_with_a_reason() {
     let err = |s: &str| parse_pipeline(s).err().unwrap_or_else(|| panic!("`{s}` should be rejected"));
-    assert!(err("fold,nope").starts_with("unknown pass `nope` (available: fold, dce, simplify-cfg"), "{}", err("fold,nope"));
+    assert!(
+        err("fold,nope").starts_with("unknown pass `nope` (available: fold, dce, simplify-cfg"),
+        "{}",
+        err("fold,nope")
+    );
     assert_eq!(err("fold{fast}"), "unknown option `fast` for pass `fold` (options: approx)");
     assert_eq!(err("dce{x}"), "unknown option `x` for pass `dce` (it takes no options)");
     assert_eq!(err("fold{approx=maybe}"), "option `approx` of pass `fold` takes true or false, not `maybe`");
@@ -101,7 +105,10 @@ fn a_pass_that_changes_the_ir_while_reporting_no_change_is_caught() {
     let mut m = module();
     let cfg = RunConfig { verify_each: true, ..RunConfig::default() };
     let err = run_pipeline(&mut m, &with(Box::new(Liar), "liar"), &cfg, &mut std::io::sink()).unwrap_err();
-    assert!(err.diagnostics().iter().any(|d| d.message == "pass `liar` reported no change but changed kernel @k"), "{err:?}");
+    assert!(
+        err.diagnostics().iter().any(|d| d.message == "pass `liar` reported no change but changed kernel @k"),
+        "{err:?}"
+    );
 }
 
 #[test]
@@ -109,7 +116,8 @@ fn invalid_input_is_rejected_before_any_pass() {
     let mut m = module();
     m.kernels[0].blocks[0].insts.remove(0);
     let before = m.clone();
-    let err = run_pipeline(&mut m, &parse_pipeline("fold").unwrap(), &RunConfig::default(), &mut std::io::sink()).unwrap_err();
+    let err = run_pipeline(&mut m, &parse_pipeline("fold").unwrap(), &RunConfig::default(), &mut std::io::sink())
+        .unwrap_err();
     assert!(matches!(err, PassError::InvalidInput { .. }), "{err:?}");
     assert_eq!(m, before);
 }
@@ -150,7 +158,8 @@ fn dump_dir_gets_one_valid_file_per_step() {
     let mut m = module();
     let cfg = RunConfig { dump_dir: Some(dir.clone()), ..RunConfig::default() };
     run_pipeline(&mut m, &parse_pipeline("fold,simplify-cfg,dce").unwrap(), &cfg, &mut std::io::sink()).unwrap();
-    let mut names: Vec<String> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    let mut names: Vec<String> =
+        std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
     names.sort();
     assert_eq!(names, ["00-input.kir", "01-fold.kir", "02-simplify-cfg.kir", "03-dce.kir"]);
     for n in &names {
@@ -166,7 +175,8 @@ fn dump_dir_gets_one_valid_file_per_step() {
 #[test]
 fn stats_count_what_each_pass_did() {
     let mut m = module();
-    let r = run_pipeline(&mut m, &parse_pipeline("fold,dce").unwrap(), &RunConfig::default(), &mut std::io::sink()).unwrap();
+    let r = run_pipeline(&mut m, &parse_pipeline("fold,dce").unwrap(), &RunConfig::default(), &mut std::io::sink())
+        .unwrap();
     assert_eq!(r.steps[0].stats.get("instructions folded"), 1);
     assert_eq!(r.steps[0].changed_kernels, 1);
     assert_eq!(r.steps[1].stats.get("instructions removed"), 0);
@@ -179,7 +189,8 @@ fn stats_count_what_each_pass_did() {
 #[test]
 fn output_is_compacted_and_round_trips() {
     let mut m = module();
-    run_pipeline(&mut m, &parse_pipeline(DEFAULT_PIPELINE).unwrap(), &RunConfig::default(), &mut std::io::sink()).unwrap();
+    run_pipeline(&mut m, &parse_pipeline(DEFAULT_PIPELINE).unwrap(), &RunConfig::default(), &mut std::io::sink())
+        .unwrap();
     let reparsed = parse(&print_module(&m)).unwrap();
     assert!(m.structurally_eq(&reparsed));
     assert_eq!(m.kernels[0].insts.len(), m.kernels[0].inst_count());

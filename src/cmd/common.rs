@@ -36,7 +36,8 @@ pub fn emit(diags: &[Diagnostic], path: &str, source: &str) {
 /// Reads a file as UTF-8.
 pub fn read_source(path: &str) -> Result<String, ExitCode> {
     match std::fs::read(path) {
-        Ok(bytes) => String::from_utf8(bytes).map_err(|e| file_error(path, format!("not valid UTF-8 (byte {})", e.utf8_error().valid_up_to()))),
+        Ok(bytes) => String::from_utf8(bytes)
+            .map_err(|e| file_error(path, format!("not valid UTF-8 (byte {})", e.utf8_error().valid_up_to()))),
         Err(e) => Err(file_error(path, e)),
     }
 }
@@ -61,14 +62,23 @@ pub fn select_kernel<'m>(loaded: &'m Loaded, name: Option<&str>) -> Result<&'m k
             let n = n.trim_start_matches('@');
             m.kernel(n).ok_or_else(|| {
                 let names: Vec<String> = m.kernels.iter().map(|k| format!("@{}", k.name)).collect();
-                file_error(&loaded.path, format!("no kernel `@{n}` (kernels here: {})", if names.is_empty() { "none".into() } else { names.join(", ") }))
+                file_error(
+                    &loaded.path,
+                    format!(
+                        "no kernel `@{n}` (kernels here: {})",
+                        if names.is_empty() { "none".into() } else { names.join(", ") }
+                    ),
+                )
             })
         }
         None => match m.kernels.as_slice() {
             [k] => Ok(k),
             ks => {
                 let names: Vec<String> = ks.iter().map(|k| format!("@{}", k.name)).collect();
-                Err(file_error(&loaded.path, format!("this file has {} kernels; choose one with --kernel ({})", ks.len(), names.join(", "))))
+                Err(file_error(
+                    &loaded.path,
+                    format!("this file has {} kernels; choose one with --kernel ({})", ks.len(), names.join(", ")),
+                ))
             }
         },
     }

@@ -35,7 +35,12 @@ pub fn run(args: &Args) -> ExitCode {
         let text = canonical_text(&loaded.source, &loaded.module);
         if args.check {
             if text != loaded.source {
-                let line = text.lines().zip(loaded.source.lines()).position(|(a, b)| a != b).map(|i| i + 1).unwrap_or_else(|| text.lines().count().min(loaded.source.lines().count()) + 1);
+                let line = text
+                    .lines()
+                    .zip(loaded.source.lines())
+                    .position(|(a, b)| a != b)
+                    .map(|i| i + 1)
+                    .unwrap_or_else(|| text.lines().count().min(loaded.source.lines().count()) + 1);
                 eprintln!("{path}:{line}: not in canonical form (run `kir fmt --write {path}`)");
                 bad += 1;
             }

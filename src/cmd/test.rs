@@ -58,7 +58,10 @@ pub fn run(args: &Args) -> ExitCode {
         eprintln!("note: ptxas not found ({}); PTX is emitted but not assembled", kir_backend_ptx::tools::INSTALL_HINT);
     }
     if let harness::GpuState::Unavailable(why) = &ctx.gpu {
-        eprintln!("note: {why}; GPU rows are skipped{}", if require_gpu { " — and fail, as --require-gpu asks" } else { "" });
+        eprintln!(
+            "note: {why}; GPU rows are skipped{}",
+            if require_gpu { " — and fail, as --require-gpu asks" } else { "" }
+        );
     }
     let (mut passed, mut failed, mut skipped) = (0usize, 0usize, 0usize);
     let n = files.len();

@@ -77,13 +77,7 @@ const ALL: (f64, f64) = (f64::NEG_INFINITY, f64::INFINITY);
 
 impl ErrorBound {
     const fn ulp(n: u32) -> ErrorBound {
-        ErrorBound {
-            ulp: n,
-            abs: 0.0,
-            rel: 0.0,
-            domain: ALL,
-            abs_domain: None,
-        }
+        ErrorBound { ulp: n, abs: 0.0, rel: 0.0, domain: ALL, abs_domain: None }
     }
 }
 
@@ -99,46 +93,21 @@ pub fn bound(op: &Op) -> Option<ErrorBound> {
         Op::Unary(u, ty, f) => {
             let b = match u {
                 UnOp::Ex2 => ErrorBound::ulp(2),
-                UnOp::Lg2 => ErrorBound {
-                    abs: 2f64.powf(-22.0),
-                    abs_domain: Some((0.5, 2.0)),
-                    ..ErrorBound::ulp(2)
-                },
-                UnOp::Rsqrt => ErrorBound {
-                    rel: 2f64.powf(-22.9),
-                    ..ErrorBound::ulp(3)
-                },
+                UnOp::Lg2 => ErrorBound { abs: 2f64.powf(-22.0), abs_domain: Some((0.5, 2.0)), ..ErrorBound::ulp(2) },
+                UnOp::Rsqrt => ErrorBound { rel: 2f64.powf(-22.9), ..ErrorBound::ulp(3) },
                 UnOp::Sin | UnOp::Cos => {
                     let r = 100.0 * std::f64::consts::PI;
-                    ErrorBound {
-                        ulp: 0,
-                        abs: 2f64.powf(-20.9),
-                        rel: 0.0,
-                        domain: (-r, r),
-                        abs_domain: Some((-r, r)),
-                    }
+                    ErrorBound { ulp: 0, abs: 2f64.powf(-20.9), rel: 0.0, domain: (-r, r), abs_domain: Some((-r, r)) }
                 }
-                UnOp::Tanh => ErrorBound {
-                    rel: 2f64.powf(-11.0),
-                    ..ErrorBound::ulp(8192)
-                },
+                UnOp::Tanh => ErrorBound { rel: 2f64.powf(-11.0), ..ErrorBound::ulp(8192) },
                 UnOp::Rcp if f.mode.is_approx() => ErrorBound::ulp(1),
-                UnOp::Sqrt if f.mode.is_approx() => ErrorBound {
-                    rel: 2f64.powf(-23.0),
-                    ..ErrorBound::ulp(2)
-                },
+                UnOp::Sqrt if f.mode.is_approx() => ErrorBound { rel: 2f64.powf(-23.0), ..ErrorBound::ulp(2) },
                 _ => return None,
             };
             (*ty, b)
         }
         Op::Bin(BinOp::Div, ty, f) if ty.is_float() => match f.mode {
-            FloatMode::Approx => (
-                *ty,
-                ErrorBound {
-                    domain: (2f64.powi(-126), 2f64.powi(126)),
-                    ..ErrorBound::ulp(2)
-                },
-            ),
+            FloatMode::Approx => (*ty, ErrorBound { domain: (2f64.powi(-126), 2f64.powi(126)), ..ErrorBound::ulp(2) }),
             FloatMode::Full => (*ty, ErrorBound::ulp(2)),
             FloatMode::Exact(_) => return None,
         },
@@ -159,10 +128,6 @@ pub fn ulp_of(fmt: Fmt, y: f64) -> f64 {
         Fmt::F32 => (24, -126),
         Fmt::F64 => (53, -1022),
     };
-    let e = if y == 0.0 {
-        emin
-    } else {
-        (y.abs().log2().floor() as i32).max(emin)
-    };
+    let e = if y == 0.0 { emin } else { (y.abs().log2().floor() as i32).max(emin) };
     2f64.powi(e - (p - 1))
 }

@@ -24,11 +24,7 @@ use crate::types::ScalarType;
 fn round_integral(neg: bool, mant: u64, exp: i32, mode: Mode) -> (bool, u128) {
     const CAP: u128 = 1 << 80;
     if exp >= 0 {
-        let mag = if exp >= 75 {
-            CAP
-        } else {
-            ((mant as u128) << exp).min(CAP)
-        };
+        let mag = if exp >= 75 { CAP } else { ((mant as u128) << exp).min(CAP) };
         return (neg, mag);
     }
     let shift = (-exp) as u32;
@@ -51,14 +47,7 @@ fn round_integral(neg: bool, mant: u64, exp: i32, mode: Mode) -> (bool, u128) {
 
 /// Evaluates `cvt` on raw bits.
 #[inline]
-pub fn cvt(
-    to: ScalarType,
-    from: ScalarType,
-    rounding: Option<Rounding>,
-    sat: bool,
-    ftz: bool,
-    a: u64,
-) -> u64 {
+pub fn cvt(to: ScalarType, from: ScalarType, rounding: Option<Rounding>, sat: bool, ftz: bool, a: u64) -> u64 {
     match (Fmt::of(to), Fmt::of(from)) {
         (None, None) => {
             if !to.is_int() || !from.is_int() {
@@ -71,11 +60,7 @@ pub fn cvt(
             if !to.is_int() {
                 return 0;
             }
-            let a = if ftz && ff == Fmt::F32 {
-                ff.flush(a)
-            } else {
-                a
-            };
+            let a = if ftz && ff == Fmt::F32 { ff.flush(a) } else { a };
             let mode = Mode::of(rounding.unwrap_or(Rounding::Rzi));
             let (lo, hi) = int::range(to.bits(), to.is_signed_int());
             let v: i128 = match float::unpack(ff, a) {
@@ -107,25 +92,12 @@ pub fn cvt(
             let r = if v == 0 {
                 tf.zero(false)
             } else {
-                float::round_exact(
-                    tf,
-                    mode,
-                    Exact {
-                        neg: v < 0,
-                        mant: v.unsigned_abs(),
-                        exp: 0,
-                        sticky: false,
-                    },
-                )
+                float::round_exact(tf, mode, Exact { neg: v < 0, mant: v.unsigned_abs(), exp: 0, sticky: false })
             };
             finish(tf, sat, ftz, r)
         }
         (Some(tf), Some(ff)) => {
-            let a = if ftz && ff == Fmt::F32 {
-                ff.flush(a)
-            } else {
-                a
-            };
+            let a = if ftz && ff == Fmt::F32 { ff.flush(a) } else { a };
             let r = match rounding {
                 Some(r) if r.is_integral() => match float::unpack(ff, a) {
                     Class::Fin { neg, mant, exp } => {
@@ -136,16 +108,7 @@ pub fn cvt(
                             // Already integral: convert the exact value.
                             float::convert(ff, tf, Mode::Rn, a)
                         } else {
-                            float::round_exact(
-                                tf,
-                                Mode::Rn,
-                                Exact {
-                                    neg,
-                                    mant: mag,
-                                    exp: 0,
-                                    sticky: false,
-                                },
-                            )
+                            float::round_exact(tf, Mode::Rn, Exact { neg, mant: mag, exp: 0, sticky: false })
                         }
                     }
                     _ => float::convert(ff, tf, Mode::Rn, a),
@@ -160,11 +123,7 @@ pub fn cvt(
 /// Applies `.sat` (clamp to [+0, 1], NaN → +0) and `.ftz` (f32 destination) to a float result.
 #[inline]
 fn finish(tf: Fmt, sat: bool, ftz: bool, r: u64) -> u64 {
-    let r = if ftz && tf == Fmt::F32 {
-        tf.flush(r)
-    } else {
-        r
-    };
+    let r = if ftz && tf == Fmt::F32 { tf.flush(r) } else { r };
     if !sat {
         return r;
     }

@@ -190,18 +190,10 @@ pub fn unpack(fmt: Fmt, bits: u64) -> Class {
         if f == 0 {
             Class::Zero(neg)
         } else {
-            Class::Fin {
-                neg,
-                mant: f,
-                exp: lsb_exp(1),
-            }
+            Class::Fin { neg, mant: f, exp: lsb_exp(1) }
         }
     } else {
-        Class::Fin {
-            neg,
-            mant: f | (1 << fmt.frac()),
-            exp: lsb_exp(e as i32),
-        }
+        Class::Fin { neg, mant: f | (1 << fmt.frac()), exp: lsb_exp(e as i32) }
     }
 }
 
@@ -233,12 +225,7 @@ fn overflow(fmt: Fmt, mode: Mode, neg: bool) -> u64 {
 
 /// Rounds an exact value to `fmt` in `mode`: the one rounding step of the exact path.
 pub fn round_exact(fmt: Fmt, mode: Mode, x: Exact) -> u64 {
-    let Exact {
-        neg,
-        mant,
-        exp,
-        sticky,
-    } = x;
+    let Exact { neg, mant, exp, sticky } = x;
     if mant == 0 {
         return fmt.zero(neg);
     }
@@ -255,11 +242,7 @@ pub fn round_exact(fmt: Fmt, mode: Mode, x: Exact) -> u64 {
     let (mut m, half, inexact): (u128, Ordering, bool) = if shift <= 0 {
         (mant << (-shift) as u32, Ordering::Less, sticky)
     } else if shift >= 128 {
-        let half = if shift == 128 {
-            mant.cmp(&(1u128 << 127)).then(sticky_ord(sticky))
-        } else {
-            Ordering::Less
-        };
+        let half = if shift == 128 { mant.cmp(&(1u128 << 127)).then(sticky_ord(sticky)) } else { Ordering::Less };
         (0, half, true)
     } else {
         let rem = mant & ((1u128 << shift) - 1);
@@ -320,34 +303,15 @@ fn add_exact(n1: bool, m1: u128, e1: i32, n2: bool, m2: u128, e2: i32) -> Option
         std::mem::swap(&mut na, &mut nb);
     }
     let d = (a.1 - b.1) as u32;
-    let (bs, sticky) = if d >= 128 {
-        (0, true)
-    } else {
-        (b.0 >> d, b.0 & ((1u128 << d) - 1) != 0)
-    };
+    let (bs, sticky) = if d >= 128 { (0, true) } else { (b.0 >> d, b.0 & ((1u128 << d) - 1) != 0) };
     let exp = a.1;
     Some(if na == nb {
-        Exact {
-            neg: na,
-            mant: a.0 + bs,
-            exp,
-            sticky,
-        }
+        Exact { neg: na, mant: a.0 + bs, exp, sticky }
     } else {
         match a.0.cmp(&bs) {
-            Ordering::Greater => Exact {
-                neg: na,
-                mant: a.0 - bs - sticky as u128,
-                exp,
-                sticky,
-            },
+            Ordering::Greater => Exact { neg: na, mant: a.0 - bs - sticky as u128, exp, sticky },
             Ordering::Equal => return None,
-            Ordering::Less => Exact {
-                neg: nb,
-                mant: bs - a.0,
-                exp,
-                sticky: false,
-            },
+            Ordering::Less => Exact { neg: nb, mant: bs - a.0, exp, sticky: false },
         }
     })
 }
@@ -378,21 +342,12 @@ pub fn soft_add(fmt: Fmt, mode: Mode, a: u64, b: u64) -> u64 {
         (Class::Zero(x), Class::Zero(y)) => fmt.zero(zero_sum_sign(x, y, mode)),
         (Class::Zero(_), _) => b,
         (_, Class::Zero(_)) => a,
-        (
-            Class::Fin {
-                neg: n1,
-                mant: m1,
-                exp: e1,
-            },
-            Class::Fin {
-                neg: n2,
-                mant: m2,
-                exp: e2,
-            },
-        ) => match add_exact(n1, m1 as u128, e1, n2, m2 as u128, e2) {
-            Some(x) => round_exact(fmt, mode, x),
-            None => fmt.zero(mode == Mode::Rm),
-        },
+        (Class::Fin { neg: n1, mant: m1, exp: e1 }, Class::Fin { neg: n2, mant: m2, exp: e2 }) => {
+            match add_exact(n1, m1 as u128, e1, n2, m2 as u128, e2) {
+                Some(x) => round_exact(fmt, mode, x),
+                None => fmt.zero(mode == Mode::Rm),
+            }
+        }
     }
 }
 
@@ -401,33 +356,12 @@ pub fn soft_mul(fmt: Fmt, mode: Mode, a: u64, b: u64) -> u64 {
         (Class::Nan, _) | (_, Class::Nan) => fmt.canonical_nan(),
         (Class::Inf(_), Class::Zero(_)) | (Class::Zero(_), Class::Inf(_)) => fmt.canonical_nan(),
         (Class::Inf(x), Class::Inf(y)) => fmt.inf(x != y),
-        (Class::Inf(x), Class::Fin { neg: y, .. }) | (Class::Fin { neg: y, .. }, Class::Inf(x)) => {
-            fmt.inf(x != y)
-        }
+        (Class::Inf(x), Class::Fin { neg: y, .. }) | (Class::Fin { neg: y, .. }, Class::Inf(x)) => fmt.inf(x != y),
         (Class::Zero(x), Class::Zero(y)) => fmt.zero(x != y),
-        (Class::Zero(x), Class::Fin { neg: y, .. })
-        | (Class::Fin { neg: y, .. }, Class::Zero(x)) => fmt.zero(x != y),
-        (
-            Class::Fin {
-                neg: n1,
-                mant: m1,
-                exp: e1,
-            },
-            Class::Fin {
-                neg: n2,
-                mant: m2,
-                exp: e2,
-            },
-        ) => round_exact(
-            fmt,
-            mode,
-            Exact {
-                neg: n1 != n2,
-                mant: m1 as u128 * m2 as u128,
-                exp: e1 + e2,
-                sticky: false,
-            },
-        ),
+        (Class::Zero(x), Class::Fin { neg: y, .. }) | (Class::Fin { neg: y, .. }, Class::Zero(x)) => fmt.zero(x != y),
+        (Class::Fin { neg: n1, mant: m1, exp: e1 }, Class::Fin { neg: n2, mant: m2, exp: e2 }) => {
+            round_exact(fmt, mode, Exact { neg: n1 != n2, mant: m1 as u128 * m2 as u128, exp: e1 + e2, sticky: false })
+        }
     }
 }
 
@@ -443,28 +377,14 @@ pub fn soft_fma(fmt: Fmt, mode: Mode, a: u64, b: u64, c: u64) -> u64 {
         Fin(bool, u128, i32),
     }
     let p = match (ca, cb) {
-        (Class::Inf(_), Class::Zero(_)) | (Class::Zero(_), Class::Inf(_)) => {
-            return fmt.canonical_nan()
-        }
+        (Class::Inf(_), Class::Zero(_)) | (Class::Zero(_), Class::Inf(_)) => return fmt.canonical_nan(),
         (Class::Inf(x), Class::Inf(y)) => P::Inf(x != y),
-        (Class::Inf(x), Class::Fin { neg: y, .. }) | (Class::Fin { neg: y, .. }, Class::Inf(x)) => {
-            P::Inf(x != y)
-        }
+        (Class::Inf(x), Class::Fin { neg: y, .. }) | (Class::Fin { neg: y, .. }, Class::Inf(x)) => P::Inf(x != y),
         (Class::Zero(x), Class::Zero(y)) => P::Zero(x != y),
-        (Class::Zero(x), Class::Fin { neg: y, .. })
-        | (Class::Fin { neg: y, .. }, Class::Zero(x)) => P::Zero(x != y),
-        (
-            Class::Fin {
-                neg: n1,
-                mant: m1,
-                exp: e1,
-            },
-            Class::Fin {
-                neg: n2,
-                mant: m2,
-                exp: e2,
-            },
-        ) => P::Fin(n1 != n2, m1 as u128 * m2 as u128, e1 + e2),
+        (Class::Zero(x), Class::Fin { neg: y, .. }) | (Class::Fin { neg: y, .. }, Class::Zero(x)) => P::Zero(x != y),
+        (Class::Fin { neg: n1, mant: m1, exp: e1 }, Class::Fin { neg: n2, mant: m2, exp: e2 }) => {
+            P::Fin(n1 != n2, m1 as u128 * m2 as u128, e1 + e2)
+        }
         _ => return fmt.canonical_nan(),
     };
     match (p, cc) {
@@ -478,22 +398,11 @@ pub fn soft_fma(fmt: Fmt, mode: Mode, a: u64, b: u64, c: u64) -> u64 {
         (P::Inf(x), _) | (_, Class::Inf(x)) => fmt.inf(x),
         (P::Zero(x), Class::Zero(y)) => fmt.zero(zero_sum_sign(x, y, mode)),
         (P::Zero(_), _) => c,
-        (P::Fin(n, m, e), Class::Zero(_)) => round_exact(
-            fmt,
-            mode,
-            Exact {
-                neg: n,
-                mant: m,
-                exp: e,
-                sticky: false,
-            },
-        ),
-        (P::Fin(n, m, e), Class::Fin { neg, mant, exp }) => {
-            match add_exact(n, m, e, neg, mant as u128, exp) {
-                Some(x) => round_exact(fmt, mode, x),
-                None => fmt.zero(mode == Mode::Rm),
-            }
-        }
+        (P::Fin(n, m, e), Class::Zero(_)) => round_exact(fmt, mode, Exact { neg: n, mant: m, exp: e, sticky: false }),
+        (P::Fin(n, m, e), Class::Fin { neg, mant, exp }) => match add_exact(n, m, e, neg, mant as u128, exp) {
+            Some(x) => round_exact(fmt, mode, x),
+            None => fmt.zero(mode == Mode::Rm),
+        },
         (_, Class::Nan) => fmt.canonical_nan(),
     }
 }
@@ -504,23 +413,10 @@ pub fn soft_div(fmt: Fmt, mode: Mode, a: u64, b: u64) -> u64 {
         (Class::Inf(_), Class::Inf(_)) | (Class::Zero(_), Class::Zero(_)) => fmt.canonical_nan(),
         (Class::Inf(x), Class::Zero(y)) => fmt.inf(x != y),
         (Class::Inf(x), Class::Fin { neg: y, .. }) => fmt.inf(x != y),
-        (Class::Zero(x), Class::Inf(y)) | (Class::Fin { neg: x, .. }, Class::Inf(y)) => {
-            fmt.zero(x != y)
-        }
+        (Class::Zero(x), Class::Inf(y)) | (Class::Fin { neg: x, .. }, Class::Inf(y)) => fmt.zero(x != y),
         (Class::Zero(x), Class::Fin { neg: y, .. }) => fmt.zero(x != y),
         (Class::Fin { neg: x, .. }, Class::Zero(y)) => fmt.inf(x != y),
-        (
-            Class::Fin {
-                neg: n1,
-                mant: m1,
-                exp: e1,
-            },
-            Class::Fin {
-                neg: n2,
-                mant: m2,
-                exp: e2,
-            },
-        ) => {
+        (Class::Fin { neg: n1, mant: m1, exp: e1 }, Class::Fin { neg: n2, mant: m2, exp: e2 }) => {
             // Normalize both to 64-bit significands with the top bit set, then divide with 64
             // extra quotient bits: the quotient has 64 or 65 bits, the remainder is the sticky.
             let (s1, s2) = (m1.leading_zeros(), m2.leading_zeros());
@@ -529,16 +425,7 @@ pub fn soft_div(fmt: Fmt, mode: Mode, a: u64, b: u64) -> u64 {
             let exp = e1 - s1 as i32 - (e2 - s2 as i32) - 64;
             // Keep the sticky invariant (mant >= 2^120) by shifting the quotient up.
             let q = q << 56;
-            round_exact(
-                fmt,
-                mode,
-                Exact {
-                    neg: n1 != n2,
-                    mant: q,
-                    exp: exp - 56,
-                    sticky: r != 0,
-                },
-            )
+            round_exact(fmt, mode, Exact { neg: n1 != n2, mant: q, exp: exp - 56, sticky: r != 0 })
         }
     }
 }
@@ -568,11 +455,7 @@ pub fn soft_sqrt(fmt: Fmt, mode: Mode, a: u64) -> u64 {
         Class::Zero(neg) => fmt.zero(neg),
         Class::Inf(false) => fmt.inf(false),
         Class::Inf(true) | Class::Fin { neg: true, .. } => fmt.canonical_nan(),
-        Class::Fin {
-            neg: false,
-            mant,
-            exp,
-        } => {
+        Class::Fin { neg: false, mant, exp } => {
             // Top bit at 124 or 125 with an even exponent; the root then has 63 bits.
             let (mut m, mut e) = (mant as u128, exp);
             let s = m.leading_zeros() as i32 - 3;
@@ -585,16 +468,7 @@ pub fn soft_sqrt(fmt: Fmt, mode: Mode, a: u64) -> u64 {
             let r = isqrt(m);
             let sticky = r * r != m;
             let shift = 120 - (127 - r.leading_zeros() as i32);
-            round_exact(
-                fmt,
-                mode,
-                Exact {
-                    neg: false,
-                    mant: r << shift,
-                    exp: e / 2 - shift,
-                    sticky,
-                },
-            )
+            round_exact(fmt, mode, Exact { neg: false, mant: r << shift, exp: e / 2 - shift, sticky })
         }
     }
 }
@@ -606,16 +480,7 @@ pub fn convert(from: Fmt, to: Fmt, mode: Mode, bits: u64) -> u64 {
         Class::Nan => to.canonical_nan(),
         Class::Inf(n) => to.inf(n),
         Class::Zero(n) => to.zero(n),
-        Class::Fin { neg, mant, exp } => round_exact(
-            to,
-            mode,
-            Exact {
-                neg,
-                mant: mant as u128,
-                exp,
-                sticky: false,
-            },
-        ),
+        Class::Fin { neg, mant, exp } => round_exact(to, mode, Exact { neg, mant: mant as u128, exp, sticky: false }),
     }
 }
 
@@ -658,9 +523,7 @@ pub fn add(fmt: Fmt, mode: Mode, ftz: bool, a: u64, b: u64) -> u64 {
     let r = match (fmt, mode) {
         (Fmt::F32, Mode::Rn) => b32(f32v(a) + f32v(b)),
         (Fmt::F64, Mode::Rn) => b64(f64v(a) + f64v(b)),
-        (Fmt::F16 | Fmt::BF16, Mode::Rn) => {
-            narrow_rn(fmt, fmt.to_f64(a) as f32 + fmt.to_f64(b) as f32)
-        }
+        (Fmt::F16 | Fmt::BF16, Mode::Rn) => narrow_rn(fmt, fmt.to_f64(a) as f32 + fmt.to_f64(b) as f32),
         _ => soft_add(fmt, mode, a, b),
     };
     ftz_in(fmt, ftz, r)
@@ -679,9 +542,7 @@ pub fn mul(fmt: Fmt, mode: Mode, ftz: bool, a: u64, b: u64) -> u64 {
     let r = match (fmt, mode) {
         (Fmt::F32, Mode::Rn) => b32(f32v(a) * f32v(b)),
         (Fmt::F64, Mode::Rn) => b64(f64v(a) * f64v(b)),
-        (Fmt::F16 | Fmt::BF16, Mode::Rn) => {
-            narrow_rn(fmt, fmt.to_f64(a) as f32 * fmt.to_f64(b) as f32)
-        }
+        (Fmt::F16 | Fmt::BF16, Mode::Rn) => narrow_rn(fmt, fmt.to_f64(a) as f32 * fmt.to_f64(b) as f32),
         _ => soft_mul(fmt, mode, a, b),
     };
     ftz_in(fmt, ftz, r)
@@ -689,11 +550,7 @@ pub fn mul(fmt: Fmt, mode: Mode, ftz: bool, a: u64, b: u64) -> u64 {
 
 #[inline(always)]
 pub fn fma(fmt: Fmt, mode: Mode, ftz: bool, a: u64, b: u64, c: u64) -> u64 {
-    let (a, b, c) = (
-        ftz_in(fmt, ftz, a),
-        ftz_in(fmt, ftz, b),
-        ftz_in(fmt, ftz, c),
-    );
+    let (a, b, c) = (ftz_in(fmt, ftz, a), ftz_in(fmt, ftz, b), ftz_in(fmt, ftz, c));
     let r = match (fmt, mode) {
         (Fmt::F32, Mode::Rn) => b32(f32v(a).mul_add(f32v(b), f32v(c))),
         (Fmt::F64, Mode::Rn) => b64(f64v(a).mul_add(f64v(b), f64v(c))),
@@ -708,9 +565,7 @@ pub fn div(fmt: Fmt, mode: Mode, ftz: bool, a: u64, b: u64) -> u64 {
     let r = match (fmt, mode) {
         (Fmt::F32, Mode::Rn) => b32(f32v(a) / f32v(b)),
         (Fmt::F64, Mode::Rn) => b64(f64v(a) / f64v(b)),
-        (Fmt::F16 | Fmt::BF16, Mode::Rn) => {
-            narrow_rn(fmt, fmt.to_f64(a) as f32 / fmt.to_f64(b) as f32)
-        }
+        (Fmt::F16 | Fmt::BF16, Mode::Rn) => narrow_rn(fmt, fmt.to_f64(a) as f32 / fmt.to_f64(b) as f32),
         _ => soft_div(fmt, mode, a, b),
     };
     ftz_in(fmt, ftz, r)
@@ -755,11 +610,7 @@ fn minmax(fmt: Fmt, ftz: bool, a: u64, b: u64, want_min: bool) -> u64 {
         _ => {}
     }
     let (x, y) = (fmt.to_f64(a), fmt.to_f64(b));
-    let a_less = if x == y {
-        fmt.is_neg(a) && !fmt.is_neg(b)
-    } else {
-        x < y
-    };
+    let a_less = if x == y { fmt.is_neg(a) && !fmt.is_neg(b) } else { x < y };
     if a_less == want_min {
         a
     } else {
