@@ -5,26 +5,8 @@ use kir_ir::diag::Severity;
 use kir_ir::verify::{verify_kernel, verify_module, MAX_STATIC_SHARED_BYTES};
 use kir_ir::*;
 
-/// Each error's message followed by its notes.
-fn errors(k: &Kernel) -> Vec<String> {
-    verify_kernel(k)
-        .into_iter()
-        .filter(|d| d.is_error())
-        .map(|d| format!("{} [{}]", d.message, d.notes.join("; ")))
-        .collect()
-}
-
-#[track_caller]
-fn assert_clean(k: &Kernel) {
-    let d = verify_kernel(k);
-    assert!(d.is_empty(), "expected no diagnostics, got {d:#?}\n{}", print_kernel(k));
-}
-
-#[track_caller]
-fn assert_error(k: &Kernel, needle: &str) {
-    let e = errors(k);
-    assert!(e.iter().any(|m| m.contains(needle)), "expected an error containing {needle:?}, got {e:#?}");
-}
+mod common;
+use common::*;
 
 /// `out[tid] = a + 1` over a loop-free diamond: a clean kernel the tests then break.
 fn sample() -> Kernel {

@@ -1,8 +1,10 @@
 //! Verifier unit tests: operand and result types, op forms and modifiers, memory ops, built
 //! programmatically (as passes build IR, with dummy spans).
 
-use kir_ir::verify::verify_kernel;
 use kir_ir::*;
+
+mod common;
+use common::*;
 
 /// A kernel whose parameters have `arg_tys` and whose entry block runs `op` on them, then returns.
 fn one_inst(op: Op, arg_tys: &[Type], result: Option<Type>) -> Kernel {
@@ -11,27 +13,6 @@ fn one_inst(op: Op, arg_tys: &[Type], result: Option<Type>) -> Kernel {
     let b = k.add_block("entry");
     k.append_inst(b, op, args, result.map(|t| ("r".to_string(), t)), Span::DUMMY);
     k
-}
-
-/// Each error's message followed by its notes.
-fn errors(k: &Kernel) -> Vec<String> {
-    verify_kernel(k)
-        .into_iter()
-        .filter(|d| d.is_error())
-        .map(|d| format!("{} [{}]", d.message, d.notes.join("; ")))
-        .collect()
-}
-
-#[track_caller]
-fn assert_clean(k: &Kernel) {
-    let d = verify_kernel(k);
-    assert!(d.is_empty(), "expected no diagnostics, got {d:#?}\n{}", print_kernel(k));
-}
-
-#[track_caller]
-fn assert_error(k: &Kernel, needle: &str) {
-    let e = errors(k);
-    assert!(e.iter().any(|m| m.contains(needle)), "expected an error containing {needle:?}, got {e:#?}");
 }
 
 const F32: Type = Type::F32;
