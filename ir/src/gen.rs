@@ -1081,14 +1081,6 @@ mod tests {
     }
 
     #[test]
-    #[ignore]
-    fn show() {
-        let seed = std::env::var("SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(1);
-        let insts = std::env::var("INSTS").ok().and_then(|s| s.parse().ok()).unwrap_or(80);
-        println!("{}", crate::print_kernel(&random_kernel(seed, &GenConfig { insts, ..GenConfig::default() })));
-    }
-
-    #[test]
     fn deterministic_per_seed_and_different_across_seeds() {
         let cfg = GenConfig::default();
         assert_eq!(random_kernel(7, &cfg), random_kernel(7, &cfg));
