@@ -1,0 +1,14 @@
+//! Runs `fold,simplify-cfg` then `dce` on one generated kernel of INSTS instructions (for counting
+//! dce's instructions with callgrind: `--toggle-collect='*Dce*'`).
+fn main() {
+    let insts: usize = std::env::var("INSTS").ok().and_then(|v| v.parse().ok()).unwrap_or(50_000);
+    let k = kir_ir::gen::random_kernel(42, &kir_ir::gen::GenConfig { insts, ..Default::default() });
+    let mut m = kir_ir::Module { kernels: vec![k], ..Default::default() };
+    let cfg = kir_passes::RunConfig { verify_input: false, ..Default::default() };
+    let pre = kir_passes::parse_pipeline("fold,simplify-cfg").unwrap();
+    kir_passes::run_pipeline(&mut m, &pre, &cfg, &mut std::io::sink()).unwrap();
+    let dce = kir_passes::parse_pipeline("dce").unwrap();
+    let t = std::time::Instant::now();
+    kir_passes::run_pipeline(&mut m, &dce, &cfg, &mut std::io::sink()).unwrap();
+    println!("{insts}: dce pipeline {:?}", t.elapsed());
+}
