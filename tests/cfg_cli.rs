@@ -1,17 +1,8 @@
 //! `kir cfg`: a kernel's CFG as Graphviz DOT (blocks labelled with their instructions, branch edges
 //! marked T/F), and clear errors when the kernel is ambiguous or missing.
 
-use std::process::Command;
-
-fn kir(args: &[&str]) -> (i32, String, String) {
-    let out =
-        Command::new(env!("CARGO_BIN_EXE_kir")).args(args).current_dir(env!("CARGO_MANIFEST_DIR")).output().unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+mod cli;
+use cli::kir;
 
 #[test]
 fn dot_of_relu_backward() {

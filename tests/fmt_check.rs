@@ -1,20 +1,8 @@
 //! The kernel library is in canonical form (`kir fmt --check` is clean), and `kir fmt` reports a
 //! non-canonical file with its first differing line and exit 1.
 
-use std::process::Command;
-
-fn kir(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_kir"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("run kir");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+mod cli;
+use cli::kir;
 
 #[test]
 fn kernel_library_is_canonical() {

@@ -1,21 +1,8 @@
 //! The command line for graphs and fusion: `kir run FILE --graph G --stats`, `kir opt --passes fuse
 //! --print-fusion`, and their errors.
 
-use std::process::Command;
-
-fn kir(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_kir"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+mod cli;
+use cli::kir;
 
 const ACT_ARGS: [&str; 10] = [
     "--arg",

@@ -2,21 +2,10 @@
 //! default pipeline (results preserved bit for bit), ptxas (required under CI=true) and the GPU when
 //! there is one; plus its usage errors.
 
-use std::process::Command;
+mod cli;
+use cli::kir;
 
-fn kir(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_kir"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env_remove("KIR_REQUIRE_GPU")
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use std::process::Command;
 
 #[test]
 fn fifty_cases_pass_every_check() {

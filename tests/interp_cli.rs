@@ -1,15 +1,7 @@
 //! `kir run`: argument binding, summaries, --stats, --out, and its error exits.
 
-use std::process::Command;
-
-fn kir(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_kir")).args(args).output().unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into(),
-        String::from_utf8_lossy(&out.stderr).into(),
-    )
-}
+mod cli;
+use cli::kir;
 
 const RELU: [&str; 6] = ["run", "kernels/relu_backward.kir", "--grid", "4", "--block", "256"];
 

@@ -1,21 +1,8 @@
 //! `kir test`, the README's main job, run as a user runs it: the binary on the kernel library and
 //! on files that must fail, with the rows and exit codes they rely on.
 
-use std::process::Command;
-
-fn kir(args: &[&str], envs: &[(&str, &str)]) -> (i32, String, String) {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_kir"));
-    cmd.args(args).current_dir(env!("CARGO_MANIFEST_DIR")).env_remove("KIR_REQUIRE_GPU");
-    for (k, v) in envs {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().expect("run kir");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+mod cli;
+use cli::kir_with_env;
 
 /// Parses the final `N passed, N failed, N skipped` line.
 fn summary(stdout: &str) -> (usize, usize, usize) {
@@ -29,7 +16,7 @@ fn summary(stdout: &str) -> (usize, usize, usize) {
 
 #[test]
 fn the_kernel_library_passes() {
-    let (code, stdout, stderr) = kir(&["test", "kernels/"], &[]);
+    let (code, stdout, stderr) = kir_with_env(&["test", "kernels/"], &[]);
     let (passed, failed, skipped) = summary(&stdout);
     assert_eq!(code, 0, "kir test kernels/ failed:\n{stdout}\n{stderr}");
     assert_eq!(failed, 0);
@@ -49,7 +36,7 @@ fn the_kernel_library_passes() {
 
 #[test]
 fn failures_are_reported_with_locations_and_exit_1() {
-    let (code, stdout, _) = kir(
+    let (code, stdout, _) = kir_with_env(
         &[
             "test",
             "tests/kir_test_cases/bad_expect.kir",
@@ -68,7 +55,7 @@ fn failures_are_reported_with_locations_and_exit_1() {
 
 #[test]
 fn passes_must_preserve_outputs_and_expects_hold() {
-    let (code, stdout, stderr) = kir(&["test", "-v", "tests/kir_test_cases/passes_preserve.kir"], &[]);
+    let (code, stdout, stderr) = kir_with_env(&["test", "-v", "tests/kir_test_cases/passes_preserve.kir"], &[]);
     assert_eq!(code, 0, "{stdout}\n{stderr}");
     assert!(stdout.contains("interp  (bit-identical after passes)"), "{stdout}");
 }
@@ -79,16 +66,16 @@ fn require_gpu_turns_a_missing_gpu_into_failures() {
         eprintln!("skip: a CUDA driver is present; this test checks the no-GPU path");
         return;
     }
-    let (code, stdout, _) = kir(&["test", "kernels/relu_backward.kir"], &[("KIR_REQUIRE_GPU", "1")]);
+    let (code, stdout, _) = kir_with_env(&["test", "kernels/relu_backward.kir"], &[("KIR_REQUIRE_GPU", "1")]);
     assert_eq!(code, 1, "{stdout}");
     assert!(stdout.contains("FAIL") && stdout.contains("--require-gpu"), "{stdout}");
-    let (code, _, _) = kir(&["test", "--require-gpu", "kernels/relu_backward.kir"], &[]);
+    let (code, _, _) = kir_with_env(&["test", "--require-gpu", "kernels/relu_backward.kir"], &[]);
     assert_eq!(code, 1);
 }
 
 #[test]
 fn missing_paths_are_usage_errors() {
-    let (code, _, stderr) = kir(&["test", "no/such/dir"], &[]);
+    let (code, _, stderr) = kir_with_env(&["test", "no/such/dir"], &[]);
     assert_eq!(code, 2);
     assert!(stderr.contains("no/such/dir: no such file or directory"), "{stderr}");
 }

@@ -1,16 +1,7 @@
 //! `kir ptx` and `kir devices` as users run them: output, exit codes and error messages.
 
-use std::process::Command;
-
-fn kir(args: &[&str]) -> (i32, String, String) {
-    let out =
-        Command::new(env!("CARGO_BIN_EXE_kir")).args(args).current_dir(env!("CARGO_MANIFEST_DIR")).output().unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+mod cli;
+use cli::kir;
 
 #[test]
 fn ptx_prints_the_module_for_the_chosen_target() {
