@@ -99,3 +99,65 @@ pub fn write_outputs(outs: &[(String, usize, String)], buffers: &[kir_interp::Bu
     }
     Ok(())
 }
+
+/// A usage error (bad flags or argument values): message on stderr, exit 2.
+pub fn usage(msg: impl std::fmt::Display) -> ExitCode {
+    eprintln!("error: {msg}");
+    ExitCode::from(2)
+}
+
+/// `X[,Y[,Z]]` with missing dimensions 1 (for `--grid`/`--block`).
+pub fn parse_dims(s: &str, what: &str) -> Result<[u32; 3], String> {
+    let parts: Vec<&str> = s.split(',').map(str::trim).collect();
+    if parts.is_empty() || parts.len() > 3 {
+        return Err(format!("--{what} `{s}`: expected X[,Y[,Z]]"));
+    }
+    let mut d = [1u32; 3];
+    for (i, p) in parts.iter().enumerate() {
+        d[i] = p.parse().map_err(|_| format!("--{what} `{s}`: `{p}` is not a positive integer"))?;
+        if d[i] == 0 {
+            return Err(format!("--{what} `{s}`: dimensions must be at least 1"));
+        }
+    }
+    Ok(d)
+}
+
+/// `NAME=VALUE` (a leading `%` on NAME is dropped), for `--arg` and `--out`.
+pub fn split_named(s: &str, flag: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((n, v)) if !n.trim().is_empty() => Ok((n.trim().trim_start_matches('%').to_string(), v.to_string())),
+        _ => Err(format!("--{flag} `{s}`: expected NAME=VALUE")),
+    }
+}
+
+/// Parses every `--arg NAME=VALUE` into an argument spec (`kir_interp::args` syntax).
+pub fn named_args(args: &[String]) -> Result<Vec<(String, kir_interp::args::ArgSpec)>, String> {
+    args.iter()
+        .map(|s| {
+            let (n, v) = split_named(s, "arg")?;
+            kir_interp::args::parse_arg_spec(&v).map(|spec| (n.clone(), spec)).map_err(|e| format!("--arg {n}: {e}"))
+        })
+        .collect()
+}
+
+/// Reads, parses and checks a file (`kir check`'s checks: verifier and barrier verification);
+/// prints every diagnostic and returns exit code 1 when any is an error.
+pub fn load_checked(path: &str) -> Result<Loaded, ExitCode> {
+    let loaded = load(path)?;
+    let diags = kir::checks::check_module(&loaded.module);
+    emit(&diags, path, &loaded.source);
+    if diag::has_errors(&diags) {
+        return Err(ExitCode::from(1));
+    }
+    Ok(loaded)
+}
+
+/// Looks up a graph by name (with or without `@`).
+pub fn select_graph<'m>(loaded: &'m Loaded, name: &str) -> Result<&'m kir_ir::graph::Graph, ExitCode> {
+    let name = name.trim_start_matches('@');
+    loaded.module.graph(name).ok_or_else(|| {
+        let names: Vec<String> = loaded.module.graphs.iter().map(|g| format!("@{}", g.name)).collect();
+        let have = if names.is_empty() { "none".to_string() } else { names.join(", ") };
+        file_error(&loaded.path, format!("no graph `@{name}` (graphs here: {have})"))
+    })
+}

@@ -22,9 +22,8 @@
 //!   and the bandwidth achieved for the global-memory bytes the interpreter counted (read +
 //!   written), as `kir run --stats` reports them.
 
-use super::common;
-use super::run::{parse_dims, split_named};
-use crate::checks;
+use super::common::{self, parse_dims, usage};
+
 use kir::compare::{compare_buffers, Strictness};
 use kir::directives::Tolerance;
 use kir::gpu_exec;
@@ -80,11 +79,6 @@ pub struct Args {
     pub threads: Option<usize>,
 }
 
-fn usage(msg: impl std::fmt::Display) -> ExitCode {
-    eprintln!("error: {msg}");
-    ExitCode::from(2)
-}
-
 /// Whether the environment demands a GPU (`KIR_REQUIRE_GPU=1`).
 pub fn gpu_required_by_env() -> bool {
     std::env::var("KIR_REQUIRE_GPU").is_ok_and(|v| v == "1")
@@ -97,15 +91,10 @@ enum Target<'m> {
 }
 
 pub fn run(a: &Args) -> ExitCode {
-    let loaded = match common::load(&a.file) {
+    let loaded = match common::load_checked(&a.file) {
         Ok(l) => l,
         Err(code) => return code,
     };
-    let diags = checks::check_module(&loaded.module);
-    common::emit(&diags, &loaded.path, &loaded.source);
-    if kir_ir::diag::has_errors(&diags) {
-        return ExitCode::from(1);
-    }
     let m = &loaded.module;
     let target = match &a.graph {
         Some(name) => {
@@ -115,14 +104,9 @@ pub fn run(a: &Args) -> ExitCode {
             if a.time {
                 return usage("--time is for kernels (time the graph's kernels one at a time)");
             }
-            let name = name.trim_start_matches('@');
-            match m.graph(name) {
-                Some(g) => Target::Graph { g },
-                None => {
-                    let names: Vec<String> = m.graphs.iter().map(|g| format!("@{}", g.name)).collect();
-                    let have = if names.is_empty() { "none".to_string() } else { names.join(", ") };
-                    return common::file_error(&loaded.path, format!("no graph `@{name}` (graphs here: {have})"));
-                }
+            match common::select_graph(&loaded, name) {
+                Ok(g) => Target::Graph { g },
+                Err(code) => return code,
             }
         }
         None => {
@@ -140,17 +124,10 @@ pub fn run(a: &Args) -> ExitCode {
             Target::Kernel { k, cfg: LaunchConfig { grid, block, dynamic_shared_bytes: a.shared } }
         }
     };
-    let mut named = Vec::new();
-    for s in &a.args {
-        let (n, v) = match split_named(s, "arg") {
-            Ok(x) => x,
-            Err(e) => return usage(e),
-        };
-        match args::parse_arg_spec(&v) {
-            Ok(spec) => named.push((n, spec)),
-            Err(e) => return usage(format!("--arg {n}: {e}")),
-        }
-    }
+    let named = match common::named_args(&a.args) {
+        Ok(n) => n,
+        Err(e) => return usage(e),
+    };
     // Bind: the engines' shared arguments and, per buffer parameter, its name and buffer index.
     let (launch_args, initial, buffer_params, written) = match &target {
         Target::Kernel { k, .. } => match args::bind(k, &named, None) {

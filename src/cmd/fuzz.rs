@@ -17,6 +17,7 @@
 //! - Exit 0 when every case passes, 1 when any fails (or a required tool is missing), 2 on a usage
 //!   error.
 
+use super::common::usage;
 use kir::fuzz::{self, FuzzConfig, Ran};
 use kir_backend_ptx::gpu::{GpuError, GpuRunner};
 use kir_backend_ptx::SmVersion;
@@ -58,11 +59,6 @@ pub struct Args {
     /// CUDA device ordinal.
     #[arg(long, default_value_t = 0)]
     pub device: usize,
-}
-
-fn usage(msg: impl std::fmt::Display) -> ExitCode {
-    eprintln!("error: {msg}");
-    ExitCode::from(2)
 }
 
 pub fn run(a: &Args) -> ExitCode {

@@ -30,16 +30,12 @@ pub fn run(args: &Args) -> ExitCode {
         eprintln!("error: unknown --sm `{}` (expected one of sm_80, sm_86, sm_89, sm_90)", args.sm);
         return ExitCode::from(2);
     };
-    let loaded = match common::load(&args.file) {
+    // Verified and barrier-verified: barrier divergence is undefined behaviour on the GPU, so no
+    // code is emitted for it.
+    let loaded = match common::load_checked(&args.file) {
         Ok(l) => l,
         Err(code) => return code,
     };
-    // Barrier divergence is undefined behaviour on the GPU: refuse to emit code for it.
-    let diags = kir::checks::check_module(&loaded.module);
-    common::emit(&diags, &loaded.path, &loaded.source);
-    if kir_ir::diag::has_errors(&diags) {
-        return ExitCode::from(1);
-    }
     let opts = PtxOptions { sm, source: Some(loaded.source.clone()), comments: true };
     let result = match &args.kernel {
         Some(_) => match common::select_kernel(&loaded, args.kernel.as_deref()) {

@@ -12,8 +12,7 @@
 //! - `--stats` prints instructions, global bytes read/written and barriers; `--time` the launch's
 //!   wall time (both on stdout, after the outputs).
 
-use super::common;
-use crate::checks;
+use super::common::{self, parse_dims, split_named, usage};
 use kir_interp::args;
 use kir_interp::{LaunchConfig, Options};
 use std::process::ExitCode;
@@ -65,47 +64,14 @@ pub struct Args {
     pub time: bool,
 }
 
-fn usage(msg: impl std::fmt::Display) -> ExitCode {
-    eprintln!("error: {msg}");
-    ExitCode::from(2)
-}
-
-/// `X[,Y[,Z]]` with missing dimensions 1.
-pub(crate) fn parse_dims(s: &str, what: &str) -> Result<[u32; 3], String> {
-    let parts: Vec<&str> = s.split(',').map(str::trim).collect();
-    if parts.is_empty() || parts.len() > 3 {
-        return Err(format!("--{what} `{s}`: expected X[,Y[,Z]]"));
-    }
-    let mut d = [1u32; 3];
-    for (i, p) in parts.iter().enumerate() {
-        d[i] = p.parse().map_err(|_| format!("--{what} `{s}`: `{p}` is not a positive integer"))?;
-        if d[i] == 0 {
-            return Err(format!("--{what} `{s}`: dimensions must be at least 1"));
-        }
-    }
-    Ok(d)
-}
-
-pub(crate) fn split_named(s: &str, flag: &str) -> Result<(String, String), String> {
-    match s.split_once('=') {
-        Some((n, v)) if !n.trim().is_empty() => Ok((n.trim().trim_start_matches('%').to_string(), v.to_string())),
-        _ => Err(format!("--{flag} `{s}`: expected NAME=VALUE")),
-    }
-}
-
 pub fn run(a: &Args) -> ExitCode {
     if let Some(g) = &a.graph {
         return super::run_graph::run(a, g);
     }
-    let loaded = match common::load(&a.file) {
+    let loaded = match common::load_checked(&a.file) {
         Ok(l) => l,
         Err(code) => return code,
     };
-    let diags = checks::check_module(&loaded.module);
-    common::emit(&diags, &loaded.path, &loaded.source);
-    if kir_ir::diag::has_errors(&diags) {
-        return ExitCode::from(1);
-    }
     let kernel = match common::select_kernel(&loaded, a.kernel.as_deref()) {
         Ok(k) => k,
         Err(code) => return code,
@@ -114,17 +80,10 @@ pub fn run(a: &Args) -> ExitCode {
         (Ok(g), Ok(b)) => (g, b),
         (Err(e), _) | (_, Err(e)) => return usage(e),
     };
-    let mut named = Vec::new();
-    for s in &a.args {
-        let (n, v) = match split_named(s, "arg") {
-            Ok(x) => x,
-            Err(e) => return usage(e),
-        };
-        match args::parse_arg_spec(&v) {
-            Ok(spec) => named.push((n, spec)),
-            Err(e) => return usage(format!("--arg {n}: {e}")),
-        }
-    }
+    let named = match common::named_args(&a.args) {
+        Ok(n) => n,
+        Err(e) => return usage(e),
+    };
     let mut bound = match args::bind(kernel, &named, None) {
         Ok(b) => b,
         Err(e) => return usage(e),

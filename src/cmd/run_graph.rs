@@ -11,55 +11,28 @@
 //! - `--stats` prints the number of launches and the global-memory bytes read and written, in total
 //!   and per launch; these are the interpreter's exact counts.
 
-use super::common;
+use super::common::{self, split_named, usage};
 use super::run::Args;
-use crate::checks;
 use kir_interp::graph::{bind_graph, run_graph};
-use kir_interp::{args, Options};
+use kir_interp::Options;
 use std::process::ExitCode;
 use std::time::Instant;
 
-fn usage(msg: impl std::fmt::Display) -> ExitCode {
-    eprintln!("error: {msg}");
-    ExitCode::from(2)
-}
-
-fn split_named(s: &str, flag: &str) -> Result<(String, String), String> {
-    match s.split_once('=') {
-        Some((n, v)) if !n.trim().is_empty() => Ok((n.trim().trim_start_matches('%').to_string(), v.to_string())),
-        _ => Err(format!("--{flag} `{s}`: expected NAME=VALUE")),
-    }
-}
-
 /// Runs graph `name` of `a.file`.
 pub fn run(a: &Args, name: &str) -> ExitCode {
-    let loaded = match common::load(&a.file) {
+    let loaded = match common::load_checked(&a.file) {
         Ok(l) => l,
         Err(code) => return code,
     };
-    let diags = checks::check_module(&loaded.module);
-    common::emit(&diags, &loaded.path, &loaded.source);
-    if kir_ir::diag::has_errors(&diags) {
-        return ExitCode::from(1);
-    }
     let m = &loaded.module;
-    let name = name.trim_start_matches('@');
-    let Some(g) = m.graph(name) else {
-        let names: Vec<String> = m.graphs.iter().map(|g| format!("@{}", g.name)).collect();
-        let have = if names.is_empty() { "none".to_string() } else { names.join(", ") };
-        return common::file_error(&loaded.path, format!("no graph `@{name}` (graphs here: {have})"));
+    let g = match common::select_graph(&loaded, name) {
+        Ok(g) => g,
+        Err(code) => return code,
     };
-    let mut named = Vec::new();
-    for s in &a.args {
-        let (n, v) = match split_named(s, "arg") {
-            Ok(x) => x,
-            Err(e) => return usage(e),
-        };
-        match args::parse_arg_spec(&v) {
-            Ok(spec) => named.push((n, spec)),
-            Err(e) => return usage(format!("--arg {n}: {e}")),
-        }
-    }
+    let named = match common::named_args(&a.args) {
+        Ok(n) => n,
+        Err(e) => return usage(e),
+    };
     let mut bound = match bind_graph(g, &named, None) {
         Ok(b) => b,
         Err(e) => return usage(e),
