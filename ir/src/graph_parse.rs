@@ -61,34 +61,12 @@ pub(crate) fn lower_graphs(ast: &AstModule, module: &mut Module, errs: &mut Vec<
     }
 }
 
+/// Graph parameters: global buffers and scalars.
+const GRAPH_TYPES: crate::parse::TypeContext =
+    crate::parse::TypeContext { spaces: "expected `global`", list_types: false };
+
 fn lower_type(t: &AstType, errs: &mut Vec<Diagnostic>) -> Option<Type> {
-    let scalar = |n: &Spanned<String>, errs: &mut Vec<Diagnostic>| {
-        let s = ScalarType::from_name(&n.node);
-        if s.is_none() {
-            errs.push(Diagnostic::error(format!("unknown type `{}`", n.node)).at(n.span, "not a type"));
-        }
-        s
-    };
-    match t {
-        AstType::Named(n) => scalar(n, errs).map(Type::Scalar),
-        AstType::Ptr { space, elem } => {
-            let sp = AddrSpace::from_name(&space.node);
-            if sp.is_none() {
-                errs.push(
-                    Diagnostic::error(format!("unknown address space `{}`", space.node))
-                        .at(space.span, "expected `global`"),
-                );
-            }
-            let el = scalar(elem, errs)?;
-            if el == ScalarType::Pred {
-                errs.push(
-                    Diagnostic::error("pointers to `pred` are not allowed").at(elem.span, "use u8 or u32 storage"),
-                );
-                return None;
-            }
-            Some(Type::Ptr(sp?, el))
-        }
-    }
+    crate::parse::lower_type_in(t, errs, &GRAPH_TYPES)
 }
 
 /// The span of a `name(` token without the parenthesis.

@@ -441,13 +441,33 @@ fn float_from_f64(v: f64, ty: ScalarType) -> Result<Constant, String> {
     })
 }
 
+/// How a type position describes what it accepts, for its error messages.
+pub(crate) struct TypeContext {
+    /// The label under an unknown address space.
+    pub spaces: &'static str,
+    /// Whether an unknown type gets a note listing every type.
+    pub list_types: bool,
+}
+
+/// Kernel parameters and block parameters: every type.
+const KERNEL_TYPES: TypeContext = TypeContext { spaces: "expected `global` or `shared`", list_types: true };
+
 fn lower_type(t: &AstType, errs: &mut Vec<Diagnostic>) -> Option<Type> {
+    lower_type_in(t, errs, &KERNEL_TYPES)
+}
+
+/// Resolves a written type, reporting unknown names (shared by kernels and graphs).
+pub(crate) fn lower_type_in(t: &AstType, errs: &mut Vec<Diagnostic>, cx: &TypeContext) -> Option<Type> {
     let scalar = |n: &Spanned<String>, errs: &mut Vec<Diagnostic>| match ScalarType::from_name(&n.node) {
         Some(s) => Some(s),
         None => {
-            errs.push(Diagnostic::error(format!("unknown type `{}`", n.node)).at(n.span, "not a type").with_note(
-                "types are pred, u8, u16, u32, u64, s8, s16, s32, s64, f16, bf16, f32, f64, ptr<global|shared, T>",
-            ));
+            let mut d = Diagnostic::error(format!("unknown type `{}`", n.node)).at(n.span, "not a type");
+            if cx.list_types {
+                d = d.with_note(
+                    "types are pred, u8, u16, u32, u64, s8, s16, s32, s64, f16, bf16, f32, f64, ptr<global|shared, T>",
+                );
+            }
+            errs.push(d);
             None
         }
     };
@@ -457,8 +477,7 @@ fn lower_type(t: &AstType, errs: &mut Vec<Diagnostic>) -> Option<Type> {
             let sp = AddrSpace::from_name(&space.node);
             if sp.is_none() {
                 errs.push(
-                    Diagnostic::error(format!("unknown address space `{}`", space.node))
-                        .at(space.span, "expected `global` or `shared`"),
+                    Diagnostic::error(format!("unknown address space `{}`", space.node)).at(space.span, cx.spaces),
                 );
             }
             let el = scalar(elem, errs);
