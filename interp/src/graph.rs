@@ -216,7 +216,7 @@ pub fn run_graph(
         for pl in &plan.launches {
             let s = launch(pl.kernel, &pl.cfg, &pl.args, &mut all, opts).map_err(|e| e.with_note(pl.where_(g)))?;
             stats.launches += 1;
-            add_stats(&mut stats.total, &s);
+            stats.total = stats.total.add(s);
             stats.per_launch.push((pl.kernel.name.clone(), s));
         }
         Ok(stats)
@@ -225,16 +225,6 @@ pub fn run_graph(
         *dst = src;
     }
     result
-}
-
-fn add_stats(t: &mut Stats, s: &Stats) {
-    t.thread_instructions += s.thread_instructions;
-    t.warp_instructions += s.warp_instructions;
-    t.global_bytes_read += s.global_bytes_read;
-    t.global_bytes_written += s.global_bytes_written;
-    t.barriers += s.barriers;
-    t.blocks += s.blocks;
-    t.threads += s.threads;
 }
 
 /// An integer constant of type `t` with value `v`, when it fits.

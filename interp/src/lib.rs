@@ -133,7 +133,8 @@ pub struct Stats {
 }
 
 impl Stats {
-    fn add(mut self, o: Stats) -> Stats {
+    /// The sum of two launches' statistics.
+    pub(crate) fn add(mut self, o: Stats) -> Stats {
         self.thread_instructions += o.thread_instructions;
         self.warp_instructions += o.warp_instructions;
         self.global_bytes_read += o.global_bytes_read;
