@@ -856,6 +856,21 @@ impl<'c> Gen<'c> {
 
     /// `if`/`else` diamond (or a triangle without `else`), with block parameters at the join and
     /// sometimes on the `then` block.
+    /// One arm of an if/else from the current block: a nested region, then a jump to `join` with
+    /// arguments for `join_tys`; the scope goes back to `m`. Returns whether the arguments are
+    /// uniform.
+    fn arm(&mut self, end: usize, depth: u32, join: BlockId, join_tys: &[ScalarType], m: &Mark) -> bool {
+        let sub = self.sub_budget(end);
+        self.region(sub, depth + 1);
+        if self.rng.chance(60) {
+            self.sink_since(m, 2);
+        }
+        let (a, u) = self.args_for(join_tys);
+        self.k.block_mut(self.cur).term = Terminator::Jmp(BlockCall { block: join, args: a });
+        self.restore(m);
+        u
+    }
+
     fn if_else(&mut self, end: usize, depth: u32) {
         self.stats.branches += 1;
         let (cond, cu) = self.condition();
@@ -883,27 +898,11 @@ impl<'c> Gen<'c> {
         self.cur = then_b;
         self.uniform_ctx = arm_ctx;
         self.add_params(then_b, &then_tys, cu && then_args_u);
-        let sub = self.sub_budget(end);
-        self.region(sub, depth + 1);
-        if self.rng.chance(60) {
-            self.sink_since(&m, 2);
-        }
-        let (a, u) = self.args_for(&join_tys);
-        join_uniform &= u;
-        self.k.block_mut(self.cur).term = Terminator::Jmp(BlockCall { block: join, args: a });
-        self.restore(&m);
+        join_uniform &= self.arm(end, depth, join, &join_tys, &m);
         // else
         if let Some(e) = else_b {
             self.cur = e;
-            let sub = self.sub_budget(end);
-            self.region(sub, depth + 1);
-            if self.rng.chance(60) {
-                self.sink_since(&m, 2);
-            }
-            let (a, u) = self.args_for(&join_tys);
-            join_uniform &= u;
-            self.k.block_mut(self.cur).term = Terminator::Jmp(BlockCall { block: join, args: a });
-            self.restore(&m);
+            join_uniform &= self.arm(end, depth, join, &join_tys, &m);
         }
         self.uniform_ctx = saved_ctx;
         self.cur = join;
