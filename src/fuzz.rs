@@ -434,7 +434,7 @@ pub fn remove_insts(k: &Kernel, ids: &[InstId]) -> Option<Kernel> {
 fn uses_outside(k: &Kernel, v: kir_ir::ValueId, ids: &[InstId]) -> bool {
     let is_v = |o: &Operand| *o == Operand::Value(v);
     k.placed_insts().any(|(_, i)| !ids.contains(&i) && k.inst(i).args.iter().any(is_v))
-        || k.blocks.iter().any(|b| b.term.operands().iter().any(is_v))
+        || k.blocks.iter().any(|b| b.term.operands().any(|o| is_v(&o)))
 }
 
 /// `k` with every edge into block `b` sent straight to `b`'s own target, when `b` is nothing but
@@ -482,7 +482,7 @@ fn without_unreachable(mut k: Kernel) -> Kernel {
             continue;
         }
         reach[b] = true;
-        stack.extend(k.blocks[b].term.successors().iter().map(|c| c.block.index()));
+        stack.extend(k.blocks[b].term.successors().map(|c| c.block.index()));
     }
     if reach.iter().all(|r| *r) {
         return k;

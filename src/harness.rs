@@ -439,7 +439,7 @@ fn run_kernel(
     let mut names = vec![String::new(); bound.buffers.len()];
     for (p, b) in bound.param_buffer.iter().enumerate() {
         if let Some(b) = b {
-            names[*b] = k.value(k.params[p]).name.clone();
+            names[*b] = k.value(k.params[p]).name.to_string();
         }
     }
     Ok(Outputs { buffers: bound.buffers, names })

@@ -90,7 +90,7 @@ fn every_kernel_has_run_directives_matching_its_parameters() {
                         .iter()
                         .find(|(n, _)| *n == v.name)
                         .unwrap_or_else(|| panic!("{at}: no argument for %{}", v.name));
-                    seen.push(v.name.clone());
+                    seen.push(v.name.to_string());
                     match v.ty {
                         Type::Ptr(_, elem) => {
                             if let Some((ty, len)) = buffer_spec(value) {

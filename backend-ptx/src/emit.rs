@@ -104,10 +104,13 @@ impl<'a> KernelEmitter<'a> {
         }
     }
 
-    /// Appends one instruction line (`text` without the trailing `;`).
-    pub fn ins(&mut self, text: impl AsRef<str>) {
+    /// Appends one instruction line (`text` without the trailing `;`). Takes anything printable,
+    /// so callers pass `format_args!(...)` and the text is written straight into the output.
+    pub fn ins(&mut self, text: impl std::fmt::Display) {
+        use std::fmt::Write as _;
         self.out.push('\t');
-        self.out.push_str(text.as_ref());
+        // Writing to a String cannot fail.
+        let _ = write!(self.out, "{text}");
         self.out.push_str(";\n");
     }
 
@@ -165,10 +168,10 @@ impl<'a> KernelEmitter<'a> {
             match ty {
                 Type::Ptr(AddrSpace::Global, _) => {
                     let t = self.fresh(RegClass::B64);
-                    self.ins(format!("ld.param.u64 {t}, [{pname}]"));
-                    self.ins(format!("cvta.to.global.u64 {r}, {t}"));
+                    self.ins(format_args!("ld.param.u64 {t}, [{pname}]"));
+                    self.ins(format_args!("cvta.to.global.u64 {r}, {t}"));
                 }
-                Type::Ptr(AddrSpace::Shared, _) => self.ins(format!("ld.param.u64 {r}, [{pname}]")),
+                Type::Ptr(AddrSpace::Shared, _) => self.ins(format_args!("ld.param.u64 {r}, [{pname}]")),
                 Type::Scalar(s) => self.load_param(r, s, &pname),
             }
         }
@@ -235,16 +238,16 @@ impl<'a> KernelEmitter<'a> {
         match s {
             Pred => {
                 let t = self.fresh(RegClass::B16);
-                self.ins(format!("ld.param.u8 {t}, [{pname}]"));
-                self.ins(format!("setp.ne.u16 {r}, {t}, 0"));
+                self.ins(format_args!("ld.param.u8 {t}, [{pname}]"));
+                self.ins(format_args!("setp.ne.u16 {r}, {t}, 0"));
             }
-            U8 => self.ins(format!("ld.param.u8 {r}, [{pname}]")),
-            S8 => self.ins(format!("ld.param.s8 {r}, [{pname}]")),
-            U16 | S16 | F16 | BF16 => self.ins(format!("ld.param.b16 {r}, [{pname}]")),
-            U32 | S32 => self.ins(format!("ld.param.u32 {r}, [{pname}]")),
-            F32 => self.ins(format!("ld.param.f32 {r}, [{pname}]")),
-            U64 | S64 => self.ins(format!("ld.param.u64 {r}, [{pname}]")),
-            F64 => self.ins(format!("ld.param.f64 {r}, [{pname}]")),
+            U8 => self.ins(format_args!("ld.param.u8 {r}, [{pname}]")),
+            S8 => self.ins(format_args!("ld.param.s8 {r}, [{pname}]")),
+            U16 | S16 | F16 | BF16 => self.ins(format_args!("ld.param.b16 {r}, [{pname}]")),
+            U32 | S32 => self.ins(format_args!("ld.param.u32 {r}, [{pname}]")),
+            F32 => self.ins(format_args!("ld.param.f32 {r}, [{pname}]")),
+            U64 | S64 => self.ins(format_args!("ld.param.u64 {r}, [{pname}]")),
+            F64 => self.ins(format_args!("ld.param.f64 {r}, [{pname}]")),
         }
     }
 
@@ -278,8 +281,8 @@ impl<'a> KernelEmitter<'a> {
                 RegClass::F64 => "f64",
             };
             match s {
-                Src::Reg(r) => self.ins(format!("mov.{ty} {d}, {r}")),
-                Src::Imm(t) => self.ins(format!("mov.{ty} {d}, {t}")),
+                Src::Reg(r) => self.ins(format_args!("mov.{ty} {d}, {r}")),
+                Src::Imm(t) => self.ins(format_args!("mov.{ty} {d}, {t}")),
             }
         }
     }
@@ -289,7 +292,7 @@ impl<'a> KernelEmitter<'a> {
         self.emit_moves(&moves);
         if next != Some(call.block) {
             let l = self.block_label(call.block);
-            self.ins(format!("bra.uni {l}"));
+            self.ins(format_args!("bra.uni {l}"));
         }
     }
 
@@ -309,36 +312,36 @@ impl<'a> KernelEmitter<'a> {
                 let else_moves = self.edge_moves(else_);
                 if then_moves.is_empty() && else_moves.is_empty() && next == Some(then_.block) {
                     let l = self.block_label(else_.block);
-                    self.ins(format!("@!{p} bra {l}"));
+                    self.ins(format_args!("@!{p} bra {l}"));
                 } else if then_moves.is_empty() {
                     let l = self.block_label(then_.block);
-                    self.ins(format!("@{p} bra {l}"));
+                    self.ins(format_args!("@{p} bra {l}"));
                     self.emit_moves(&else_moves);
                     if next != Some(else_.block) {
                         let l = self.block_label(else_.block);
-                        self.ins(format!("bra.uni {l}"));
+                        self.ins(format_args!("bra.uni {l}"));
                     }
                 } else if else_moves.is_empty() {
                     let l = self.block_label(else_.block);
-                    self.ins(format!("@!{p} bra {l}"));
+                    self.ins(format_args!("@!{p} bra {l}"));
                     self.emit_moves(&then_moves);
                     if next != Some(then_.block) {
                         let l = self.block_label(then_.block);
-                        self.ins(format!("bra.uni {l}"));
+                        self.ins(format_args!("bra.uni {l}"));
                     }
                 } else {
                     // Both edges carry moves: split the else edge into an inline edge block.
                     let edge = format!("$E__{}", self.edge_labels);
                     self.edge_labels += 1;
-                    self.ins(format!("@!{p} bra {edge}"));
+                    self.ins(format_args!("@!{p} bra {edge}"));
                     self.emit_moves(&then_moves);
                     let l = self.block_label(then_.block);
-                    self.ins(format!("bra.uni {l}"));
+                    self.ins(format_args!("bra.uni {l}"));
                     let _ = writeln!(self.out, "{edge}:");
                     self.emit_moves(&else_moves);
                     if next != Some(else_.block) {
                         let l = self.block_label(else_.block);
-                        self.ins(format!("bra.uni {l}"));
+                        self.ins(format_args!("bra.uni {l}"));
                     }
                 }
             }

@@ -59,26 +59,57 @@ fn reg_bits(c: Constant) -> u64 {
 /// Immediate text where PTX instructions take one: integers, f32 and f64. `None` for pred, f16
 /// and bf16, which must be materialized with [`raw_imm`] and a `mov`.
 pub fn imm_text(c: Constant) -> Option<String> {
-    Some(match c.ty {
-        S::Pred | S::F16 | S::BF16 => return None,
-        S::F32 => format!("0f{:08X}", c.bits),
-        S::F64 => format!("0d{:016X}", c.bits),
-        t if t.is_signed_int() => {
-            let v = c.as_i128();
-            if v.unsigned_abs() < (1 << 31) {
-                v.to_string()
-            } else {
-                format!("0x{:X}", reg_bits(c))
+    takes_imm(c).then(|| Imm(c).to_string())
+}
+
+/// Whether PTX instructions take `c` as an immediate (integers, f32, f64).
+pub fn takes_imm(c: Constant) -> bool {
+    !matches!(c.ty, S::Pred | S::F16 | S::BF16)
+}
+
+/// A constant printed as an instruction immediate (see [`imm_text`]), without allocating.
+#[derive(Clone, Copy, Debug)]
+pub struct Imm(pub Constant);
+
+impl std::fmt::Display for Imm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let c = self.0;
+        match c.ty {
+            S::F32 => write!(f, "0f{:08X}", c.bits),
+            S::F64 => write!(f, "0d{:016X}", c.bits),
+            t if t.is_signed_int() => {
+                let v = c.as_i128();
+                if v.unsigned_abs() < (1 << 31) {
+                    write!(f, "{v}")
+                } else {
+                    write!(f, "0x{:X}", reg_bits(c))
+                }
+            }
+            _ => {
+                if c.bits < (1 << 31) {
+                    write!(f, "{}", c.bits)
+                } else {
+                    write!(f, "0x{:X}", c.bits)
+                }
             }
         }
-        _ => {
-            if c.bits < (1 << 31) {
-                c.bits.to_string()
-            } else {
-                format!("0x{:X}", c.bits)
-            }
+    }
+}
+
+/// An instruction source as printed: a register or an immediate.
+#[derive(Clone, Copy, Debug)]
+pub enum SrcText {
+    Reg(Reg),
+    Imm(Imm),
+}
+
+impl std::fmt::Display for SrcText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SrcText::Reg(r) => r.fmt(f),
+            SrcText::Imm(i) => i.fmt(f),
         }
-    })
+    }
 }
 
 /// The text a `mov` takes for any constant.
@@ -183,27 +214,27 @@ impl KernelEmitter<'_> {
             Operand::Value(v) => self.val(v),
             Operand::Const(c) => {
                 let r = self.fresh(RegClass::of_scalar(c.ty));
-                self.ins(format!("mov.{} {r}, {}", mty(c.ty), raw_imm(c)));
+                self.ins(format_args!("mov.{} {r}, {}", mty(c.ty), raw_imm(c)));
                 r
             }
         }
     }
 
     /// The operand as an instruction source: an immediate where PTX takes one, else a register.
-    pub fn op(&mut self, o: Operand) -> String {
+    pub fn op(&mut self, o: Operand) -> SrcText {
         if let Operand::Const(c) = o {
-            if let Some(t) = imm_text(c) {
-                return t;
+            if takes_imm(c) {
+                return SrcText::Imm(Imm(c));
             }
         }
-        self.reg(o).to_string()
+        SrcText::Reg(self.reg(o))
     }
 
     /// Re-extends an 8-bit value held in a 32-bit register.
     fn renorm(&mut self, r: Reg, s: ScalarType) {
         match s {
-            S::U8 => self.ins(format!("and.b32 {r}, {r}, 255")),
-            S::S8 => self.ins(format!("cvt.s32.s8 {r}, {r}")),
+            S::U8 => self.ins(format_args!("and.b32 {r}, {r}, 255")),
+            S::S8 => self.ins(format_args!("cvt.s32.s8 {r}, {r}")),
             _ => {}
         }
     }
@@ -211,7 +242,7 @@ impl KernelEmitter<'_> {
     /// f16/bf16 bits → f32 (exact).
     fn to_f32(&mut self, h: Reg, s: ScalarType) -> Reg {
         let f = self.fresh(RegClass::F32);
-        self.ins(format!("cvt.f32.{} {f}, {h}", fty(s)));
+        self.ins(format_args!("cvt.f32.{} {f}, {h}", fty(s)));
         f
     }
 
@@ -227,27 +258,27 @@ impl KernelEmitter<'_> {
             let p = self.fresh(RegClass::Pred);
             let q = self.fresh(RegClass::Pred);
             let n = self.fresh(RegClass::Pred);
-            self.ins(format!("mov.b32 {b}, {f}"));
-            self.ins(format!("and.b32 {lo}, {b}, 65535"));
-            self.ins(format!("shr.u32 {hi}, {b}, 16"));
-            self.ins(format!("setp.ne.u32 {p}, {lo}, 0"));
-            self.ins(format!("setp.{}.s32 {q}, {b}, 0", if toward_neg { "lt" } else { "ge" }));
-            self.ins(format!("and.pred {p}, {p}, {q}"));
-            self.ins(format!("testp.notanumber.f32 {n}, {f}"));
+            self.ins(format_args!("mov.b32 {b}, {f}"));
+            self.ins(format_args!("and.b32 {lo}, {b}, 65535"));
+            self.ins(format_args!("shr.u32 {hi}, {b}, 16"));
+            self.ins(format_args!("setp.ne.u32 {p}, {lo}, 0"));
+            self.ins(format_args!("setp.{}.s32 {q}, {b}, 0", if toward_neg { "lt" } else { "ge" }));
+            self.ins(format_args!("and.pred {p}, {p}, {q}"));
+            self.ins(format_args!("testp.notanumber.f32 {n}, {f}"));
             let one = self.fresh(RegClass::B32);
-            self.ins(format!("selp.b32 {one}, 1, 0, {p}"));
-            self.ins(format!("add.s32 {hi}, {hi}, {one}"));
-            self.ins(format!("selp.b32 {hi}, 32767, {hi}, {n}"));
-            self.ins(format!("cvt.u16.u32 {d}, {hi}"));
+            self.ins(format_args!("selp.b32 {one}, 1, 0, {p}"));
+            self.ins(format_args!("add.s32 {hi}, {hi}, {one}"));
+            self.ins(format_args!("selp.b32 {hi}, 32767, {hi}, {n}"));
+            self.ins(format_args!("cvt.u16.u32 {d}, {hi}"));
         } else {
-            self.ins(format!("cvt{}.{}.f32 {d}, {f}", rnd(r), fty(s)));
+            self.ins(format_args!("cvt{}.{}.f32 {d}, {f}", rnd(r), fty(s)));
         }
     }
 
     /// Flush a subnormal f32 to a zero of the same sign.
     fn flush32(&mut self, f: Reg) -> Reg {
         let out = self.fresh(RegClass::F32);
-        self.ins(format!("cvt.ftz.f32.f32 {out}, {f}"));
+        self.ins(format_args!("cvt.ftz.f32.f32 {out}, {f}"));
         out
     }
 
@@ -262,8 +293,8 @@ impl KernelEmitter<'_> {
             }
             Op::Mov(s) => {
                 let Some(d) = d else { return };
-                let x = if s == S::Pred { self.reg(a[0]).to_string() } else { self.op(a[0]) };
-                self.ins(format!("mov.{} {d}, {x}", mty(s)));
+                let x = if s == S::Pred { SrcText::Reg(self.reg(a[0])) } else { self.op(a[0]) };
+                self.ins(format_args!("mov.{} {d}, {x}", mty(s)));
             }
             Op::Bin(op, s, fl) => {
                 let Some(d) = d else { return };
@@ -279,10 +310,10 @@ impl KernelEmitter<'_> {
                 let y = self.op(a[1]);
                 if is8(s) {
                     let t = self.fresh(RegClass::B32);
-                    self.ins(format!("mul.lo.{} {t}, {x}, {y}", ity(s)));
-                    self.ins(format!("cvt.u16.u32 {d}, {t}"));
+                    self.ins(format_args!("mul.lo.{} {t}, {x}, {y}", ity(s)));
+                    self.ins(format_args!("cvt.u16.u32 {d}, {t}"));
                 } else {
-                    self.ins(format!("mul.wide.{} {d}, {x}, {y}", ity(s)));
+                    self.ins(format_args!("mul.wide.{} {d}, {x}, {y}", ity(s)));
                 }
             }
             Op::Mad(s) => {
@@ -290,7 +321,7 @@ impl KernelEmitter<'_> {
                 let x = self.reg(a[0]);
                 let y = self.op(a[1]);
                 let z = self.op(a[2]);
-                self.ins(format!("mad.lo.{} {d}, {x}, {y}, {z}", ity(s)));
+                self.ins(format_args!("mad.lo.{} {d}, {x}, {y}, {z}", ity(s)));
                 self.renorm(d, s);
             }
             Op::Fma(s, fl) => {
@@ -313,14 +344,14 @@ impl KernelEmitter<'_> {
                     let y = self.reg(a[2]);
                     let t1 = self.fresh(RegClass::Pred);
                     let t2 = self.fresh(RegClass::Pred);
-                    self.ins(format!("and.pred {t1}, {c}, {x}"));
-                    self.ins(format!("not.pred {t2}, {c}"));
-                    self.ins(format!("and.pred {t2}, {t2}, {y}"));
-                    self.ins(format!("or.pred {d}, {t1}, {t2}"));
+                    self.ins(format_args!("and.pred {t1}, {c}, {x}"));
+                    self.ins(format_args!("not.pred {t2}, {c}"));
+                    self.ins(format_args!("and.pred {t2}, {t2}, {y}"));
+                    self.ins(format_args!("or.pred {d}, {t1}, {t2}"));
                 } else {
-                    let x = if is16f(s) { self.reg(a[1]).to_string() } else { self.op(a[1]) };
-                    let y = if is16f(s) { self.reg(a[2]).to_string() } else { self.op(a[2]) };
-                    self.ins(format!("selp.{} {d}, {x}, {y}, {c}", mty(s)));
+                    let x = if is16f(s) { SrcText::Reg(self.reg(a[1])) } else { self.op(a[1]) };
+                    let y = if is16f(s) { SrcText::Reg(self.reg(a[2])) } else { self.op(a[2]) };
+                    self.ins(format_args!("selp.{} {d}, {x}, {y}, {c}", mty(s)));
                 }
             }
             Op::Cvt { to, from, rounding, sat, ftz } => {
@@ -330,7 +361,7 @@ impl KernelEmitter<'_> {
             Op::Bitcast { to, from } => {
                 let Some(d) = d else { return };
                 let x = self.reg(a[0]);
-                self.ins(format!("mov.b{} {d}, {x}", RegClass::of_scalar(to).bits()));
+                self.ins(format_args!("mov.b{} {d}, {x}", RegClass::of_scalar(to).bits()));
                 if is8(to) && to != from {
                     self.renorm(d, to);
                 }
@@ -341,7 +372,7 @@ impl KernelEmitter<'_> {
                     return self.unsupported(i, "not a pointer");
                 };
                 let addr = self.address(a[0], a[1], elem.bytes() as i64);
-                self.ins(format!("ld{}.{} {d}, {addr}", ss(space), mem_ty(elem)));
+                self.ins(format_args!("ld{}.{} {d}, {addr}", ss(space), mem_ty(elem)));
             }
             Op::Store => {
                 let Some((space, elem)) = self.k.operand_type(a[0]).pointee() else {
@@ -349,7 +380,7 @@ impl KernelEmitter<'_> {
                 };
                 let v = self.reg(a[2]);
                 let addr = self.address(a[0], a[1], elem.bytes() as i64);
-                self.ins(format!("st{}.{} {addr}, {v}", ss(space), mem_ty(elem)));
+                self.ins(format_args!("st{}.{} {addr}, {v}", ss(space), mem_ty(elem)));
             }
             Op::Atomic(op) => {
                 let Some((space, elem)) = self.k.operand_type(a[0]).pointee() else {
@@ -364,11 +395,11 @@ impl KernelEmitter<'_> {
                     _ => ity(elem).to_string(),
                 };
                 match d {
-                    Some(d) => self.ins(format!("atom{}.{}.{t} {d}, {addr}, {v}", ss(space), op.name())),
-                    None if op != AtomicOp::Exch => self.ins(format!("red{}.{}.{t} {addr}, {v}", ss(space), op.name())),
+                    Some(d) => self.ins(format_args!("atom{}.{}.{t} {d}, {addr}, {v}", ss(space), op.name())),
+                    None if op != AtomicOp::Exch => self.ins(format_args!("red{}.{}.{t} {addr}, {v}", ss(space), op.name())),
                     None => {
                         let sink = self.fresh(RegClass::of_scalar(elem));
-                        self.ins(format!("atom{}.exch.{t} {sink}, {addr}, {v}", ss(space)));
+                        self.ins(format_args!("atom{}.exch.{t} {sink}, {addr}, {v}", ss(space)));
                     }
                 }
             }
@@ -380,7 +411,7 @@ impl KernelEmitter<'_> {
                 let new = self.reg(a[3]);
                 let addr = self.address(a[0], a[1], elem.bytes() as i64);
                 let d = d.unwrap_or_else(|| self.fresh(RegClass::of_scalar(elem)));
-                self.ins(format!("atom{}.cas.{} {d}, {addr}, {cmp}, {new}", ss(space), bty(elem)));
+                self.ins(format_args!("atom{}.cas.{} {d}, {addr}, {cmp}, {new}", ss(space), bty(elem)));
             }
             Op::PtrOffset | Op::PtrOffsetBytes => {
                 let Some(d) = d else { return };
@@ -390,15 +421,15 @@ impl KernelEmitter<'_> {
                 };
                 let (base, off) = self.addr_parts(a[0], a[1], size);
                 if off == 0 {
-                    self.ins(format!("mov.b64 {d}, {base}"));
+                    self.ins(format_args!("mov.b64 {d}, {base}"));
                 } else {
-                    self.ins(format!("add.s64 {d}, {base}, {off}"));
+                    self.ins(format_args!("add.s64 {d}, {base}, {off}"));
                 }
             }
             Op::PtrCast(_) => {
                 let Some(d) = d else { return };
                 let x = self.reg(a[0]);
-                self.ins(format!("mov.b64 {d}, {x}"));
+                self.ins(format_args!("mov.b64 {d}, {x}"));
             }
             Op::SharedAddr(idx) => {
                 let Some(d) = d else { return };
@@ -406,7 +437,7 @@ impl KernelEmitter<'_> {
                     return self.unsupported(i, "no such shared declaration");
                 }
                 let sym = self.shared_symbol(idx);
-                self.ins(format!("mov.u64 {d}, {sym}"));
+                self.ins(format_args!("mov.u64 {d}, {sym}"));
             }
             Op::Barrier => self.ins("bar.sync 0"),
             Op::Shfl(mode, s) => {
@@ -418,9 +449,9 @@ impl KernelEmitter<'_> {
                 let p = self.reg(a[0]);
                 let m = self.op(a[1]);
                 match mode {
-                    VoteMode::Ballot => self.ins(format!("vote.sync.ballot.b32 {d}, {p}, {m}")),
-                    VoteMode::All => self.ins(format!("vote.sync.all.pred {d}, {p}, {m}")),
-                    VoteMode::Any => self.ins(format!("vote.sync.any.pred {d}, {p}, {m}")),
+                    VoteMode::Ballot => self.ins(format_args!("vote.sync.ballot.b32 {d}, {p}, {m}")),
+                    VoteMode::All => self.ins(format_args!("vote.sync.all.pred {d}, {p}, {m}")),
+                    VoteMode::Any => self.ins(format_args!("vote.sync.any.pred {d}, {p}, {m}")),
                 }
             }
         }
@@ -428,29 +459,29 @@ impl KernelEmitter<'_> {
 
     fn special(&mut self, d: Reg, r: SpecialReg) {
         match r {
-            SpecialReg::Tid(x) => self.ins(format!("mov.u32 {d}, %tid.{}", x.name())),
-            SpecialReg::Ctaid(x) => self.ins(format!("mov.u32 {d}, %ctaid.{}", x.name())),
-            SpecialReg::Ntid(x) => self.ins(format!("mov.u32 {d}, %ntid.{}", x.name())),
-            SpecialReg::Nctaid(x) => self.ins(format!("mov.u32 {d}, %nctaid.{}", x.name())),
-            SpecialReg::LaneId => self.ins(format!("mov.u32 {d}, %laneid")),
+            SpecialReg::Tid(x) => self.ins(format_args!("mov.u32 {d}, %tid.{}", x.name())),
+            SpecialReg::Ctaid(x) => self.ins(format_args!("mov.u32 {d}, %ctaid.{}", x.name())),
+            SpecialReg::Ntid(x) => self.ins(format_args!("mov.u32 {d}, %ntid.{}", x.name())),
+            SpecialReg::Nctaid(x) => self.ins(format_args!("mov.u32 {d}, %nctaid.{}", x.name())),
+            SpecialReg::LaneId => self.ins(format_args!("mov.u32 {d}, %laneid")),
             SpecialReg::GlobalId(x) => {
                 let (c, n, t) = (self.fresh(RegClass::B32), self.fresh(RegClass::B32), self.fresh(RegClass::B32));
-                self.ins(format!("mov.u32 {c}, %ctaid.{}", x.name()));
-                self.ins(format!("mov.u32 {n}, %ntid.{}", x.name()));
-                self.ins(format!("mov.u32 {t}, %tid.{}", x.name()));
-                self.ins(format!("mad.lo.s32 {d}, {c}, {n}, {t}"));
+                self.ins(format_args!("mov.u32 {c}, %ctaid.{}", x.name()));
+                self.ins(format_args!("mov.u32 {n}, %ntid.{}", x.name()));
+                self.ins(format_args!("mov.u32 {t}, %tid.{}", x.name()));
+                self.ins(format_args!("mad.lo.s32 {d}, {c}, {n}, {t}"));
             }
             SpecialReg::WarpId => {
                 // kir's warpid is the linear thread index / 32 (not PTX's volatile %warpid).
                 let r: Vec<Reg> = (0..6).map(|_| self.fresh(RegClass::B32)).collect();
-                self.ins(format!("mov.u32 {}, %tid.z", r[0]));
-                self.ins(format!("mov.u32 {}, %ntid.y", r[1]));
-                self.ins(format!("mov.u32 {}, %tid.y", r[2]));
-                self.ins(format!("mad.lo.s32 {}, {}, {}, {}", r[3], r[0], r[1], r[2]));
-                self.ins(format!("mov.u32 {}, %ntid.x", r[4]));
-                self.ins(format!("mov.u32 {}, %tid.x", r[5]));
-                self.ins(format!("mad.lo.s32 {}, {}, {}, {}", r[3], r[3], r[4], r[5]));
-                self.ins(format!("shr.u32 {d}, {}, 5", r[3]));
+                self.ins(format_args!("mov.u32 {}, %tid.z", r[0]));
+                self.ins(format_args!("mov.u32 {}, %ntid.y", r[1]));
+                self.ins(format_args!("mov.u32 {}, %tid.y", r[2]));
+                self.ins(format_args!("mad.lo.s32 {}, {}, {}, {}", r[3], r[0], r[1], r[2]));
+                self.ins(format_args!("mov.u32 {}, %ntid.x", r[4]));
+                self.ins(format_args!("mov.u32 {}, %tid.x", r[5]));
+                self.ins(format_args!("mad.lo.s32 {}, {}, {}, {}", r[3], r[3], r[4], r[5]));
+                self.ins(format_args!("shr.u32 {d}, {}, 5", r[3]));
             }
         }
     }
@@ -464,7 +495,7 @@ impl KernelEmitter<'_> {
                 BinOp::Or => "or",
                 _ => "xor",
             };
-            return self.ins(format!("{name}.pred {d}, {x}, {y}"));
+            return self.ins(format_args!("{name}.pred {d}, {x}, {y}"));
         }
         if matches!(op, BinOp::Div | BinOp::Rem) {
             return self.divrem(op, s, a, b, d);
@@ -473,21 +504,21 @@ impl KernelEmitter<'_> {
         let y = self.op(b);
         let t = ity(s);
         match op {
-            BinOp::Add => self.ins(format!("add.{t} {d}, {x}, {y}")),
-            BinOp::Sub => self.ins(format!("sub.{t} {d}, {x}, {y}")),
-            BinOp::Mul => self.ins(format!("mul.lo.{t} {d}, {x}, {y}")),
+            BinOp::Add => self.ins(format_args!("add.{t} {d}, {x}, {y}")),
+            BinOp::Sub => self.ins(format_args!("sub.{t} {d}, {x}, {y}")),
+            BinOp::Mul => self.ins(format_args!("mul.lo.{t} {d}, {x}, {y}")),
             BinOp::MulHi if is8(s) => {
-                self.ins(format!("mul.lo.{t} {d}, {x}, {y}"));
-                self.ins(format!("shr.{t} {d}, {d}, 8"));
+                self.ins(format_args!("mul.lo.{t} {d}, {x}, {y}"));
+                self.ins(format_args!("shr.{t} {d}, {d}, 8"));
             }
-            BinOp::MulHi => self.ins(format!("mul.hi.{t} {d}, {x}, {y}")),
-            BinOp::Min => self.ins(format!("min.{t} {d}, {x}, {y}")),
-            BinOp::Max => self.ins(format!("max.{t} {d}, {x}, {y}")),
-            BinOp::And => self.ins(format!("and.{} {d}, {x}, {y}", bty(s))),
-            BinOp::Or => self.ins(format!("or.{} {d}, {x}, {y}", bty(s))),
-            BinOp::Xor => self.ins(format!("xor.{} {d}, {x}, {y}", bty(s))),
-            BinOp::Shl => self.ins(format!("shl.{} {d}, {x}, {y}", bty(s))),
-            BinOp::Shr => self.ins(format!("shr.{t} {d}, {x}, {y}")),
+            BinOp::MulHi => self.ins(format_args!("mul.hi.{t} {d}, {x}, {y}")),
+            BinOp::Min => self.ins(format_args!("min.{t} {d}, {x}, {y}")),
+            BinOp::Max => self.ins(format_args!("max.{t} {d}, {x}, {y}")),
+            BinOp::And => self.ins(format_args!("and.{} {d}, {x}, {y}", bty(s))),
+            BinOp::Or => self.ins(format_args!("or.{} {d}, {x}, {y}", bty(s))),
+            BinOp::Xor => self.ins(format_args!("xor.{} {d}, {x}, {y}", bty(s))),
+            BinOp::Shl => self.ins(format_args!("shl.{} {d}, {x}, {y}", bty(s))),
+            BinOp::Shr => self.ins(format_args!("shr.{t} {d}, {x}, {y}")),
             BinOp::Div | BinOp::Rem => {}
         }
         if matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::MulHi | BinOp::Shl) {
@@ -520,41 +551,41 @@ impl KernelEmitter<'_> {
         if let Operand::Const(c) = b {
             let v = c.as_i128();
             if v == 0 {
-                self.ins(format!("mov.{} {d}, {all_ones}", bty(s)));
+                self.ins(format_args!("mov.{} {d}, {all_ones}", bty(s)));
                 return;
             }
             if !(s.is_signed_int() && v == -1) {
                 let y = self.op(b);
-                self.ins(format!("{name}.{t} {d}, {x}, {y}"));
+                self.ins(format_args!("{name}.{t} {d}, {x}, {y}"));
                 return;
             }
         }
         let y = self.reg(b);
         let cls = RegClass::of_scalar(s);
         let pz = self.fresh(RegClass::Pred);
-        self.ins(format!("setp.eq.{t} {pz}, {y}, 0"));
+        self.ins(format_args!("setp.eq.{t} {pz}, {y}, 0"));
         let safe = self.fresh(cls);
         let pm = if s.is_signed_int() {
             let pm = self.fresh(RegClass::Pred);
             let any = self.fresh(RegClass::Pred);
-            self.ins(format!("setp.eq.{t} {pm}, {y}, -1"));
-            self.ins(format!("or.pred {any}, {pz}, {pm}"));
-            self.ins(format!("selp.{} {safe}, 1, {y}, {any}", bty(s)));
+            self.ins(format_args!("setp.eq.{t} {pm}, {y}, -1"));
+            self.ins(format_args!("or.pred {any}, {pz}, {pm}"));
+            self.ins(format_args!("selp.{} {safe}, 1, {y}, {any}", bty(s)));
             Some(pm)
         } else {
-            self.ins(format!("selp.{} {safe}, 1, {y}, {pz}", bty(s)));
+            self.ins(format_args!("selp.{} {safe}, 1, {y}, {pz}", bty(s)));
             None
         };
         let q = self.fresh(cls);
-        self.ins(format!("{name}.{t} {q}, {x}, {safe}"));
+        self.ins(format_args!("{name}.{t} {q}, {x}, {safe}"));
         if op == BinOp::Div {
             if let Some(pm) = pm {
                 let n = self.fresh(cls);
-                self.ins(format!("neg.{t} {n}, {x}"));
-                self.ins(format!("selp.{} {q}, {n}, {q}, {pm}", bty(s)));
+                self.ins(format_args!("neg.{t} {n}, {x}"));
+                self.ins(format_args!("selp.{} {q}, {n}, {q}, {pm}", bty(s)));
             }
         }
-        self.ins(format!("selp.{} {d}, {all_ones}, {q}, {pz}", bty(s)));
+        self.ins(format_args!("selp.{} {d}, {all_ones}, {q}, {pz}", bty(s)));
         self.renorm(d, s);
     }
 
@@ -563,9 +594,9 @@ impl KernelEmitter<'_> {
         match op {
             BinOp::Min | BinOp::Max => {
                 let x = self.reg(a);
-                let y = if is16f(s) { self.reg(b).to_string() } else { self.op(b) };
+                let y = if is16f(s) { SrcText::Reg(self.reg(b)) } else { self.op(b) };
                 let f = if fl.ftz && s == S::F32 { ".ftz" } else { "" };
-                return self.ins(format!("{}{f}.{} {d}, {x}, {y}", op.name(), fty(s)));
+                return self.ins(format_args!("{}{f}.{} {d}, {x}, {y}", op.name(), fty(s)));
             }
             BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div => {}
             _ => return self.unsupported(i, "not a float operation"),
@@ -579,7 +610,7 @@ impl KernelEmitter<'_> {
                 let x = self.reg(a);
                 let y = self.op(b);
                 let m = if fl.mode == FloatMode::Approx { "approx" } else { "full" };
-                return self.ins(format!("div.{m}{}.f32 {d}, {x}, {y}", ftz(fl.ftz)));
+                return self.ins(format_args!("div.{m}{}.f32 {d}, {x}, {y}", ftz(fl.ftz)));
             }
             _ => return self.unsupported(i, "only div.f32 has .approx/.full"),
         };
@@ -592,7 +623,7 @@ impl KernelEmitter<'_> {
         if !is16f(s) {
             let x = self.reg(a);
             let y = self.op(b);
-            return self.ins(format!("{name}{}{}.{} {d}, {x}, {y}", rnd(r), ftz(fl.ftz), fty(s)));
+            return self.ins(format_args!("{name}{}{}.{} {d}, {x}, {y}", rnd(r), ftz(fl.ftz), fty(s)));
         }
         if op == BinOp::Div {
             return self.unsupported(i, "div takes f32 or f64");
@@ -602,12 +633,12 @@ impl KernelEmitter<'_> {
         let x = self.reg(a);
         let y = self.reg(b);
         if native {
-            return self.ins(format!("{name}.rn.{} {d}, {x}, {y}", fty(s)));
+            return self.ins(format_args!("{name}.rn.{} {d}, {x}, {y}", fty(s)));
         }
         let fx = self.to_f32(x, s);
         let fy = self.to_f32(y, s);
         let fr = self.fresh(RegClass::F32);
-        self.ins(format!("{name}{}.f32 {fr}, {fx}, {fy}", rnd(r)));
+        self.ins(format_args!("{name}{}.f32 {fr}, {fx}, {fy}", rnd(r)));
         self.from_f32(d, fr, s, r);
     }
 
@@ -622,18 +653,18 @@ impl KernelEmitter<'_> {
             let x = self.reg(a[0]);
             let y = self.op(a[1]);
             let z = self.op(a[2]);
-            return self.ins(format!("fma{}{}.{} {d}, {x}, {y}, {z}", rnd(r), ftz(fl.ftz), fty(s)));
+            return self.ins(format_args!("fma{}{}.{} {d}, {x}, {y}, {z}", rnd(r), ftz(fl.ftz), fty(s)));
         }
         let x = self.reg(a[0]);
         let y = self.reg(a[1]);
         let z = self.reg(a[2]);
         if rnd(r) == ".rn" {
-            return self.ins(format!("fma.rn.{} {d}, {x}, {y}, {z}", fty(s)));
+            return self.ins(format_args!("fma.rn.{} {d}, {x}, {y}, {z}", fty(s)));
         }
         let (fx, fy, fz) = (self.to_f32(x, s), self.to_f32(y, s), self.to_f32(z, s));
         let fr = self.fresh(RegClass::F32);
         // The product of two 16-bit significands is exact in f32; one rounding in f32, one to 16 bits.
-        self.ins(format!("fma{}.f32 {fr}, {fx}, {fy}, {fz}", rnd(r)));
+        self.ins(format_args!("fma{}.f32 {fr}, {fx}, {fy}, {fz}", rnd(r)));
         self.from_f32(d, fr, s, r);
     }
 
@@ -648,27 +679,27 @@ impl KernelEmitter<'_> {
                     && !fl.ftz
                     && self.k.inst(i).result.is_some_and(|r| self.only_compared[r.index()]) =>
             {
-                self.ins(format!("abs.{} {d}, {x}", s.name()));
+                self.ins(format_args!("abs.{} {d}, {x}", s.name()));
             }
             UnOp::Neg | UnOp::Abs if s.is_float() => {
                 let w = RegClass::of_scalar(s).bits();
                 let sign: u64 = 1 << (w - 1);
                 if op == UnOp::Neg {
-                    self.ins(format!("xor.b{w} {d}, {x}, 0x{sign:X}"));
+                    self.ins(format_args!("xor.b{w} {d}, {x}, 0x{sign:X}"));
                 } else {
-                    self.ins(format!("and.b{w} {d}, {x}, 0x{:X}", sign - 1));
+                    self.ins(format_args!("and.b{w} {d}, {x}, 0x{:X}", sign - 1));
                 }
             }
             UnOp::Neg => {
-                self.ins(format!("neg.{} {d}, {x}", signed_ity(s)));
+                self.ins(format_args!("neg.{} {d}, {x}", signed_ity(s)));
                 self.renorm(d, s);
             }
             UnOp::Abs => {
-                self.ins(format!("abs.{} {d}, {x}", signed_ity(s)));
+                self.ins(format_args!("abs.{} {d}, {x}", signed_ity(s)));
                 self.renorm(d, s);
             }
             UnOp::Not => {
-                self.ins(format!("not.{} {d}, {x}", bty(s)));
+                self.ins(format_args!("not.{} {d}, {x}", bty(s)));
                 if s == S::U8 {
                     self.renorm(d, s);
                 }
@@ -676,11 +707,11 @@ impl KernelEmitter<'_> {
             UnOp::Sqrt | UnOp::Rcp => {
                 let name = op.name();
                 match (s, fl.mode) {
-                    (S::F32, FloatMode::Exact(r)) => self.ins(format!("{name}{}{}.f32 {d}, {x}", rnd(r), ftz(fl.ftz))),
-                    (S::F32, FloatMode::Approx) => self.ins(format!("{name}.approx{}.f32 {d}, {x}", ftz(fl.ftz))),
-                    (S::F64, FloatMode::Exact(r)) if !fl.ftz => self.ins(format!("{name}{}.f64 {d}, {x}", rnd(r))),
+                    (S::F32, FloatMode::Exact(r)) => self.ins(format_args!("{name}{}{}.f32 {d}, {x}", rnd(r), ftz(fl.ftz))),
+                    (S::F32, FloatMode::Approx) => self.ins(format_args!("{name}.approx{}.f32 {d}, {x}", ftz(fl.ftz))),
+                    (S::F64, FloatMode::Exact(r)) if !fl.ftz => self.ins(format_args!("{name}{}.f64 {d}, {x}", rnd(r))),
                     (S::F64, FloatMode::Approx) if op == UnOp::Rcp && fl.ftz => {
-                        self.ins(format!("rcp.approx.ftz.f64 {d}, {x}"))
+                        self.ins(format_args!("rcp.approx.ftz.f64 {d}, {x}"))
                     }
                     _ => self.unsupported(i, "no such PTX instruction for this type and mode"),
                 }
@@ -694,13 +725,13 @@ impl KernelEmitter<'_> {
                     let x = if fl.ftz { self.flush32(x) } else { x };
                     if fl.ftz {
                         let t = self.fresh(RegClass::F32);
-                        self.ins(format!("tanh.approx.f32 {t}, {x}"));
-                        self.ins(format!("cvt.ftz.f32.f32 {d}, {t}"));
+                        self.ins(format_args!("tanh.approx.f32 {t}, {x}"));
+                        self.ins(format_args!("cvt.ftz.f32.f32 {d}, {t}"));
                     } else {
-                        self.ins(format!("tanh.approx.f32 {d}, {x}"));
+                        self.ins(format_args!("tanh.approx.f32 {d}, {x}"));
                     }
                 } else {
-                    self.ins(format!("{}.approx{}.f32 {d}, {x}", op.name(), ftz(fl.ftz)));
+                    self.ins(format_args!("{}.approx{}.f32 {d}, {x}", op.name(), ftz(fl.ftz)));
                 }
             }
         }
@@ -711,11 +742,11 @@ impl KernelEmitter<'_> {
             let x = self.reg(a);
             let y = self.reg(b);
             if op == CmpOp::Ne {
-                self.ins(format!("xor.pred {d}, {x}, {y}"));
+                self.ins(format_args!("xor.pred {d}, {x}, {y}"));
             } else {
                 let t = self.fresh(RegClass::Pred);
-                self.ins(format!("xor.pred {t}, {x}, {y}"));
-                self.ins(format!("not.pred {d}, {t}"));
+                self.ins(format_args!("xor.pred {t}, {x}, {y}"));
+                self.ins(format_args!("not.pred {d}, {t}"));
             }
             return;
         }
@@ -724,11 +755,11 @@ impl KernelEmitter<'_> {
             let y = self.reg(b);
             let fx = self.to_f32(x, s);
             let fy = self.to_f32(y, s);
-            return self.ins(format!("setp.{}.f32 {d}, {fx}, {fy}", op.name()));
+            return self.ins(format_args!("setp.{}.f32 {d}, {fx}, {fy}", op.name()));
         }
-        let y = if is16f(s) { self.reg(b).to_string() } else { self.op(b) };
+        let y = if is16f(s) { SrcText::Reg(self.reg(b)) } else { self.op(b) };
         let t = if s.is_float() { fty(s) } else { ity(s) };
-        self.ins(format!("setp.{}.{t} {d}, {x}, {y}", op.name()));
+        self.ins(format_args!("setp.{}.{t} {d}, {x}, {y}", op.name()));
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -759,7 +790,7 @@ impl KernelEmitter<'_> {
                 let sat = sat && !fits;
                 let sat_s = if sat { ".sat" } else { "" };
                 if to == from && !sat {
-                    return self.ins(format!("mov.{} {d}, {x}", bty(to)));
+                    return self.ins(format_args!("mov.{} {d}, {x}", bty(to)));
                 }
                 let fs = match from {
                     S::U8 => "u8",
@@ -771,17 +802,17 @@ impl KernelEmitter<'_> {
                     S::S8 => "s8",
                     _ => ity(to),
                 };
-                self.ins(format!("cvt{sat_s}.{ts}.{fs} {d}, {x}"));
+                self.ins(format_args!("cvt{sat_s}.{ts}.{fs} {d}, {x}"));
             }
             (false, true) => {
                 let r = rnd(r.unwrap_or(Rounding::Rn));
                 if to == S::BF16 {
                     let f = self.fresh(RegClass::F32);
-                    self.ins(format!("cvt{r}{sat_s}.f32.{} {f}, {x}", ity(from)));
+                    self.ins(format_args!("cvt{r}{sat_s}.f32.{} {f}, {x}", ity(from)));
                     let rr = Rounding::from_name(&r[1..]).unwrap_or(Rounding::Rn);
                     self.from_f32(d, f, to, rr);
                 } else {
-                    self.ins(format!("cvt{r}{sat_s}.{}.{} {d}, {x}", fty(to), ity(from)));
+                    self.ins(format_args!("cvt{r}{sat_s}.{}.{} {d}, {x}", fty(to), ity(from)));
                 }
             }
             (true, false) => {
@@ -798,7 +829,7 @@ impl KernelEmitter<'_> {
                     _ => (x, "f64"),
                 };
                 let fz = if ftz && from == S::F32 { ".ftz" } else { "" };
-                self.ins(format!("cvt{r}{fz}{sat_s}.{ts}.{fs} {d}, {src}"));
+                self.ins(format_args!("cvt{r}{fz}{sat_s}.{ts}.{fs} {d}, {src}"));
             }
             (true, true) => self.cvt_ff(i, to, from, r, sat, ftz, x, d),
         }
@@ -822,10 +853,10 @@ impl KernelEmitter<'_> {
         let (mut x, mut xt) = (x, from);
         if is16f(from) {
             if to == from && r.is_none() && !sat {
-                return self.ins(format!("mov.b16 {d}, {x}"));
+                return self.ins(format_args!("mov.b16 {d}, {x}"));
             }
             if to == S::F32 && !sat && !r.is_some_and(|r| r.is_integral()) {
-                return self.ins(format!("cvt.f32.{} {d}, {x}", fty(from)));
+                return self.ins(format_args!("cvt.f32.{} {d}, {x}", fty(from)));
             }
             x = self.to_f32(x, from);
             xt = S::F32;
@@ -836,11 +867,11 @@ impl KernelEmitter<'_> {
             let t = self.fresh(RegClass::of_scalar(xt));
             let ir = integral.map(irnd).unwrap_or("");
             let fz = if flush_in { ".ftz" } else { "" };
-            self.ins(format!("cvt{ir}{fz}{}.{}.{} {t}, {x}", if sat { ".sat" } else { "" }, fty(xt), fty(xt)));
+            self.ins(format_args!("cvt{ir}{fz}{}.{}.{} {t}, {x}", if sat { ".sat" } else { "" }, fty(xt), fty(xt)));
             if sat {
                 // kir's .sat gives +0.0 for -0.0 (and NaN): adding +0.0 in rn turns -0.0 into +0.0
                 // and leaves every other value unchanged.
-                self.ins(format!(
+                self.ins(format_args!(
                     "add.rn.{0} {t}, {t}, {1}",
                     fty(xt),
                     if xt == S::F32 { "0f00000000" } else { "0d0000000000000000" }
@@ -850,18 +881,18 @@ impl KernelEmitter<'_> {
         }
         let rr = r.filter(|r| !r.is_integral()).unwrap_or(Rounding::Rn);
         match (xt, to) {
-            (a, b) if a == b => self.ins(format!("mov.{} {d}, {x}", mty(b))),
-            (S::F32, S::F64) => self.ins(format!("cvt.f64.f32 {d}, {x}")),
-            (S::F64, S::F32) => self.ins(format!("cvt{}{}.f32.f64 {d}, {x}", rnd(rr), ftz_s(ftz))),
+            (a, b) if a == b => self.ins(format_args!("mov.{} {d}, {x}", mty(b))),
+            (S::F32, S::F64) => self.ins(format_args!("cvt.f64.f32 {d}, {x}")),
+            (S::F64, S::F32) => self.ins(format_args!("cvt{}{}.f32.f64 {d}, {x}", rnd(rr), ftz_s(ftz))),
             (S::F32, S::F16 | S::BF16) => self.from_f32(d, x, to, rr),
-            (S::F64, S::F16) => self.ins(format!("cvt{}.f16.f64 {d}, {x}", rnd(rr))),
+            (S::F64, S::F16) => self.ins(format_args!("cvt{}.f16.f64 {d}, {x}", rnd(rr))),
             (S::F64, S::BF16) => {
                 // f64 → f32 → bf16: directed roundings compose; for rn, 24 >= 2*8+2.
                 let f = self.fresh(RegClass::F32);
-                self.ins(format!("cvt{}.f32.f64 {f}, {x}", rnd(rr)));
+                self.ins(format_args!("cvt{}.f32.f64 {f}, {x}", rnd(rr)));
                 self.from_f32(d, f, to, rr);
             }
-            _ => self.ins(format!("cvt{}.{}.{} {d}, {x}", rnd(rr), fty(to), fty(xt))),
+            _ => self.ins(format_args!("cvt{}.{}.{} {d}, {x}", rnd(rr), fty(to), fty(xt))),
         }
     }
 
@@ -872,25 +903,25 @@ impl KernelEmitter<'_> {
         let x = self.reg(a[0]);
         let m = mode.name();
         match RegClass::of_scalar(s) {
-            RegClass::B32 | RegClass::F32 => self.ins(format!("shfl.sync.{m}.b32 {d}, {x}, {lane}, {c}, {mask}")),
+            RegClass::B32 | RegClass::F32 => self.ins(format_args!("shfl.sync.{m}.b32 {d}, {x}, {lane}, {c}, {mask}")),
             RegClass::B16 | RegClass::H16 => {
                 let (t, u) = (self.fresh(RegClass::B32), self.fresh(RegClass::B32));
-                self.ins(format!("cvt.u32.u16 {t}, {x}"));
-                self.ins(format!("shfl.sync.{m}.b32 {u}, {t}, {lane}, {c}, {mask}"));
-                self.ins(format!("cvt.u16.u32 {d}, {u}"));
+                self.ins(format_args!("cvt.u32.u16 {t}, {x}"));
+                self.ins(format_args!("shfl.sync.{m}.b32 {u}, {t}, {lane}, {c}, {mask}"));
+                self.ins(format_args!("cvt.u16.u32 {d}, {u}"));
             }
             RegClass::B64 | RegClass::F64 => {
                 let r: Vec<Reg> = (0..4).map(|_| self.fresh(RegClass::B32)).collect();
-                self.ins(format!("mov.b64 {{{}, {}}}, {x}", r[0], r[1]));
-                self.ins(format!("shfl.sync.{m}.b32 {}, {}, {lane}, {c}, {mask}", r[2], r[0]));
-                self.ins(format!("shfl.sync.{m}.b32 {}, {}, {lane}, {c}, {mask}", r[3], r[1]));
-                self.ins(format!("mov.b64 {d}, {{{}, {}}}", r[2], r[3]));
+                self.ins(format_args!("mov.b64 {{{}, {}}}, {x}", r[0], r[1]));
+                self.ins(format_args!("shfl.sync.{m}.b32 {}, {}, {lane}, {c}, {mask}", r[2], r[0]));
+                self.ins(format_args!("shfl.sync.{m}.b32 {}, {}, {lane}, {c}, {mask}", r[3], r[1]));
+                self.ins(format_args!("mov.b64 {d}, {{{}, {}}}", r[2], r[3]));
             }
             RegClass::Pred => {
                 let (t, u) = (self.fresh(RegClass::B32), self.fresh(RegClass::B32));
-                self.ins(format!("selp.u32 {t}, 1, 0, {x}"));
-                self.ins(format!("shfl.sync.{m}.b32 {u}, {t}, {lane}, {c}, {mask}"));
-                self.ins(format!("setp.ne.u32 {d}, {u}, 0"));
+                self.ins(format_args!("selp.u32 {t}, 1, 0, {x}"));
+                self.ins(format_args!("shfl.sync.{m}.b32 {u}, {t}, {lane}, {c}, {mask}"));
+                self.ins(format_args!("setp.ne.u32 {d}, {u}, 0"));
             }
         }
     }
@@ -906,7 +937,7 @@ impl KernelEmitter<'_> {
                     return (p, off);
                 }
                 let t = self.fresh(RegClass::B64);
-                self.ins(format!("add.s64 {t}, {p}, {off}"));
+                self.ins(format_args!("add.s64 {t}, {p}, {off}"));
                 (t, 0)
             }
             Operand::Value(v) => {
@@ -917,16 +948,16 @@ impl KernelEmitter<'_> {
                 // between several pointers indexed alike and folds each into an IMAD.WIDE.
                 let wide = if it.is_signed_int() { "s32" } else { "u32" };
                 match it.bits() {
-                    64 => self.ins(format!("mul.lo.s64 {t}, {x}, {size}")),
+                    64 => self.ins(format_args!("mul.lo.s64 {t}, {x}, {size}")),
                     16 => {
                         let w = self.fresh(RegClass::B32);
-                        self.ins(format!("cvt.{wide}.{} {w}, {x}", ity(it)));
-                        self.ins(format!("mul.wide.{wide} {t}, {w}, {size}"));
+                        self.ins(format_args!("cvt.{wide}.{} {w}, {x}", ity(it)));
+                        self.ins(format_args!("mul.wide.{wide} {t}, {w}, {size}"));
                     }
-                    _ => self.ins(format!("mul.wide.{wide} {t}, {x}, {size}")),
+                    _ => self.ins(format_args!("mul.wide.{wide} {t}, {x}, {size}")),
                 }
                 let a = self.fresh(RegClass::B64);
-                self.ins(format!("add.s64 {a}, {p}, {t}"));
+                self.ins(format_args!("add.s64 {a}, {p}, {t}"));
                 (a, 0)
             }
         }

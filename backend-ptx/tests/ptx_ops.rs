@@ -53,7 +53,7 @@ fn op_module(consts: bool) -> (Module, usize) {
         if args.len() != op.arity() {
             continue;
         }
-        let result = sig.result.filter(|_| sig.has_result).map(|t| ("r".to_string(), t));
+        let result = sig.result.filter(|_| sig.has_result).map(|t| ("r".into(), t));
         k.append_inst(b, op, args, result, Span::DUMMY);
         if kir_ir::verify::verify_kernel(&k).iter().any(|d| d.is_error()) {
             continue;
@@ -104,20 +104,20 @@ fn memory_module() -> Module {
             let v = Operand::Value(k.add_param("v", Type::Scalar(elem)));
             for (j, it) in ints.iter().enumerate() {
                 let idx = Operand::Value(k.add_param(format!("i{j}"), Type::Scalar(*it)));
-                k.append_inst(b, Op::Load, vec![p, idx], Some((format!("l{j}"), Type::Scalar(elem))), Span::DUMMY);
+                k.append_inst(b, Op::Load, vec![p, idx], Some((format!("l{j}").into(), Type::Scalar(elem))), Span::DUMMY);
                 k.append_inst(b, Op::Store, vec![p, idx, v], None, Span::DUMMY);
                 k.append_inst(
                     b,
                     Op::PtrOffset,
                     vec![p, idx],
-                    Some((format!("o{j}"), Type::Ptr(space, elem))),
+                    Some((format!("o{j}").into(), Type::Ptr(space, elem))),
                     Span::DUMMY,
                 );
                 k.append_inst(
                     b,
                     Op::PtrOffsetBytes,
                     vec![p, idx],
-                    Some((format!("ob{j}"), Type::Ptr(space, elem))),
+                    Some((format!("ob{j}").into(), Type::Ptr(space, elem))),
                     Span::DUMMY,
                 );
             }
@@ -144,7 +144,7 @@ fn memory_module() -> Module {
                         b,
                         Op::Atomic(a),
                         vec![p, i0, v],
-                        Some((format!("at{}", a.name()), Type::Scalar(elem))),
+                        Some((format!("at{}", a.name()).into(), Type::Scalar(elem))),
                         Span::DUMMY,
                     );
                     k.append_inst(b, Op::Atomic(a), vec![p, i0, v], None, Span::DUMMY);

@@ -124,13 +124,13 @@ pub fn number_constant(text: &str, ty: ScalarType) -> Result<Constant, String> {
         _ => {
             let body = text.trim_start_matches(['-', '+']);
             if (body.starts_with("0f") || body.starts_with("0d") || body.starts_with("0h")) && !text.starts_with('-') {
-                AstOperand::HexFloat(text.to_string())
+                AstOperand::HexFloat(text.into())
             } else if body.starts_with("0x") {
-                AstOperand::Int(text.trim_start_matches('+').to_string())
+                AstOperand::Int(text.trim_start_matches('+').into())
             } else if body.contains(['.', 'e', 'E']) {
-                AstOperand::Float(text.trim_start_matches('+').to_string())
+                AstOperand::Float(text.trim_start_matches('+').into())
             } else if !body.is_empty() && body.bytes().all(|b| b.is_ascii_digit()) {
-                AstOperand::Int(text.trim_start_matches('+').to_string())
+                AstOperand::Int(text.trim_start_matches('+').into())
             } else {
                 return Err(format!("`{text}` is not a number"));
             }

@@ -289,7 +289,7 @@ impl Prog {
                 insts,
                 term,
                 ipdom,
-                name: block.name.clone(),
+                name: block.name.to_string(),
                 span: block.span,
                 term_span: block.term_span,
             });

@@ -3,6 +3,10 @@
 //! Guarantees: every node keeps the byte span of its text. Nothing here is checked beyond the
 //! grammar; [`crate::parse`] lowers it to the IR and reports every resolution error.
 
+/// A name or literal spelling from the source. Nearly all fit inline (24 bytes), so building the
+/// syntax tree does not allocate per token.
+pub type AstStr = compact_str::CompactString;
+
 use crate::span::Span;
 
 #[derive(Clone, Debug)]
@@ -14,9 +18,9 @@ pub struct Spanned<T> {
 #[derive(Clone, Debug)]
 pub enum AstType {
     /// A scalar type name as written (`f32`), resolved later.
-    Named(Spanned<String>),
+    Named(Spanned<AstStr>),
     /// `ptr<space, elem>`.
-    Ptr { space: Spanned<String>, elem: Spanned<String> },
+    Ptr { space: Spanned<AstStr>, elem: Spanned<AstStr> },
 }
 
 impl AstType {
@@ -41,23 +45,23 @@ pub enum AstItem {
 
 #[derive(Clone, Debug)]
 pub struct AstParam {
-    pub name: Spanned<String>,
+    pub name: Spanned<AstStr>,
     pub ty: AstType,
 }
 
 #[derive(Clone, Debug)]
 pub struct AstShared {
-    pub name: Spanned<String>,
-    pub elem: Spanned<String>,
+    pub name: Spanned<AstStr>,
+    pub elem: Spanned<AstStr>,
     /// `None` for `[]` (dynamic shared memory).
-    pub len: Option<Spanned<String>>,
-    pub align: Option<Spanned<String>>,
+    pub len: Option<Spanned<AstStr>>,
+    pub align: Option<Spanned<AstStr>>,
     pub span: Span,
 }
 
 #[derive(Clone, Debug)]
 pub struct AstKernel {
-    pub name: Spanned<String>,
+    pub name: Spanned<AstStr>,
     pub params: Vec<AstParam>,
     pub shared: Vec<AstShared>,
     pub blocks: Vec<AstBlock>,
@@ -68,20 +72,20 @@ pub struct AstKernel {
 
 #[derive(Clone, Debug)]
 pub struct AstBlock {
-    pub name: Spanned<String>,
+    pub name: Spanned<AstStr>,
     pub params: Vec<AstParam>,
     pub stmts: Vec<AstStmt>,
 }
 
 #[derive(Clone, Debug)]
 pub enum AstOperand {
-    Value(String),
+    Value(AstStr),
     /// `%p[index]`.
-    Indexed(String, Box<Spanned<AstOperand>>),
-    Global(String),
-    Int(String),
-    Float(String),
-    HexFloat(String),
+    Indexed(AstStr, Box<Spanned<AstOperand>>),
+    Global(AstStr),
+    Int(AstStr),
+    Float(AstStr),
+    HexFloat(AstStr),
     Bool(bool),
     Inf {
         negative: bool,
@@ -91,7 +95,7 @@ pub enum AstOperand {
 
 #[derive(Clone, Debug)]
 pub struct AstBlockCall {
-    pub block: Spanned<String>,
+    pub block: Spanned<AstStr>,
     pub args: Vec<Spanned<AstOperand>>,
     pub span: Span,
 }
@@ -99,8 +103,8 @@ pub struct AstBlockCall {
 #[derive(Clone, Debug)]
 pub enum AstStmtKind {
     Inst {
-        result: Option<Spanned<String>>,
-        op: Spanned<String>,
+        result: Option<Spanned<AstStr>>,
+        op: Spanned<AstStr>,
         args: Vec<Spanned<AstOperand>>,
         annot: Option<AstType>,
     },
@@ -146,7 +150,7 @@ impl AstStmt {
 /// `graph @name(params) { temp ...  launch ... }` (see [`crate::graph`]).
 #[derive(Clone, Debug)]
 pub struct AstGraph {
-    pub name: Spanned<String>,
+    pub name: Spanned<AstStr>,
     pub params: Vec<AstParam>,
     pub temps: Vec<AstTemp>,
     pub launches: Vec<AstLaunch>,
@@ -156,8 +160,8 @@ pub struct AstGraph {
 /// `temp %name: T[len]`.
 #[derive(Clone, Debug)]
 pub struct AstTemp {
-    pub name: Spanned<String>,
-    pub elem: Spanned<String>,
+    pub name: Spanned<AstStr>,
+    pub elem: Spanned<AstStr>,
     pub len: Spanned<AstExpr>,
     pub span: Span,
 }
@@ -165,7 +169,7 @@ pub struct AstTemp {
 /// `launch @kernel clause(...)... (args)`.
 #[derive(Clone, Debug)]
 pub struct AstLaunch {
-    pub kernel: Spanned<String>,
+    pub kernel: Spanned<AstStr>,
     pub clauses: Vec<AstClause>,
     pub args: Vec<Spanned<AstGraphArg>>,
     pub span: Span,
@@ -174,7 +178,7 @@ pub struct AstLaunch {
 /// A launch clause: `grid(e, ...)`, `block(e, ...)`, `shared(e)`. The name span includes `(`.
 #[derive(Clone, Debug)]
 pub struct AstClause {
-    pub name: Spanned<String>,
+    pub name: Spanned<AstStr>,
     pub args: Vec<Spanned<AstExpr>>,
     pub span: Span,
 }
@@ -182,9 +186,9 @@ pub struct AstClause {
 /// A size expression of a graph: `%param`, an integer, or `fn(args)`. The name span includes `(`.
 #[derive(Clone, Debug)]
 pub enum AstExpr {
-    Value(String),
-    Int(String),
-    Call(Spanned<String>, Vec<Spanned<AstExpr>>),
+    Value(AstStr),
+    Int(AstStr),
+    Call(Spanned<AstStr>, Vec<Spanned<AstExpr>>),
 }
 
 /// A launch argument: an expression (a buffer or scalar name, an integer, a computed size) or

@@ -267,7 +267,7 @@ impl Cfg {
         let _ = writeln!(out, "  node [shape=record, fontname=\"monospace\"];");
         for b in k.block_ids() {
             let blk = k.block(b);
-            let mut label = blk.name.clone();
+            let mut label = blk.name.to_string();
             if !blk.params.is_empty() {
                 let ps: Vec<String> =
                     blk.params.iter().map(|p| format!("%{}: {}", k.value(*p).name, k.value(*p).ty)).collect();

@@ -324,7 +324,7 @@ impl<'c> Gen<'c> {
                 self.cur,
                 Op::SharedAddr(0),
                 vec![],
-                Some((r, Type::Ptr(AddrSpace::Shared, ScalarType::U32))),
+                Some((r.into(), Type::Ptr(AddrSpace::Shared, ScalarType::U32))),
                 Span::DUMMY,
             );
             self.count += 1;
@@ -362,7 +362,7 @@ impl<'c> Gen<'c> {
 
     /// Appends an instruction; a result goes into scope.
     fn emit(&mut self, op: Op, args: Vec<Operand>, ty: Option<ScalarType>, uniform: bool) -> Val {
-        let result = ty.map(|t| (self.fresh("v"), Type::Scalar(t)));
+        let result = ty.map(|t| (self.fresh("v").into(), Type::Scalar(t)));
         let i = self.k.append_inst(self.cur, op, args, result, Span::DUMMY);
         self.count += 1;
         match (self.k.inst(i).result, ty) {

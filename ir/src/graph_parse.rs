@@ -18,7 +18,7 @@ use crate::ir::Module;
 use crate::parse::literal_constant;
 use crate::span::Span;
 use crate::types::{AddrSpace, ScalarType, Type};
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 /// Lowers every graph of `ast` into `module` (whose kernels are already lowered).
 pub(crate) fn lower_graphs(ast: &AstModule, module: &mut Module, errs: &mut Vec<Diagnostic>) {
@@ -30,7 +30,7 @@ pub(crate) fn lower_graphs(ast: &AstModule, module: &mut Module, errs: &mut Vec<
             _ => None,
         })
         .collect();
-    let mut seen: HashMap<&str, Span> = HashMap::new();
+    let mut seen: HashMap<&str, Span> = HashMap::default();
     for item in &ast.items {
         let AstItem::Graph(g) = item else { continue };
         if let Some(prev) = seen.get(g.name.node.as_str()) {
@@ -70,14 +70,14 @@ fn lower_type(t: &AstType, errs: &mut Vec<Diagnostic>) -> Option<Type> {
 }
 
 /// The span of a `name(` token without the parenthesis.
-fn call_name_span(s: &Spanned<String>) -> Span {
+fn call_name_span(s: &Spanned<AstStr>) -> Span {
     Span { start: s.span.start, end: s.span.start + s.node.len() as u32 }
 }
 
 struct Scope<'g> {
     graph: &'g AstGraph,
     /// Every name with its type (parameters and temporaries).
-    names: HashMap<String, Option<Type>>,
+    names: HashMap<AstStr, Option<Type>>,
 }
 
 impl Scope<'_> {
@@ -101,7 +101,7 @@ impl Scope<'_> {
                     );
                     None
                 }
-                Some(Some(Type::Scalar(s))) if s.is_int() => Some(Expr::Param(v.clone())),
+                Some(Some(Type::Scalar(s))) if s.is_int() => Some(Expr::Param(v.to_string())),
                 Some(Some(t)) => {
                     errs.push(
                         Diagnostic::error(format!("`%{v}` (of type `{t}`) cannot be used in a size expression"))
@@ -151,8 +151,8 @@ fn parse_u64(text: &str) -> Option<u64> {
 }
 
 fn lower_graph(g: &AstGraph, module: &Module, errs: &mut Vec<Diagnostic>) -> Option<Graph> {
-    let mut scope = Scope { graph: g, names: HashMap::new() };
-    let mut first: HashMap<&str, Span> = HashMap::new();
+    let mut scope = Scope { graph: g, names: HashMap::default() };
+    let mut first: HashMap<&str, Span> = HashMap::default();
     let mut params = Vec::new();
     let mut ok = true;
     for p in &g.params {
@@ -168,7 +168,7 @@ fn lower_graph(g: &AstGraph, module: &Module, errs: &mut Vec<Diagnostic>) -> Opt
         first.insert(&p.name.node, p.name.span);
         scope.names.insert(p.name.node.clone(), ty);
         match ty {
-            Some(ty) => params.push(GraphParam { name: p.name.node.clone(), ty, span: p.name.span.to(p.ty.span()) }),
+            Some(ty) => params.push(GraphParam { name: p.name.node.to_string(), ty, span: p.name.span.to(p.ty.span()) }),
             None => ok = false,
         }
     }
@@ -190,7 +190,7 @@ fn lower_graph(g: &AstGraph, module: &Module, errs: &mut Vec<Diagnostic>) -> Opt
         first.insert(&t.name.node, t.name.span);
         scope.names.insert(t.name.node.clone(), elem.map(|e| Type::Ptr(AddrSpace::Global, e)));
         match (elem, len) {
-            (Some(elem), Some(len)) => temps.push(Temp { name: t.name.node.clone(), elem, len, span: t.span }),
+            (Some(elem), Some(len)) => temps.push(Temp { name: t.name.node.to_string(), elem, len, span: t.span }),
             _ => ok = false,
         }
     }
@@ -201,7 +201,7 @@ fn lower_graph(g: &AstGraph, module: &Module, errs: &mut Vec<Diagnostic>) -> Opt
             None => ok = false,
         }
     }
-    ok.then(|| Graph { name: g.name.node.clone(), params, temps, launches, span: g.span })
+    ok.then(|| Graph { name: g.name.node.to_string(), params, temps, launches, span: g.span })
 }
 
 fn lower_launch(scope: &Scope<'_>, l: &AstLaunch, module: &Module, errs: &mut Vec<Diagnostic>) -> Option<Launch> {
@@ -273,7 +273,7 @@ fn lower_launch(scope: &Scope<'_>, l: &AstLaunch, module: &Module, errs: &mut Ve
     for (i, a) in l.args.iter().enumerate() {
         let lowered = match &a.node {
             AstGraphArg::Expr(AstExpr::Value(v)) => match scope.names.get(v) {
-                Some(_) => Some(LaunchArg::Value(v.clone())),
+                Some(_) => Some(LaunchArg::Value(v.to_string())),
                 None => {
                     errs.push(
                         Diagnostic::error(format!("`%{v}` is not defined in graph `@{}`", scope.graph.name.node))
@@ -296,7 +296,7 @@ fn lower_launch(scope: &Scope<'_>, l: &AstLaunch, module: &Module, errs: &mut Ve
         return None;
     }
     Some(Launch {
-        kernel: l.kernel.node.clone(),
+        kernel: l.kernel.node.to_string(),
         grid: grid?,
         block: block?,
         shared_bytes: shared,

@@ -90,10 +90,14 @@ pub enum ValueDef {
     Inst(InstId),
 }
 
+/// A value or block name. Names up to 24 bytes (all but the longest) are stored inline, without
+/// a heap allocation; it dereferences to `&str`.
+pub type Name = compact_str::CompactString;
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct ValueData {
     /// The name without `%`.
-    pub name: String,
+    pub name: Name,
     pub ty: Type,
     pub def: ValueDef,
     /// Where the value is defined.
@@ -134,10 +138,14 @@ impl From<Constant> for Operand {
     }
 }
 
+/// An instruction's operands, stored inline up to three (every op but a few take at most three),
+/// so walking instructions does not chase a pointer per instruction.
+pub type Args = smallvec::SmallVec<[Operand; 3]>;
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct InstData {
     pub op: Op,
-    pub args: Vec<Operand>,
+    pub args: Args,
     pub result: Option<ValueId>,
     pub span: Span,
 }
@@ -160,38 +168,38 @@ pub enum Terminator {
 }
 
 impl Terminator {
-    /// The successor edges, in order (`then` before `else`).
-    pub fn successors(&self) -> Vec<&BlockCall> {
-        match self {
-            Terminator::Br { then_, else_, .. } => vec![then_, else_],
-            Terminator::Jmp(c) => vec![c],
-            Terminator::Ret => vec![],
-        }
+    /// The successor edges, in order (`then` before `else`). Allocates nothing.
+    pub fn successors(&self) -> impl DoubleEndedIterator<Item = &BlockCall> + '_ {
+        let (a, b) = match self {
+            Terminator::Br { then_, else_, .. } => (Some(then_), Some(else_)),
+            Terminator::Jmp(c) => (Some(c), None),
+            Terminator::Ret => (None, None),
+        };
+        a.into_iter().chain(b)
     }
-    pub fn successors_mut(&mut self) -> Vec<&mut BlockCall> {
-        match self {
-            Terminator::Br { then_, else_, .. } => vec![then_, else_],
-            Terminator::Jmp(c) => vec![c],
-            Terminator::Ret => vec![],
-        }
+    pub fn successors_mut(&mut self) -> impl DoubleEndedIterator<Item = &mut BlockCall> + '_ {
+        let (a, b) = match self {
+            Terminator::Br { then_, else_, .. } => (Some(then_), Some(else_)),
+            Terminator::Jmp(c) => (Some(c), None),
+            Terminator::Ret => (None, None),
+        };
+        a.into_iter().chain(b)
     }
     /// Every operand the terminator reads (condition, then block arguments in edge order).
-    pub fn operands(&self) -> Vec<Operand> {
-        let mut out = Vec::new();
-        if let Terminator::Br { cond, .. } = self {
-            out.push(*cond);
-        }
-        for c in self.successors() {
-            out.extend(c.args.iter().copied());
-        }
-        out
+    /// Allocates nothing.
+    pub fn operands(&self) -> impl Iterator<Item = Operand> + '_ {
+        let cond = match self {
+            Terminator::Br { cond, .. } => Some(*cond),
+            _ => None,
+        };
+        cond.into_iter().chain(self.successors().flat_map(|c| c.args.iter().copied()))
     }
 }
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Block {
     /// The label without `:`.
-    pub name: String,
+    pub name: Name,
     pub params: Vec<ValueId>,
     pub insts: Vec<InstId>,
     pub term: Terminator,
@@ -290,14 +298,14 @@ impl Kernel {
     }
 
     /// Adds a value to the arena.
-    pub fn add_value(&mut self, name: impl Into<String>, ty: Type, def: ValueDef, span: Span) -> ValueId {
+    pub fn add_value(&mut self, name: impl Into<Name>, ty: Type, def: ValueDef, span: Span) -> ValueId {
         let id = ValueId(self.values.len() as u32);
         self.values.push(ValueData { name: name.into(), ty, def, span });
         id
     }
 
     /// Adds a kernel parameter.
-    pub fn add_param(&mut self, name: impl Into<String>, ty: Type) -> ValueId {
+    pub fn add_param(&mut self, name: impl Into<Name>, ty: Type) -> ValueId {
         let n = self.params.len() as u32;
         let v = self.add_value(name, ty, ValueDef::Param(n), Span::DUMMY);
         self.params.push(v);
@@ -305,7 +313,7 @@ impl Kernel {
     }
 
     /// Appends a block (terminated by `ret` until its terminator is set).
-    pub fn add_block(&mut self, name: impl Into<String>) -> BlockId {
+    pub fn add_block(&mut self, name: impl Into<Name>) -> BlockId {
         let id = BlockId(self.blocks.len() as u32);
         self.blocks.push(Block {
             name: name.into(),
@@ -319,7 +327,7 @@ impl Kernel {
     }
 
     /// Adds a block parameter.
-    pub fn add_block_param(&mut self, b: BlockId, name: impl Into<String>, ty: Type) -> ValueId {
+    pub fn add_block_param(&mut self, b: BlockId, name: impl Into<Name>, ty: Type) -> ValueId {
         let n = self.blocks[b.index()].params.len() as u32;
         let v = self.add_value(name, ty, ValueDef::BlockParam(b, n), Span::DUMMY);
         self.blocks[b.index()].params.push(v);
@@ -328,8 +336,15 @@ impl Kernel {
 
     /// Creates an instruction (not yet placed in any block). When `result` is `Some((name, ty))`
     /// a result value is created too.
-    pub fn create_inst(&mut self, op: Op, args: Vec<Operand>, result: Option<(String, Type)>, span: Span) -> InstId {
+    pub fn create_inst(
+        &mut self,
+        op: Op,
+        args: impl IntoIterator<Item = Operand>,
+        result: Option<(Name, Type)>,
+        span: Span,
+    ) -> InstId {
         let id = InstId(self.insts.len() as u32);
+        let args = args.into_iter().collect();
         let result = result.map(|(name, ty)| self.add_value(name, ty, ValueDef::Inst(id), span));
         self.insts.push(InstData { op, args, result, span });
         id
@@ -340,8 +355,8 @@ impl Kernel {
         &mut self,
         b: BlockId,
         op: Op,
-        args: Vec<Operand>,
-        result: Option<(String, Type)>,
+        args: impl IntoIterator<Item = Operand>,
+        result: Option<(Name, Type)>,
         span: Span,
     ) -> InstId {
         let id = self.create_inst(op, args, result, span);
@@ -355,12 +370,12 @@ impl Kernel {
     }
 
     /// A value name not used by any value of the kernel, derived from `base`.
-    pub fn fresh_value_name(&self, base: &str) -> String {
+    pub fn fresh_value_name(&self, base: &str) -> Name {
         let taken: std::collections::HashSet<&str> = self.values.iter().map(|v| v.name.as_str()).collect();
         if !taken.contains(base) {
-            return base.to_string();
+            return base.into();
         }
-        (1..).map(|i| format!("{base}.{i}")).find(|n| !taken.contains(n.as_str())).unwrap()
+        (1..).map(|i| compact_str::format_compact!("{base}.{i}")).find(|n| !taken.contains(n.as_str())).unwrap()
     }
 
     /// Number of instructions placed in blocks (terminators excluded).
@@ -393,81 +408,60 @@ impl Kernel {
     /// Rebuilds the arenas so that they hold only placed instructions and live values, renumbered in
     /// layout order. Printing and re-parsing a compacted kernel gives a structurally equal kernel.
     pub fn compact(&mut self) {
-        let mut new = Kernel {
-            name: self.name.clone(),
-            params: vec![],
-            shared: self.shared.clone(),
-            blocks: vec![],
-            insts: vec![],
-            values: vec![],
-            span: self.span,
+        // Entities are moved out of the old arenas, not cloned: compaction allocates only the new
+        // arenas and the renumbering map.
+        let mut old_values = std::mem::take(&mut self.values);
+        let mut old_insts = std::mem::take(&mut self.insts);
+        let live_insts: usize = self.blocks.iter().map(|b| b.insts.len()).sum();
+        let live_values = self.params.len() + self.blocks.iter().map(|b| b.params.len()).sum::<usize>() + live_insts;
+        self.values.reserve_exact(live_values);
+        self.insts.reserve_exact(live_insts);
+        const GONE: ValueId = ValueId(u32::MAX);
+        let mut vmap = vec![GONE; old_values.len()];
+        let mut take_value = |values: &mut Vec<ValueData>, v: ValueId, def: ValueDef| -> ValueId {
+            let nv = ValueId(values.len() as u32);
+            let d = &mut old_values[v.index()];
+            values.push(ValueData { name: std::mem::take(&mut d.name), ty: d.ty, def, span: d.span });
+            vmap[v.index()] = nv;
+            nv
         };
-        let mut vmap = vec![None; self.values.len()];
-        for (n, &p) in self.params.iter().enumerate() {
-            let d = self.value(p);
-            let nv = new.add_value(d.name.clone(), d.ty, ValueDef::Param(n as u32), d.span);
-            new.params.push(nv);
-            vmap[p.index()] = Some(nv);
+        for (n, p) in self.params.iter_mut().enumerate() {
+            *p = take_value(&mut self.values, *p, ValueDef::Param(n as u32));
         }
-        for (bi, b) in self.blocks.iter().enumerate() {
-            let mut params = vec![];
-            for (n, &p) in b.params.iter().enumerate() {
-                let d = self.value(p);
-                let nv =
-                    new.add_value(d.name.clone(), d.ty, ValueDef::BlockParam(BlockId(bi as u32), n as u32), d.span);
-                params.push(nv);
-                vmap[p.index()] = Some(nv);
+        for (bi, b) in self.blocks.iter_mut().enumerate() {
+            for (n, p) in b.params.iter_mut().enumerate() {
+                *p = take_value(&mut self.values, *p, ValueDef::BlockParam(BlockId(bi as u32), n as u32));
             }
-            new.blocks.push(Block {
-                name: b.name.clone(),
-                params,
-                insts: vec![],
-                term: b.term.clone(),
-                span: b.span,
-                term_span: b.term_span,
-            });
         }
-        for (bi, b) in self.blocks.iter().enumerate() {
-            for &i in &b.insts {
-                let d = self.inst(i);
-                let ni = InstId(new.insts.len() as u32);
-                let result = d.result.map(|r| {
-                    let rd = self.value(r);
-                    let nv = new.add_value(rd.name.clone(), rd.ty, ValueDef::Inst(ni), rd.span);
-                    vmap[r.index()] = Some(nv);
-                    nv
-                });
-                new.insts.push(InstData { op: d.op.clone(), args: d.args.clone(), result, span: d.span });
-                new.blocks[bi].insts.push(ni);
+        for b in self.blocks.iter_mut() {
+            for i in b.insts.iter_mut() {
+                let d = &mut old_insts[i.index()];
+                let ni = InstId(self.insts.len() as u32);
+                let result = d.result.map(|r| take_value(&mut self.values, r, ValueDef::Inst(ni)));
+                self.insts.push(InstData { op: d.op.clone(), args: std::mem::take(&mut d.args), result, span: d.span });
+                *i = ni;
             }
         }
         // Remap operands; a use of a value that is no longer defined keeps a dangling id past the end
         // of the arena, which the verifier reports.
-        let map = |o: &mut Operand, vmap: &[Option<ValueId>]| {
+        let map = |o: &mut Operand| {
             if let Operand::Value(v) = o {
-                if let Some(Some(nv)) = vmap.get(v.index()) {
-                    *o = Operand::Value(*nv);
-                } else {
-                    *o = Operand::Value(ValueId(u32::MAX));
-                }
+                *v = vmap.get(v.index()).copied().unwrap_or(GONE);
             }
         };
-        for inst in &mut new.insts {
-            for a in &mut inst.args {
-                map(a, &vmap);
-            }
+        for inst in &mut self.insts {
+            inst.args.iter_mut().for_each(map);
         }
-        for b in &mut new.blocks {
+        for b in &mut self.blocks {
             if let Terminator::Br { cond, .. } = &mut b.term {
-                map(cond, &vmap);
+                map(cond);
             }
             for c in b.term.successors_mut() {
-                for a in &mut c.args {
-                    map(a, &vmap);
-                }
+                c.args.iter_mut().for_each(map);
             }
         }
-        *self = new;
+        drop(old_values);
+        drop(old_insts);
     }
 
     fn clear_spans(&mut self) {

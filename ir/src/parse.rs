@@ -18,7 +18,7 @@ use crate::lexer::{self, LexError, Token};
 use crate::op::*;
 use crate::span::Span;
 use crate::types::{AddrSpace, Constant, ScalarType, Type};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 #[allow(clippy::all)]
 mod grammar {
@@ -458,7 +458,7 @@ fn lower_type(t: &AstType, errs: &mut Vec<Diagnostic>) -> Option<Type> {
 
 /// Resolves a written type, reporting unknown names (shared by kernels and graphs).
 pub(crate) fn lower_type_in(t: &AstType, errs: &mut Vec<Diagnostic>, cx: &TypeContext) -> Option<Type> {
-    let scalar = |n: &Spanned<String>, errs: &mut Vec<Diagnostic>| match ScalarType::from_name(&n.node) {
+    let scalar = |n: &Spanned<AstStr>, errs: &mut Vec<Diagnostic>| match ScalarType::from_name(&n.node) {
         Some(s) => Some(s),
         None => {
             let mut d = Diagnostic::error(format!("unknown type `{}`", n.node)).at(n.span, "not a type");
@@ -493,14 +493,14 @@ pub(crate) fn lower_type_in(t: &AstType, errs: &mut Vec<Diagnostic>, cx: &TypeCo
 }
 
 /// Span of a name token with its sigil but without the trailing `=` or `:` the lexer attached.
-fn name_span(s: &Spanned<String>, sigil: bool) -> Span {
+fn name_span(s: &Spanned<AstStr>, sigil: bool) -> Span {
     Span { start: s.span.start, end: s.span.start + s.node.len() as u32 + sigil as u32 }
 }
 
 fn lower_module(ast: &AstModule) -> Result<Module, Vec<Diagnostic>> {
     let mut errs = Vec::new();
     let mut module = Module::default();
-    let mut seen: HashMap<&str, Span> = HashMap::new();
+    let mut seen: HashMap<&str, Span> = HashMap::default();
     for item in &ast.items {
         match item {
             AstItem::Kernel(k) => {
@@ -533,10 +533,10 @@ struct KernelLowering<'a, 'e> {
     ast: &'a AstKernel,
     errs: &'e mut Vec<Diagnostic>,
     kernel: Kernel,
-    names: HashMap<String, ValueId>,
+    names: HashMap<AstStr, ValueId>,
     /// Results of instructions that failed to lower: uses of them are not reported again.
-    poisoned: std::collections::HashSet<String>,
-    blocks: HashMap<String, BlockId>,
+    poisoned: rustc_hash::FxHashSet<AstStr>,
+    blocks: HashMap<AstStr, BlockId>,
 }
 
 /// An instruction whose result type is not yet known (it depends on a pointer operand).
@@ -556,13 +556,13 @@ impl<'a, 'e> KernelLowering<'a, 'e> {
             ast,
             errs,
             kernel,
-            names: HashMap::new(),
+            names: HashMap::default(),
             poisoned: Default::default(),
-            blocks: HashMap::new(),
+            blocks: HashMap::default(),
         }
     }
 
-    fn define(&mut self, name: &Spanned<String>, span: Span, ty: Type, def: ValueDef) -> ValueId {
+    fn define(&mut self, name: &Spanned<AstStr>, span: Span, ty: Type, def: ValueDef) -> ValueId {
         let v = self.kernel.add_value(name.node.clone(), ty, def, span);
         if let Some(prev) = self.names.get(&name.node) {
             let prev_span = self.kernel.value(*prev).span;
@@ -644,7 +644,7 @@ impl<'a, 'e> KernelLowering<'a, 'e> {
                         .with_label(prev.span, "first declared here"),
                 );
             }
-            self.kernel.shared.push(SharedDecl { name: s.name.node.clone(), elem, len, align, span: s.name.span });
+            self.kernel.shared.push(SharedDecl { name: s.name.node.to_string(), elem, len, align, span: s.name.span });
         }
         // Blocks and their parameters.
         if ast.blocks.is_empty() {
@@ -844,7 +844,7 @@ impl<'a, 'e> KernelLowering<'a, 'e> {
         }
     }
 
-    fn new_inst(&mut self, _b: BlockId, op: Op, r: &Spanned<String>, ty: Type, stmt: &AstStmt) -> InstId {
+    fn new_inst(&mut self, _b: BlockId, op: Op, r: &Spanned<AstStr>, ty: Type, stmt: &AstStmt) -> InstId {
         let id = self.kernel.create_inst(op, vec![], None, stmt.span);
         let span = name_span(r, true);
         let v = self.define(r, span, ty, ValueDef::Inst(id));
@@ -957,10 +957,10 @@ impl<'a, 'e> KernelLowering<'a, 'e> {
         mnemonic: &str,
         args: &[Spanned<AstOperand>],
         span: Span,
-    ) -> Vec<Operand> {
+    ) -> Args {
         // `addr @name` takes its operand through `shared_operand`, which reports a bad operand count.
         if matches!(op, Op::SharedAddr(_)) {
-            return vec![];
+            return Args::new();
         }
         let is_mem = matches!(op, Op::Load | Op::Store | Op::Atomic(_) | Op::AtomicCas);
         let expected_count = if is_mem { op.arity() - 1 } else { op.arity() };
@@ -980,10 +980,10 @@ impl<'a, 'e> KernelLowering<'a, 'e> {
                 ))
                 .at(span, "wrong number of operands"),
             );
-            return vec![];
+            return Args::new();
         }
         let sig = op.signature();
-        let mut out = Vec::new();
+        let mut out: smallvec::SmallVec<[Option<Operand>; 4]> = smallvec::SmallVec::new();
         if is_mem {
             let (ptr_name, index) = match &args[0].node {
                 AstOperand::Indexed(p, i) => (p.clone(), Some(&**i)),
@@ -993,7 +993,7 @@ impl<'a, 'e> KernelLowering<'a, 'e> {
                         Diagnostic::error(format!("`{mnemonic}` needs an address `%p[%i]`"))
                             .at(args[0].span, "not an address"),
                     );
-                    return vec![];
+                    return Args::new();
                 }
             };
             let ptr = self.lower_operand(&Spanned { node: AstOperand::Value(ptr_name), span: args[0].span }, None);
@@ -1015,7 +1015,7 @@ impl<'a, 'e> KernelLowering<'a, 'e> {
                 out.push(self.lower_operand(a, expected));
             }
         }
-        out.into_iter().collect::<Option<Vec<_>>>().unwrap_or_default()
+        out.into_iter().collect::<Option<Args>>().unwrap_or_default()
     }
 
     fn lower_call(&mut self, c: &AstBlockCall) -> Option<BlockCall> {

@@ -81,7 +81,7 @@ pub fn kernel_lines(k: &Kernel) -> Vec<PrintedLine> {
     }
     for (bi, b) in k.blocks.iter().enumerate() {
         let bid = BlockId(bi as u32);
-        let mut text = b.name.clone();
+        let mut text = b.name.to_string();
         if !b.params.is_empty() {
             let ps: Vec<String> =
                 b.params.iter().map(|p| format!("%{}: {}", k.value(*p).name, k.value(*p).ty)).collect();

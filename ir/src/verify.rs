@@ -102,7 +102,7 @@ use crate::op::*;
 use crate::printer::{print_constant, print_inst};
 use crate::span::Span;
 use crate::types::{AddrSpace, Constant, ScalarType, Type};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 /// Statically allocated shared memory per kernel allowed by PTX, in bytes.
 pub const MAX_STATIC_SHARED_BYTES: u64 = 48 * 1024;
@@ -110,7 +110,7 @@ pub const MAX_STATIC_SHARED_BYTES: u64 = 48 * 1024;
 /// Verifies every kernel of a module; returns all errors and warnings (empty = clean).
 pub fn verify_module(m: &Module) -> Vec<Diagnostic> {
     let mut out = Vec::new();
-    let mut seen: HashMap<&str, &Kernel> = HashMap::new();
+    let mut seen: HashMap<&str, &Kernel> = HashMap::default();
     for k in &m.kernels {
         if let Some(prev) = seen.get(k.name.as_str()) {
             let mut d = Diagnostic::error(format!("duplicate kernel name `@{}`", k.name));
@@ -225,7 +225,7 @@ impl<'a> Verifier<'a> {
     // ---------------------------------------------------------------- locations and reporting
 
     fn block_name(&self, b: BlockId) -> String {
-        self.k.blocks.get(b.index()).map(|x| x.name.clone()).unwrap_or_else(|| format!("#{}", b.0))
+        self.k.blocks.get(b.index()).map(|x| x.name.to_string()).unwrap_or_else(|| format!("#{}", b.0))
     }
 
     fn value_name(&self, v: ValueId) -> String {
@@ -526,8 +526,8 @@ impl<'a> Verifier<'a> {
                 }
             }
         }
-        let mut seen: HashMap<&str, ValueId> = HashMap::new();
-        let mut reported = std::collections::HashSet::new();
+        let mut seen: HashMap<&str, ValueId> = HashMap::default();
+        let mut reported = rustc_hash::FxHashSet::default();
         for v in order {
             let Some(vd) = k.values.get(v.index()) else { continue };
             if !reported.insert(v) {
@@ -549,7 +549,7 @@ impl<'a> Verifier<'a> {
                 seen.insert(&vd.name, v);
             }
         }
-        let mut labels: HashMap<&str, BlockId> = HashMap::new();
+        let mut labels: HashMap<&str, BlockId> = HashMap::default();
         for b in k.block_ids() {
             let name = &k.block(b).name;
             if !is_label(name) {
@@ -567,7 +567,7 @@ impl<'a> Verifier<'a> {
                 labels.insert(name, b);
             }
         }
-        let mut shared: HashMap<&str, usize> = HashMap::new();
+        let mut shared: HashMap<&str, usize> = HashMap::default();
         for (n, s) in k.shared.iter().enumerate() {
             if !is_global_name(&s.name) {
                 let d =

@@ -172,7 +172,7 @@ fn generate(c: &mut Chooser, kernel_name: &str) -> Kernel {
             };
             let has_result = sig.has_result && (c.below(8) != 0 || !op.has_side_effects());
             counter += 1;
-            let result = if has_result { result_ty.map(|t| (format!("v{counter}"), t)) } else { None };
+            let result = if has_result { result_ty.map(|t| (format!("v{counter}").into(), t)) } else { None };
             let id = k.append_inst(b, op, args, result, Span::DUMMY);
             if let Some(r) = k.inst(id).result {
                 pool.push(Val { id: r, ty: k.value_type(r) });

@@ -186,7 +186,7 @@ fn names_must_be_spellable() {
     k.values[r.index()].name = "a b".into();
     assert_error(&k, "value name `%a b` cannot be written");
     let mut k = sample();
-    k.values[k.params[0].index()].name = String::new();
+    k.values[k.params[0].index()].name = Default::default();
     assert_error(&k, "value name `%` cannot be written");
     let mut k = sample();
     k.blocks[2].name = "ret".into();

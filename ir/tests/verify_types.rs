@@ -11,7 +11,7 @@ fn one_inst(op: Op, arg_tys: &[Type], result: Option<Type>) -> Kernel {
     let mut k = Kernel::new("k");
     let args: Vec<Operand> = arg_tys.iter().enumerate().map(|(i, t)| k.add_param(format!("a{i}"), *t).into()).collect();
     let b = k.add_block("entry");
-    k.append_inst(b, op, args, result.map(|t| ("r".to_string(), t)), Span::DUMMY);
+    k.append_inst(b, op, args, result.map(|t| ("r".into(), t)), Span::DUMMY);
     k
 }
 
@@ -37,7 +37,7 @@ fn operand_type_must_match_the_op() {
 fn constant_operand_type_must_match_the_op() {
     let mut k = one_inst(Op::Mov(ScalarType::F32), &[], None);
     let i = k.blocks[0].insts[0];
-    k.inst_mut(i).args = vec![Constant::u32(1).into()];
+    k.inst_mut(i).args = [Constant::u32(1).into()].into_iter().collect();
     let r = k.add_value("r", F32, ValueDef::Inst(i), Span::DUMMY);
     k.inst_mut(i).result = Some(r);
     assert_error(&k, "operand 1 of `mov.f32` must be `f32`, but the constant `1` has type `u32`");
@@ -371,10 +371,10 @@ fn every_error_is_reported_at_once() {
 fn non_canonical_constants_are_rejected() {
     let mut k = one_inst(Op::Mov(ScalarType::U8), &[], Some(t(ScalarType::U8)));
     let i = k.blocks[0].insts[0];
-    k.inst_mut(i).args = vec![Operand::Const(Constant { ty: ScalarType::U8, bits: 0x100 })];
+    k.inst_mut(i).args = [Operand::Const(Constant { ty: ScalarType::U8, bits: 0x100 })].into_iter().collect();
     assert_error(&k, "non-canonical `u8` constant");
     let mut k = one_inst(Op::Mov(ScalarType::Pred), &[], Some(PRED));
     let i = k.blocks[0].insts[0];
-    k.inst_mut(i).args = vec![Operand::Const(Constant { ty: ScalarType::Pred, bits: 2 })];
+    k.inst_mut(i).args = [Operand::Const(Constant { ty: ScalarType::Pred, bits: 2 })].into_iter().collect();
     assert_error(&k, "non-canonical `pred` constant");
 }

@@ -15,42 +15,58 @@
 use kir_ir::{BlockCall, BlockId, Constant, Kernel, Op, Operand, ScalarType, Terminator, ValueDef, ValueId};
 
 /// A substitution of values by operands, resolved transitively.
+///
+/// The per-value map holds a `u32` slot (0 = unmapped, otherwise an index + 1 into `targets`), so
+/// the array that operand lookups hit at random is 4 bytes per value and stays in cache on large
+/// kernels.
 pub struct Subst {
-    map: Vec<Option<Operand>>,
-    len: usize,
+    slot: Vec<u32>,
+    targets: Vec<Operand>,
 }
 
 impl Subst {
     pub fn new(k: &Kernel) -> Subst {
-        Subst { map: vec![None; k.values.len()], len: 0 }
+        Subst { slot: vec![0; k.values.len()], targets: Vec::new() }
     }
 
     /// Number of values mapped.
     pub fn len(&self) -> usize {
-        self.len
+        self.targets.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.targets.is_empty()
+    }
+
+    fn get(&self, v: ValueId) -> Option<Operand> {
+        match self.slot.get(v.index()).copied() {
+            None | Some(0) => None,
+            Some(t) => Some(self.targets[t as usize - 1]),
+        }
+    }
+
+    fn put(&mut self, v: ValueId, to: Operand) {
+        let t = self.slot[v.index()];
+        if t == 0 {
+            self.targets.push(to);
+            self.slot[v.index()] = self.targets.len() as u32;
+        } else {
+            self.targets[t as usize - 1] = to;
+        }
     }
 
     /// Maps `v` to `to`. `to` should already be resolved (see [`Subst::resolve`]) and must not
     /// resolve back to `v`; callers guarantee this by resolving first.
     pub fn set(&mut self, v: ValueId, to: Operand) {
-        if to == Operand::Value(v) {
+        if to == Operand::Value(v) || v.index() >= self.slot.len() {
             return;
         }
-        if let Some(slot) = self.map.get_mut(v.index()) {
-            if slot.is_none() {
-                self.len += 1;
-            }
-            *slot = Some(to);
-        }
+        self.put(v, to);
     }
 
     /// Whether `v` is mapped to something else.
     pub fn is_mapped(&self, v: ValueId) -> bool {
-        matches!(self.map.get(v.index()), Some(Some(_)))
+        self.get(v).is_some()
     }
 
     /// The final replacement of an operand (itself when unmapped), compressing the chain it follows.
@@ -59,11 +75,11 @@ impl Subst {
         let mut cur = o;
         let mut steps = 0usize;
         while let Operand::Value(v) = cur {
-            match self.map.get(v.index()).copied().flatten() {
+            match self.get(v) {
                 Some(next) => {
                     cur = next;
                     steps += 1;
-                    if steps > self.map.len() {
+                    if steps > self.slot.len() {
                         // A cycle cannot be built through `set` on resolved targets; stop rather
                         // than loop if a caller broke that rule.
                         break;
@@ -76,8 +92,8 @@ impl Subst {
         if steps > 1 {
             let mut v = start;
             for _ in 0..steps {
-                let next = self.map[v.index()];
-                self.map[v.index()] = Some(cur);
+                let next = self.get(v);
+                self.put(v, cur);
                 match next {
                     Some(Operand::Value(n)) => v = n,
                     _ => break,
@@ -153,17 +169,54 @@ pub fn succ_call(t: &Terminator, i: usize) -> Option<&BlockCall> {
     }
 }
 
-/// For every block, its incoming edges as `(predecessor, successor position)`, one per edge.
-pub fn incoming_edges(k: &Kernel) -> Vec<Vec<(BlockId, usize)>> {
-    let mut inc = vec![Vec::new(); k.blocks.len()];
-    for b in k.block_ids() {
-        for (pos, c) in k.block(b).term.successors().into_iter().enumerate() {
-            if let Some(v) = inc.get_mut(c.block.index()) {
-                v.push((b, pos));
+/// For every block, its incoming edges as `(predecessor, successor position)`, one per edge, in
+/// predecessor order. Stored as one flat array with per-block offsets (two allocations for the
+/// whole kernel); `incoming[b.index()]` is block `b`'s slice.
+pub struct IncomingEdges {
+    start: Vec<u32>,
+    edges: Vec<(BlockId, usize)>,
+}
+
+impl IncomingEdges {
+    /// Block `b`'s incoming edges, `None` when `b` is not a block of the kernel.
+    pub fn get(&self, b: usize) -> Option<&[(BlockId, usize)]> {
+        (b + 1 < self.start.len()).then(|| &self[b])
+    }
+}
+
+impl std::ops::Index<usize> for IncomingEdges {
+    type Output = [(BlockId, usize)];
+    fn index(&self, b: usize) -> &[(BlockId, usize)] {
+        &self.edges[self.start[b] as usize..self.start[b + 1] as usize]
+    }
+}
+
+/// The incoming edges of every block (see [`IncomingEdges`]).
+pub fn incoming_edges(k: &Kernel) -> IncomingEdges {
+    let n = k.blocks.len();
+    // Counting pass, prefix sums, then a filling pass.
+    let mut start = vec![0u32; n + 1];
+    for b in &k.blocks {
+        for c in b.term.successors() {
+            if c.block.index() < n {
+                start[c.block.index() + 1] += 1;
             }
         }
     }
-    inc
+    for i in 0..n {
+        start[i + 1] += start[i];
+    }
+    let mut fill: Vec<u32> = start[..n].to_vec();
+    let mut edges = vec![(BlockId(0), 0usize); start[n] as usize];
+    for b in k.block_ids() {
+        for (pos, c) in k.block(b).term.successors().enumerate() {
+            if let Some(slot) = fill.get_mut(c.block.index()) {
+                edges[*slot as usize] = (b, pos);
+                *slot += 1;
+            }
+        }
+    }
+    IncomingEdges { start, edges }
 }
 
 /// Blocks reachable from the entry in reverse post-order (successors visited in terminator

@@ -45,7 +45,7 @@ impl Pass for FmaContract {
             let (a, b) = (k.inst(mul).args[0], k.inst(mul).args[1]);
             let add_inst = k.inst_mut(add);
             add_inst.op = Op::Fma(ty, flags);
-            add_inst.args = vec![a, b, c];
+            add_inst.args = [a, b, c].into_iter().collect();
             dead.push(mul);
             contracted += 1;
         }

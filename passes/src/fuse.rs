@@ -844,7 +844,7 @@ impl<'a> Builder<'a> {
                 let dedup = d.op.is_pure() || matches!(d.op, Op::Special(_));
                 let existing = f.block(e).insts.iter().copied().find(|&x| {
                     let xd = f.inst(x);
-                    dedup && xd.op == d.op && xd.args == args && xd.result.is_some() && d.result.is_some()
+                    dedup && xd.op == d.op && xd.args[..] == args[..] && xd.result.is_some() && d.result.is_some()
                 });
                 if let (Some(x), Some(r)) = (existing, d.result) {
                     side.values[r.index()] = f.inst(x).result;
@@ -1003,7 +1003,7 @@ impl<'a> Builder<'a> {
             return true;
         }
         let mut seen = vec![false; self.f.blocks.len()];
-        let mut stack: Vec<BlockId> = self.f.block(a.0).term.successors().iter().map(|c| c.block).collect();
+        let mut stack: Vec<BlockId> = self.f.block(a.0).term.successors().map(|c| c.block).collect();
         while let Some(x) = stack.pop() {
             if x == b.0 {
                 return true;
@@ -1012,7 +1012,7 @@ impl<'a> Builder<'a> {
                 Some(s) if !*s => *s = true,
                 _ => continue,
             }
-            stack.extend(self.f.block(x).term.successors().iter().map(|c| c.block));
+            stack.extend(self.f.block(x).term.successors().map(|c| c.block));
         }
         false
     }
@@ -1116,7 +1116,7 @@ impl<'a> Builder<'a> {
             }
         }
         for b in &self.f.blocks {
-            if b.term.operands().iter().any(|o| matches!(o, Operand::Value(v) if params.contains(v))) {
+            if b.term.operands().any(|o| matches!(o, Operand::Value(v) if params.contains(&v))) {
                 return None;
             }
         }

@@ -16,7 +16,7 @@
 //!   parameter is a candidate for removal).
 
 use crate::edit::{
-    def_block, incoming_edges, inst_blocks, remove_blocks, retain_block_params, reverse_post_order, succ_call, Subst,
+    def_block, incoming_edges, IncomingEdges, inst_blocks, remove_blocks, retain_block_params, reverse_post_order, succ_call, Subst,
 };
 use crate::pass::{Pass, PassContext};
 use kir_ir::{BlockId, Kernel, Operand, Terminator, ValueDef};
@@ -34,8 +34,11 @@ impl Pass for SimplifyCfg {
         loop {
             let a = fold_branches(k);
             let b = remove_unreachable(k);
-            let c = drop_uniform_params(k);
-            let d = merge_blocks(k);
+            // Both rewrites record replaced values in one substitution, applied once per round.
+            let mut subst = Subst::new(k);
+            let c = drop_uniform_params(k, &mut subst);
+            let d = merge_blocks(k, &mut subst);
+            subst.apply(k);
             counts[0] += a as u64;
             counts[1] += b as u64;
             counts[2] += c as u64;
@@ -90,7 +93,7 @@ struct DomTree {
 }
 
 impl DomTree {
-    fn new(k: &Kernel, incoming: &[Vec<(BlockId, usize)>]) -> DomTree {
+    fn new(k: &Kernel, incoming: &IncomingEdges) -> DomTree {
         let n = k.blocks.len();
         let rpo = reverse_post_order(k);
         const NONE: u32 = u32::MAX;
@@ -175,9 +178,8 @@ impl DomTree {
 }
 
 /// Drops block parameters that receive the same operand on every incoming edge.
-fn drop_uniform_params(k: &mut Kernel) -> usize {
+fn drop_uniform_params(k: &mut Kernel, subst: &mut Subst) -> usize {
     let incoming = incoming_edges(k);
-    let mut subst = Subst::new(k);
     let mut keep: Vec<Vec<bool>> = k.blocks.iter().map(|b| vec![true; b.params.len()]).collect();
     let mut dom: Option<DomTree> = None;
     let mut blocks_of: Option<Vec<Option<BlockId>>> = None;
@@ -227,14 +229,13 @@ fn drop_uniform_params(k: &mut Kernel) -> usize {
         }
     }
     if dropped > 0 {
-        subst.apply(k);
         retain_block_params(k, &keep);
     }
     dropped
 }
 
 /// Merges each block with a single incoming edge from a `jmp` into that predecessor.
-fn merge_blocks(k: &mut Kernel) -> usize {
+fn merge_blocks(k: &mut Kernel, subst: &mut Subst) -> usize {
     let incoming = incoming_edges(k);
     let n = k.blocks.len();
     // owner[b]: the block that now holds b's instructions and terminator.
@@ -252,14 +253,13 @@ fn merge_blocks(k: &mut Kernel) -> usize {
         }
         r
     }
-    let mut subst = Subst::new(k);
     let mut keep = vec![true; n];
     let mut merged = 0;
     for b in reverse_post_order(k) {
         if b == Kernel::ENTRY {
             continue;
         }
-        let [(pred, _)] = incoming[b.index()].as_slice() else { continue };
+        let [(pred, _)] = &incoming[b.index()] else { continue };
         let host = BlockId(find(&mut owner, pred.0));
         if host == b {
             continue;
@@ -285,7 +285,6 @@ fn merge_blocks(k: &mut Kernel) -> usize {
         merged += 1;
     }
     if merged > 0 {
-        subst.apply(k);
         remove_blocks(k, &keep);
     }
     merged

@@ -586,7 +586,7 @@ fn handles_ok(k: &Kernel) -> bool {
                 }
             }
         }
-        if !b.term.operands().iter().all(ok_op) || b.term.successors().iter().any(|c| c.block.index() >= nb) {
+        if !b.term.operands().all(|o| ok_op(&o)) || b.term.successors().any(|c| c.block.index() >= nb) {
             return false;
         }
     }

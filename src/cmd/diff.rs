@@ -137,7 +137,7 @@ pub fn run(a: &Args) -> ExitCode {
                 let mut written = Vec::new();
                 for (i, p) in k.params.iter().enumerate() {
                     if let Some(bi) = b.param_buffer[i] {
-                        params.push((k.value(*p).name.clone(), bi));
+                        params.push((k.value(*p).name.to_string(), bi));
                         written.push(w[i]);
                     }
                 }
