@@ -15,21 +15,61 @@
 use crate::pcopy::{self, Src};
 use crate::regs::{Reg, RegClass, RegFile};
 use crate::PtxOptions;
-use kir_ir::cfg::Cfg;
 use kir_ir::{AddrSpace, BlockCall, BlockId, Diagnostic, Kernel, Operand, Terminator, Type, ValueId};
 use std::fmt::Write;
 
 /// A PTX identifier for a kir name: `.` becomes `$` (kir names never contain `$`, so the mapping is
 /// one-to-one), and a leading digit gets a `_` prefix.
 pub fn ptx_ident(name: &str) -> String {
-    let mut s = String::with_capacity(name.len() + 1);
-    if name.starts_with(|c: char| c.is_ascii_digit()) {
-        s.push('_');
+    PtxIdent { prefix: "", name }.to_string()
+}
+
+/// `prefix` followed by [`ptx_ident`] of `name`, printed without building a `String`.
+#[derive(Clone, Copy, Debug)]
+pub struct PtxIdent<'a> {
+    pub prefix: &'static str,
+    pub name: &'a str,
+}
+
+impl std::fmt::Display for PtxIdent<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.prefix)?;
+        if self.name.starts_with(|c: char| c.is_ascii_digit()) {
+            f.write_str("_")?;
+        }
+        let mut parts = self.name.split('.');
+        if let Some(first) = parts.next() {
+            f.write_str(first)?;
+        }
+        for p in parts {
+            f.write_str("$")?;
+            f.write_str(p)?;
+        }
+        Ok(())
     }
-    for c in name.chars() {
-        s.push(if c == '.' { '$' } else { c });
+}
+
+/// Which blocks are reachable from the entry (a depth-first walk; no dominator computation, which
+/// emission does not need).
+fn reachable_blocks(k: &Kernel) -> Vec<bool> {
+    let n = k.blocks.len();
+    let mut seen = vec![false; n];
+    if n == 0 {
+        return seen;
     }
-    s
+    let mut stack = vec![Kernel::ENTRY];
+    seen[0] = true;
+    while let Some(b) = stack.pop() {
+        for c in k.block(b).term.successors() {
+            if let Some(s) = seen.get_mut(c.block.index()) {
+                if !*s {
+                    *s = true;
+                    stack.push(c.block);
+                }
+            }
+        }
+    }
+    seen
 }
 
 /// Byte offsets of line starts, for source line comments.
@@ -97,7 +137,8 @@ impl<'a> KernelEmitter<'a> {
             lines,
             regs,
             vreg,
-            out: String::new(),
+            // Roughly what the body takes, so the buffer does not regrow while it is written.
+            out: String::with_capacity(48 * (k.insts.len() + 2 * k.blocks.len()) + 256),
             diags: Vec::new(),
             edge_labels: 0,
             only_compared: only_compared(k),
@@ -136,8 +177,8 @@ impl<'a> KernelEmitter<'a> {
         }
     }
 
-    fn block_label(&self, b: BlockId) -> String {
-        format!("$L__{}", ptx_ident(&self.k.block(b).name))
+    fn block_label(&self, b: BlockId) -> PtxIdent<'a> {
+        PtxIdent { prefix: "$L__", name: &self.k.block(b).name }
     }
 
     /// The PTX name of a shared declaration.
@@ -150,7 +191,7 @@ impl<'a> KernelEmitter<'a> {
     pub fn emit(mut self) -> Result<String, Vec<Diagnostic>> {
         let k = self.k;
         let kname = ptx_ident(&k.name);
-        let cfg = Cfg::new(k);
+        let reachable = reachable_blocks(k);
 
         // Parameter loads.
         let mut params_decl = Vec::new();
@@ -178,7 +219,7 @@ impl<'a> KernelEmitter<'a> {
         std::mem::swap(&mut self.out, &mut prologue);
 
         // Body.
-        let order: Vec<BlockId> = k.block_ids().filter(|b| cfg.is_reachable(*b)).collect();
+        let order: Vec<BlockId> = k.block_ids().filter(|b| reachable[b.index()]).collect();
         for (pos, &b) in order.iter().enumerate() {
             let next = order.get(pos + 1).copied();
             let blk = k.block(b);
@@ -200,7 +241,7 @@ impl<'a> KernelEmitter<'a> {
             return Err(self.diags);
         }
 
-        let mut s = String::new();
+        let mut s = String::with_capacity(self.out.len() + prologue.len() + 64 * (k.params.len() + 8) + 1024);
         // Dynamic shared memory is an `.extern` array at module scope.
         for (i, d) in k.shared.iter().enumerate() {
             if d.len.is_none() {

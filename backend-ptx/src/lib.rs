@@ -122,6 +122,14 @@ pub fn emit_module(m: &Module, opts: &PtxOptions) -> Result<String, Vec<Diagnost
     emit_verified(m.kernels.iter(), opts)
 }
 
+/// Emits the PTX module for every kernel of `m` without running the verifier first: for callers
+/// that have verified `m` already, such as a compile pipeline that verifies the parsed module and
+/// then runs the pass pipeline (passes keep verified IR valid; the pass tests check that with the
+/// verifier after every pass). On IR that does not verify, the output is unspecified.
+pub fn emit_verified_module(m: &Module, opts: &PtxOptions) -> Result<String, Vec<Diagnostic>> {
+    emit_verified(m.kernels.iter(), opts)
+}
+
 /// Emits a PTX module holding only kernel `k`.
 pub fn emit_kernel(k: &Kernel, opts: &PtxOptions) -> Result<String, Vec<Diagnostic>> {
     let diags: Vec<Diagnostic> = kir_ir::verify::verify_kernel(k).into_iter().filter(|d| d.is_error()).collect();

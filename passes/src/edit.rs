@@ -128,10 +128,18 @@ impl Subst {
 
     /// Rewrites every operand of the kernel (placed instructions and terminators).
     pub fn apply(&mut self, k: &mut Kernel) {
+        self.apply_where(k, |_| true);
+    }
+
+    /// Rewrites the operands of the blocks `which` selects.
+    pub fn apply_where(&mut self, k: &mut Kernel, which: impl Fn(BlockId) -> bool) {
         if self.is_empty() {
             return;
         }
         for b in 0..k.blocks.len() {
+            if !which(BlockId(b as u32)) {
+                continue;
+            }
             for idx in 0..k.blocks[b].insts.len() {
                 let i = k.blocks[b].insts[idx];
                 let inst = &mut k.insts[i.index()];

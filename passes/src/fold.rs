@@ -35,7 +35,8 @@ impl Pass for Fold {
     fn run(&self, k: &mut Kernel, cx: &mut PassContext) -> bool {
         let mut subst = Subst::new(k);
         let (mut folded, mut simplified) = (0u64, 0u64);
-        for b in reverse_post_order(k) {
+        let rpo = reverse_post_order(k);
+        for &b in &rpo {
             let insts = std::mem::take(&mut k.blocks[b.index()].insts);
             let mut kept = Vec::with_capacity(insts.len());
             for i in insts {
@@ -61,8 +62,14 @@ impl Pass for Fold {
             k.blocks[b.index()].insts = kept;
             subst.apply_to_term(&mut k.blocks[b.index()].term);
         }
-        // Uses in unreachable blocks (and anything visited before its replacement was known).
-        subst.apply(k);
+        // In a reachable block every use is dominated by its definition, and the reverse post-order
+        // visits a dominator first, so those uses were rewritten above. Only blocks the traversal did
+        // not reach may still use a replaced value.
+        if !subst.is_empty() && rpo.len() < k.blocks.len() {
+            let mut reached = vec![false; k.blocks.len()];
+            rpo.iter().for_each(|b| reached[b.index()] = true);
+            subst.apply_where(k, |b| !reached[b.index()]);
+        }
         cx.stats.add("instructions folded", folded);
         cx.stats.add("identities simplified", simplified);
         folded + simplified > 0
