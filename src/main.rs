@@ -2,6 +2,11 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+// mimalloc: the compiler allocates and frees many small objects (syntax tree, IR, PTX text);
+// it is measurably faster than the system allocator here (BENCHMARKS.md, compile speed).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod cmd;
 use kir::checks;
 

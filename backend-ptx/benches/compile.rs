@@ -7,6 +7,10 @@
 //! NVRTC's time for the CUDA C equivalents is measured by `examples/codequality.rs` (it needs the
 //! NVRTC library); BENCHMARKS.md puts the two side by side.
 
+// The allocator the `kir` binary uses (src/main.rs), so timings match the command line.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use kir_backend_ptx::{PtxOptions, SmVersion};
 use std::path::PathBuf;

@@ -13,6 +13,10 @@
 //! cudarc by library name, so the example re-executes itself once with `LD_LIBRARY_PATH` pointing
 //! at the wheel's `lib/` directory.
 
+// The allocator the `kir` binary uses (src/main.rs), so timings match the command line.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use kir_backend_ptx::{emit, tools, PtxOptions, SmVersion};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -1,5 +1,9 @@
 //! Where compile time goes for the kernel library: parse, verify, passes, emit per file, summed
 //! over many repetitions. `cargo run --release -p kir-backend-ptx --example compile_profile`
+
+// The allocator the `kir` binary uses (src/main.rs), so timings match the command line.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use std::time::{Duration, Instant};
 
 fn main() {

@@ -396,7 +396,9 @@ impl KernelEmitter<'_> {
                 };
                 match d {
                     Some(d) => self.ins(format_args!("atom{}.{}.{t} {d}, {addr}, {v}", ss(space), op.name())),
-                    None if op != AtomicOp::Exch => self.ins(format_args!("red{}.{}.{t} {addr}, {v}", ss(space), op.name())),
+                    None if op != AtomicOp::Exch => {
+                        self.ins(format_args!("red{}.{}.{t} {addr}, {v}", ss(space), op.name()))
+                    }
                     None => {
                         let sink = self.fresh(RegClass::of_scalar(elem));
                         self.ins(format_args!("atom{}.exch.{t} {sink}, {addr}, {v}", ss(space)));
@@ -707,7 +709,9 @@ impl KernelEmitter<'_> {
             UnOp::Sqrt | UnOp::Rcp => {
                 let name = op.name();
                 match (s, fl.mode) {
-                    (S::F32, FloatMode::Exact(r)) => self.ins(format_args!("{name}{}{}.f32 {d}, {x}", rnd(r), ftz(fl.ftz))),
+                    (S::F32, FloatMode::Exact(r)) => {
+                        self.ins(format_args!("{name}{}{}.f32 {d}, {x}", rnd(r), ftz(fl.ftz)))
+                    }
                     (S::F32, FloatMode::Approx) => self.ins(format_args!("{name}.approx{}.f32 {d}, {x}", ftz(fl.ftz))),
                     (S::F64, FloatMode::Exact(r)) if !fl.ftz => self.ins(format_args!("{name}{}.f64 {d}, {x}", rnd(r))),
                     (S::F64, FloatMode::Approx) if op == UnOp::Rcp && fl.ftz => {

@@ -104,7 +104,13 @@ fn memory_module() -> Module {
             let v = Operand::Value(k.add_param("v", Type::Scalar(elem)));
             for (j, it) in ints.iter().enumerate() {
                 let idx = Operand::Value(k.add_param(format!("i{j}"), Type::Scalar(*it)));
-                k.append_inst(b, Op::Load, vec![p, idx], Some((format!("l{j}").into(), Type::Scalar(elem))), Span::DUMMY);
+                k.append_inst(
+                    b,
+                    Op::Load,
+                    vec![p, idx],
+                    Some((format!("l{j}").into(), Type::Scalar(elem))),
+                    Span::DUMMY,
+                );
                 k.append_inst(b, Op::Store, vec![p, idx, v], None, Span::DUMMY);
                 k.append_inst(
                     b,

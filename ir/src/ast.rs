@@ -39,14 +39,14 @@ pub struct AstModule {
 
 #[derive(Clone, Debug)]
 pub enum AstItem {
-    Kernel(AstKernel),
-    Graph(AstGraph),
+    Kernel(Box<AstKernel>),
+    Graph(Box<AstGraph>),
 }
 
 #[derive(Clone, Debug)]
 pub struct AstParam {
     pub name: Spanned<AstStr>,
-    pub ty: AstType,
+    pub ty: Box<AstType>,
 }
 
 #[derive(Clone, Debug)]
@@ -63,8 +63,8 @@ pub struct AstShared {
 pub struct AstKernel {
     pub name: Spanned<AstStr>,
     pub params: Vec<AstParam>,
-    pub shared: Vec<AstShared>,
-    pub blocks: Vec<AstBlock>,
+    pub shared: Vec<Box<AstShared>>,
+    pub blocks: Vec<Box<AstBlock>>,
     pub span: Span,
     /// Span of the closing brace.
     pub end: Span,
@@ -118,8 +118,9 @@ pub enum AstStmtKind {
 }
 
 #[derive(Clone, Debug)]
+/// Statements hold their kind boxed so that the parser moves small values around.
 pub struct AstStmt {
-    pub kind: AstStmtKind,
+    pub kind: Box<AstStmtKind>,
     pub span: Span,
 }
 
@@ -143,7 +144,7 @@ impl AstStmtKind {
 
 impl AstStmt {
     pub fn is_terminator(&self) -> bool {
-        !matches!(self.kind, AstStmtKind::Inst { .. })
+        !matches!(*self.kind, AstStmtKind::Inst { .. })
     }
 }
 
@@ -152,8 +153,8 @@ impl AstStmt {
 pub struct AstGraph {
     pub name: Spanned<AstStr>,
     pub params: Vec<AstParam>,
-    pub temps: Vec<AstTemp>,
-    pub launches: Vec<AstLaunch>,
+    pub temps: Vec<Box<AstTemp>>,
+    pub launches: Vec<Box<AstLaunch>>,
     pub span: Span,
 }
 

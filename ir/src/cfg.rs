@@ -5,7 +5,7 @@
 //!   terminator order (`br %c, a, a` gives two edges to `a`).
 //! - Dominators are computed from the entry block over reachable blocks only; an unreachable block
 //!   has no immediate dominator and is dominated by nothing but itself.
-//! - Post-dominators are computed on the reversed graph with a virtual exit node that every `ret`
+//! - Post-dominators are computed (on first use) on the reversed graph with a virtual exit node that every `ret`
 //!   block flows to. [`Cfg::ipdom`] returns `None` when the immediate post-dominator is the virtual
 //!   exit, or when the block cannot reach any `ret` (an infinite loop).
 //! - [`Cfg::dominates`] and [`Cfg::post_dominates`] answer in O(1) (intervals of a DFS over the
@@ -28,13 +28,20 @@ pub struct Cfg {
     rpo: Vec<BlockId>,
     reachable: Vec<bool>,
     doms: Dominators<NodeIndex>,
-    /// Reversed graph plus the virtual exit (last node).
+    /// Pre/post DFS numbers of each block in the dominator tree (for O(1) `dominates`).
+    dom_interval: Vec<(u32, u32)>,
+    /// Post-dominance, computed on first use (the verifier and the emitter never ask for it).
+    post: std::sync::OnceLock<PostDominance>,
+    /// Blocks ending in `ret` (the virtual exit's predecessors).
+    returns: Vec<bool>,
+}
+
+/// Post-dominance over the reversed graph plus a virtual exit (its last node).
+struct PostDominance {
     pdoms: Dominators<NodeIndex>,
     exit: NodeIndex,
     reaches_exit: Vec<bool>,
-    /// Pre/post DFS numbers of each block in the dominator tree (for O(1) `dominates`).
-    dom_interval: Vec<(u32, u32)>,
-    /// The same for the post-dominator tree (rooted at the virtual exit).
+    /// Pre/post DFS numbers of each block in the post-dominator tree (rooted at the virtual exit).
     pdom_interval: Vec<(u32, u32)>,
 }
 
@@ -116,27 +123,6 @@ impl Cfg {
         post.reverse();
         let doms = simple_fast(&graph, entry);
 
-        // Reversed graph with a virtual exit.
-        let mut rev = DiGraph::<(), ()>::with_capacity(n + 1, n * 2 + 1);
-        for _ in 0..=n {
-            rev.add_node(());
-        }
-        let exit = NodeIndex::new(n);
-        for b in k.block_ids() {
-            if matches!(k.block(b).term, Terminator::Ret) {
-                rev.add_edge(exit, NodeIndex::new(b.index()), ());
-            }
-            for s in &succs[b.index()] {
-                rev.add_edge(NodeIndex::new(s.index()), NodeIndex::new(b.index()), ());
-            }
-        }
-        let pdoms = simple_fast(&rev, exit);
-        let mut reaches_exit = vec![false; n];
-        for node in DfsPostOrder::new(&rev, exit).iter(&rev) {
-            if node != exit {
-                reaches_exit[node.index()] = true;
-            }
-        }
         let dom_interval = if n > 0 {
             tree_intervals(
                 n,
@@ -146,20 +132,49 @@ impl Cfg {
         } else {
             vec![]
         };
-        // Post-dominator tree over blocks plus the virtual exit (index n).
-        let pdom_all = tree_intervals(
-            n + 1,
-            |v| {
-                if v == n || !reaches_exit[v] {
-                    None
-                } else {
-                    pdoms.immediate_dominator(NodeIndex::new(v)).map(|d| d.index())
+        let returns = k.blocks.iter().map(|b| matches!(b.term, Terminator::Ret)).collect();
+        Cfg { graph, succs, preds, rpo: post, reachable, doms, dom_interval, post: std::sync::OnceLock::new(), returns }
+    }
+
+    fn post(&self) -> &PostDominance {
+        self.post.get_or_init(|| {
+            let n = self.succs.len();
+            // Reversed graph with a virtual exit.
+            let mut rev = DiGraph::<(), ()>::with_capacity(n + 1, n * 2 + 1);
+            for _ in 0..=n {
+                rev.add_node(());
+            }
+            let exit = NodeIndex::new(n);
+            for b in 0..n {
+                if self.returns[b] {
+                    rev.add_edge(exit, NodeIndex::new(b), ());
                 }
-            },
-            &[n],
-        );
-        let pdom_interval = pdom_all[..n].to_vec();
-        Cfg { graph, succs, preds, rpo: post, reachable, doms, pdoms, exit, reaches_exit, dom_interval, pdom_interval }
+                for s in &self.succs[b] {
+                    rev.add_edge(NodeIndex::new(s.index()), NodeIndex::new(b), ());
+                }
+            }
+            let pdoms = simple_fast(&rev, exit);
+            let mut reaches_exit = vec![false; n];
+            for node in DfsPostOrder::new(&rev, exit).iter(&rev) {
+                if node != exit {
+                    reaches_exit[node.index()] = true;
+                }
+            }
+            // Post-dominator tree over blocks plus the virtual exit (index n).
+            let pdom_all = tree_intervals(
+                n + 1,
+                |v| {
+                    if v == n || !reaches_exit[v] {
+                        None
+                    } else {
+                        pdoms.immediate_dominator(NodeIndex::new(v)).map(|d| d.index())
+                    }
+                },
+                &[n],
+            );
+            let pdom_interval = pdom_all[..n].to_vec();
+            PostDominance { pdoms, exit, reaches_exit, pdom_interval }
+        })
     }
 
     pub fn len(&self) -> usize {
@@ -185,7 +200,7 @@ impl Cfg {
     }
     /// Whether a `ret` is reachable from `b`.
     pub fn reaches_exit(&self, b: BlockId) -> bool {
-        self.reaches_exit[b.index()]
+        self.post().reaches_exit[b.index()]
     }
     /// The immediate dominator (None for the entry and unreachable blocks).
     pub fn idom(&self, b: BlockId) -> Option<BlockId> {
@@ -209,8 +224,9 @@ impl Cfg {
         if !self.reaches_exit(b) {
             return None;
         }
-        match self.pdoms.immediate_dominator(NodeIndex::new(b.index())) {
-            Some(n) if n != self.exit => Some(BlockId(n.index() as u32)),
+        let post = self.post();
+        match post.pdoms.immediate_dominator(NodeIndex::new(b.index())) {
+            Some(n) if n != post.exit => Some(BlockId(n.index() as u32)),
             _ => None,
         }
     }
@@ -223,7 +239,8 @@ impl Cfg {
         if !self.reaches_exit(b) || !self.reaches_exit(a) {
             return false;
         }
-        within(self.pdom_interval[b.index()], self.pdom_interval[a.index()])
+        let post = self.post();
+        within(post.pdom_interval[b.index()], post.pdom_interval[a.index()])
     }
     /// Edges `from → to` where `to` dominates `from` (loop back edges), in RPO of `from`.
     pub fn back_edges(&self) -> Vec<(BlockId, BlockId)> {

@@ -168,7 +168,9 @@ fn lower_graph(g: &AstGraph, module: &Module, errs: &mut Vec<Diagnostic>) -> Opt
         first.insert(&p.name.node, p.name.span);
         scope.names.insert(p.name.node.clone(), ty);
         match ty {
-            Some(ty) => params.push(GraphParam { name: p.name.node.to_string(), ty, span: p.name.span.to(p.ty.span()) }),
+            Some(ty) => {
+                params.push(GraphParam { name: p.name.node.to_string(), ty, span: p.name.span.to(p.ty.span()) })
+            }
             None => ok = false,
         }
     }

@@ -438,7 +438,7 @@ impl Kernel {
                 let d = &mut old_insts[i.index()];
                 let ni = InstId(self.insts.len() as u32);
                 let result = d.result.map(|r| take_value(&mut self.values, r, ValueDef::Inst(ni)));
-                self.insts.push(InstData { op: d.op.clone(), args: std::mem::take(&mut d.args), result, span: d.span });
+                self.insts.push(InstData { op: d.op, args: std::mem::take(&mut d.args), result, span: d.span });
                 *i = ni;
             }
         }

@@ -440,7 +440,7 @@ impl VoteMode {
 }
 
 /// What an instruction does.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Op {
     /// Read a special register (`tid.x`, `global_id.x`, `laneid`, ...). Result `u32`.
     Special(SpecialReg),
@@ -494,7 +494,7 @@ pub enum Op {
 pub struct Signature {
     /// The operand types; `None` for an operand the op takes as any pointer or any integer
     /// (memory ops, offsets), checked by the verifier's op-specific rules.
-    pub args: Vec<Option<Type>>,
+    pub args: smallvec::SmallVec<[Option<Type>; 4]>,
     /// The result type; `None` when the op has no result or the result depends on a pointer
     /// operand (loads, atomics, offsets).
     pub result: Option<Type>,
@@ -555,34 +555,38 @@ impl Op {
     pub fn signature(&self) -> Signature {
         use ScalarType as S;
         let t = Type::Scalar;
-        let (args, result, has_result): (Vec<Option<Type>>, Option<Type>, bool) = match self {
-            Op::Special(_) => (vec![], Some(Type::U32), true),
-            Op::Mov(ty) => (vec![Some(t(*ty))], Some(t(*ty)), true),
+        let (args, result, has_result): (smallvec::SmallVec<[Option<Type>; 4]>, Option<Type>, bool) = match self {
+            Op::Special(_) => (smallvec::smallvec![], Some(Type::U32), true),
+            Op::Mov(ty) => (smallvec::smallvec![Some(t(*ty))], Some(t(*ty)), true),
             Op::Bin(op, ty, _) => {
                 let b = if matches!(op, BinOp::Shl | BinOp::Shr) { S::U32 } else { *ty };
-                (vec![Some(t(*ty)), Some(t(b))], Some(t(*ty)), true)
+                (smallvec::smallvec![Some(t(*ty)), Some(t(b))], Some(t(*ty)), true)
             }
             Op::MulWide(ty) => {
                 let wide = ty.widened().unwrap_or(*ty);
-                (vec![Some(t(*ty)), Some(t(*ty))], Some(t(wide)), true)
+                (smallvec::smallvec![Some(t(*ty)), Some(t(*ty))], Some(t(wide)), true)
             }
-            Op::Mad(ty) | Op::Fma(ty, _) => (vec![Some(t(*ty)); 3], Some(t(*ty)), true),
-            Op::Unary(_, ty, _) => (vec![Some(t(*ty))], Some(t(*ty)), true),
-            Op::Cmp(_, ty) => (vec![Some(t(*ty)), Some(t(*ty))], Some(Type::PRED), true),
-            Op::Select(ty) => (vec![Some(Type::PRED), Some(t(*ty)), Some(t(*ty))], Some(t(*ty)), true),
-            Op::Cvt { to, from, .. } | Op::Bitcast { to, from } => (vec![Some(t(*from))], Some(t(*to)), true),
-            Op::Load => (vec![None, None], None, true),
-            Op::Store => (vec![None, None, None], None, false),
-            Op::Atomic(_) => (vec![None, None, None], None, true),
-            Op::AtomicCas => (vec![None, None, None, None], None, true),
-            Op::PtrOffset | Op::PtrOffsetBytes => (vec![None, None], None, true),
-            Op::PtrCast(to) => (vec![None], Some(*to), true),
-            Op::SharedAddr(_) => (vec![], None, true),
-            Op::Barrier => (vec![], None, false),
-            Op::Shfl(_, ty) => (vec![Some(t(*ty)), Some(Type::U32), Some(Type::U32)], Some(t(*ty)), true),
+            Op::Mad(ty) | Op::Fma(ty, _) => (smallvec::smallvec![Some(t(*ty)); 3], Some(t(*ty)), true),
+            Op::Unary(_, ty, _) => (smallvec::smallvec![Some(t(*ty))], Some(t(*ty)), true),
+            Op::Cmp(_, ty) => (smallvec::smallvec![Some(t(*ty)), Some(t(*ty))], Some(Type::PRED), true),
+            Op::Select(ty) => (smallvec::smallvec![Some(Type::PRED), Some(t(*ty)), Some(t(*ty))], Some(t(*ty)), true),
+            Op::Cvt { to, from, .. } | Op::Bitcast { to, from } => {
+                (smallvec::smallvec![Some(t(*from))], Some(t(*to)), true)
+            }
+            Op::Load => (smallvec::smallvec![None, None], None, true),
+            Op::Store => (smallvec::smallvec![None, None, None], None, false),
+            Op::Atomic(_) => (smallvec::smallvec![None, None, None], None, true),
+            Op::AtomicCas => (smallvec::smallvec![None, None, None, None], None, true),
+            Op::PtrOffset | Op::PtrOffsetBytes => (smallvec::smallvec![None, None], None, true),
+            Op::PtrCast(to) => (smallvec::smallvec![None], Some(*to), true),
+            Op::SharedAddr(_) => (smallvec::smallvec![], None, true),
+            Op::Barrier => (smallvec::smallvec![], None, false),
+            Op::Shfl(_, ty) => {
+                (smallvec::smallvec![Some(t(*ty)), Some(Type::U32), Some(Type::U32)], Some(t(*ty)), true)
+            }
             Op::Vote(mode) => {
                 let r = if *mode == VoteMode::Ballot { Type::U32 } else { Type::PRED };
-                (vec![Some(Type::PRED), Some(Type::U32)], Some(r), true)
+                (smallvec::smallvec![Some(Type::PRED), Some(Type::U32)], Some(r), true)
             }
         };
         Signature { args, result, has_result }

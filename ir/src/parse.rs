@@ -692,7 +692,7 @@ impl<'a, 'e> KernelLowering<'a, 'e> {
                     );
                     continue;
                 }
-                match &stmt.kind {
+                match &*stmt.kind {
                     AstStmtKind::Inst { result, op, args: _, annot } => {
                         let annot_ty = annot.as_ref().and_then(|a| lower_type(a, self.errs));
                         let parsed = parse_mnemonic(&op.node, annot_ty);
@@ -766,8 +766,8 @@ impl<'a, 'e> KernelLowering<'a, 'e> {
             for p in pending {
                 match self.infer_from_pointer(&p) {
                     Some(t) => {
-                        let AstStmtKind::Inst { result: Some(r), annot, .. } = &p.stmt.kind else { unreachable!() };
-                        let id = self.new_inst(p.block, p.op.clone(), r, t, p.stmt);
+                        let AstStmtKind::Inst { result: Some(r), annot, .. } = &*p.stmt.kind else { unreachable!() };
+                        let id = self.new_inst(p.block, p.op, r, t, p.stmt);
                         let annot_ty = annot.as_ref().and_then(|a| lower_type(a, &mut Vec::new()));
                         self.check_annot(annot.as_ref(), annot_ty, t);
                         placed[p.slot].3 = Some(id);
@@ -779,7 +779,7 @@ impl<'a, 'e> KernelLowering<'a, 'e> {
             pending = rest;
         }
         for p in &pending {
-            let AstStmtKind::Inst { args, op, .. } = &p.stmt.kind else { unreachable!() };
+            let AstStmtKind::Inst { args, op, .. } = &*p.stmt.kind else { unreachable!() };
             let at = args.first().map(|a| a.span).unwrap_or(op.span);
             let named = args.first().and_then(|a| match &a.node {
                 AstOperand::Value(n) | AstOperand::Indexed(n, _) => Some(n.clone()),
@@ -805,7 +805,7 @@ impl<'a, 'e> KernelLowering<'a, 'e> {
         // Operands.
         for (bid, stmt, op, inst) in &placed {
             let Some(inst) = inst else { continue };
-            let AstStmtKind::Inst { args, op: op_name, .. } = &stmt.kind else { unreachable!() };
+            let AstStmtKind::Inst { args, op: op_name, .. } = &*stmt.kind else { unreachable!() };
             let operands = self.lower_inst_operands(op, &op_name.node, args, stmt.span);
             self.kernel.inst_mut(*inst).args = operands;
             self.kernel.block_mut(*bid).insts.push(*inst);
@@ -814,7 +814,7 @@ impl<'a, 'e> KernelLowering<'a, 'e> {
         for (bi, b) in ast.blocks.iter().enumerate() {
             let bid = BlockId(bi as u32);
             let Some(stmt) = b.stmts.iter().find(|s| s.is_terminator()) else { continue };
-            let term = match &stmt.kind {
+            let term = match &*stmt.kind {
                 AstStmtKind::Ret => Terminator::Ret,
                 AstStmtKind::Jmp(c) => match self.lower_call(c) {
                     Some(c) => Terminator::Jmp(c),
@@ -864,7 +864,7 @@ impl<'a, 'e> KernelLowering<'a, 'e> {
     }
 
     fn shared_operand(&mut self, stmt: &AstStmt) -> Option<u32> {
-        let AstStmtKind::Inst { args, op, .. } = &stmt.kind else { return None };
+        let AstStmtKind::Inst { args, op, .. } = &*stmt.kind else { return None };
         match args.as_slice() {
             [Spanned { node: AstOperand::Global(g), span }] => match self.kernel.shared_by_name(g) {
                 Some(i) => Some(i),
@@ -898,7 +898,7 @@ impl<'a, 'e> KernelLowering<'a, 'e> {
     }
 
     fn infer_from_pointer(&self, p: &Pending<'_>) -> Option<Type> {
-        let AstStmtKind::Inst { args, .. } = &p.stmt.kind else { return None };
+        let AstStmtKind::Inst { args, .. } = &*p.stmt.kind else { return None };
         let ptr = self.pointer_type_of(&args.first()?.node)?;
         let (_, elem) = ptr.pointee()?;
         match p.op {
@@ -951,13 +951,7 @@ impl<'a, 'e> KernelLowering<'a, 'e> {
         }
     }
 
-    fn lower_inst_operands(
-        &mut self,
-        op: &Op,
-        mnemonic: &str,
-        args: &[Spanned<AstOperand>],
-        span: Span,
-    ) -> Args {
+    fn lower_inst_operands(&mut self, op: &Op, mnemonic: &str, args: &[Spanned<AstOperand>], span: Span) -> Args {
         // `addr @name` takes its operand through `shared_operand`, which reports a bad operand count.
         if matches!(op, Op::SharedAddr(_)) {
             return Args::new();

@@ -4,6 +4,10 @@
 //! passes do (`verify_input: false`). Time should grow linearly: 2x instructions, at most 2.2x
 //! time. Numbers are recorded in BENCHMARKS.md ("Passes").
 
+// The allocator the `kir` binary uses (src/main.rs), so timings match the command line.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
 use kir_ir::gen::{random_kernel, GenConfig};
 use kir_ir::Module;

@@ -3,6 +3,10 @@
 //! interleaved across sizes and the best is kept, so a burst of other load on the machine does not
 //! land on one size only. Usage: `cargo run --release -p kir-passes --example scaling [RUNS]`.
 
+// The allocator the `kir` binary uses (src/main.rs), so timings match the command line.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use kir_ir::gen::{random_kernel, GenConfig};
 use kir_ir::Module;
 use kir_passes::{parse_pipeline, run_pipeline, RunConfig, DEFAULT_PIPELINE};

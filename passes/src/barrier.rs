@@ -68,7 +68,7 @@ pub fn verify_with(k: &Kernel, u: &Uniformity) -> Vec<Diagnostic> {
             };
             let what = match &inst.op {
                 Op::Barrier if level >= Level::WarpUniform => What::Barrier,
-                Op::Shfl(..) | Op::Vote(_) if level == Level::Varying && full_mask(inst.op.clone(), &inst.args) => {
+                Op::Shfl(..) | Op::Vote(_) if level == Level::Varying && full_mask(inst.op, &inst.args) => {
                     What::Collective
                 }
                 _ => continue,

@@ -143,7 +143,7 @@ impl Subst {
             for idx in 0..k.blocks[b].insts.len() {
                 let i = k.blocks[b].insts[idx];
                 let inst = &mut k.insts[i.index()];
-                let op = inst.op.clone();
+                let op = inst.op;
                 self.apply_to_args(&op, &mut inst.args);
             }
             self.apply_to_term(&mut k.blocks[b].term);

@@ -41,7 +41,7 @@ impl Pass for Fold {
             let mut kept = Vec::with_capacity(insts.len());
             for i in insts {
                 let d = &mut k.insts[i.index()];
-                let op = d.op.clone();
+                let op = d.op;
                 subst.apply_to_args(&op, &mut d.args);
                 let replacement = match d.result {
                     Some(r) if op.is_pure() => self.try_fold(&op, &d.args).map(|(rep, is_const)| (r, rep, is_const)),

@@ -481,7 +481,7 @@ impl<'a> Terms<'a> {
                     return None;
                 }
                 let args: Option<Vec<Term>> = inst.args.clone().into_iter().map(|a| self.operand(a)).collect();
-                Some(normalize(inst.op.clone(), args?))
+                Some(normalize(inst.op, args?))
             }
         }
     }
@@ -851,7 +851,7 @@ impl<'a> Builder<'a> {
                     continue;
                 }
                 let result = d.result.map(|r| (f.fresh_value_name(&s.value(r).name), s.value(r).ty));
-                let ni = f.append_inst(e, d.op.clone(), args, result, d.span);
+                let ni = f.append_inst(e, d.op, args, result, d.span);
                 if let (Some(r), Some(nr)) = (d.result, f.inst(ni).result) {
                     side.values[r.index()] = Some(nr);
                 }
@@ -865,7 +865,7 @@ impl<'a> Builder<'a> {
             for &i in &s.block(b).insts {
                 let d = s.inst(i);
                 let result = d.result.map(|r| (f.fresh_value_name(&s.value(r).name), s.value(r).ty));
-                let ni = f.append_inst(side.blocks[b.index()], d.op.clone(), vec![], result, d.span);
+                let ni = f.append_inst(side.blocks[b.index()], d.op, vec![], result, d.span);
                 if let (Some(r), Some(nr)) = (d.result, f.inst(ni).result) {
                     side.values[r.index()] = Some(nr);
                 }

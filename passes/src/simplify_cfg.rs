@@ -16,7 +16,8 @@
 //!   parameter is a candidate for removal).
 
 use crate::edit::{
-    def_block, incoming_edges, IncomingEdges, inst_blocks, remove_blocks, retain_block_params, reverse_post_order, succ_call, Subst,
+    def_block, incoming_edges, inst_blocks, remove_blocks, retain_block_params, reverse_post_order, succ_call,
+    IncomingEdges, Subst,
 };
 use crate::pass::{Pass, PassContext};
 use kir_ir::{BlockId, Kernel, Operand, Terminator, ValueDef};
@@ -60,17 +61,24 @@ impl Pass for SimplifyCfg {
 fn fold_branches(k: &mut Kernel) -> usize {
     let mut n = 0;
     for b in &mut k.blocks {
-        let new = match &b.term {
-            Terminator::Br { cond: Operand::Const(c), then_, else_ } => {
-                Some(if c.bits != 0 { then_.clone() } else { else_.clone() })
-            }
-            Terminator::Br { then_, else_, .. } if then_ == else_ => Some(then_.clone()),
-            _ => None,
+        let folds = match &b.term {
+            Terminator::Br { cond: Operand::Const(_), .. } => true,
+            Terminator::Br { then_, else_, .. } => then_ == else_,
+            _ => false,
         };
-        if let Some(call) = new {
-            b.term = Terminator::Jmp(call);
-            n += 1;
+        if !folds {
+            continue;
         }
+        // Moved, not cloned: the taken edge keeps its argument list.
+        let Terminator::Br { cond, then_, else_ } = std::mem::replace(&mut b.term, Terminator::Ret) else {
+            continue;
+        };
+        let taken = match cond {
+            Operand::Const(c) if c.bits == 0 => else_,
+            _ => then_,
+        };
+        b.term = Terminator::Jmp(taken);
+        n += 1;
     }
     n
 }
@@ -180,7 +188,8 @@ impl DomTree {
 /// Drops block parameters that receive the same operand on every incoming edge.
 fn drop_uniform_params(k: &mut Kernel, subst: &mut Subst) -> usize {
     let incoming = incoming_edges(k);
-    let mut keep: Vec<Vec<bool>> = k.blocks.iter().map(|b| vec![true; b.params.len()]).collect();
+    // Per block, one flag per parameter; left empty (no allocation) for blocks that keep them all.
+    let mut keep: Vec<Vec<bool>> = vec![Vec::new(); k.blocks.len()];
     let mut dom: Option<DomTree> = None;
     let mut blocks_of: Option<Vec<Option<BlockId>>> = None;
     let mut dropped = 0;
@@ -223,7 +232,11 @@ fn drop_uniform_params(k: &mut Kernel, subst: &mut Subst) -> usize {
             };
             if available {
                 subst.set(p, x);
-                keep[b.index()][n] = false;
+                let flags = &mut keep[b.index()];
+                if flags.is_empty() {
+                    flags.resize(k.block(b).params.len(), true);
+                }
+                flags[n] = false;
                 dropped += 1;
             }
         }

@@ -1,6 +1,10 @@
 //! Per-stage compile time of generated kernels of growing size (1k, 10k, 100k instructions):
 //! parse, verify, default passes, PTX emission. Shows which stage grows faster than linearly.
-//! `cargo run --release -p kir-backend-ptx --example scaling`
+//! `cargo run --release -p kir-backend-ptx --example compile_scaling`
+
+// The allocator the `kir` binary uses (src/main.rs), so timings match the command line.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use std::time::Instant;
 
 fn main() {
