@@ -12,8 +12,8 @@
 //!   that predecessor (its parameters replaced by the jump's arguments).
 //! - The entry block is never removed or merged away; instructions keep their order and spans; the
 //!   kernel's behaviour is unchanged.
-//! - Each round is linear in the kernel's size (plus the dominator computation, only when a
-//!   parameter is a candidate for removal).
+//! - Each round is linear in the number of blocks and edges (plus the dominator computation, only
+//!   when a parameter is a candidate for removal); instructions are rewritten once, at the end.
 
 use crate::edit::{
     def_block, incoming_edges, inst_blocks, remove_blocks, retain_block_params, reverse_post_order, succ_call,
@@ -32,14 +32,14 @@ impl Pass for SimplifyCfg {
     fn run(&self, k: &mut Kernel, cx: &mut PassContext) -> bool {
         let mut changed = false;
         let mut counts = [0u64; 4];
+        // Every rewrite records replaced values in one substitution; decisions read operands through
+        // it, and instructions are rewritten once, after the last round (one sweep over the kernel).
+        let mut subst = Subst::new(k);
         loop {
-            let a = fold_branches(k);
+            let a = fold_branches(k, &mut subst);
             let b = remove_unreachable(k);
-            // Both rewrites record replaced values in one substitution, applied once per round.
-            let mut subst = Subst::new(k);
             let c = drop_uniform_params(k, &mut subst);
             let d = merge_blocks(k, &mut subst);
-            subst.apply(k);
             counts[0] += a as u64;
             counts[1] += b as u64;
             counts[2] += c as u64;
@@ -49,6 +49,7 @@ impl Pass for SimplifyCfg {
             }
             changed = true;
         }
+        subst.apply(k);
         cx.stats.add("branches folded", counts[0]);
         cx.stats.add("blocks removed", counts[1] + counts[3]);
         cx.stats.add("blocks merged", counts[3]);
@@ -58,9 +59,12 @@ impl Pass for SimplifyCfg {
 }
 
 /// `br` on a constant, or to the same target twice with the same arguments, becomes `jmp`.
-fn fold_branches(k: &mut Kernel) -> usize {
+fn fold_branches(k: &mut Kernel, subst: &mut Subst) -> usize {
     let mut n = 0;
     for b in &mut k.blocks {
+        // Terminators read their operands through the substitution (a condition may have become a
+        // constant, two edges may now pass the same arguments).
+        subst.apply_to_term(&mut b.term);
         let folds = match &b.term {
             Terminator::Br { cond: Operand::Const(_), .. } => true,
             Terminator::Br { then_, else_, .. } => then_ == else_,
@@ -185,7 +189,8 @@ impl DomTree {
     }
 }
 
-/// Drops block parameters that receive the same operand on every incoming edge.
+/// Drops block parameters that receive the same operand on every incoming edge. The replacements
+/// are recorded in `subst`; the caller rewrites the uses.
 fn drop_uniform_params(k: &mut Kernel, subst: &mut Subst) -> usize {
     let incoming = incoming_edges(k);
     // Per block, one flag per parameter; left empty (no allocation) for blocks that keep them all.
@@ -247,7 +252,8 @@ fn drop_uniform_params(k: &mut Kernel, subst: &mut Subst) -> usize {
     dropped
 }
 
-/// Merges each block with a single incoming edge from a `jmp` into that predecessor.
+/// Merges each block with a single incoming edge from a `jmp` into that predecessor. Its parameters
+/// are recorded in `subst` as the jump's arguments; the caller rewrites the uses.
 fn merge_blocks(k: &mut Kernel, subst: &mut Subst) -> usize {
     let incoming = incoming_edges(k);
     let n = k.blocks.len();
