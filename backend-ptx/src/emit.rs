@@ -49,29 +49,6 @@ impl std::fmt::Display for PtxIdent<'_> {
     }
 }
 
-/// Which blocks are reachable from the entry (a depth-first walk; no dominator computation, which
-/// emission does not need).
-fn reachable_blocks(k: &Kernel) -> Vec<bool> {
-    let n = k.blocks.len();
-    let mut seen = vec![false; n];
-    if n == 0 {
-        return seen;
-    }
-    let mut stack = vec![Kernel::ENTRY];
-    seen[0] = true;
-    while let Some(b) = stack.pop() {
-        for c in k.block(b).term.successors() {
-            if let Some(s) = seen.get_mut(c.block.index()) {
-                if !*s {
-                    *s = true;
-                    stack.push(c.block);
-                }
-            }
-        }
-    }
-    seen
-}
-
 /// Byte offsets of line starts, for source line comments.
 pub(crate) struct LineIndex {
     starts: Vec<u32>,
@@ -191,7 +168,8 @@ impl<'a> KernelEmitter<'a> {
     pub fn emit(mut self) -> Result<String, Vec<Diagnostic>> {
         let k = self.k;
         let kname = ptx_ident(&k.name);
-        let reachable = reachable_blocks(k);
+        let mut reachable = vec![false; k.blocks.len()];
+        k.reverse_post_order().into_iter().for_each(|b| reachable[b.index()] = true);
 
         // Parameter loads.
         let mut params_decl = Vec::new();

@@ -369,6 +369,39 @@ impl Kernel {
         self.block_ids().flat_map(move |b| self.block(b).insts.iter().map(move |i| (b, *i)))
     }
 
+    /// Blocks reachable from the entry in reverse post-order (successors visited in terminator
+    /// order), computed iteratively in time linear in the number of blocks and edges.
+    pub fn reverse_post_order(&self) -> Vec<BlockId> {
+        let n = self.blocks.len();
+        let mut post = Vec::with_capacity(n);
+        if n == 0 {
+            return post;
+        }
+        let mut seen = vec![false; n];
+        // Stack of (block, next successor position).
+        let mut stack: Vec<(BlockId, usize)> = vec![(Kernel::ENTRY, 0)];
+        seen[0] = true;
+        while let Some(top) = stack.last_mut() {
+            let (b, pos) = *top;
+            match self.block(b).term.successors().nth(pos) {
+                Some(c) => {
+                    top.1 += 1;
+                    let s = c.block;
+                    if s.index() < n && !seen[s.index()] {
+                        seen[s.index()] = true;
+                        stack.push((s, 0));
+                    }
+                }
+                None => {
+                    post.push(b);
+                    stack.pop();
+                }
+            }
+        }
+        post.reverse();
+        post
+    }
+
     /// A value name not used by any value of the kernel, derived from `base`.
     pub fn fresh_value_name(&self, base: &str) -> Name {
         let taken: std::collections::HashSet<&str> = self.values.iter().map(|v| v.name.as_str()).collect();

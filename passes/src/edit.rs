@@ -1,5 +1,5 @@
-//! IR editing helpers shared by the passes: value substitution, block-parameter removal, block
-//! removal, and a linear-time traversal order.
+//! IR editing helpers shared by the passes: value substitution, block-parameter removal and block
+//! removal (the traversal order is [`kir_ir::Kernel::reverse_post_order`]).
 //!
 //! Guarantees:
 //! - Every helper runs in time linear in the size of the kernel (plus the substitution chains,
@@ -225,39 +225,6 @@ pub fn incoming_edges(k: &Kernel) -> IncomingEdges {
         }
     }
     IncomingEdges { start, edges }
-}
-
-/// Blocks reachable from the entry in reverse post-order (successors visited in terminator
-/// order), computed iteratively.
-pub fn reverse_post_order(k: &Kernel) -> Vec<BlockId> {
-    let n = k.blocks.len();
-    let mut post = Vec::with_capacity(n);
-    if n == 0 {
-        return post;
-    }
-    let mut seen = vec![false; n];
-    // Stack of (block, next successor position).
-    let mut stack: Vec<(BlockId, usize)> = vec![(Kernel::ENTRY, 0)];
-    seen[0] = true;
-    while let Some(top) = stack.last_mut() {
-        let (b, pos) = *top;
-        match succ_call(&k.block(b).term, pos) {
-            Some(c) => {
-                top.1 += 1;
-                let s = c.block;
-                if s.index() < n && !seen[s.index()] {
-                    seen[s.index()] = true;
-                    stack.push((s, 0));
-                }
-            }
-            None => {
-                post.push(b);
-                stack.pop();
-            }
-        }
-    }
-    post.reverse();
-    post
 }
 
 /// Removes the block parameters whose `keep` flag is false, and the matching argument of every

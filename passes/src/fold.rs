@@ -17,7 +17,7 @@
 //!   of folded values are rewritten. One pass visits reachable blocks in reverse post-order, so
 //!   chains of constants fold completely; the pass runs in linear time.
 
-use crate::edit::{reverse_post_order, Subst};
+use crate::edit::Subst;
 use crate::pass::{Pass, PassContext};
 use kir_ir::eval::eval_const;
 use kir_ir::{BinOp, Constant, Kernel, Op, Operand, ScalarType};
@@ -35,7 +35,7 @@ impl Pass for Fold {
     fn run(&self, k: &mut Kernel, cx: &mut PassContext) -> bool {
         let mut subst = Subst::new(k);
         let (mut folded, mut simplified) = (0u64, 0u64);
-        let rpo = reverse_post_order(k);
+        let rpo = k.reverse_post_order();
         for &b in &rpo {
             let insts = std::mem::take(&mut k.blocks[b.index()].insts);
             let mut kept = Vec::with_capacity(insts.len());

@@ -16,8 +16,7 @@
 //!   when a parameter is a candidate for removal); instructions are rewritten once, at the end.
 
 use crate::edit::{
-    def_block, incoming_edges, inst_blocks, remove_blocks, retain_block_params, reverse_post_order, succ_call,
-    IncomingEdges, Subst,
+    def_block, incoming_edges, inst_blocks, remove_blocks, retain_block_params, succ_call, IncomingEdges, Subst,
 };
 use crate::pass::{Pass, PassContext};
 use kir_ir::{BlockId, Kernel, Operand, Terminator, ValueDef};
@@ -90,7 +89,7 @@ fn fold_branches(k: &mut Kernel, subst: &mut Subst) -> usize {
 /// Removes blocks not reachable from the entry.
 fn remove_unreachable(k: &mut Kernel) -> usize {
     let mut keep = vec![false; k.blocks.len()];
-    for b in reverse_post_order(k) {
+    for b in k.reverse_post_order() {
         keep[b.index()] = true;
     }
     remove_blocks(k, &keep)
@@ -107,7 +106,7 @@ struct DomTree {
 impl DomTree {
     fn new(k: &Kernel, incoming: &IncomingEdges) -> DomTree {
         let n = k.blocks.len();
-        let rpo = reverse_post_order(k);
+        let rpo = k.reverse_post_order();
         const NONE: u32 = u32::MAX;
         let mut order = vec![NONE; n];
         for (i, b) in rpo.iter().enumerate() {
@@ -274,7 +273,7 @@ fn merge_blocks(k: &mut Kernel, subst: &mut Subst) -> usize {
     }
     let mut keep = vec![true; n];
     let mut merged = 0;
-    for b in reverse_post_order(k) {
+    for b in k.reverse_post_order() {
         if b == Kernel::ENTRY {
             continue;
         }
