@@ -140,13 +140,7 @@ pub fn number_constant(text: &str, ty: ScalarType) -> Result<Constant, String> {
 }
 
 /// splitmix64 as docs/testing.md defines it: the next `r` and the new state.
-pub fn splitmix64(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
+pub use kir_ir::gen::splitmix64;
 
 /// Bits of `v` rounded to the float type `ty` (to nearest even).
 fn float_bits(ty: ScalarType, v: f64) -> u64 {

@@ -137,6 +137,17 @@ pub fn generate(seed: u64, cfg: &GenConfig) -> Generated {
 }
 
 /// SplitMix64: small, fast, good enough for test generation.
+/// splitmix64: advances `state` and returns the next output. The one implementation in the project:
+/// the generator's [`Rng`], the `rand` argument generator of docs/testing.md (kir-interp) and the
+/// tests' random inputs all draw from it.
+pub fn splitmix64(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
 #[derive(Clone, Debug)]
 pub struct Rng(u64);
 
@@ -145,11 +156,7 @@ impl Rng {
         Rng(seed ^ 0x5DEE_CE66_D1CE_4E5B)
     }
     pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        splitmix64(&mut self.0)
     }
     /// Uniform in `0..n` (0 when `n` is 0).
     pub fn below(&mut self, n: u64) -> u64 {

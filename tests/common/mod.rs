@@ -59,11 +59,7 @@ impl Rng {
         Rng(seed)
     }
     pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        kir_ir::gen::splitmix64(&mut self.0)
     }
     /// Uniform in [-1, 1) on a 2^-23 grid (exact in f32).
     pub fn unit(&mut self) -> f32 {
