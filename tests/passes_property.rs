@@ -80,6 +80,23 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// `simplify-cfg` stops at a fixed point: a second run finds nothing left to do (its rounds
+    /// end as soon as a round replaced no value, which must not stop it early).
+    #[test]
+    fn simplify_cfg_reaches_a_fixed_point(seed in any::<u64>(), insts in 20usize..400, const_percent in 20u32..80) {
+        let cfg = GenConfig { insts, const_percent, divergent_branches: seed % 2 == 0, ..GenConfig::default() };
+        let mut once = gen::random_kernel(seed, &cfg);
+        let p = parse_pipeline("simplify-cfg").map_err(TestCaseError::fail)?;
+        run_on_kernel(&mut once, &p).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let mut twice = once.clone();
+        run_on_kernel(&mut twice, &p).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        prop_assert!(once == twice, "a second simplify-cfg changed the kernel (seed {seed})\nonce:\n{}\ntwice:\n{}", kir_ir::print_kernel(&once), kir_ir::print_kernel(&twice));
+    }
+}
+
 #[test]
 fn generated_kernels_run_clean_under_race_and_uninit_checks() {
     for seed in 0..40u64 {

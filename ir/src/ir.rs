@@ -378,12 +378,14 @@ impl Kernel {
             return post;
         }
         let mut seen = vec![false; n];
-        // Stack of (block, next successor position).
-        let mut stack: Vec<(BlockId, usize)> = vec![(Kernel::ENTRY, 0)];
+        // Stack of (block, next successor position); a block is on it at most once, so it never
+        // grows past `n` (reserved up front: no regrowth on deep CFGs).
+        let mut stack: Vec<(BlockId, u32)> = Vec::with_capacity(n);
+        stack.push((Kernel::ENTRY, 0));
         seen[0] = true;
         while let Some(top) = stack.last_mut() {
             let (b, pos) = *top;
-            match self.block(b).term.successors().nth(pos) {
+            match self.block(b).term.successors().nth(pos as usize) {
                 Some(c) => {
                     top.1 += 1;
                     let s = c.block;

@@ -1,13 +1,22 @@
 //! Runs the default pipeline once on one generated kernel of INSTS instructions (default 100k),
-//! for profiling with callgrind/cachegrind; generation is outside the measured part.
+//! for profiling with callgrind/cachegrind or `perf record`; generation is outside the measured
+//! part. `REPEAT=N` runs it N times on fresh copies (for sampling profilers).
+
+// The allocator the `kir` binary uses (src/main.rs), so profiles match the command line.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     let insts: usize = std::env::var("INSTS").ok().and_then(|v| v.parse().ok()).unwrap_or(100_000);
     let k = kir_ir::gen::random_kernel(42, &kir_ir::gen::GenConfig { insts, ..Default::default() });
     eprintln!("blocks {} values {} insts {}", k.blocks.len(), k.values.len(), k.insts.len());
-    let mut m = kir_ir::Module { kernels: vec![k], ..Default::default() };
+    let repeat: usize = std::env::var("REPEAT").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
     let cfg = kir_passes::RunConfig { verify_input: false, ..Default::default() };
     let p = kir_passes::parse_pipeline(kir_passes::DEFAULT_PIPELINE).unwrap();
-    let t = std::time::Instant::now();
-    kir_passes::run_pipeline(&mut m, &p, &cfg, &mut std::io::sink()).unwrap();
-    println!("{insts}: default pipeline {:?}", t.elapsed());
+    for _ in 0..repeat {
+        let mut m = kir_ir::Module { kernels: vec![k.clone()], ..Default::default() };
+        let t = std::time::Instant::now();
+        kir_passes::run_pipeline(&mut m, &p, &cfg, &mut std::io::sink()).unwrap();
+        println!("{insts}: default pipeline {:?}", t.elapsed());
+    }
 }

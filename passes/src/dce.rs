@@ -35,7 +35,18 @@ impl Pass for Dce {
             });
             removed_insts += (before - k.blocks[b].insts.len()) as u64;
         }
-        let keep: Vec<Vec<bool>> = k.blocks.iter().map(|b| b.params.iter().map(|p| is_live(*p)).collect()).collect();
+        // Flags only for blocks that lose a parameter; an empty list keeps them all.
+        let keep: Vec<Vec<bool>> = k
+            .blocks
+            .iter()
+            .map(|b| {
+                if b.params.iter().all(|p| is_live(*p)) {
+                    Vec::new()
+                } else {
+                    b.params.iter().map(|p| is_live(*p)).collect()
+                }
+            })
+            .collect();
         let removed_params = retain_block_params(k, &keep) as u64;
         cx.stats.add("instructions removed", removed_insts);
         cx.stats.add("block params removed", removed_params);
@@ -52,62 +63,61 @@ impl Pass for Dce {
 /// reached through a back edge, or a block parameter whose incoming arguments must be marked) goes
 /// on a work list instead. Each instruction's operands are marked once, so this stays linear.
 fn liveness(k: &Kernel) -> Vec<bool> {
-    const NOT_PLACED: u32 = u32::MAX;
-    // Layout position of every placed instruction; the sweep visits positions downwards.
-    let mut pos = vec![NOT_PLACED; k.insts.len()];
-    let mut n = 0u32;
+    // Two flags per value in one byte array (marking reads neither the value nor the instruction
+    // arena): LIVE, and PASSED once the sweep has gone past the definition. Block parameters start
+    // PASSED (their incoming arguments are always marked through the work list); kernel parameters
+    // and results of unplaced instructions are never passed, and have nothing to mark.
+    const LIVE: u8 = 1;
+    const PASSED: u8 = 2;
+    let mut flags = vec![0u8; k.values.len()];
     for b in &k.blocks {
-        for &i in &b.insts {
-            if let Some(p) = pos.get_mut(i.index()) {
-                *p = n;
-                n += 1;
+        for &p in &b.params {
+            if let Some(f) = flags.get_mut(p.index()) {
+                *f = PASSED;
             }
         }
     }
-    let mut live = vec![false; k.values.len()];
     let mut work: Vec<ValueId> = Vec::new();
-    // `cur`: the position the sweep is at; a definition at or after it has been passed.
-    let mark = |o: Operand, cur: u32, live: &mut Vec<bool>, work: &mut Vec<ValueId>| {
+    let mark = |o: Operand, flags: &mut Vec<u8>, work: &mut Vec<ValueId>| {
         let Operand::Value(v) = o else { return };
-        let Some(slot) = live.get_mut(v.index()) else { return };
-        if *slot {
+        let Some(f) = flags.get_mut(v.index()) else { return };
+        if *f & LIVE != 0 {
             return;
         }
-        *slot = true;
-        match k.value(v).def {
-            ValueDef::Param(_) => {}
-            ValueDef::BlockParam(..) => work.push(v),
-            ValueDef::Inst(i) => {
-                if pos.get(i.index()).is_some_and(|&p| p != NOT_PLACED && p >= cur) {
-                    work.push(v);
-                }
-            }
+        *f |= LIVE;
+        if *f & PASSED != 0 {
+            work.push(v);
         }
     };
     let incoming = incoming_edges(k);
-    let mut cur = n;
     for b in k.blocks.iter().rev() {
         if let Terminator::Br { cond, .. } = &b.term {
-            mark(*cond, cur, &mut live, &mut work);
+            mark(*cond, &mut flags, &mut work);
         }
         for &i in b.insts.iter().rev() {
-            cur -= 1;
             let d = k.inst(i);
-            if d.op.has_side_effects() || d.result.is_some_and(|r| live[r.index()]) {
+            let live = match d.result.and_then(|r| flags.get_mut(r.index())) {
+                Some(f) => {
+                    *f |= PASSED;
+                    *f & LIVE != 0
+                }
+                None => false,
+            };
+            if live || d.op.has_side_effects() {
                 for &a in &d.args {
-                    mark(a, cur, &mut live, &mut work);
+                    mark(a, &mut flags, &mut work);
                 }
             }
         }
-        // Work found so far belongs to positions already passed; finish it now so the list stays
-        // short. Marks made here use the current position too.
+        // Work found so far belongs to definitions already passed; finish it now so the list
+        // stays short.
         while let Some(v) = work.pop() {
             match k.value(v).def {
                 ValueDef::Param(_) => {}
                 ValueDef::Inst(i) => {
                     if let Some(d) = k.insts.get(i.index()) {
                         for &a in &d.args {
-                            mark(a, cur, &mut live, &mut work);
+                            mark(a, &mut flags, &mut work);
                         }
                     }
                 }
@@ -115,7 +125,7 @@ fn liveness(k: &Kernel) -> Vec<bool> {
                     for &(src, p) in incoming.get(b.index()).unwrap_or(&[]) {
                         if let Some(c) = succ_call(&k.block(src).term, p) {
                             if let Some(&a) = c.args.get(n as usize) {
-                                mark(a, cur, &mut live, &mut work);
+                                mark(a, &mut flags, &mut work);
                             }
                         }
                     }
@@ -123,5 +133,5 @@ fn liveness(k: &Kernel) -> Vec<bool> {
             }
         }
     }
-    live
+    flags.iter().map(|f| f & LIVE != 0).collect()
 }

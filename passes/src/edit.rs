@@ -282,40 +282,49 @@ pub fn remove_blocks(k: &mut Kernel, keep: &[bool]) -> usize {
             next += 1;
         }
     }
-    let old = std::mem::take(&mut k.blocks);
     let removed = n - next as usize;
-    for (i, mut b) in old.into_iter().enumerate() {
-        if !keep_b(i) {
-            continue;
-        }
+    // In place: kept blocks slide down over removed ones (no new block arena).
+    let mut i = 0;
+    k.blocks.retain_mut(|_| {
+        let kept = keep_b(i);
+        i += 1;
+        kept
+    });
+    for (nb, b) in k.blocks.iter_mut().enumerate() {
         for c in b.term.successors_mut() {
             // A kept block never targets a removed one (caller's contract); if it did, the
             // verifier reports the dangling label rather than this code panicking.
             c.block = BlockId(new_index.get(c.block.index()).copied().unwrap_or(u32::MAX));
         }
-        let nb = BlockId(new_index[i]);
         for (n, p) in b.params.iter().enumerate() {
-            k.values[p.index()].def = ValueDef::BlockParam(nb, n as u32);
+            k.values[p.index()].def = ValueDef::BlockParam(BlockId(nb as u32), n as u32);
         }
-        k.blocks.push(b);
     }
     removed
 }
 
-/// For every instruction of the arena, the block it is placed in (None when not placed).
-pub fn inst_blocks(k: &Kernel) -> Vec<Option<BlockId>> {
-    let mut at = vec![None; k.insts.len()];
-    for (b, i) in k.placed_insts() {
-        at[i.index()] = Some(b);
+/// For every instruction of the arena, the block it is placed in ([`NOT_PLACED`] when none); 4
+/// bytes per instruction.
+pub fn inst_blocks(k: &Kernel) -> Vec<u32> {
+    let mut at = vec![NOT_PLACED; k.insts.len()];
+    for (b, blk) in k.blocks.iter().enumerate() {
+        for i in &blk.insts {
+            if let Some(slot) = at.get_mut(i.index()) {
+                *slot = b as u32;
+            }
+        }
     }
     at
 }
 
+/// The [`inst_blocks`] entry of an instruction that is in no block.
+pub const NOT_PLACED: u32 = u32::MAX;
+
 /// The block that defines `v` (None for kernel parameters and unplaced instructions).
-pub fn def_block(k: &Kernel, inst_blocks: &[Option<BlockId>], v: ValueId) -> Option<BlockId> {
+pub fn def_block(k: &Kernel, inst_blocks: &[u32], v: ValueId) -> Option<BlockId> {
     match k.value(v).def {
         ValueDef::Param(_) => None,
         ValueDef::BlockParam(b, _) => Some(b),
-        ValueDef::Inst(i) => inst_blocks.get(i.index()).copied().flatten(),
+        ValueDef::Inst(i) => inst_blocks.get(i.index()).copied().filter(|&b| b != NOT_PLACED).map(BlockId),
     }
 }

@@ -36,11 +36,12 @@ impl Pass for Fold {
         let mut subst = Subst::new(k);
         let (mut folded, mut simplified) = (0u64, 0u64);
         let rpo = k.reverse_post_order();
+        let Kernel { blocks, insts, .. } = &mut *k;
         for &b in &rpo {
-            let insts = std::mem::take(&mut k.blocks[b.index()].insts);
-            let mut kept = Vec::with_capacity(insts.len());
-            for i in insts {
-                let d = &mut k.insts[i.index()];
+            let block = &mut blocks[b.index()];
+            // In place: a folded instruction leaves the block's list, the others slide down.
+            block.insts.retain(|i| {
+                let d = &mut insts[i.index()];
                 let op = d.op;
                 subst.apply_to_args(&op, &mut d.args);
                 let replacement = match d.result {
@@ -55,12 +56,12 @@ impl Pass for Fold {
                         } else {
                             simplified += 1;
                         }
+                        false
                     }
-                    None => kept.push(i),
+                    None => true,
                 }
-            }
-            k.blocks[b.index()].insts = kept;
-            subst.apply_to_term(&mut k.blocks[b.index()].term);
+            });
+            subst.apply_to_term(&mut block.term);
         }
         // In a reachable block every use is dominated by its definition, and the reverse post-order
         // visits a dominator first, so those uses were rewritten above. Only blocks the traversal did
