@@ -207,7 +207,7 @@ impl GpuRunner {
                 Arg::Buffer(_) => {
                     let slice = b.next().ok_or_else(|| GpuError::Invalid("buffer bookkeeping".into()))?;
                     let (ptr, _sync) = slice.device_ptr(&self.stream);
-                    storage.push((ptr as u64).to_le_bytes().to_vec());
+                    storage.push(ptr.to_le_bytes().to_vec());
                 }
                 Arg::Scalar(bytes) => {
                     if ![1, 2, 4, 8].contains(&bytes.len()) {
@@ -278,19 +278,6 @@ impl Drop for GpuRunner {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn no_driver_is_an_error_not_a_panic() {
-        // On machines without a CUDA driver this must report NoDriver; with one, devices or NoDevice.
-        match super::devices() {
-            Err(super::GpuError::NoDriver) => assert!(!super::driver_present()),
-            Ok(d) => assert!(!d.is_empty()),
-            Err(e) => assert!(super::driver_present(), "{e}"),
-        }
-    }
-}
-
 impl GpuRunner {
     /// Times `kernel` of `ptx` by CUDA events: one warm-up launch, then `reps` launches, each
     /// between a start and an end event on the runner's stream; returns each launch's time in
@@ -320,5 +307,18 @@ impl GpuRunner {
         self.stream.synchronize()?;
         drop(buffers);
         Ok(times)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn no_driver_is_an_error_not_a_panic() {
+        // On machines without a CUDA driver this must report NoDriver; with one, devices or NoDevice.
+        match super::devices() {
+            Err(super::GpuError::NoDriver) => assert!(!super::driver_present()),
+            Ok(d) => assert!(!d.is_empty()),
+            Err(e) => assert!(super::driver_present(), "{e}"),
+        }
     }
 }

@@ -197,7 +197,7 @@ impl Prog {
                     Ok(MemAccess { space, elem, size: elem.bytes(), idx_ty, idx_shift })
                 };
                 let op = match &d.op {
-                    op if op.is_pure() => XOp::Pure(op.clone()),
+                    op if op.is_pure() => XOp::Pure(*op),
                     Op::Special(r) => XOp::Special(*r),
                     Op::Load => XOp::Load(mem(d)?),
                     Op::Store => XOp::Store(mem(d)?),

@@ -92,7 +92,7 @@ impl Cfg {
         let mut succs = vec![vec![]; n];
         let mut preds = vec![vec![]; n];
         for b in k.block_ids() {
-            for (pos, call) in k.block(b).term.successors().into_iter().enumerate() {
+            for (pos, call) in k.block(b).term.successors().enumerate() {
                 if call.block.index() < n {
                     graph.add_edge(NodeIndex::new(b.index()), NodeIndex::new(call.block.index()), pos as u8);
                     succs[b.index()].push(call.block);

@@ -369,8 +369,10 @@ impl Kernel {
         self.block_ids().flat_map(move |b| self.block(b).insts.iter().map(move |i| (b, *i)))
     }
 
-    /// Blocks reachable from the entry in reverse post-order (successors visited in terminator
-    /// order), computed iteratively in time linear in the number of blocks and edges.
+    /// Blocks reachable from the entry in reverse post-order, computed iteratively in time linear
+    /// in the number of blocks and edges. The depth-first search takes a block's last successor
+    /// first, so for structured code the order is the layout order (`then` before `else` before
+    /// the join), and walks over it read the arenas front to back.
     pub fn reverse_post_order(&self) -> Vec<BlockId> {
         let n = self.blocks.len();
         let mut post = Vec::with_capacity(n);
@@ -385,7 +387,7 @@ impl Kernel {
         seen[0] = true;
         while let Some(top) = stack.last_mut() {
             let (b, pos) = *top;
-            match self.block(b).term.successors().nth(pos as usize) {
+            match self.block(b).term.successors().rev().nth(pos as usize) {
                 Some(c) => {
                     top.1 += 1;
                     let s = c.block;
@@ -442,7 +444,111 @@ impl Kernel {
 
     /// Rebuilds the arenas so that they hold only placed instructions and live values, renumbered in
     /// layout order. Printing and re-parsing a compacted kernel gives a structurally equal kernel.
+    ///
+    /// New numbering: kernel parameters, then block parameters in block order, then instruction
+    /// results in layout order; instructions in layout order. When that order is increasing in the
+    /// old numbering (the usual case after passes that only remove and merge: a compacted kernel
+    /// stays in order), entities slide down inside the existing arenas; otherwise they move into
+    /// new ones. Both give the same kernel.
     pub fn compact(&mut self) {
+        if !self.compact_in_place() {
+            self.compact_into_new_arenas();
+        }
+    }
+
+    /// Whether the layout order (of [`Kernel::compact`]) is increasing in the current numbering,
+    /// for instructions and for values, with every id inside its arena.
+    fn layout_order_is_increasing(&self) -> bool {
+        let mut prev_i: Option<u32> = None;
+        for b in &self.blocks {
+            for i in &b.insts {
+                if prev_i.is_some_and(|p| i.0 <= p) || i.index() >= self.insts.len() {
+                    return false;
+                }
+                prev_i = Some(i.0);
+            }
+        }
+        let mut prev_v: Option<u32> = None;
+        let mut next = |v: ValueId| {
+            let ok = prev_v.map_or(true, |p| v.0 > p) && v.index() < self.values.len();
+            prev_v = Some(v.0);
+            ok
+        };
+        if !self.params.iter().all(|&p| next(p)) || !self.blocks.iter().all(|b| b.params.iter().all(|&p| next(p))) {
+            return false;
+        }
+        self.blocks.iter().all(|b| b.insts.iter().all(|i| self.insts[i.index()].result.map_or(true, &mut next)))
+    }
+
+    /// [`Kernel::compact`] inside the existing arenas; false (and nothing changed) when the layout
+    /// order is not increasing.
+    fn compact_in_place(&mut self) -> bool {
+        if !self.layout_order_is_increasing() {
+            return false;
+        }
+        const GONE: ValueId = ValueId(u32::MAX);
+        let mut vmap = vec![GONE; self.values.len()];
+        // Entity `old` goes to position `new <= old`. Every position below `new` is final, and the
+        // entity found at `new` is dead or already moved (a live one there would have an old index
+        // below `old`, so it was placed earlier), so a swap never loses a live entity.
+        let mut nv = 0usize;
+        let values = &mut self.values;
+        let mut place = |v: &mut ValueId, def: ValueDef| {
+            values.swap(nv, v.index());
+            values[nv].def = def;
+            vmap[v.index()] = ValueId(nv as u32);
+            *v = ValueId(nv as u32);
+            nv += 1;
+        };
+        for (n, p) in self.params.iter_mut().enumerate() {
+            place(p, ValueDef::Param(n as u32));
+        }
+        for (bi, b) in self.blocks.iter_mut().enumerate() {
+            for (n, p) in b.params.iter_mut().enumerate() {
+                place(p, ValueDef::BlockParam(BlockId(bi as u32), n as u32));
+            }
+        }
+        let mut ni = 0usize;
+        for b in self.blocks.iter_mut() {
+            for i in b.insts.iter_mut() {
+                self.insts.swap(ni, i.index());
+                *i = InstId(ni as u32);
+                if let Some(r) = &mut self.insts[ni].result {
+                    place(r, ValueDef::Inst(InstId(ni as u32)));
+                }
+                ni += 1;
+            }
+        }
+        self.values.truncate(nv);
+        self.insts.truncate(ni);
+        self.remap_operands(&vmap);
+        true
+    }
+
+    /// Rewrites every operand through `vmap` (old value index to new value id); a use of a value
+    /// that is no longer defined gets a dangling id past the end of the arena, which the verifier
+    /// reports.
+    fn remap_operands(&mut self, vmap: &[ValueId]) {
+        let map = |o: &mut Operand| {
+            if let Operand::Value(v) = o {
+                *v = vmap.get(v.index()).copied().unwrap_or(ValueId(u32::MAX));
+            }
+        };
+        for inst in &mut self.insts {
+            inst.args.iter_mut().for_each(map);
+        }
+        for b in &mut self.blocks {
+            if let Terminator::Br { cond, .. } = &mut b.term {
+                map(cond);
+            }
+            for c in b.term.successors_mut() {
+                c.args.iter_mut().for_each(map);
+            }
+        }
+    }
+
+    /// [`Kernel::compact`] by moving every live entity into new arenas (any order).
+    fn compact_into_new_arenas(&mut self) {
         // Entities are moved out of the old arenas, not cloned: compaction allocates only the new
         // arenas and the renumbering map.
         let mut old_values = std::mem::take(&mut self.values);
@@ -477,24 +583,7 @@ impl Kernel {
                 *i = ni;
             }
         }
-        // Remap operands; a use of a value that is no longer defined keeps a dangling id past the end
-        // of the arena, which the verifier reports.
-        let map = |o: &mut Operand| {
-            if let Operand::Value(v) = o {
-                *v = vmap.get(v.index()).copied().unwrap_or(GONE);
-            }
-        };
-        for inst in &mut self.insts {
-            inst.args.iter_mut().for_each(map);
-        }
-        for b in &mut self.blocks {
-            if let Terminator::Br { cond, .. } = &mut b.term {
-                map(cond);
-            }
-            for c in b.term.successors_mut() {
-                c.args.iter_mut().for_each(map);
-            }
-        }
+        self.remap_operands(&vmap);
         drop(old_values);
         drop(old_insts);
     }
@@ -513,6 +602,64 @@ impl Kernel {
         }
         for s in &mut self.shared {
             s.span = Span::DUMMY;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gen::{random_kernel, GenConfig};
+
+    /// Generated kernels, compacted (as the parser returns them), with every third instruction
+    /// unplaced (as passes leave them): the layout order stays increasing, so `compact` works in
+    /// place.
+    fn thinned(seed: u64) -> Kernel {
+        let mut k = random_kernel(seed, &GenConfig { insts: 200, ..GenConfig::default() });
+        k.compact();
+        let mut n = 0;
+        for b in &mut k.blocks {
+            b.insts.retain(|_| {
+                n += 1;
+                n % 3 != 0
+            });
+        }
+        k
+    }
+
+    #[test]
+    fn compacting_in_place_gives_the_kernel_new_arenas_give() {
+        for seed in 0..30 {
+            let k = thinned(seed);
+            assert!(k.layout_order_is_increasing(), "seed {seed}");
+            let (mut a, mut b) = (k.clone(), k.clone());
+            assert!(a.compact_in_place());
+            b.compact_into_new_arenas();
+            assert!(a == b, "seed {seed}:\n{}\n{}", crate::print_kernel(&a), crate::print_kernel(&b));
+            assert!(a.insts.len() < k.insts.len() && a.values.len() < k.values.len());
+        }
+    }
+
+    #[test]
+    fn compacting_out_of_layout_order_uses_new_arenas() {
+        for seed in 0..30 {
+            let mut k = thinned(seed);
+            // Swap the instruction lists of the first two blocks that have instructions.
+            let full: Vec<usize> = (0..k.blocks.len()).filter(|&b| !k.blocks[b].insts.is_empty()).take(2).collect();
+            let [x, y] = full[..] else { continue };
+            let moved = std::mem::take(&mut k.blocks[x].insts);
+            k.blocks[x].insts = std::mem::replace(&mut k.blocks[y].insts, moved);
+            assert!(!k.layout_order_is_increasing());
+            let mut a = k.clone();
+            assert!(!a.compact_in_place(), "seed {seed}");
+            assert!(a == k, "a refused in-place compaction must leave the kernel untouched");
+            a.compact();
+            let mut b = k.clone();
+            b.compact_into_new_arenas();
+            assert!(a == b);
+            // Renumbered in layout order: instruction ids count up through the blocks.
+            let ids: Vec<u32> = a.blocks.iter().flat_map(|b| b.insts.iter().map(|i| i.0)).collect();
+            assert_eq!(ids, (0..ids.len() as u32).collect::<Vec<_>>());
         }
     }
 }

@@ -731,17 +731,17 @@ impl<'a, 'e> KernelLowering<'a, 'e> {
                         let inst = if let Some(r) = result {
                             match ty {
                                 Some(t) => {
-                                    let id = self.new_inst(bid, op_val.clone(), r, t, stmt);
+                                    let id = self.new_inst(bid, op_val, r, t, stmt);
                                     self.check_annot(annot.as_ref(), annot_ty, t);
                                     Some(id)
                                 }
                                 None => {
-                                    pending.push(Pending { block: bid, stmt, op: op_val.clone(), slot: placed.len() });
+                                    pending.push(Pending { block: bid, stmt, op: op_val, slot: placed.len() });
                                     None
                                 }
                             }
                         } else {
-                            let id = self.kernel.create_inst(op_val.clone(), vec![], None, stmt.span);
+                            let id = self.kernel.create_inst(op_val, vec![], None, stmt.span);
                             Some(id)
                         };
                         placed.push((bid, stmt, op_val, inst));

@@ -784,14 +784,12 @@ impl<'a> Verifier<'a> {
 
         // Op-specific operand rules and the result type the op produces.
         let produced: Option<Type> = match &inst.op {
-            Op::Load | Op::Store | Op::Atomic(_) | Op::AtomicCas => {
-                self.check_memory(e, &m, &inst.op, &inst.args, &tys)
-            }
+            Op::Load | Op::Store | Op::Atomic(_) | Op::AtomicCas => self.check_memory(e, m, &inst.op, &inst.args, &tys),
             Op::PtrOffset | Op::PtrOffsetBytes => {
-                let p = self.expect_pointer(e, &m, inst.args[0], tys[0], "operand 1");
+                let p = self.expect_pointer(e, m, inst.args[0], tys[0], "operand 1");
                 self.expect_int(
                     e,
-                    &m,
+                    m,
                     inst.args[1],
                     tys[1],
                     if inst.op == Op::PtrOffset { "element count" } else { "byte count" },
@@ -799,7 +797,7 @@ impl<'a> Verifier<'a> {
                 p.map(|(s, el)| Type::Ptr(s, el))
             }
             Op::PtrCast(to) => {
-                let p = self.expect_pointer(e, &m, inst.args[0], tys[0], "operand");
+                let p = self.expect_pointer(e, m, inst.args[0], tys[0], "operand");
                 match (to, p) {
                     (Type::Ptr(_, ScalarType::Pred), _) => {
                         let d =
@@ -938,9 +936,9 @@ impl<'a> Verifier<'a> {
                             "float division is available for `f32` and `f64`",
                         );
                     }
-                    self.check_float_flags(e, &m, *ty, *flags, f32_div, f32_div);
+                    self.check_float_flags(e, m, *ty, *flags, f32_div, f32_div);
                 } else {
-                    self.no_flags(e, &m, *flags);
+                    self.no_flags(e, m, *flags);
                 }
             }
             Op::MulWide(ty) => {
@@ -969,7 +967,7 @@ impl<'a> Verifier<'a> {
                         "`fma` takes float types; use `mad` for integers",
                     );
                 }
-                self.check_float_flags(e, &m, *ty, *flags, false, false);
+                self.check_float_flags(e, m, *ty, *flags, false, false);
             }
             Op::Unary(u, ty, flags) => {
                 if !u.accepts(*ty) {
@@ -986,7 +984,7 @@ impl<'a> Verifier<'a> {
                     );
                 }
                 if !u.has_float_mode() {
-                    self.no_flags(e, &m, *flags);
+                    self.no_flags(e, m, *flags);
                 } else if u.approx_only() {
                     if flags.mode != FloatMode::Approx {
                         let d = Diagnostic::error(format!(
@@ -1004,7 +1002,7 @@ impl<'a> Verifier<'a> {
                     if flags.ftz && *ty != ScalarType::F32 {
                         self.check_float_flags(
                             e,
-                            &m,
+                            m,
                             *ty,
                             FloatFlags { mode: FloatMode::Approx, ftz: true },
                             true,
@@ -1012,7 +1010,7 @@ impl<'a> Verifier<'a> {
                         );
                     }
                 } else {
-                    self.check_float_flags(e, &m, *ty, *flags, *ty == ScalarType::F32, false);
+                    self.check_float_flags(e, m, *ty, *flags, *ty == ScalarType::F32, false);
                 }
             }
             Op::Cmp(c, ty) => {
@@ -1028,7 +1026,7 @@ impl<'a> Verifier<'a> {
                     );
                 }
             }
-            Op::Cvt { to, from, rounding, sat: _, ftz } => self.check_cvt(e, &m, *to, *from, *rounding, *ftz),
+            Op::Cvt { to, from, rounding, sat: _, ftz } => self.check_cvt(e, m, *to, *from, *rounding, *ftz),
             Op::Bitcast { to, from } => {
                 if to.is_pred() || from.is_pred() {
                     reject(
@@ -1259,7 +1257,7 @@ impl<'a> Verifier<'a> {
             Terminator::Jmp(_) => "jmp",
             Terminator::Ret => "ret",
         };
-        for (pos, call) in term.successors().into_iter().enumerate() {
+        for (pos, call) in term.successors().enumerate() {
             let edge = match (term, pos) {
                 (Terminator::Br { .. }, 0) => "the `then` edge of `br`".to_string(),
                 (Terminator::Br { .. }, _) => "the `else` edge of `br`".to_string(),

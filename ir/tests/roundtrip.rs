@@ -126,7 +126,7 @@ fn generate(c: &mut Chooser, kernel_name: &str) -> Kernel {
     let mut counter = 0;
     for &b in &blocks {
         for _ in 0..c.below(12) {
-            let op = ops[c.below(ops.len())].clone();
+            let op = ops[c.below(ops.len())];
             let sig = op.signature();
             let mut args = Vec::new();
             let operand = |c: &mut Chooser, want: ScalarType, pool: &[Val]| -> Operand {

@@ -23,6 +23,14 @@ fn main() {
     let sizes = [25_000usize, 50_000, 100_000, 200_000, 400_000];
     let kernels: Vec<_> =
         sizes.iter().map(|&insts| random_kernel(42, &GenConfig { insts, ..GenConfig::default() })).collect();
+    // Numbered in layout order, as the parser returns kernels (what `kir opt` runs the passes on).
+    let kernels: Vec<_> = kernels
+        .into_iter()
+        .map(|mut k| {
+            k.compact();
+            k
+        })
+        .collect();
     let mut best = vec![Duration::MAX; sizes.len()];
     let mut best_steps = vec![vec![Duration::MAX; pipeline.steps.len()]; sizes.len()];
     for _ in 0..runs {

@@ -87,7 +87,7 @@ fn use_counts(k: &Kernel) -> Vec<u32> {
         k.inst(i).args.iter().copied().for_each(&mut count);
     }
     for b in &k.blocks {
-        b.term.operands().into_iter().for_each(&mut count);
+        b.term.operands().for_each(&mut count);
     }
     n
 }
