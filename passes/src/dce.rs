@@ -59,24 +59,18 @@ impl Pass for Dce {
 ///
 /// One backward sweep over the layout does almost all the work with sequential memory access: an
 /// instruction reached by the sweep whose result is already live (or that has side effects) marks
-/// its operands. A value that becomes live after the sweep has passed its definition (a use
-/// reached through a back edge, or a block parameter whose incoming arguments must be marked) goes
-/// on a work list instead. Each instruction's operands are marked once, so this stays linear.
+/// its operands, and a terminator marks the arguments it passes to live parameters of its
+/// successors. A value that becomes live after the sweep has passed its definition (a use reached
+/// through a back edge, a parameter of a block whose predecessor was already swept) goes on a work
+/// list instead. Each instruction's operands are marked once, so this stays linear.
 fn liveness(k: &Kernel) -> Vec<bool> {
     // Two flags per value in one byte array (marking reads neither the value nor the instruction
-    // arena): LIVE, and PASSED once the sweep has gone past the definition. Block parameters start
-    // PASSED (their incoming arguments are always marked through the work list); kernel parameters
-    // and results of unplaced instructions are never passed, and have nothing to mark.
+    // arena): LIVE, and PASSED once the sweep has gone past the definition, for a block parameter
+    // once it has swept the terminator of one of the block's predecessors. Kernel parameters and
+    // results of unplaced instructions are never passed, and have nothing to mark.
     const LIVE: u8 = 1;
     const PASSED: u8 = 2;
     let mut flags = vec![0u8; k.values.len()];
-    for b in &k.blocks {
-        for &p in &b.params {
-            if let Some(f) = flags.get_mut(p.index()) {
-                *f = PASSED;
-            }
-        }
-    }
     let mut work: Vec<ValueId> = Vec::new();
     let mark = |o: Operand, flags: &mut Vec<u8>, work: &mut Vec<ValueId>| {
         let Operand::Value(v) = o else { return };
@@ -89,10 +83,21 @@ fn liveness(k: &Kernel) -> Vec<bool> {
             work.push(v);
         }
     };
-    let incoming = incoming_edges(k);
+    // Built on the first work item that is a block parameter (a loop-carried one, usually).
+    let mut incoming = None;
     for b in k.blocks.iter().rev() {
         if let Terminator::Br { cond, .. } = &b.term {
             mark(*cond, &mut flags, &mut work);
+        }
+        for c in b.term.successors() {
+            let Some(target) = k.blocks.get(c.block.index()) else { continue };
+            for (&p, &a) in target.params.iter().zip(&c.args) {
+                let Some(f) = flags.get_mut(p.index()) else { continue };
+                *f |= PASSED;
+                if *f & LIVE != 0 {
+                    mark(a, &mut flags, &mut work);
+                }
+            }
         }
         for &i in b.insts.iter().rev() {
             let d = k.inst(i);
@@ -122,6 +127,9 @@ fn liveness(k: &Kernel) -> Vec<bool> {
                     }
                 }
                 ValueDef::BlockParam(b, n) => {
+                    // Every edge into the block: those from predecessors not swept yet are marked
+                    // again when the sweep reaches them, which changes nothing.
+                    let incoming = incoming.get_or_insert_with(|| incoming_edges(k));
                     for &(src, p) in incoming.get(b.index()).unwrap_or(&[]) {
                         if let Some(c) = succ_call(&k.block(src).term, p) {
                             if let Some(&a) = c.args.get(n as usize) {
