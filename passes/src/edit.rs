@@ -302,29 +302,3 @@ pub fn remove_blocks(k: &mut Kernel, keep: &[bool]) -> usize {
     }
     removed
 }
-
-/// For every instruction of the arena, the block it is placed in ([`NOT_PLACED`] when none); 4
-/// bytes per instruction.
-pub fn inst_blocks(k: &Kernel) -> Vec<u32> {
-    let mut at = vec![NOT_PLACED; k.insts.len()];
-    for (b, blk) in k.blocks.iter().enumerate() {
-        for i in &blk.insts {
-            if let Some(slot) = at.get_mut(i.index()) {
-                *slot = b as u32;
-            }
-        }
-    }
-    at
-}
-
-/// The [`inst_blocks`] entry of an instruction that is in no block.
-pub const NOT_PLACED: u32 = u32::MAX;
-
-/// The block that defines `v` (None for kernel parameters and unplaced instructions).
-pub fn def_block(k: &Kernel, inst_blocks: &[u32], v: ValueId) -> Option<BlockId> {
-    match k.value(v).def {
-        ValueDef::Param(_) => None,
-        ValueDef::BlockParam(b, _) => Some(b),
-        ValueDef::Inst(i) => inst_blocks.get(i.index()).copied().filter(|&b| b != NOT_PLACED).map(BlockId),
-    }
-}

@@ -6,20 +6,23 @@
 //! - Blocks unreachable from the entry are removed.
 //! - A block whose parameter receives the same operand on every incoming edge (ignoring edges
 //!   that pass the parameter to itself) loses that parameter; its uses read the operand instead.
-//!   This is done only when the operand is available in the block (a constant, a kernel parameter,
-//!   or a value defined in a block that strictly dominates it).
+//!   The operand is always available in the block, so no dominance check is needed: every block is
+//!   reachable when parameters are dropped (unreachable ones were removed first, and nothing after
+//!   that removes an edge), and a path from the entry first enters the block over an edge from a
+//!   block it does not dominate; that edge cannot pass the parameter itself, so it passes the
+//!   operand, whose definition therefore dominates that predecessor (the verified input guarantees
+//!   it, and every replacement made here is by an operand that dominates what it replaces). Hence
+//!   the definition lies on every path into the block, and is not in the block itself.
 //! - A block with exactly one incoming edge, from a block that ends in `jmp` to it, is merged into
 //!   that predecessor (its parameters replaced by the jump's arguments).
 //! - The entry block is never removed or merged away; instructions keep their order and spans; the
 //!   kernel's behaviour is unchanged.
-//! - Each round is linear in the number of blocks and edges (plus the dominator computation, only
-//!   when a parameter is a candidate for removal); instructions are rewritten once, at the end.
+//! - Each round is linear in the number of blocks and edges; instructions are rewritten once, at
+//!   the end.
 
-use crate::edit::{
-    def_block, incoming_edges, inst_blocks, remove_blocks, retain_block_params, succ_call, IncomingEdges, Subst,
-};
+use crate::edit::{incoming_edges, remove_blocks, retain_block_params, succ_call, IncomingEdges, Subst};
 use crate::pass::{Pass, PassContext};
-use kir_ir::{BlockId, Kernel, Operand, Terminator, ValueDef};
+use kir_ir::{BlockId, Kernel, Operand, Terminator};
 
 pub struct SimplifyCfg;
 
@@ -44,7 +47,7 @@ impl Pass for SimplifyCfg {
             // Neither step below adds or removes an edge, so the order and the edges stay valid
             // for both.
             let incoming = incoming_edges(k);
-            let c = drop_uniform_params(k, &rpo, &incoming, &mut subst);
+            let c = drop_uniform_params(k, &incoming, &mut subst);
             let d = merge_blocks(k, &rpo, &incoming, &mut subst);
             counts[0] += a as u64;
             counts[1] += b as u64;
@@ -120,107 +123,11 @@ fn remove_unreachable(k: &mut Kernel) -> (usize, Vec<BlockId>) {
     (removed, rpo)
 }
 
-/// Dominance queries in O(1) from the dominator tree's DFS intervals. The dominator tree is
-/// computed with the Cooper-Harvey-Kennedy iteration over the reverse post-order (near-linear on
-/// the structured CFGs kir kernels have).
-struct DomTree {
-    tin: Vec<u32>,
-    tout: Vec<u32>,
-}
-
-impl DomTree {
-    /// `rpo` is the kernel's current reverse post-order, `incoming` its current incoming edges.
-    fn new(k: &Kernel, rpo: &[BlockId], incoming: &IncomingEdges) -> DomTree {
-        let n = k.blocks.len();
-        const NONE: u32 = u32::MAX;
-        let mut order = vec![NONE; n];
-        for (i, b) in rpo.iter().enumerate() {
-            order[b.index()] = i as u32;
-        }
-        // idom by RPO index; the entry (index 0) is its own.
-        let mut idom = vec![NONE; rpo.len()];
-        if !rpo.is_empty() {
-            idom[0] = 0;
-        }
-        let mut changed = true;
-        while changed {
-            changed = false;
-            for (i, b) in rpo.iter().enumerate().skip(1) {
-                let mut new = NONE;
-                for &(p, _) in &incoming[b.index()] {
-                    let pi = order[p.index()];
-                    if pi == NONE || idom[pi as usize] == NONE {
-                        continue;
-                    }
-                    new = if new == NONE {
-                        pi
-                    } else {
-                        let (mut a, mut c) = (new, pi);
-                        while a != c {
-                            while a > c {
-                                a = idom[a as usize];
-                            }
-                            while c > a {
-                                c = idom[c as usize];
-                            }
-                        }
-                        a
-                    };
-                }
-                if new != NONE && idom[i] != new {
-                    idom[i] = new;
-                    changed = true;
-                }
-            }
-        }
-        // Pre-order intervals of the dominator tree without child lists: a node's idom comes before
-        // it in the reverse post-order, so subtree sizes accumulate in one backward sweep and each
-        // node's interval is carved out of its parent's in one forward sweep.
-        let mut size = vec![1u32; rpo.len()];
-        for i in (1..rpo.len()).rev() {
-            if idom[i] != NONE {
-                size[idom[i] as usize] += size[i];
-            }
-        }
-        let (mut tin, mut tout) = (vec![NONE; n], vec![0; n]);
-        // next_free[i]: the first pre-order number not yet given to a child of node i.
-        let mut next_free = vec![0u32; rpo.len()];
-        for i in 0..rpo.len() {
-            let start = if i == 0 {
-                0
-            } else if idom[i] != NONE {
-                let p = idom[i] as usize;
-                let s = next_free[p];
-                next_free[p] += size[i];
-                s
-            } else {
-                continue;
-            };
-            next_free[i] = start + 1;
-            tin[rpo[i].index()] = start;
-            tout[rpo[i].index()] = start + size[i];
-        }
-        DomTree { tin, tout }
-    }
-
-    /// Whether `a` strictly dominates `b` (both reachable): `b`'s pre-order number lies inside
-    /// `a`'s subtree interval `[tin, tout)` and is not `a`'s own.
-    fn strictly_dominates(&self, a: BlockId, b: BlockId) -> bool {
-        let (ai, bi) = (a.index(), b.index());
-        self.tin[ai] != u32::MAX
-            && self.tin[bi] != u32::MAX
-            && self.tin[ai] < self.tin[bi]
-            && self.tin[bi] < self.tout[ai]
-    }
-}
-
 /// Drops block parameters that receive the same operand on every incoming edge. The replacements
 /// are recorded in `subst`; the caller rewrites the uses.
-fn drop_uniform_params(k: &mut Kernel, rpo: &[BlockId], incoming: &IncomingEdges, subst: &mut Subst) -> usize {
+fn drop_uniform_params(k: &mut Kernel, incoming: &IncomingEdges, subst: &mut Subst) -> usize {
     // Per block, one flag per parameter; left empty (no allocation) for blocks that keep them all.
     let mut keep: Vec<Vec<bool>> = vec![Vec::new(); k.blocks.len()];
-    let mut dom: Option<DomTree> = None;
-    let mut blocks_of: Option<Vec<u32>> = None;
     let mut dropped = 0;
     for b in k.block_ids().skip(1) {
         if incoming[b.index()].is_empty() {
@@ -247,27 +154,15 @@ fn drop_uniform_params(k: &mut Kernel, rpo: &[BlockId], incoming: &IncomingEdges
                     }
                 }
             }
+            // Available in `b` (see the module header): no dominance check.
             let (true, Some(x)) = (ok, unique) else { continue };
-            let available = match x {
-                Operand::Const(_) => true,
-                Operand::Value(v) => match k.value(v).def {
-                    ValueDef::Param(_) => true,
-                    _ => {
-                        let blocks = blocks_of.get_or_insert_with(|| inst_blocks(k));
-                        let dt = dom.get_or_insert_with(|| DomTree::new(k, rpo, incoming));
-                        def_block(k, blocks, v).is_some_and(|d| dt.strictly_dominates(d, b))
-                    }
-                },
-            };
-            if available {
-                subst.set(p, x);
-                let flags = &mut keep[b.index()];
-                if flags.is_empty() {
-                    flags.resize(k.block(b).params.len(), true);
-                }
-                flags[n] = false;
-                dropped += 1;
+            subst.set(p, x);
+            let flags = &mut keep[b.index()];
+            if flags.is_empty() {
+                flags.resize(k.block(b).params.len(), true);
             }
+            flags[n] = false;
+            dropped += 1;
         }
     }
     if dropped > 0 {
@@ -336,32 +231,6 @@ fn merge_blocks(k: &mut Kernel, rpo: &[BlockId], incoming: &IncomingEdges, subst
 mod tests {
     use super::*;
     use kir_ir::gen::{random_kernel, GenConfig};
-
-    /// The interval dominator tree answers exactly as the petgraph dominators of `kir_ir::cfg`
-    /// (the verifier's), on every pair of blocks of generated kernels, unreachable blocks included.
-    #[test]
-    fn dominance_intervals_agree_with_the_cfg_dominators() {
-        let mut unreachable = 0;
-        for seed in 0..40 {
-            let mut k = random_kernel(seed, &GenConfig { insts: 300, ..GenConfig::default() });
-            // Fold some branches so that some blocks become unreachable.
-            let mut subst = Subst::new(&k);
-            fold_branches(&mut k, &mut subst);
-            let cfg = kir_ir::cfg::Cfg::new(&k);
-            unreachable += k.block_ids().filter(|&b| !cfg.is_reachable(b)).count();
-            let dt = DomTree::new(&k, &k.reverse_post_order(), &incoming_edges(&k));
-            let mut strict = 0;
-            for a in k.block_ids() {
-                for b in k.block_ids() {
-                    let expected = a != b && cfg.is_reachable(a) && cfg.is_reachable(b) && cfg.dominates(a, b);
-                    assert_eq!(dt.strictly_dominates(a, b), expected, "seed {seed}: {a:?} sdom {b:?}");
-                    strict += expected as usize;
-                }
-            }
-            assert!(strict > k.blocks.len() / 2, "seed {seed}: too few dominance pairs to mean anything");
-        }
-        assert!(unreachable > 0, "no generated kernel had an unreachable block");
-    }
 
     /// The order `remove_unreachable` returns is the reverse post-order of the kernel it leaves.
     #[test]
