@@ -16,17 +16,20 @@ use kir_ir::{BlockCall, BlockId, Constant, Kernel, Op, Operand, ScalarType, Term
 
 /// A substitution of values by operands, resolved transitively.
 ///
-/// The per-value map holds a `u32` slot (0 = unmapped, otherwise an index + 1 into `targets`), so
-/// the array that operand lookups hit at random is 4 bytes per value and stays in cache on large
-/// kernels.
+/// The per-value map holds a `u32` slot (0 = unmapped, otherwise an index + 1 into `targets`), in
+/// front of which sits one bit per value: most operands are unmapped, and their lookup reads only
+/// the bit array (25 KB for 200k values, which stays in the first-level caches) instead of the
+/// 4-byte slot array (which does not).
 pub struct Subst {
+    mapped: Vec<u64>,
     slot: Vec<u32>,
     targets: Vec<Operand>,
 }
 
 impl Subst {
     pub fn new(k: &Kernel) -> Subst {
-        Subst { slot: vec![0; k.values.len()], targets: Vec::new() }
+        let n = k.values.len();
+        Subst { mapped: vec![0; n.div_ceil(64)], slot: vec![0; n], targets: Vec::new() }
     }
 
     /// Number of values mapped.
@@ -38,18 +41,26 @@ impl Subst {
         self.targets.is_empty()
     }
 
+    #[inline]
     fn get(&self, v: ValueId) -> Option<Operand> {
-        match self.slot.get(v.index()).copied() {
-            None | Some(0) => None,
-            Some(t) => Some(self.targets[t as usize - 1]),
+        let i = v.index();
+        let bit = self.mapped.get(i / 64).is_some_and(|w| w & (1 << (i % 64)) != 0);
+        if !bit {
+            return None;
+        }
+        match self.slot[i] {
+            0 => None,
+            t => Some(self.targets[t as usize - 1]),
         }
     }
 
     fn put(&mut self, v: ValueId, to: Operand) {
-        let t = self.slot[v.index()];
+        let i = v.index();
+        let t = self.slot[i];
         if t == 0 {
             self.targets.push(to);
-            self.slot[v.index()] = self.targets.len() as u32;
+            self.slot[i] = self.targets.len() as u32;
+            self.mapped[i / 64] |= 1 << (i % 64);
         } else {
             self.targets[t as usize - 1] = to;
         }
