@@ -24,7 +24,7 @@ impl Pass for Dce {
 
     fn run(&self, k: &mut Kernel, cx: &mut PassContext) -> bool {
         let live = liveness(k);
-        let is_live = |v: ValueId| live.get(v.index()).copied().unwrap_or(true);
+        let is_live = |v: ValueId| live.get(v.index()).map_or(true, |f| f & LIVE != 0);
         let mut removed_insts = 0u64;
         for b in 0..k.blocks.len() {
             let insts = &k.insts;
@@ -35,24 +35,26 @@ impl Pass for Dce {
             });
             removed_insts += (before - k.blocks[b].insts.len()) as u64;
         }
-        // Flags only for blocks that lose a parameter; an empty list keeps them all.
-        let keep: Vec<Vec<bool>> = k
-            .blocks
-            .iter()
-            .map(|b| {
-                if b.params.iter().all(|p| is_live(*p)) {
-                    Vec::new()
-                } else {
-                    b.params.iter().map(|p| is_live(*p)).collect()
-                }
-            })
-            .collect();
+        // Flags only for blocks that lose a parameter (an empty list keeps them all), and none at
+        // all when every parameter is live.
+        let dead_param = |b: &kir_ir::Block| !b.params.iter().all(|p| is_live(*p));
+        let keep: Vec<Vec<bool>> = if k.blocks.iter().any(dead_param) {
+            k.blocks
+                .iter()
+                .map(|b| if dead_param(b) { b.params.iter().map(|p| is_live(*p)).collect() } else { Vec::new() })
+                .collect()
+        } else {
+            Vec::new()
+        };
         let removed_params = retain_block_params(k, &keep) as u64;
         cx.stats.add("instructions removed", removed_insts);
         cx.stats.add("block params removed", removed_params);
         removed_insts > 0 || removed_params > 0
     }
 }
+
+/// The flag of [`liveness`]'s result that marks a live value.
+const LIVE: u8 = 1;
 
 /// Which values are live: used by a side-effecting instruction or a branch condition, directly or
 /// through live instructions and live block parameters.
@@ -63,12 +65,13 @@ impl Pass for Dce {
 /// successors. A value that becomes live after the sweep has passed its definition (a use reached
 /// through a back edge, a parameter of a block whose predecessor was already swept) goes on a work
 /// list instead. Each instruction's operands are marked once, so this stays linear.
-fn liveness(k: &Kernel) -> Vec<bool> {
+///
+/// Returns one byte of flags per value; [`LIVE`] is set on the live ones.
+fn liveness(k: &Kernel) -> Vec<u8> {
     // Two flags per value in one byte array (marking reads neither the value nor the instruction
     // arena): LIVE, and PASSED once the sweep has gone past the definition, for a block parameter
     // once it has swept the terminator of one of the block's predecessors. Kernel parameters and
     // results of unplaced instructions are never passed, and have nothing to mark.
-    const LIVE: u8 = 1;
     const PASSED: u8 = 2;
     let mut flags = vec![0u8; k.values.len()];
     let mut work: Vec<ValueId> = Vec::new();
@@ -141,5 +144,5 @@ fn liveness(k: &Kernel) -> Vec<bool> {
             }
         }
     }
-    flags.iter().map(|f| f & LIVE != 0).collect()
+    flags
 }
