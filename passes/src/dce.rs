@@ -13,7 +13,7 @@
 
 use crate::edit::{incoming_edges, retain_block_params, succ_call};
 use crate::pass::{Pass, PassContext};
-use kir_ir::{Kernel, Operand, Terminator, ValueDef, ValueId};
+use kir_ir::{BlockId, Kernel, Operand, Terminator, ValueId};
 
 pub struct Dce;
 
@@ -74,6 +74,10 @@ fn liveness(k: &Kernel) -> Vec<u8> {
     // results of unplaced instructions are never passed, and have nothing to mark.
     const PASSED: u8 = 2;
     let mut flags = vec![0u8; k.values.len()];
+    // For each passed value, where it is defined (the instruction, or `PARAM_OF | block`), written
+    // when the sweep passes it, so work items never read the value arena.
+    const PARAM_OF: u32 = 1 << 31;
+    let mut def_site = vec![u32::MAX; k.values.len()];
     let mut work: Vec<ValueId> = Vec::new();
     let mark = |o: Operand, flags: &mut Vec<u8>, work: &mut Vec<ValueId>| {
         let Operand::Value(v) = o else { return };
@@ -97,6 +101,7 @@ fn liveness(k: &Kernel) -> Vec<u8> {
             for (&p, &a) in target.params.iter().zip(&c.args) {
                 let Some(f) = flags.get_mut(p.index()) else { continue };
                 *f |= PASSED;
+                def_site[p.index()] = PARAM_OF | c.block.0;
                 if *f & LIVE != 0 {
                     mark(a, &mut flags, &mut work);
                 }
@@ -104,10 +109,11 @@ fn liveness(k: &Kernel) -> Vec<u8> {
         }
         for &i in b.insts.iter().rev() {
             let d = k.inst(i);
-            let live = match d.result.and_then(|r| flags.get_mut(r.index())) {
-                Some(f) => {
-                    *f |= PASSED;
-                    *f & LIVE != 0
+            let live = match d.result.filter(|r| r.index() < flags.len()) {
+                Some(r) => {
+                    flags[r.index()] |= PASSED;
+                    def_site[r.index()] = i.0;
+                    flags[r.index()] & LIVE != 0
                 }
                 None => false,
             };
@@ -120,26 +126,25 @@ fn liveness(k: &Kernel) -> Vec<u8> {
         // Work found so far belongs to definitions already passed; finish it now so the list
         // stays short.
         while let Some(v) = work.pop() {
-            match k.value(v).def {
-                ValueDef::Param(_) => {}
-                ValueDef::Inst(i) => {
-                    if let Some(d) = k.insts.get(i.index()) {
-                        for &a in &d.args {
-                            mark(a, &mut flags, &mut work);
-                        }
+            let site = def_site[v.index()];
+            if site & PARAM_OF == 0 {
+                if let Some(d) = k.insts.get(site as usize) {
+                    for &a in &d.args {
+                        mark(a, &mut flags, &mut work);
                     }
                 }
-                ValueDef::BlockParam(b, n) => {
-                    // Every edge into the block: those from predecessors not swept yet are marked
-                    // again when the sweep reaches them, which changes nothing.
-                    let incoming = incoming.get_or_insert_with(|| incoming_edges(k));
-                    for &(src, p) in incoming.get(b.index()).unwrap_or(&[]) {
-                        if let Some(c) = succ_call(&k.block(src).term, p) {
-                            if let Some(&a) = c.args.get(n as usize) {
-                                mark(a, &mut flags, &mut work);
-                            }
-                        }
-                    }
+                continue;
+            }
+            // Every edge into the block: those from predecessors not swept yet are marked again
+            // when the sweep reaches them, which changes nothing.
+            let target = BlockId(site & !PARAM_OF);
+            let Some(n) = k.blocks.get(target.index()).and_then(|b| b.params.iter().position(|&p| p == v)) else {
+                continue;
+            };
+            let incoming = incoming.get_or_insert_with(|| incoming_edges(k));
+            for &(src, p) in incoming.get(target.index()).unwrap_or(&[]) {
+                if let Some(&a) = succ_call(&k.block(src).term, p).and_then(|c| c.args.get(n)) {
+                    mark(a, &mut flags, &mut work);
                 }
             }
         }
