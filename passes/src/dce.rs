@@ -23,17 +23,19 @@ impl Pass for Dce {
     }
 
     fn run(&self, k: &mut Kernel, cx: &mut PassContext) -> bool {
-        let live = liveness(k);
-        let is_live = |v: ValueId| live.get(v.index()).map_or(true, |f| f & LIVE != 0);
+        let Liveness { flags, kept_if } = liveness(k);
+        let is_live = |v: ValueId| flags.get(v.index()).map_or(true, |f| f & LIVE != 0);
+        // Decided from the 4-byte summary the sweep left per instruction, without reading the
+        // instruction arena a second time.
         let mut removed_insts = 0u64;
-        for b in 0..k.blocks.len() {
-            let insts = &k.insts;
-            let before = k.blocks[b].insts.len();
-            k.blocks[b].insts.retain(|i| {
-                let d = &insts[i.index()];
-                d.op.has_side_effects() || d.result.is_some_and(is_live)
+        for b in &mut k.blocks {
+            let before = b.insts.len();
+            b.insts.retain(|i| match kept_if.get(i.index()).copied() {
+                Some(ALWAYS) => true,
+                Some(NEVER) | None => false,
+                Some(r) => is_live(ValueId(r)),
             });
-            removed_insts += (before - k.blocks[b].insts.len()) as u64;
+            removed_insts += (before - b.insts.len()) as u64;
         }
         // Flags only for blocks that lose a parameter (an empty list keeps them all), and none at
         // all when every parameter is live.
@@ -53,8 +55,19 @@ impl Pass for Dce {
     }
 }
 
-/// The flag of [`liveness`]'s result that marks a live value.
+/// The flag of [`Liveness::flags`] that marks a live value.
 const LIVE: u8 = 1;
+/// [`Liveness::kept_if`] of an instruction with side effects.
+const ALWAYS: u32 = u32::MAX - 1;
+/// [`Liveness::kept_if`] of an instruction with neither side effects nor a result, or not placed.
+const NEVER: u32 = u32::MAX;
+
+struct Liveness {
+    /// One byte of flags per value; [`LIVE`] is set on the live ones.
+    flags: Vec<u8>,
+    /// Per instruction: [`ALWAYS`], [`NEVER`], or the value whose liveness decides it (its result).
+    kept_if: Vec<u32>,
+}
 
 /// Which values are live: used by a side-effecting instruction or a branch condition, directly or
 /// through live instructions and live block parameters.
@@ -66,8 +79,7 @@ const LIVE: u8 = 1;
 /// through a back edge, a parameter of a block whose predecessor was already swept) goes on a work
 /// list instead. Each instruction's operands are marked once, so this stays linear.
 ///
-/// Returns one byte of flags per value; [`LIVE`] is set on the live ones.
-fn liveness(k: &Kernel) -> Vec<u8> {
+fn liveness(k: &Kernel) -> Liveness {
     // Two flags per value in one byte array (marking reads neither the value nor the instruction
     // arena): LIVE, and PASSED once the sweep has gone past the definition, for a block parameter
     // once it has swept the terminator of one of the block's predecessors. Kernel parameters and
@@ -78,6 +90,7 @@ fn liveness(k: &Kernel) -> Vec<u8> {
     // when the sweep passes it, so work items never read the value arena.
     const PARAM_OF: u32 = 1 << 31;
     let mut def_site = vec![u32::MAX; k.values.len()];
+    let mut kept_if = vec![NEVER; k.insts.len()];
     let mut work: Vec<ValueId> = Vec::new();
     let mark = |o: Operand, flags: &mut Vec<u8>, work: &mut Vec<ValueId>| {
         let Operand::Value(v) = o else { return };
@@ -109,6 +122,14 @@ fn liveness(k: &Kernel) -> Vec<u8> {
         }
         for &i in b.insts.iter().rev() {
             let d = k.inst(i);
+            let effects = d.op.has_side_effects();
+            if let Some(slot) = kept_if.get_mut(i.index()) {
+                *slot = match d.result {
+                    _ if effects => ALWAYS,
+                    Some(r) => r.0,
+                    None => NEVER,
+                };
+            }
             let live = match d.result.filter(|r| r.index() < flags.len()) {
                 Some(r) => {
                     flags[r.index()] |= PASSED;
@@ -117,7 +138,7 @@ fn liveness(k: &Kernel) -> Vec<u8> {
                 }
                 None => false,
             };
-            if live || d.op.has_side_effects() {
+            if live || effects {
                 for &a in &d.args {
                     mark(a, &mut flags, &mut work);
                 }
@@ -149,5 +170,5 @@ fn liveness(k: &Kernel) -> Vec<u8> {
             }
         }
     }
-    flags
+    Liveness { flags, kept_if }
 }
