@@ -1,7 +1,9 @@
 //! Prints the best-of-N wall time of the default pipeline on generated kernels of growing size and
 //! the ratio between consecutive sizes (2x instructions should cost at most 2.2x time). Runs are
 //! interleaved across sizes and the best is kept, so a burst of other load on the machine does not
-//! land on one size only. Usage: `cargo run --release -p kir-passes --example scaling [RUNS]`.
+//! land on one size only. Kernels are compacted first, as the parser returns them. Usage:
+//! `cargo run --release -p kir-passes --example scaling [RUNS] [cold]`; with `cold`, the caches
+//! are evicted before every run, so no size starts with its kernel in cache.
 
 // The allocator the `kir` binary uses (src/main.rs), so timings match the command line.
 #[global_allocator]
