@@ -126,15 +126,22 @@ impl Subst {
     }
 
     /// Rewrites a terminator's operands in place.
-    pub fn apply_to_term(&mut self, t: &mut Terminator) {
+    ///
+    /// Returns whether any operand changed.
+    pub fn apply_to_term(&mut self, t: &mut Terminator) -> bool {
+        let mut changed = false;
+        let mut rewrite = |o: &mut Operand| {
+            let r = self.resolve(*o);
+            changed |= r != *o;
+            *o = r;
+        };
         if let Terminator::Br { cond, .. } = t {
-            *cond = self.resolve(*cond);
+            rewrite(cond);
         }
         for c in t.successors_mut() {
-            for a in &mut c.args {
-                *a = self.resolve(*a);
-            }
+            c.args.iter_mut().for_each(&mut rewrite);
         }
+        changed
     }
 
     /// Rewrites every operand of the kernel (placed instructions and terminators).
@@ -157,7 +164,7 @@ impl Subst {
                 let op = inst.op;
                 self.apply_to_args(&op, &mut inst.args);
             }
-            self.apply_to_term(&mut k.blocks[b].term);
+            let _ = self.apply_to_term(&mut k.blocks[b].term);
         }
     }
 }

@@ -61,7 +61,7 @@ impl Pass for Fold {
                     None => true,
                 }
             });
-            subst.apply_to_term(&mut block.term);
+            let _ = subst.apply_to_term(&mut block.term);
         }
         // In a reachable block every use is dominated by its definition, and the reverse post-order
         // visits a dominator first, so those uses were rewritten above. Only blocks the traversal did

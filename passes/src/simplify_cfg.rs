@@ -39,7 +39,14 @@ impl Pass for SimplifyCfg {
         let mut subst = Subst::new(k);
         let mut first = true;
         loop {
-            let a = fold_branches(k, &mut subst);
+            let (a, rewritten) = fold_branches(k, &mut subst);
+            // After the first round, the rest of a round can only find work through a terminator:
+            // a folded branch (edges go away) or an operand replaced since the last round (which
+            // the uniform-parameter check reads). Without either, no edge changed and every
+            // incoming argument is what the last round's steps saw, so they would find nothing.
+            if !first && a == 0 && !rewritten {
+                break;
+            }
             // Only the input or a folded branch can leave a block unreachable (dropping parameters
             // and merging blocks keep every block's reachability).
             let (b, rpo) = if first || a > 0 { remove_unreachable(k) } else { (0, k.reverse_post_order()) };
@@ -72,12 +79,14 @@ impl Pass for SimplifyCfg {
 }
 
 /// `br` on a constant, or to the same target twice with the same arguments, becomes `jmp`.
-fn fold_branches(k: &mut Kernel, subst: &mut Subst) -> usize {
+/// Returns how many branches folded, and whether the substitution rewrote any terminator operand.
+fn fold_branches(k: &mut Kernel, subst: &mut Subst) -> (usize, bool) {
     let mut n = 0;
+    let mut rewritten = false;
     for b in &mut k.blocks {
         // Terminators read their operands through the substitution (a condition may have become a
         // constant, two edges may now pass the same arguments).
-        subst.apply_to_term(&mut b.term);
+        rewritten |= subst.apply_to_term(&mut b.term);
         let folds = match &b.term {
             Terminator::Br { cond: Operand::Const(_), .. } => true,
             Terminator::Br { then_, else_, .. } => then_ == else_,
@@ -97,7 +106,7 @@ fn fold_branches(k: &mut Kernel, subst: &mut Subst) -> usize {
         b.term = Terminator::Jmp(taken);
         n += 1;
     }
-    n
+    (n, rewritten)
 }
 
 /// Removes blocks not reachable from the entry. Returns how many, and the reverse post-order of
@@ -239,7 +248,7 @@ mod tests {
         for seed in 0..40 {
             let mut k = random_kernel(seed, &GenConfig { insts: 300, ..GenConfig::default() });
             let mut subst = Subst::new(&k);
-            fold_branches(&mut k, &mut subst);
+            let _ = fold_branches(&mut k, &mut subst);
             let (n, rpo) = remove_unreachable(&mut k);
             removed += n;
             assert_eq!(rpo, k.reverse_post_order(), "seed {seed}");
