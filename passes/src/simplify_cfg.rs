@@ -44,18 +44,35 @@ impl Pass for SimplifyCfg {
             // a folded branch (edges go away) or an operand replaced since the last round (which
             // the uniform-parameter check reads). Without either, no edge changed and every
             // incoming argument is what the last round's steps saw, so they would find nothing.
-            if !first && a == 0 && !rewritten {
+            if !first && a == 0 && rewritten.is_empty() {
                 break;
             }
-            // Only the input or a folded branch can leave a block unreachable (dropping parameters
-            // and merging blocks keep every block's reachability).
-            let (b, rpo) = if first || a > 0 { remove_unreachable(k) } else { (0, k.reverse_post_order()) };
+            let (b, c, d) = if first || a > 0 {
+                // Only the input or a folded branch can leave a block unreachable (dropping
+                // parameters and merging blocks keep every block's reachability).
+                let (b, rpo) = remove_unreachable(k);
+                // Neither step below adds or removes an edge, so the order and the edges stay
+                // valid for both.
+                let incoming = incoming_edges(k);
+                let c = drop_uniform_params(k, &incoming, None, &mut subst);
+                let d = merge_blocks(k, &rpo, &incoming, &mut subst);
+                (b, c, d)
+            } else {
+                // Only operands changed: no block became unreachable or mergeable (both depend on
+                // edges alone), and only parameters of blocks that a rewritten terminator jumps to
+                // can have become uniform.
+                let mut candidate = vec![false; k.blocks.len()];
+                for &r in &rewritten {
+                    for s in k.block(r).term.successors() {
+                        if let Some(f) = candidate.get_mut(s.block.index()) {
+                            *f = true;
+                        }
+                    }
+                }
+                let incoming = incoming_edges(k);
+                (0, drop_uniform_params(k, &incoming, Some(&candidate), &mut subst), 0)
+            };
             first = false;
-            // Neither step below adds or removes an edge, so the order and the edges stay valid
-            // for both.
-            let incoming = incoming_edges(k);
-            let c = drop_uniform_params(k, &incoming, &mut subst);
-            let d = merge_blocks(k, &rpo, &incoming, &mut subst);
             counts[0] += a as u64;
             counts[1] += b as u64;
             counts[2] += c as u64;
@@ -79,14 +96,17 @@ impl Pass for SimplifyCfg {
 }
 
 /// `br` on a constant, or to the same target twice with the same arguments, becomes `jmp`.
-/// Returns how many branches folded, and whether the substitution rewrote any terminator operand.
-fn fold_branches(k: &mut Kernel, subst: &mut Subst) -> (usize, bool) {
+/// Returns how many branches folded, and the blocks whose terminator operands the substitution
+/// rewrote.
+fn fold_branches(k: &mut Kernel, subst: &mut Subst) -> (usize, Vec<BlockId>) {
     let mut n = 0;
-    let mut rewritten = false;
-    for b in &mut k.blocks {
+    let mut rewritten = Vec::new();
+    for (bi, b) in k.blocks.iter_mut().enumerate() {
         // Terminators read their operands through the substitution (a condition may have become a
         // constant, two edges may now pass the same arguments).
-        rewritten |= subst.apply_to_term(&mut b.term);
+        if subst.apply_to_term(&mut b.term) {
+            rewritten.push(BlockId(bi as u32));
+        }
         let folds = match &b.term {
             Terminator::Br { cond: Operand::Const(_), .. } => true,
             Terminator::Br { then_, else_, .. } => then_ == else_,
@@ -133,13 +153,14 @@ fn remove_unreachable(k: &mut Kernel) -> (usize, Vec<BlockId>) {
 }
 
 /// Drops block parameters that receive the same operand on every incoming edge. The replacements
-/// are recorded in `subst`; the caller rewrites the uses.
-fn drop_uniform_params(k: &mut Kernel, incoming: &IncomingEdges, subst: &mut Subst) -> usize {
+/// are recorded in `subst`; the caller rewrites the uses. With `only`, just the blocks it flags are
+/// considered.
+fn drop_uniform_params(k: &mut Kernel, incoming: &IncomingEdges, only: Option<&[bool]>, subst: &mut Subst) -> usize {
     // Per block, one flag per parameter; left empty (no allocation) for blocks that keep them all.
     let mut keep: Vec<Vec<bool>> = vec![Vec::new(); k.blocks.len()];
     let mut dropped = 0;
     for b in k.block_ids().skip(1) {
-        if incoming[b.index()].is_empty() {
+        if incoming[b.index()].is_empty() || only.is_some_and(|f| !f[b.index()]) {
             continue;
         }
         for (n, &p) in k.block(b).params.iter().enumerate() {
