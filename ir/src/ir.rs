@@ -418,15 +418,6 @@ impl Kernel {
         post
     }
 
-    /// A value name not used by any value of the kernel, derived from `base`.
-    pub fn fresh_value_name(&self, base: &str) -> Name {
-        let taken: std::collections::HashSet<&str> = self.values.iter().map(|v| v.name.as_str()).collect();
-        if !taken.contains(base) {
-            return base.into();
-        }
-        (1..).map(|i| compact_str::format_compact!("{base}.{i}")).find(|n| !taken.contains(n.as_str())).unwrap()
-    }
-
     /// Number of instructions placed in blocks (terminators excluded).
     pub fn inst_count(&self) -> usize {
         self.blocks.iter().map(|b| b.insts.len()).sum()

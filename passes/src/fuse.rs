@@ -737,11 +737,40 @@ fn fresh_kernel_name(m: &Module, base: &str) -> String {
     (1..).map(|i| format!("{base}.{i}")).find(|n| m.kernel(n).is_none()).unwrap_or_else(|| base.to_string())
 }
 
-fn fresh_block_name(k: &Kernel, base: &str) -> String {
-    if k.block_by_name(base).is_none() {
-        return base.to_string();
+/// Unused names for a kernel under construction: each call returns `base` when it is free, else
+/// the first free `base.N` (N = 1, 2, ...), in expected constant time. It keeps the names taken
+/// and, per base, the next suffix to try: names are never given back, so no smaller suffix can
+/// become free again.
+#[derive(Default)]
+struct FreshNames {
+    taken: std::collections::HashSet<String>,
+    next_suffix: HashMap<String, u32>,
+}
+
+impl FreshNames {
+    fn fresh(&mut self, base: &str) -> String {
+        let name = if self.taken.contains(base) {
+            let next = self.next_suffix.entry(base.to_string()).or_insert(1);
+            loop {
+                let candidate = format!("{base}.{next}");
+                *next += 1;
+                if !self.taken.contains(&candidate) {
+                    break candidate;
+                }
+            }
+        } else {
+            base.to_string()
+        };
+        self.taken.insert(name.clone());
+        name
     }
-    (1..).map(|i| format!("{base}.{i}")).find(|n| k.block_by_name(n).is_none()).unwrap_or_else(|| base.to_string())
+}
+
+/// The value and block names of the fused kernel (two namespaces).
+#[derive(Default)]
+struct Names {
+    values: FreshNames,
+    blocks: FreshNames,
 }
 
 /// Where one source kernel's entities went in the fused kernel.
@@ -785,11 +814,13 @@ struct Builder<'a> {
     c: Side,
     /// The block where the consumer's code starts.
     c_start: BlockId,
+    names: Names,
 }
 
 impl<'a> Builder<'a> {
     fn new(name: String, kp: &'a Kernel, kc: &'a Kernel, lp: &'a Launch, lc: &'a Launch) -> Self {
         let mut f = Kernel::new(name);
+        let mut names = Names::default();
         let mut args: Vec<LaunchArg> = Vec::new();
         let mut sides = [Side::default(), Side::default()];
         for (side, (k, l)) in sides.iter_mut().zip([(kp, lp), (kc, lc)]) {
@@ -798,7 +829,7 @@ impl<'a> Builder<'a> {
                 let fp = match args.iter().position(|a| *a == arg) {
                     Some(x) => f.params[x],
                     None => {
-                        let name = f.fresh_value_name(&k.value(p).name);
+                        let name = names.values.fresh(&k.value(p).name);
                         args.push(arg);
                         f.add_param(name, k.value(p).ty)
                     }
@@ -807,12 +838,12 @@ impl<'a> Builder<'a> {
             }
         }
         let [p, c] = sides;
-        Builder { f, kp, kc, lp, lc, args, p, c, c_start: Kernel::ENTRY }
+        Builder { f, kp, kc, lp, lc, args, p, c, c_start: Kernel::ENTRY, names }
     }
 
     /// Copies kernel `s` into `f`. With `entry_into`, the entry block's instructions are appended
     /// to that block and its terminator is left to the caller.
-    fn copy(f: &mut Kernel, s: &Kernel, side: &mut Side, entry_into: Option<BlockId>) {
+    fn copy(f: &mut Kernel, names: &mut Names, s: &Kernel, side: &mut Side, entry_into: Option<BlockId>) {
         side.values = vec![None; s.values.len()];
         for (n, &p) in s.params.iter().enumerate() {
             side.values[p.index()] = side.params.get(n).copied();
@@ -822,10 +853,10 @@ impl<'a> Builder<'a> {
             let nb = match entry_into {
                 Some(e) if b == Kernel::ENTRY => e,
                 _ => {
-                    let nb = f.add_block(fresh_block_name(f, &s.block(b).name));
+                    let nb = f.add_block(names.blocks.fresh(&s.block(b).name));
                     side.created.push(nb);
                     for &p in &s.block(b).params {
-                        let name = f.fresh_value_name(&s.value(p).name);
+                        let name = names.values.fresh(&s.value(p).name);
                         let nv = f.add_block_param(nb, name, s.value(p).ty);
                         side.values[p.index()] = Some(nv);
                     }
@@ -850,7 +881,7 @@ impl<'a> Builder<'a> {
                     side.values[r.index()] = f.inst(x).result;
                     continue;
                 }
-                let result = d.result.map(|r| (f.fresh_value_name(&s.value(r).name), s.value(r).ty));
+                let result = d.result.map(|r| (names.values.fresh(&s.value(r).name).into(), s.value(r).ty));
                 let ni = f.append_inst(e, d.op, args, result, d.span);
                 if let (Some(r), Some(nr)) = (d.result, f.inst(ni).result) {
                     side.values[r.index()] = Some(nr);
@@ -864,7 +895,7 @@ impl<'a> Builder<'a> {
             }
             for &i in &s.block(b).insts {
                 let d = s.inst(i);
-                let result = d.result.map(|r| (f.fresh_value_name(&s.value(r).name), s.value(r).ty));
+                let result = d.result.map(|r| (names.values.fresh(&s.value(r).name).into(), s.value(r).ty));
                 let ni = f.append_inst(side.blocks[b.index()], d.op, vec![], result, d.span);
                 if let (Some(r), Some(nr)) = (d.result, f.inst(ni).result) {
                     side.values[r.index()] = Some(nr);
@@ -942,12 +973,13 @@ impl<'a> Builder<'a> {
             _ => None,
         };
         let f = &mut self.f;
+        let names = &mut self.names;
         match merged {
             Some((gp, tp, tc)) => {
-                let entry = f.add_block("entry");
-                Self::copy(f, self.kp, &mut self.p, Some(entry));
-                Self::copy(f, self.kc, &mut self.c, Some(entry));
-                let exit = f.add_block(fresh_block_name(f, "exit"));
+                let entry = f.add_block(names.blocks.fresh("entry"));
+                Self::copy(f, names, self.kp, &mut self.p, Some(entry));
+                Self::copy(f, names, self.kc, &mut self.c, Some(entry));
+                let exit = f.add_block(names.blocks.fresh("exit"));
                 let cond = self.p.operand(Operand::Value(gp));
                 let then_ = BlockCall { block: self.p.blocks[tp.index()], args: vec![] };
                 f.block_mut(entry).term =
@@ -955,8 +987,8 @@ impl<'a> Builder<'a> {
                 self.c_start = self.c.blocks[tc.index()];
             }
             None => {
-                Self::copy(f, self.kp, &mut self.p, None);
-                Self::copy(f, self.kc, &mut self.c, None);
+                Self::copy(f, names, self.kp, &mut self.p, None);
+                Self::copy(f, names, self.kc, &mut self.c, None);
                 self.c_start = self.c.blocks[0];
             }
         }
@@ -1139,5 +1171,29 @@ impl<'a> Builder<'a> {
         let keep: Vec<bool> = self.f.block_ids().map(|b| cfg.is_reachable(b)).collect();
         crate::edit::remove_blocks(&mut self.f, &keep);
         (self.f, self.args)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::FreshNames;
+
+    /// Each name is `base` when free, else the smallest free `base.N`, checked against a direct
+    /// search over everything handed out so far, on bases that collide with earlier suffixed names.
+    #[test]
+    fn fresh_names_are_the_smallest_free_suffix() {
+        let bases = ["x", "x.1", "x", "i", "x.2", "x", "x", "i", "x.1", "i.1", "i"];
+        let mut names = FreshNames::default();
+        let mut given: Vec<String> = Vec::new();
+        for base in bases.iter().cycle().take(60) {
+            let expected = if given.iter().any(|g| g == base) {
+                (1..).map(|n| format!("{base}.{n}")).find(|c| !given.contains(c)).unwrap()
+            } else {
+                base.to_string()
+            };
+            let got = names.fresh(base);
+            assert_eq!(got, expected);
+            given.push(got);
+        }
     }
 }
