@@ -76,7 +76,7 @@ fn run_once(k: &kir_ir::Kernel, rng: &mut Rng) -> Outcome {
     };
     let ins: Vec<u64> = (0..n).map(|_| rng.next_u64() & 0xffff_ffff).collect();
     let fins: Vec<u64> =
-        (0..n).map(|_| (rng.next_u64() % 2000)).map(|x| ((x as f32 - 1000.0) / 8.0).to_bits() as u64).collect();
+        (0..n).map(|_| rng.next_u64() % 2000).map(|x| ((x as f32 - 1000.0) / 8.0).to_bits() as u64).collect();
     let mut buffers = vec![
         Buffer::from_bits(ScalarType::U32, ins),
         Buffer::from_bits(ScalarType::F32, fins),
