@@ -185,6 +185,16 @@ impl Terminator {
         };
         a.into_iter().chain(b)
     }
+    /// Every operand the terminator reads, mutably, in the order of [`Terminator::operands`].
+    /// Allocates nothing.
+    pub fn operands_mut(&mut self) -> impl Iterator<Item = &mut Operand> + '_ {
+        let (cond, a, b) = match self {
+            Terminator::Br { cond, then_, else_ } => (Some(cond), Some(then_), Some(else_)),
+            Terminator::Jmp(c) => (None, Some(c), None),
+            Terminator::Ret => (None, None, None),
+        };
+        cond.into_iter().chain(a.into_iter().chain(b).flat_map(|c| c.args.iter_mut()))
+    }
     /// Every operand the terminator reads (condition, then block arguments in edge order).
     /// Allocates nothing.
     pub fn operands(&self) -> impl Iterator<Item = Operand> + '_ {
@@ -435,13 +445,7 @@ impl Kernel {
             for i in insts {
                 self.insts[i.index()].args.iter_mut().for_each(sub);
             }
-            let term = &mut self.blocks[b].term;
-            if let Terminator::Br { cond, .. } = term {
-                sub(cond);
-            }
-            for c in term.successors_mut() {
-                c.args.iter_mut().for_each(sub);
-            }
+            self.blocks[b].term.operands_mut().for_each(sub);
         }
     }
 
@@ -498,13 +502,7 @@ impl Kernel {
     /// order is not increasing.
     fn compact_in_place(&mut self) -> bool {
         let Some(vmap) = self.in_place_value_map() else { return false };
-        let map = |o: &mut Operand| {
-            if let Operand::Value(v) = o {
-                // A use of a value that is no longer defined gets a dangling id past the end of the
-                // arena, which the verifier reports.
-                *v = vmap.get(v.index()).copied().unwrap_or(ValueId(u32::MAX));
-            }
-        };
+        let map = |o: &mut Operand| renumber(&vmap, o);
         let Kernel { params, blocks, insts, values, .. } = self;
         // Entity `old` goes to position `new <= old`. Every position below `new` is final, and the
         // entity found at `new` is dead or already moved (a live one there would have an old index
@@ -537,37 +535,21 @@ impl Kernel {
                 *i = InstId(ni as u32);
                 ni += 1;
             }
-            if let Terminator::Br { cond, .. } = &mut b.term {
-                map(cond);
-            }
-            for c in b.term.successors_mut() {
-                c.args.iter_mut().for_each(map);
-            }
+            b.term.operands_mut().for_each(map);
         }
         values.truncate(nv);
         insts.truncate(ni);
         true
     }
 
-    /// Rewrites every operand through `vmap` (old value index to new value id); a use of a value
-    /// that is no longer defined gets a dangling id past the end of the arena, which the verifier
-    /// reports.
+    /// Rewrites every operand through `vmap` (see [`renumber`]).
     fn remap_operands(&mut self, vmap: &[ValueId]) {
-        let map = |o: &mut Operand| {
-            if let Operand::Value(v) = o {
-                *v = vmap.get(v.index()).copied().unwrap_or(ValueId(u32::MAX));
-            }
-        };
+        let map = |o: &mut Operand| renumber(vmap, o);
         for inst in &mut self.insts {
             inst.args.iter_mut().for_each(map);
         }
         for b in &mut self.blocks {
-            if let Terminator::Br { cond, .. } = &mut b.term {
-                map(cond);
-            }
-            for c in b.term.successors_mut() {
-                c.args.iter_mut().for_each(map);
-            }
+            b.term.operands_mut().for_each(map);
         }
     }
 
@@ -627,6 +609,15 @@ impl Kernel {
         for s in &mut self.shared {
             s.span = Span::DUMMY;
         }
+    }
+}
+
+/// Renumbers a value operand through `vmap` (old value index to new id) during compaction; a use
+/// of a value that is no longer defined gets a dangling id past the end of the arena, which the
+/// verifier reports.
+fn renumber(vmap: &[ValueId], o: &mut Operand) {
+    if let Operand::Value(v) = o {
+        *v = vmap.get(v.index()).copied().unwrap_or(ValueId(u32::MAX));
     }
 }
 

@@ -78,7 +78,6 @@ struct Liveness {
 /// successors. A value that becomes live after the sweep has passed its definition (a use reached
 /// through a back edge, a parameter of a block whose predecessor was already swept) goes on a work
 /// list instead. Each instruction's operands are marked once, so this stays linear.
-///
 fn liveness(k: &Kernel) -> Liveness {
     // Two flags per value in one byte array (marking reads neither the value nor the instruction
     // arena): LIVE, and PASSED once the sweep has gone past the definition, for a block parameter

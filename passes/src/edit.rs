@@ -130,16 +130,10 @@ impl Subst {
     /// Returns whether any operand changed.
     pub fn apply_to_term(&mut self, t: &mut Terminator) -> bool {
         let mut changed = false;
-        let mut rewrite = |o: &mut Operand| {
+        for o in t.operands_mut() {
             let r = self.resolve(*o);
             changed |= r != *o;
             *o = r;
-        };
-        if let Terminator::Br { cond, .. } = t {
-            rewrite(cond);
-        }
-        for c in t.successors_mut() {
-            c.args.iter_mut().for_each(&mut rewrite);
         }
         changed
     }
@@ -285,12 +279,13 @@ pub fn retain_block_params(k: &mut Kernel, keep: &[Vec<bool>]) -> usize {
 }
 
 /// Removes the blocks whose `keep` flag is false (the entry block is always kept), renumbering
-/// the others. No kept block may branch to a removed one. Returns the number removed.
-pub fn remove_blocks(k: &mut Kernel, keep: &[bool]) -> usize {
+/// the others in their order. No kept block may branch to a removed one. Returns each old block's
+/// new index (`u32::MAX` for a removed block), or nothing when no block was removed.
+pub fn remove_blocks(k: &mut Kernel, keep: &[bool]) -> Option<Vec<u32>> {
     let n = k.blocks.len();
     let keep_b = |i: usize| i == 0 || keep.get(i).copied().unwrap_or(true);
     if (0..n).all(keep_b) {
-        return 0;
+        return None;
     }
     let mut new_index = vec![u32::MAX; n];
     let mut next = 0u32;
@@ -300,7 +295,6 @@ pub fn remove_blocks(k: &mut Kernel, keep: &[bool]) -> usize {
             next += 1;
         }
     }
-    let removed = n - next as usize;
     // In place: kept blocks slide down over removed ones (no new block arena).
     let mut i = 0;
     k.blocks.retain_mut(|_| {
@@ -318,5 +312,5 @@ pub fn remove_blocks(k: &mut Kernel, keep: &[bool]) -> usize {
             k.values[p.index()].def = ValueDef::BlockParam(BlockId(nb as u32), n as u32);
         }
     }
-    removed
+    Some(new_index)
 }

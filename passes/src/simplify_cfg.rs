@@ -140,16 +140,11 @@ fn remove_unreachable(k: &mut Kernel) -> (usize, Vec<BlockId>) {
     for b in &rpo {
         keep[b.index()] = true;
     }
-    let removed = remove_blocks(k, &keep);
-    // Kept blocks keep their relative order: a block's new index is the number kept before it.
-    let mut new_index = vec![0u32; keep.len()];
-    let mut next = 0;
-    for (slot, &kept) in new_index.iter_mut().zip(&keep) {
-        *slot = next;
-        next += kept as u32;
+    let old_len = k.blocks.len();
+    if let Some(new_index) = remove_blocks(k, &keep) {
+        rpo.iter_mut().for_each(|b| *b = BlockId(new_index[b.index()]));
     }
-    rpo.iter_mut().for_each(|b| *b = BlockId(new_index[b.index()]));
-    (removed, rpo)
+    (old_len - k.blocks.len(), rpo)
 }
 
 /// Drops block parameters that receive the same operand on every incoming edge. The replacements
