@@ -1,0 +1,1203 @@
+//! The executor: blocks of warps of 32 lanes running decoded instructions in lockstep.
+//!
+//! Per warp, a reconvergence stack of frames `(pc, mask, rpc)`: the top frame runs; a branch on
+//! which its lanes disagree turns the top frame into the reconvergence frame (pc = the branch's
+//! immediate post-dominator) and pushes one frame per side; a frame that reaches its rpc is popped,
+//! so its lanes continue in the frame below. Lanes that exit leave every frame.
+//!
+//! Within a block, warps run in index order, each until it waits at `bar.sync` or exits; when
+//! every warp that has not exited waits, the barrier is checked (same instruction, every
+//! non-exited lane) and released. Nothing here panics on any input: faults are `EmuError`s with
+//! the PTX line, the instruction text, the block and the thread.
+
+use crate::float::{self, Arith, FTy, Rnd};
+use crate::int;
+use crate::prog::*;
+use crate::{EmuError, FaultKind, LaunchConfig, Stats};
+use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU32, AtomicU64, AtomicU8, Ordering::Relaxed};
+
+/// Generic addresses of shared memory: `SHARED_WINDOW + offset`.
+pub const SHARED_WINDOW: u64 = 0x7000_0000_0000;
+/// Generic addresses of local memory: `LOCAL_WINDOW + offset` (of the executing thread).
+pub const LOCAL_WINDOW: u64 = 0x7800_0000_0000;
+const WINDOW_SIZE: u64 = 1 << 32;
+
+/// One global buffer as the executor sees it.
+pub struct Region {
+    pub start: u64,
+    pub len: u64,
+    pub ptr: *mut u8,
+    pub name: String,
+}
+
+/// Global memory during a launch: raw views of the buffers, accessed with atomics of the access
+/// size (every access is naturally aligned, and host storage is 8-byte aligned).
+pub struct GlobalView {
+    pub regions: Vec<Region>,
+}
+
+// SAFETY: the regions point into buffers that outlive the launch (borrowed mutably by `launch`);
+// all accesses through them are atomic.
+unsafe impl Send for GlobalView {}
+unsafe impl Sync for GlobalView {}
+
+impl GlobalView {
+    fn find(&self, addr: u64) -> Option<&Region> {
+        let i = self.regions.partition_point(|r| r.start <= addr);
+        let r = self.regions.get(i.checked_sub(1)?)?;
+        (addr - r.start < r.len).then_some(r)
+    }
+
+    fn describe_miss(&self, addr: u64, size: u32) -> String {
+        let i = self.regions.partition_point(|r| r.start <= addr);
+        if let Some(r) = i.checked_sub(1).and_then(|j| self.regions.get(j)) {
+            if addr < r.start + r.len {
+                return format!(
+                    "global address 0x{addr:x}: {size} bytes at byte offset {} run past the end of buffer `{}` ({} bytes)",
+                    addr - r.start,
+                    r.name,
+                    r.len
+                );
+            }
+            return format!(
+                "global address 0x{addr:x} is {} bytes past the end of buffer `{}` ({} bytes)",
+                addr - (r.start + r.len),
+                r.name,
+                r.len
+            );
+        }
+        if let Some(r) = self.regions.first() {
+            if addr < r.start {
+                return format!(
+                    "global address 0x{addr:x} is below every buffer (the lowest, `{}`, starts at 0x{:x})",
+                    r.name, r.start
+                );
+            }
+        }
+        format!("global address 0x{addr:x} is in no buffer")
+    }
+}
+
+pub struct LaunchCtx<'a> {
+    pub k: &'a Kernel,
+    pub cfg: LaunchConfig,
+    pub params: Vec<u8>,
+    pub global: GlobalView,
+    /// Bytes of shared memory per block (static + dynamic).
+    pub shared_bytes: u32,
+    pub fuel: u64,
+    pub fuel_used: AtomicU64,
+    pub abort: AtomicBool,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Frame {
+    pc: u32,
+    mask: u32,
+    rpc: u32,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Warp {
+    stack: Vec<Frame>,
+    /// Lanes that exist in this warp (the last warp of a block may be partial).
+    live: u32,
+    exited: u32,
+    /// The barrier instruction this warp waits at.
+    waiting: Option<u32>,
+}
+
+enum Stop {
+    Done,
+    Barrier,
+}
+
+/// Per host thread state, reused across blocks.
+pub struct Worker {
+    regs: Vec<u64>,
+    shared: Vec<u64>,
+    local: Vec<u64>,
+    warps: Vec<Warp>,
+    nregs: usize,
+    block: [u32; 3],
+    fuel_local: u64,
+    pub stats: Stats,
+}
+
+enum Access {
+    Global(*mut u8),
+    Shared(usize),
+    Local(usize),
+    Param(usize),
+}
+
+impl Worker {
+    pub fn new(cx: &LaunchCtx) -> Result<Worker, EmuError> {
+        let nthreads = cx.cfg.block.iter().map(|&d| d as usize).product::<usize>();
+        let nwarps = nthreads.div_ceil(32);
+        let nregs = cx.k.nregs as usize;
+        let reg_words = nwarps * nregs * 32;
+        if reg_words > (64 << 20) / 8 {
+            return Err(EmuError::invalid(format!(
+                "the register file of one block ({nregs} registers x {nthreads} threads) exceeds 64 MiB"
+            )));
+        }
+        let local_bytes = cx.k.local_bytes as usize * nthreads;
+        if local_bytes > 256 << 20 {
+            return Err(EmuError::invalid("local memory of one block exceeds 256 MiB"));
+        }
+        Ok(Worker {
+            regs: vec![0; reg_words],
+            shared: vec![0; (cx.shared_bytes as usize).div_ceil(8)],
+            local: vec![0; local_bytes.div_ceil(8)],
+            warps: vec![Warp::default(); nwarps],
+            nregs,
+            block: [0; 3],
+            fuel_local: 0,
+            stats: Stats::default(),
+        })
+    }
+
+    #[inline]
+    fn ri(&self, w: usize, r: RegId, lane: u32) -> usize {
+        (w * self.nregs + r as usize) * 32 + lane as usize
+    }
+
+    fn tid(&self, cx: &LaunchCtx, w: usize, lane: u32) -> [u32; 3] {
+        let t = (w as u32) * 32 + lane;
+        let [bx, by, _] = cx.cfg.block;
+        [t % bx, (t / bx) % by, t / (bx * by)]
+    }
+
+    #[inline]
+    fn sreg(&self, cx: &LaunchCtx, s: Sreg, w: usize, lane: u32) -> u64 {
+        let d = |i: u8| i as usize;
+        (match s {
+            Sreg::Tid(i) => self.tid(cx, w, lane)[d(i)],
+            Sreg::Ntid(i) => cx.cfg.block[d(i)],
+            Sreg::Ctaid(i) => self.block[d(i)],
+            Sreg::Nctaid(i) => cx.cfg.grid[d(i)],
+            Sreg::Laneid => lane,
+            Sreg::Warpid => w as u32,
+            Sreg::Nwarpid => self.warps.len() as u32,
+            Sreg::LanemaskEq => 1 << lane,
+            Sreg::LanemaskLt => (1u32 << lane) - 1,
+            Sreg::LanemaskLe => ((1u64 << (lane + 1)) - 1) as u32,
+            Sreg::LanemaskGt => !(((1u64 << (lane + 1)) - 1) as u32),
+            Sreg::LanemaskGe => !((1u32 << lane) - 1),
+            Sreg::Clock | Sreg::Smid | Sreg::Gridid => 0,
+            Sreg::Clock64 => return self.stats.warp_instructions,
+            Sreg::Nsmid => 1,
+            Sreg::DynamicSmemSize => cx.cfg.dynamic_shared_bytes,
+            Sreg::TotalSmemSize => cx.shared_bytes,
+        }) as u64
+    }
+
+    #[inline]
+    fn rd(&self, cx: &LaunchCtx, s: Src, w: usize, lane: u32) -> u64 {
+        match s {
+            Src::Reg(r) => self.regs[self.ri(w, r, lane)],
+            Src::Imm(v) => v,
+            Src::Sreg(sr) => self.sreg(cx, sr, w, lane),
+            Src::None => 0,
+        }
+    }
+
+    #[inline]
+    fn wr(&mut self, w: usize, d: RegId, lane: u32, v: u64) {
+        if d != NO_REG {
+            let i = self.ri(w, d, lane);
+            self.regs[i] = v;
+        }
+    }
+
+    fn fault(&self, cx: &LaunchCtx, kind: FaultKind, pc: u32, w: usize, lane: u32, msg: impl Into<String>) -> EmuError {
+        let mut e = EmuError::fault(kind, msg);
+        if let Some(i) = cx.k.insts.get(pc as usize) {
+            e.line = Some(i.line);
+            e.instruction = cx.k.texts.get(pc as usize).cloned();
+        }
+        e.block = Some(self.block);
+        e.thread = Some(self.tid(cx, w, lane));
+        e
+    }
+
+    /// Runs block `linear` to completion.
+    pub fn run_block(&mut self, cx: &LaunchCtx, linear: u64) -> Result<(), EmuError> {
+        let [gx, gy, _] = cx.cfg.grid;
+        let (gx, gy) = (gx as u64, gy as u64);
+        self.block = [(linear % gx) as u32, ((linear / gx) % gy) as u32, (linear / (gx * gy)) as u32];
+        let nthreads: u32 = cx.cfg.block.iter().product();
+        self.regs.fill(0);
+        // Shared memory starts as all-ones bytes: never-written data reads as NaN / -1.
+        self.shared.fill(u64::MAX);
+        self.local.fill(0);
+        let nw = self.warps.len();
+        for (w, warp) in self.warps.iter_mut().enumerate() {
+            let lanes = (nthreads - w as u32 * 32).min(32);
+            let live = if lanes == 32 { u32::MAX } else { (1u32 << lanes) - 1 };
+            warp.stack.clear();
+            warp.stack.push(Frame { pc: 0, mask: live, rpc: NO_PC });
+            warp.live = live;
+            warp.exited = 0;
+            warp.waiting = None;
+        }
+        self.stats.blocks += 1;
+        self.stats.threads += nthreads as u64;
+        loop {
+            let mut progressed = false;
+            for w in 0..nw {
+                if self.warps[w].waiting.is_some() || self.warps[w].stack.is_empty() {
+                    continue;
+                }
+                progressed = true;
+                match self.run_warp(cx, w)? {
+                    Stop::Done => self.warps[w].stack.clear(),
+                    Stop::Barrier => {}
+                }
+            }
+            let waiting: Vec<usize> = (0..nw).filter(|&w| self.warps[w].waiting.is_some()).collect();
+            if waiting.is_empty() {
+                if !progressed || self.warps.iter().all(|w| w.stack.is_empty()) {
+                    return Ok(());
+                }
+                continue;
+            }
+            // Every warp that has not exited waits at a barrier: release it, if it is one barrier.
+            let pc0 = self.warps[waiting[0]].waiting.expect("waiting");
+            if let Some(&w2) = waiting.iter().find(|&&w| self.warps[w].waiting != Some(pc0)) {
+                let pc2 = self.warps[w2].waiting.expect("waiting");
+                let l2 = cx.k.insts[pc2 as usize].line;
+                let lane = self.warps[w2].live.trailing_zeros();
+                return Err(self.fault(
+                    cx,
+                    FaultKind::BarrierDivergence,
+                    pc0,
+                    waiting[0],
+                    self.warps[waiting[0]].live.trailing_zeros(),
+                    format!(
+                        "warps wait at different barriers: warp {} here, warp {w2} (thread {:?}) at PTX line {l2}",
+                        waiting[0],
+                        self.tid(cx, w2, lane)
+                    ),
+                ));
+            }
+            for &w in &waiting {
+                let warp = &mut self.warps[w];
+                warp.waiting = None;
+                if let Some(top) = warp.stack.last_mut() {
+                    top.pc = pc0 + 1;
+                }
+            }
+            self.stats.barriers += 1;
+        }
+    }
+
+    fn charge(&mut self, cx: &LaunchCtx, n: u32, pc: u32, w: usize, lane: u32) -> Result<(), EmuError> {
+        self.fuel_local += n as u64;
+        self.stats.thread_instructions += n as u64;
+        self.stats.warp_instructions += 1;
+        if self.fuel_local >= 1 << 16 {
+            let used = cx.fuel_used.fetch_add(self.fuel_local, Relaxed) + self.fuel_local;
+            self.fuel_local = 0;
+            if used > cx.fuel {
+                return Err(self.fault(
+                    cx,
+                    FaultKind::FuelExhausted,
+                    pc,
+                    w,
+                    lane,
+                    format!("the launch executed more than {} thread-instructions (an endless loop?)", cx.fuel),
+                ));
+            }
+            if cx.abort.load(Relaxed) {
+                return Err(EmuError::invalid("aborted: another block faulted"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Flushes the local fuel count (at the end of a block) and checks the limit.
+    pub fn settle_fuel(&mut self, cx: &LaunchCtx) -> Result<(), EmuError> {
+        let used = cx.fuel_used.fetch_add(self.fuel_local, Relaxed) + self.fuel_local;
+        self.fuel_local = 0;
+        if used > cx.fuel {
+            let mut e = EmuError::fault(
+                FaultKind::FuelExhausted,
+                format!("the launch executed more than {} thread-instructions", cx.fuel),
+            );
+            e.block = Some(self.block);
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    fn run_warp(&mut self, cx: &LaunchCtx, w: usize) -> Result<Stop, EmuError> {
+        let k = cx.k;
+        loop {
+            let Some(top) = self.warps[w].stack.last().copied() else { return Ok(Stop::Done) };
+            if top.mask == 0 || top.pc == top.rpc {
+                self.warps[w].stack.pop();
+                continue;
+            }
+            let pc = top.pc;
+            let Some(inst) = k.insts.get(pc as usize) else {
+                return Err(self.fault(
+                    cx,
+                    FaultKind::Trap,
+                    pc.saturating_sub(1),
+                    w,
+                    top.mask.trailing_zeros(),
+                    "execution ran past the last instruction",
+                ));
+            };
+            let active = top.mask;
+            let exec = match inst.guard {
+                None => active,
+                Some((g, neg)) => {
+                    let mut m = 0u32;
+                    let mut a = active;
+                    while a != 0 {
+                        let l = a.trailing_zeros();
+                        a &= a - 1;
+                        if (self.regs[self.ri(w, g, l)] & 1 == 1) != neg {
+                            m |= 1 << l;
+                        }
+                    }
+                    m
+                }
+            };
+            self.charge(cx, active.count_ones(), pc, w, active.trailing_zeros())?;
+            match inst.op {
+                Op::Bra { target, .. } => {
+                    let not = active & !exec;
+                    let st = &mut self.warps[w].stack;
+                    let topm = st.last_mut().expect("top");
+                    if exec == 0 {
+                        topm.pc = pc + 1;
+                    } else if not == 0 {
+                        topm.pc = target;
+                    } else {
+                        let r = k.reconverge[pc as usize];
+                        if r == NO_PC || r == topm.rpc {
+                            let rpc = topm.rpc;
+                            *topm = Frame { pc: pc + 1, mask: not, rpc };
+                            st.push(Frame { pc: target, mask: exec, rpc });
+                        } else {
+                            topm.pc = r;
+                            st.push(Frame { pc: pc + 1, mask: not, rpc: r });
+                            st.push(Frame { pc: target, mask: exec, rpc: r });
+                        }
+                    }
+                    continue;
+                }
+                Op::Exit => {
+                    let warp = &mut self.warps[w];
+                    warp.exited |= exec;
+                    for f in warp.stack.iter_mut() {
+                        f.mask &= !exec;
+                    }
+                    if let Some(t) = warp.stack.last_mut() {
+                        t.pc = pc + 1;
+                    }
+                    if warp.exited & warp.live == warp.live {
+                        return Ok(Stop::Done);
+                    }
+                    continue;
+                }
+                Op::Bar => {
+                    let warp = &self.warps[w];
+                    let need = warp.live & !warp.exited;
+                    if exec != need {
+                        let missing = need & !exec;
+                        let lane = missing.trailing_zeros();
+                        return Err(self.fault(
+                            cx,
+                            FaultKind::BarrierDivergence,
+                            pc,
+                            w,
+                            exec.trailing_zeros().min(31),
+                            format!(
+                                "`bar.sync` reached by lanes {} of warp {w} while lane {lane} (thread {:?}), which has not exited, does not execute it (a barrier must be reached by every non-exited thread of the block)",
+                                lanes_text(exec),
+                                self.tid(cx, w, lane)
+                            ),
+                        ));
+                    }
+                    self.warps[w].waiting = Some(pc);
+                    return Ok(Stop::Barrier);
+                }
+                Op::Trap => {
+                    if exec != 0 {
+                        return Err(self.fault(cx, FaultKind::Trap, pc, w, exec.trailing_zeros(), "`trap` executed"));
+                    }
+                }
+                _ => {
+                    if exec != 0 {
+                        self.exec(cx, inst, pc, w, exec)?;
+                    }
+                }
+            }
+            if let Some(t) = self.warps[w].stack.last_mut() {
+                t.pc = pc + 1;
+            }
+        }
+    }
+
+    /// Resolves an address for `lane`: the state space, bounds and alignment checks.
+    #[allow(clippy::too_many_arguments)]
+    fn access(
+        &self,
+        cx: &LaunchCtx,
+        space: Space,
+        addr: u64,
+        size: u32,
+        align: u32,
+        store: bool,
+        pc: u32,
+        w: usize,
+        lane: u32,
+    ) -> Result<Access, EmuError> {
+        let what = if store { "store" } else { "load" };
+        if addr % align as u64 != 0 {
+            return Err(self.fault(
+                cx,
+                FaultKind::Misaligned,
+                pc,
+                w,
+                lane,
+                format!(
+                    "misaligned {what} of {size} bytes at {} address 0x{addr:x} (needs {align}-byte alignment)",
+                    space.name()
+                ),
+            ));
+        }
+        let (space, a) = match space {
+            Space::Generic if (SHARED_WINDOW..SHARED_WINDOW + WINDOW_SIZE).contains(&addr) => {
+                (Space::Shared, addr - SHARED_WINDOW)
+            }
+            Space::Generic if (LOCAL_WINDOW..LOCAL_WINDOW + WINDOW_SIZE).contains(&addr) => {
+                (Space::Local, addr - LOCAL_WINDOW)
+            }
+            Space::Generic => (Space::Global, addr),
+            s => (s, addr),
+        };
+        let oob =
+            |m: String| Err(self.fault(cx, FaultKind::OutOfBounds, pc, w, lane, format!("out-of-bounds {what}: {m}")));
+        match space {
+            Space::Global => match cx.global.find(a) {
+                Some(r) if a + size as u64 <= r.start + r.len => {
+                    // SAFETY: inside the region, which stays valid for the launch.
+                    Ok(Access::Global(unsafe { r.ptr.add((a - r.start) as usize) }))
+                }
+                _ => oob(cx.global.describe_miss(a, size)),
+            },
+            Space::Shared => {
+                if a + size as u64 <= cx.shared_bytes as u64 {
+                    Ok(Access::Shared(a as usize))
+                } else {
+                    oob(format!(
+                        "shared offset {a} + {size} bytes is outside the block's {} bytes of shared memory ({} static, {} dynamic)",
+                        cx.shared_bytes, cx.k.static_shared, cx.cfg.dynamic_shared_bytes
+                    ))
+                }
+            }
+            Space::Local => {
+                let lb = cx.k.local_bytes as u64;
+                if a + size as u64 <= lb {
+                    let t = w as u64 * 32 + lane as u64;
+                    Ok(Access::Local((t * lb + a) as usize))
+                } else {
+                    oob(format!("local offset {a} + {size} bytes is outside the thread's {lb} bytes of local memory"))
+                }
+            }
+            Space::Param => {
+                if a + size as u64 <= cx.params.len() as u64 {
+                    if store {
+                        return oob("kernel parameters are read-only".into());
+                    }
+                    Ok(Access::Param(a as usize))
+                } else {
+                    oob(format!(
+                        "parameter offset {a} + {size} bytes is outside the {} bytes of parameters",
+                        cx.params.len()
+                    ))
+                }
+            }
+            Space::Const | Space::Generic => oob("unsupported state space".into()),
+        }
+    }
+
+    fn load(&self, cx: &LaunchCtx, acc: Access, size: u32) -> u64 {
+        match acc {
+            // SAFETY: in bounds and aligned to `size` (checked by `access`).
+            Access::Global(p) => unsafe {
+                match size {
+                    1 => (*(p as *const AtomicU8)).load(Relaxed) as u64,
+                    2 => (*(p as *const AtomicU16)).load(Relaxed) as u64,
+                    4 => (*(p as *const AtomicU32)).load(Relaxed) as u64,
+                    _ => (*(p as *const AtomicU64)).load(Relaxed),
+                }
+            },
+            Access::Shared(o) => read_le(bytes(&self.shared), o, size),
+            Access::Local(o) => read_le(bytes(&self.local), o, size),
+            Access::Param(o) => read_le(&cx.params, o, size),
+        }
+    }
+
+    fn store(&mut self, acc: Access, size: u32, v: u64) {
+        match acc {
+            // SAFETY: as in `load`.
+            Access::Global(p) => unsafe {
+                match size {
+                    1 => (*(p as *const AtomicU8)).store(v as u8, Relaxed),
+                    2 => (*(p as *const AtomicU16)).store(v as u16, Relaxed),
+                    4 => (*(p as *const AtomicU32)).store(v as u32, Relaxed),
+                    _ => (*(p as *const AtomicU64)).store(v, Relaxed),
+                }
+            },
+            Access::Shared(o) => write_le(bytes_mut(&mut self.shared), o, size, v),
+            Access::Local(o) => write_le(bytes_mut(&mut self.local), o, size, v),
+            Access::Param(_) => {}
+        }
+    }
+
+    /// Atomic read-modify-write: returns the old value.
+    fn rmw(&mut self, acc: Access, size: u32, f: impl Fn(u64) -> u64) -> u64 {
+        match acc {
+            // SAFETY: as in `load`.
+            Access::Global(p) => unsafe {
+                if size == 4 {
+                    let a = &*(p as *const AtomicU32);
+                    let mut old = a.load(Relaxed);
+                    loop {
+                        match a.compare_exchange_weak(old, f(old as u64) as u32, Relaxed, Relaxed) {
+                            Ok(o) => return o as u64,
+                            Err(o) => old = o,
+                        }
+                    }
+                } else if size == 8 {
+                    let a = &*(p as *const AtomicU64);
+                    let mut old = a.load(Relaxed);
+                    loop {
+                        match a.compare_exchange_weak(old, f(old), Relaxed, Relaxed) {
+                            Ok(o) => return o,
+                            Err(o) => old = o,
+                        }
+                    }
+                } else {
+                    let a = &*(p as *const AtomicU16);
+                    let mut old = a.load(Relaxed);
+                    loop {
+                        match a.compare_exchange_weak(old, f(old as u64) as u16, Relaxed, Relaxed) {
+                            Ok(o) => return o as u64,
+                            Err(o) => old = o,
+                        }
+                    }
+                }
+            },
+            Access::Shared(o) => {
+                let old = read_le(bytes(&self.shared), o, size);
+                write_le(bytes_mut(&mut self.shared), o, size, f(old));
+                old
+            }
+            Access::Local(o) => {
+                let old = read_le(bytes(&self.local), o, size);
+                write_le(bytes_mut(&mut self.local), o, size, f(old));
+                old
+            }
+            Access::Param(o) => read_le(&[], o, 0),
+        }
+    }
+
+    fn collective_check(
+        &self,
+        cx: &LaunchCtx,
+        inst: &Inst,
+        pc: u32,
+        w: usize,
+        exec: u32,
+        mask_src: Src,
+    ) -> Result<(), EmuError> {
+        let mut a = exec;
+        while a != 0 {
+            let l = a.trailing_zeros();
+            a &= a - 1;
+            let m = self.rd(cx, mask_src, w, l) as u32;
+            if m & (1 << l) == 0 {
+                return Err(self.fault(
+                    cx,
+                    FaultKind::CollectiveMask,
+                    pc,
+                    w,
+                    l,
+                    format!("lane {l} executes it with member mask 0x{m:08x}, which does not name the lane itself"),
+                ));
+            }
+            let missing = m & !exec;
+            if missing != 0 {
+                let ml = missing.trailing_zeros();
+                let why = if self.warps[w].live & (1 << ml) == 0 {
+                    "does not exist (the block's last warp is partial)"
+                } else if self.warps[w].exited & (1 << ml) != 0 {
+                    "has exited"
+                } else {
+                    "does not execute it with this lane (divergence)"
+                };
+                let _ = inst;
+                return Err(self.fault(
+                    cx,
+                    FaultKind::CollectiveMask,
+                    pc,
+                    w,
+                    l,
+                    format!(
+                        "lane {l}'s member mask 0x{m:08x} names lane {ml}, which {why}; executing lanes: {}",
+                        lanes_text(exec)
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn exec(&mut self, cx: &LaunchCtx, inst: &Inst, pc: u32, w: usize, exec: u32) -> Result<(), EmuError> {
+        let [s0, s1, s2, s3] = inst.src;
+        let d0 = inst.dst[0];
+        macro_rules! each {
+            (|$l:ident| $body:expr) => {{
+                let mut m = exec;
+                while m != 0 {
+                    let $l = m.trailing_zeros();
+                    m &= m - 1;
+                    $body
+                }
+            }};
+        }
+        macro_rules! map1 {
+            (|$a:ident| $e:expr) => {
+                each!(|l| {
+                    let $a = self.rd(cx, s0, w, l);
+                    let v = $e;
+                    self.wr(w, d0, l, v);
+                })
+            };
+        }
+        macro_rules! map2 {
+            (|$a:ident, $b:ident| $e:expr) => {
+                each!(|l| {
+                    let $a = self.rd(cx, s0, w, l);
+                    let $b = self.rd(cx, s1, w, l);
+                    let v = $e;
+                    self.wr(w, d0, l, v);
+                })
+            };
+        }
+        macro_rules! map3 {
+            (|$a:ident, $b:ident, $c:ident| $e:expr) => {
+                each!(|l| {
+                    let $a = self.rd(cx, s0, w, l);
+                    let $b = self.rd(cx, s1, w, l);
+                    let $c = self.rd(cx, s2, w, l);
+                    let v = $e;
+                    self.wr(w, d0, l, v);
+                })
+            };
+        }
+        let negs = inst.neg;
+        match inst.op {
+            Op::Mov { bits } => {
+                let m = mask(bits);
+                map1!(|a| a & m)
+            }
+            Op::Pack { n, part } => {
+                let m = mask(part);
+                each!(|l| {
+                    let mut v = 0u64;
+                    for i in 0..n as usize {
+                        v |= (self.rd(cx, inst.src[i], w, l) & m) << (part * i as u32);
+                    }
+                    self.wr(w, d0, l, v);
+                })
+            }
+            Op::Unpack { n, part } => {
+                let m = mask(part);
+                each!(|l| {
+                    let v = self.rd(cx, s0, w, l);
+                    for i in 0..n as usize {
+                        self.wr(w, inst.dst[i], l, (v >> (part * i as u32)) & m);
+                    }
+                })
+            }
+            Op::IBin { op, t } => {
+                if t.bits == 1 {
+                    let (na, nb) = ((negs & 1) as u64, ((negs >> 1) & 1) as u64);
+                    map2!(|a, b| int::ibin(op, t, (a & 1) ^ na, (b & 1) ^ nb))
+                } else {
+                    // Fast paths for the commonest 32/64-bit forms.
+                    match (op, t.bits) {
+                        (IBin::Add, 32) => map2!(|a, b| (a as u32).wrapping_add(b as u32) as u64),
+                        (IBin::Add, 64) => map2!(|a, b| a.wrapping_add(b)),
+                        (IBin::MulWide, 32) if !t.signed => map2!(|a, b| (a as u32 as u64) * (b as u32 as u64)),
+                        (IBin::MulLo, 32) => map2!(|a, b| (a as u32).wrapping_mul(b as u32) as u64),
+                        _ => map2!(|a, b| int::ibin(op, t, a, b)),
+                    }
+                }
+            }
+            Op::IUn { op, t } => {
+                let na = (negs & 1) as u64;
+                if t.bits == 1 {
+                    map1!(|a| int::iun(op, t, (a & 1) ^ na))
+                } else {
+                    map1!(|a| int::iun(op, t, a))
+                }
+            }
+            Op::Mad { mode, t, sat } => {
+                if mode == MadMode::Lo && t.bits == 32 {
+                    map3!(|a, b, c| (a as u32).wrapping_mul(b as u32).wrapping_add(c as u32) as u64)
+                } else {
+                    map3!(|a, b, c| int::mad(mode, t, sat, a, b, c))
+                }
+            }
+            Op::Bfe { t } => map3!(|a, b, c| int::bfe(t, a, b, c)),
+            Op::Bfi { t } => each!(|l| {
+                let v = int::bfi(
+                    t,
+                    self.rd(cx, s0, w, l),
+                    self.rd(cx, s1, w, l),
+                    self.rd(cx, s2, w, l),
+                    self.rd(cx, s3, w, l),
+                );
+                self.wr(w, d0, l, v);
+            }),
+            Op::Prmt => map3!(|a, b, c| int::prmt(a, b, c)),
+            Op::FBin { op, t, rnd, ftz, sat } => {
+                if t == FTy::F32 && rnd == Rnd::N && !ftz && !sat {
+                    match op {
+                        Arith::Add => map2!(|a, b| canon32(f32::from_bits(a as u32) + f32::from_bits(b as u32))),
+                        Arith::Mul => map2!(|a, b| canon32(f32::from_bits(a as u32) * f32::from_bits(b as u32))),
+                        Arith::Sub => map2!(|a, b| canon32(f32::from_bits(a as u32) - f32::from_bits(b as u32))),
+                        Arith::Div => map2!(|a, b| canon32(f32::from_bits(a as u32) / f32::from_bits(b as u32))),
+                    }
+                } else {
+                    map2!(|a, b| post(t, ftz, sat, float::arith(t, op, rnd, pre(t, ftz, a), pre(t, ftz, b))))
+                }
+            }
+            Op::Fma { t, rnd, ftz, sat } => {
+                map3!(|a, b, c| post(t, ftz, sat, float::fma(t, rnd, pre(t, ftz, a), pre(t, ftz, b), pre(t, ftz, c))))
+            }
+            Op::FMinMax { t, max, ftz } => {
+                map2!(|a, b| post(t, ftz, false, float::minmax(t, max, pre(t, ftz, a), pre(t, ftz, b))))
+            }
+            Op::FAbs { t, ftz } => map1!(|a| post(t, ftz, false, pre(t, ftz, a) & !t.sign_bit())),
+            Op::FNeg { t, ftz } => map1!(|a| post(t, ftz, false, pre(t, ftz, a) ^ t.sign_bit())),
+            Op::FSqrt { t, rnd, ftz } => map1!(|a| post(t, ftz, false, float::sqrt(t, rnd, pre(t, ftz, a)))),
+            Op::FRcp { t, rnd, ftz } => {
+                let one = t.from_f64(1.0, Rnd::N);
+                map1!(|a| post(t, ftz, false, float::arith(t, Arith::Div, rnd, one, pre(t, ftz, a))))
+            }
+            Op::FApprox { t, f, ftz } => map1!(|a| float::approx(t, f, ftz, a)),
+            Op::DivApprox { ftz } => map2!(|a, b| div_approx(ftz, a, b)),
+            Op::DivFull { ftz } => map2!(|a, b| {
+                let t = FTy::F32;
+                post(t, ftz, false, float::arith(t, Arith::Div, Rnd::N, pre(t, ftz, a), pre(t, ftz, b)))
+            }),
+            Op::Copysign { t } => map2!(|a, b| (b & !t.sign_bit()) | (a & t.sign_bit())),
+            Op::Testp { t, kind } => map1!(|a| {
+                let x = t.to_f64(a);
+                (match kind {
+                    TestpKind::Finite => x.is_finite(),
+                    TestpKind::Infinite => x.is_infinite(),
+                    TestpKind::Number => !x.is_nan(),
+                    TestpKind::NotANumber => x.is_nan(),
+                    TestpKind::Normal => x.is_finite() && (x == 0.0 || !t.is_subnormal(a)),
+                    TestpKind::Subnormal => t.is_subnormal(a),
+                }) as u64
+            }),
+            Op::Setp { cmp, bop } => {
+                let d1 = inst.dst[1];
+                let nc = ((negs >> 2) & 1) as u64;
+                each!(|l| {
+                    let a = self.rd(cx, s0, w, l);
+                    let b = self.rd(cx, s1, w, l);
+                    let r = match cmp {
+                        Cmp::Int(c, t) => int::icmp(c, t, a, b),
+                        Cmp::Float(c, t, ftz) => float::compare(c, t.to_f64(pre(t, ftz, a)), t.to_f64(pre(t, ftz, b))),
+                    };
+                    let c = (self.rd(cx, s2, w, l) & 1) ^ nc;
+                    let combine = |x: bool| -> u64 {
+                        let x = x as u64;
+                        match bop {
+                            None => x,
+                            Some(BoolOp::And) => x & c,
+                            Some(BoolOp::Or) => x | c,
+                            Some(BoolOp::Xor) => x ^ c,
+                        }
+                    };
+                    self.wr(w, d0, l, combine(r));
+                    if d1 != NO_REG {
+                        self.wr(w, d1, l, combine(!r));
+                    }
+                })
+            }
+            Op::Selp { bits } => {
+                let m = mask(bits);
+                let nc = ((negs >> 2) & 1) as u64;
+                map3!(|a, b, c| if (c & 1) ^ nc == 1 { a & m } else { b & m })
+            }
+            Op::Cvt { from, to, rnd, integral, ftz, sat } => map1!(|a| cvt(from, to, rnd, integral, ftz, sat, a)),
+            Op::Cvta { to_generic, space, .. } => {
+                let base = match space {
+                    Space::Shared => SHARED_WINDOW,
+                    Space::Local => LOCAL_WINDOW,
+                    _ => 0,
+                };
+                if to_generic {
+                    map1!(|a| a.wrapping_add(base))
+                } else {
+                    map1!(|a| a.wrapping_sub(base))
+                }
+            }
+            Op::Ld { space, size, signed, n } => {
+                let align = size * n;
+                each!(|l| {
+                    let base = inst.base.map_or(0, |r| self.regs[self.ri(w, r, l)]);
+                    let addr = base.wrapping_add(inst.offset as u64);
+                    for i in 0..n {
+                        let acc = self.access(
+                            cx,
+                            space,
+                            addr.wrapping_add((i * size) as u64),
+                            size,
+                            if i == 0 { align } else { size },
+                            false,
+                            pc,
+                            w,
+                            l,
+                        )?;
+                        let mut v = self.load(cx, acc, size);
+                        if signed {
+                            let sh = 64 - size * 8;
+                            v = (((v << sh) as i64) >> sh) as u64;
+                        }
+                        self.wr(w, inst.dst[i as usize], l, v);
+                    }
+                    if matches!(space, Space::Global | Space::Generic) {
+                        self.stats.global_bytes_read += (size * n) as u64;
+                    }
+                })
+            }
+            Op::St { space, size, n } => {
+                let align = size * n;
+                each!(|l| {
+                    let base = inst.base.map_or(0, |r| self.regs[self.ri(w, r, l)]);
+                    let addr = base.wrapping_add(inst.offset as u64);
+                    for i in 0..n {
+                        let acc = self.access(
+                            cx,
+                            space,
+                            addr.wrapping_add((i * size) as u64),
+                            size,
+                            if i == 0 { align } else { size },
+                            true,
+                            pc,
+                            w,
+                            l,
+                        )?;
+                        let v = self.rd(cx, inst.src[i as usize], w, l);
+                        self.store(acc, size, v);
+                    }
+                    if matches!(space, Space::Global | Space::Generic) {
+                        self.stats.global_bytes_written += (size * n) as u64;
+                    }
+                })
+            }
+            Op::Atom { space, op, t, .. } => {
+                let size = match t {
+                    AtomTy::Int(i) => i.bits / 8,
+                    AtomTy::Float(f) => f.bits() / 8,
+                };
+                each!(|l| {
+                    let base = inst.base.map_or(0, |r| self.regs[self.ri(w, r, l)]);
+                    let addr = base.wrapping_add(inst.offset as u64);
+                    let acc = self.access(cx, space, addr, size, size, true, pc, w, l)?;
+                    let b = self.rd(cx, s0, w, l);
+                    let c = self.rd(cx, s1, w, l);
+                    let old = self.rmw(acc, size, |old| atom_apply(op, t, old, b, c));
+                    self.wr(w, d0, l, old);
+                })
+            }
+            Op::Shfl { mode } => {
+                self.collective_check(cx, inst, pc, w, exec, s3)?;
+                let mut vals = [0u64; 32];
+                each!(|l| vals[l as usize] = self.rd(cx, s0, w, l));
+                let d1 = inst.dst[1];
+                each!(|l| {
+                    let b = self.rd(cx, s1, w, l) as u32 & 0x1f;
+                    let c = self.rd(cx, s2, w, l) as u32;
+                    let clamp = c & 0x1f;
+                    let seg = (c >> 8) & 0x1f;
+                    let max_lane = (l & seg) | (clamp & !seg);
+                    let min_lane = l & seg;
+                    let (j, p) = match mode {
+                        ShflMode::Up => {
+                            let j = l as i32 - b as i32;
+                            (j, j >= max_lane as i32)
+                        }
+                        ShflMode::Down => {
+                            let j = (l + b) as i32;
+                            (j, j <= max_lane as i32)
+                        }
+                        ShflMode::Bfly => {
+                            let j = (l ^ b) as i32;
+                            (j, j <= max_lane as i32)
+                        }
+                        ShflMode::Idx => {
+                            let j = (min_lane | (b & !seg)) as i32;
+                            (j, j <= max_lane as i32)
+                        }
+                    };
+                    let src = if p { j as u32 } else { l };
+                    if exec & (1 << src) == 0 {
+                        return Err(self.fault(
+                            cx,
+                            FaultKind::CollectiveMask,
+                            pc,
+                            w,
+                            l,
+                            format!("lane {l} reads lane {src}, which does not execute this `shfl.sync` (its value is undefined)"),
+                        ));
+                    }
+                    self.wr(w, d0, l, vals[src as usize] & 0xffff_ffff);
+                    if d1 != NO_REG {
+                        self.wr(w, d1, l, p as u64);
+                    }
+                })
+            }
+            Op::Vote { mode } => {
+                self.collective_check(cx, inst, pc, w, exec, s1)?;
+                let na = (negs & 1) as u64;
+                let mut ballot = 0u32;
+                each!(|l| {
+                    if (self.rd(cx, s0, w, l) & 1) ^ na == 1 {
+                        ballot |= 1 << l;
+                    }
+                });
+                each!(|l| {
+                    let m = self.rd(cx, s1, w, l) as u32;
+                    let bl = ballot & m;
+                    let v = match mode {
+                        VoteMode::Ballot => bl as u64,
+                        VoteMode::All => (bl == m) as u64,
+                        VoteMode::Any => (bl != 0) as u64,
+                        VoteMode::Uni => (bl == 0 || bl == m) as u64,
+                    };
+                    self.wr(w, d0, l, v);
+                })
+            }
+            Op::Activemask => each!(|l| self.wr(w, d0, l, exec as u64)),
+            Op::BarWarp => self.collective_check(cx, inst, pc, w, exec, s0)?,
+            Op::Nop => {}
+            Op::Bra { .. } | Op::Exit | Op::Trap | Op::Bar => unreachable!("handled by run_warp"),
+        }
+        Ok(())
+    }
+}
+
+fn lanes_text(m: u32) -> String {
+    let v: Vec<String> = (0..32).filter(|l| m & (1 << l) != 0).map(|l| l.to_string()).collect();
+    if v.len() > 8 {
+        format!("0x{m:08x}")
+    } else {
+        format!("{{{}}}", v.join(", "))
+    }
+}
+
+fn mask(bits: u32) -> u64 {
+    if bits >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << bits) - 1
+    }
+}
+
+fn bytes(v: &[u64]) -> &[u8] {
+    // SAFETY: a u64 slice viewed as bytes.
+    unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u8, v.len() * 8) }
+}
+
+fn bytes_mut(v: &mut [u64]) -> &mut [u8] {
+    // SAFETY: as above, unique.
+    unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr() as *mut u8, v.len() * 8) }
+}
+
+fn read_le(b: &[u8], o: usize, size: u32) -> u64 {
+    let mut v = 0u64;
+    for i in 0..size as usize {
+        v |= (*b.get(o + i).unwrap_or(&0) as u64) << (8 * i);
+    }
+    v
+}
+
+fn write_le(b: &mut [u8], o: usize, size: u32, v: u64) {
+    for i in 0..size as usize {
+        if let Some(x) = b.get_mut(o + i) {
+            *x = (v >> (8 * i)) as u8;
+        }
+    }
+}
+
+#[inline]
+fn canon32(x: f32) -> u64 {
+    if x.is_nan() {
+        0x7fff_ffff
+    } else {
+        x.to_bits() as u64
+    }
+}
+
+/// `.ftz` on an input (f32 only).
+#[inline]
+fn pre(t: FTy, ftz: bool, v: u64) -> u64 {
+    if ftz && t == FTy::F32 {
+        float::ftz32(v as u32) as u64
+    } else {
+        v
+    }
+}
+
+/// `.ftz` and `.sat` on a result.
+#[inline]
+fn post(t: FTy, ftz: bool, sat: bool, v: u64) -> u64 {
+    let v = if ftz && t == FTy::F32 { float::ftz32(v as u32) as u64 } else { v };
+    if sat {
+        float::sat(t, v)
+    } else {
+        v
+    }
+}
+
+/// `div.approx.f32`: a * (1/b) with both steps rounded to nearest; for |b| in (2^126, 2^128) the
+/// result is 0 (ISA: "for 2^126 < |b| < 2^128, div.approx.f32 returns zero").
+fn div_approx(ftz: bool, a: u64, b: u64) -> u64 {
+    let t = FTy::F32;
+    let (a, b) = (pre(t, ftz, a), pre(t, ftz, b));
+    let bf = f32::from_bits(b as u32).abs();
+    if bf.is_finite() && bf > 2f32.powi(126) {
+        let x = f32::from_bits(a as u32);
+        if x.is_finite() {
+            return 0;
+        }
+    }
+    let r = float::arith(t, Arith::Div, Rnd::N, t.from_f64(1.0, Rnd::N), b);
+    post(t, ftz, false, float::arith(t, Arith::Mul, Rnd::N, a, r))
+}
+
+/// `cvt` (ISA "cvt"): integer widening/narrowing, float ↔ float, int ↔ float.
+fn cvt(from: CvtTy, to: CvtTy, rnd: Option<Rnd>, integral: bool, ftz: bool, sat: bool, a: u64) -> u64 {
+    match (from, to) {
+        (CvtTy::Int(f), CvtTy::Int(t)) => {
+            let v = f.ext(a);
+            if sat {
+                let (lo, hi) = if t.signed {
+                    (-(1i128 << (t.bits - 1)), (1i128 << (t.bits - 1)) - 1)
+                } else {
+                    (0, (1i128 << t.bits) - 1)
+                };
+                (v.clamp(lo, hi) as u64) & t.mask()
+            } else {
+                (v as u64) & t.mask()
+            }
+        }
+        (CvtTy::Float(f), CvtTy::Float(t)) => {
+            let a = pre(f, ftz, a);
+            let v = if f == t {
+                if integral {
+                    float::round_integral(f, rnd.unwrap_or(Rnd::N), a)
+                } else if f.is_nan(a) {
+                    f.canonical_nan()
+                } else {
+                    a
+                }
+            } else if integral {
+                let r = float::round_integral(f, rnd.unwrap_or(Rnd::N), a);
+                float::convert(f, t, Rnd::N, r)
+            } else {
+                float::convert(f, t, rnd.unwrap_or(Rnd::N), a)
+            };
+            post(t, ftz, sat, v)
+        }
+        (CvtTy::Float(f), CvtTy::Int(t)) => {
+            let a = pre(f, ftz, a);
+            float::to_int(f, rnd.unwrap_or(Rnd::Z), a, t.bits, t.signed)
+        }
+        (CvtTy::Int(f), CvtTy::Float(t)) => {
+            let v = float::from_int(t, rnd.unwrap_or(Rnd::N), f.ext64(a), f.signed);
+            post(t, ftz, sat, v)
+        }
+    }
+}
+
+/// The new value of an atomic's memory (`old` is the current value, `b`/`c` the operands).
+fn atom_apply(op: AtomOp, t: AtomTy, old: u64, b: u64, c: u64) -> u64 {
+    match t {
+        AtomTy::Float(f) => match op {
+            AtomOp::Add => {
+                // atom.add.f32 flushes subnormal inputs and results and rounds to nearest.
+                if f == FTy::F32 {
+                    float::ftz32(float::arith(
+                        f,
+                        Arith::Add,
+                        Rnd::N,
+                        float::ftz32(old as u32) as u64,
+                        float::ftz32(b as u32) as u64,
+                    ) as u32) as u64
+                } else {
+                    float::arith(f, Arith::Add, Rnd::N, old, b)
+                }
+            }
+            AtomOp::Exch => b,
+            AtomOp::Cas => {
+                if old == b {
+                    c
+                } else {
+                    old
+                }
+            }
+            _ => old,
+        },
+        AtomTy::Int(t) => {
+            let m = t.mask();
+            match op {
+                AtomOp::Add => old.wrapping_add(b) & m,
+                AtomOp::Min => int::ibin(IBin::Min, t, old, b),
+                AtomOp::Max => int::ibin(IBin::Max, t, old, b),
+                AtomOp::Inc => {
+                    if (old & m) >= (b & m) {
+                        0
+                    } else {
+                        (old + 1) & m
+                    }
+                }
+                AtomOp::Dec => {
+                    if (old & m) == 0 || (old & m) > (b & m) {
+                        b & m
+                    } else {
+                        (old - 1) & m
+                    }
+                }
+                AtomOp::And => old & b & m,
+                AtomOp::Or => (old | b) & m,
+                AtomOp::Xor => (old ^ b) & m,
+                AtomOp::Exch => b & m,
+                AtomOp::Cas => {
+                    if old & m == b & m {
+                        c & m
+                    } else {
+                        old
+                    }
+                }
+            }
+        }
+    }
+}

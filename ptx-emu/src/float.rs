@@ -1,0 +1,596 @@
+//! Floating-point semantics of PTX instructions, for f16, bf16, f32 and f64 held as raw bits.
+//!
+//! Exact instructions (`add sub mul fma div sqrt rcp` with `.rn .rz .rm .rp`, `cvt`) return the
+//! IEEE 754 result of the exact operation rounded once in the written direction: round-to-nearest
+//! f32/f64 arithmetic uses the host's IEEE hardware, which is exactly that; directed roundings and
+//! every conversion go through `rustc_apfloat` (a port of LLVM's APFloat), so no result is ever
+//! rounded twice. f16/bf16 arithmetic (`.rn` only in PTX) is computed in f64 and rounded once to
+//! the 16-bit format: exact, because 53 >= 2p + 2 for p = 11 and 8.
+//!
+//! PTX rules applied here (ISA "Floating-Point Instructions"):
+//! - Results that are NaN are the canonical NaN (`0x7fffffff`, `0x7fffffffffffffff`, `0x7fff`);
+//!   `neg`/`abs` only touch the sign bit.
+//! - `.ftz` (f32 only) flushes subnormal inputs and results to zero of the same sign; `.sat` clamps
+//!   the result to [0.0, 1.0] with NaN giving +0.0.
+//! - `min`/`max`: a NaN operand is ignored; two NaNs give the canonical NaN; -0.0 orders below +0.0.
+//!
+//! Approximate instructions: the PTX ISA only bounds their error; the emulator computes the value
+//! below, which is within the bound, and differential comparisons use a tolerance that covers it.
+//!
+//! | instruction | the emulator computes | maximum error the PTX ISA allows |
+//! |---|---|---|
+//! | `ex2.approx.f32` | 2^x in f64, rounded to f32 | 2 ulp (full range) |
+//! | `lg2.approx.f32` | log2(x) in f64, rounded to f32 | 2^-22.6 absolute in [0.5, 2], else 2 ulp |
+//! | `rsqrt.approx.f32`/`.f64` | 1/sqrt(x) in f64, rounded | 2^-22.9 relative (f32) |
+//! | `sin/cos.approx.f32` | sin/cos in f64, rounded to f32 | 2^-20.5 absolute in [-100π, 100π] |
+//! | `tanh.approx.f32` | tanh in f64, rounded to f32 | 2^-10.987 relative |
+//! | `rcp.approx.f32`, `rcp.approx.ftz.f64` | 1/x rounded to nearest (f64: subnormals flushed) | 1 ulp |
+//! | `sqrt.approx.f32` | sqrt rounded to nearest | 2^-23 relative |
+//! | `div.approx.f32` | a * (1/b), each rounded to nearest; 0 for |b| in (2^126, 2^128) | 2 ulp for |b| in [2^-126, 2^126] |
+//! | `div.full.f32` | a / b rounded to nearest | 2 ulp |
+//!
+//! Special values follow the ISA tables (ex2(-inf) = +0, lg2(0) = -inf, lg2(x<0) = NaN,
+//! rsqrt(0) = +inf, sin(inf) = NaN, ...), which the f64 library functions also give.
+
+use rustc_apfloat::ieee::{BFloat, Double, Half, Single};
+use rustc_apfloat::{Float, FloatConvert, Round};
+
+/// A float format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FTy {
+    F16,
+    BF16,
+    F32,
+    F64,
+}
+
+/// A rounding direction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rnd {
+    /// To nearest, ties to even.
+    N,
+    /// Toward zero.
+    Z,
+    /// Toward minus infinity.
+    M,
+    /// Toward plus infinity.
+    P,
+}
+
+impl Rnd {
+    fn ap(self) -> Round {
+        match self {
+            Rnd::N => Round::NearestTiesToEven,
+            Rnd::Z => Round::TowardZero,
+            Rnd::M => Round::TowardNegative,
+            Rnd::P => Round::TowardPositive,
+        }
+    }
+}
+
+impl FTy {
+    pub fn canonical_nan(self) -> u64 {
+        match self {
+            FTy::F16 | FTy::BF16 => 0x7fff,
+            FTy::F32 => 0x7fff_ffff,
+            FTy::F64 => 0x7fff_ffff_ffff_ffff,
+        }
+    }
+
+    pub fn sign_bit(self) -> u64 {
+        match self {
+            FTy::F16 | FTy::BF16 => 0x8000,
+            FTy::F32 => 0x8000_0000,
+            FTy::F64 => 1 << 63,
+        }
+    }
+
+    pub fn bits(self) -> u32 {
+        match self {
+            FTy::F16 | FTy::BF16 => 16,
+            FTy::F32 => 32,
+            FTy::F64 => 64,
+        }
+    }
+
+    /// The value as an f64 (exact for every format).
+    pub fn to_f64(self, b: u64) -> f64 {
+        match self {
+            FTy::F16 => half::f16::from_bits(b as u16).to_f64(),
+            FTy::BF16 => half::bf16::from_bits(b as u16).to_f64(),
+            FTy::F32 => f32::from_bits(b as u32) as f64,
+            FTy::F64 => f64::from_bits(b),
+        }
+    }
+
+    pub fn is_nan(self, b: u64) -> bool {
+        self.to_f64(b).is_nan()
+    }
+
+    /// An f64 rounded to this format in direction `r`, canonical NaN for NaN.
+    pub fn from_f64(self, x: f64, r: Rnd) -> u64 {
+        if x.is_nan() {
+            return self.canonical_nan();
+        }
+        if self == FTy::F64 {
+            return x.to_bits();
+        }
+        if r == Rnd::N {
+            return match self {
+                FTy::F16 => half::f16::from_f64(x).to_bits() as u64,
+                FTy::BF16 => half::bf16::from_f64(x).to_bits() as u64,
+                _ => (x as f32).to_bits() as u64,
+            };
+        }
+        convert(FTy::F64, self, r, x.to_bits())
+    }
+
+    /// Whether `b` is subnormal.
+    pub fn is_subnormal(self, b: u64) -> bool {
+        let x = self.to_f64(b);
+        x != 0.0
+            && x.is_finite()
+            && !match self {
+                FTy::F16 => half::f16::from_bits(b as u16).is_normal(),
+                FTy::BF16 => half::bf16::from_bits(b as u16).is_normal(),
+                FTy::F32 => f32::from_bits(b as u32).is_normal(),
+                FTy::F64 => f64::from_bits(b).is_normal(),
+            }
+    }
+}
+
+/// `.ftz` on an input or result: a subnormal becomes a zero of the same sign.
+#[inline]
+pub fn ftz32(b: u32) -> u32 {
+    if b & 0x7f80_0000 == 0 {
+        b & 0x8000_0000
+    } else {
+        b
+    }
+}
+
+#[inline]
+pub fn ftz64(b: u64) -> u64 {
+    if b & 0x7ff0_0000_0000_0000 == 0 {
+        b & (1 << 63)
+    } else {
+        b
+    }
+}
+
+/// `.sat`: clamp to [0, 1], NaN → +0.
+pub fn sat(t: FTy, b: u64) -> u64 {
+    let x = t.to_f64(b);
+    if x.is_nan() || x <= 0.0 {
+        0
+    } else if x >= 1.0 {
+        t.from_f64(1.0, Rnd::N)
+    } else {
+        b
+    }
+}
+
+/// Two-operand exact arithmetic.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Arith {
+    Add,
+    Sub,
+    Mul,
+    Div,
+}
+
+macro_rules! ap_arith {
+    ($T:ty, $op:expr, $r:expr, $a:expr, $b:expr) => {{
+        let (a, b) = (<$T>::from_bits($a as u128), <$T>::from_bits($b as u128));
+        let v = match $op {
+            Arith::Add => a.add_r(b, $r).value,
+            Arith::Sub => a.sub_r(b, $r).value,
+            Arith::Mul => a.mul_r(b, $r).value,
+            Arith::Div => a.div_r(b, $r).value,
+        };
+        if v.is_nan() {
+            None
+        } else {
+            Some(v.to_bits() as u64)
+        }
+    }};
+}
+
+/// `op.rnd.T a, b` (no ftz/sat: callers apply them).
+pub fn arith(t: FTy, op: Arith, r: Rnd, a: u64, b: u64) -> u64 {
+    let out = match (t, r) {
+        (FTy::F32, Rnd::N) => {
+            let (x, y) = (f32::from_bits(a as u32), f32::from_bits(b as u32));
+            let v = match op {
+                Arith::Add => x + y,
+                Arith::Sub => x - y,
+                Arith::Mul => x * y,
+                Arith::Div => x / y,
+            };
+            (!v.is_nan()).then_some(v.to_bits() as u64)
+        }
+        (FTy::F64, Rnd::N) => {
+            let (x, y) = (f64::from_bits(a), f64::from_bits(b));
+            let v = match op {
+                Arith::Add => x + y,
+                Arith::Sub => x - y,
+                Arith::Mul => x * y,
+                Arith::Div => x / y,
+            };
+            (!v.is_nan()).then_some(v.to_bits())
+        }
+        (FTy::F32, r) => ap_arith!(Single, op, r.ap(), a, b),
+        (FTy::F64, r) => ap_arith!(Double, op, r.ap(), a, b),
+        (FTy::F16, r) => ap_arith!(Half, op, r.ap(), a, b),
+        (FTy::BF16, r) => ap_arith!(BFloat, op, r.ap(), a, b),
+    };
+    out.unwrap_or(t.canonical_nan())
+}
+
+/// `fma.rnd.T a, b, c`: a*b+c rounded once.
+pub fn fma(t: FTy, r: Rnd, a: u64, b: u64, c: u64) -> u64 {
+    macro_rules! ap {
+        ($T:ty) => {{
+            let v = <$T>::from_bits(a as u128)
+                .mul_add_r(<$T>::from_bits(b as u128), <$T>::from_bits(c as u128), r.ap())
+                .value;
+            if v.is_nan() {
+                None
+            } else {
+                Some(v.to_bits() as u64)
+            }
+        }};
+    }
+    let out = match (t, r) {
+        (FTy::F32, Rnd::N) => {
+            let v = f32::from_bits(a as u32).mul_add(f32::from_bits(b as u32), f32::from_bits(c as u32));
+            (!v.is_nan()).then_some(v.to_bits() as u64)
+        }
+        (FTy::F64, Rnd::N) => {
+            let v = f64::from_bits(a).mul_add(f64::from_bits(b), f64::from_bits(c));
+            (!v.is_nan()).then_some(v.to_bits())
+        }
+        (FTy::F32, _) => ap!(Single),
+        (FTy::F64, _) => ap!(Double),
+        (FTy::F16, _) => ap!(Half),
+        (FTy::BF16, _) => ap!(BFloat),
+    };
+    out.unwrap_or(t.canonical_nan())
+}
+
+/// `sqrt.rnd.T a` for f32/f64: correctly rounded in every direction. The f64 square root rounded
+/// to nearest is `s`; the exact root lies on the side of `s` given by the sign of `a - s*s`
+/// (computed exactly with one fused multiply-add), which decides the directed results.
+pub fn sqrt(t: FTy, r: Rnd, a: u64) -> u64 {
+    let x = t.to_f64(a);
+    if x.is_nan() || x < 0.0 {
+        return t.canonical_nan();
+    }
+    if x == 0.0 || x.is_infinite() {
+        return a;
+    }
+    match t {
+        FTy::F64 => {
+            let s = x.sqrt();
+            let rem = (-s).mul_add(s, x);
+            let up = || f64::from_bits(s.to_bits() + 1);
+            let down = || f64::from_bits(s.to_bits() - 1);
+            let v = match r {
+                Rnd::N => s,
+                Rnd::P if rem > 0.0 => up(),
+                Rnd::M | Rnd::Z if rem < 0.0 => down(),
+                _ => s,
+            };
+            v.to_bits()
+        }
+        _ => {
+            // f32 (and the 16-bit formats): the f64 root has 53 bits; if it is not representable
+            // in the target format, it lies strictly between the same two neighbours as the exact
+            // root, so rounding it in direction r is exact. If it is representable, s*s is exact in
+            // f64 and compares with x directly.
+            let s = x.sqrt();
+            let near = t.from_f64(s, Rnd::N);
+            if t.to_f64(near) != s {
+                return t.from_f64(s, r);
+            }
+            let sq = s * s;
+            let exact_above = x > sq;
+            let exact_below = x < sq;
+            let v = match r {
+                Rnd::P if exact_above => next_toward(t, near, true),
+                Rnd::M | Rnd::Z if exact_below => next_toward(t, near, false),
+                _ => near,
+            };
+            v
+        }
+    }
+}
+
+/// The next representable positive-finite neighbour of a positive value `b`, up or down.
+fn next_toward(t: FTy, b: u64, up: bool) -> u64 {
+    let _ = t;
+    if up {
+        b + 1
+    } else {
+        b - 1
+    }
+}
+
+/// Conversion between float formats with rounding (NaN → canonical NaN).
+pub fn convert(from: FTy, to: FTy, r: Rnd, b: u64) -> u64 {
+    if from.is_nan(b) {
+        return to.canonical_nan();
+    }
+    macro_rules! conv {
+        ($F:ty) => {{
+            let x = <$F>::from_bits(b as u128);
+            let mut lost = false;
+            match to {
+                FTy::F16 => FloatConvert::<Half>::convert_r(x, r.ap(), &mut lost).value.to_bits() as u64,
+                FTy::BF16 => FloatConvert::<BFloat>::convert_r(x, r.ap(), &mut lost).value.to_bits() as u64,
+                FTy::F32 => FloatConvert::<Single>::convert_r(x, r.ap(), &mut lost).value.to_bits() as u64,
+                FTy::F64 => FloatConvert::<Double>::convert_r(x, r.ap(), &mut lost).value.to_bits() as u64,
+            }
+        }};
+    }
+    match from {
+        FTy::F16 => conv!(Half),
+        FTy::BF16 => conv!(BFloat),
+        FTy::F32 => conv!(Single),
+        FTy::F64 => conv!(Double),
+    }
+}
+
+/// A float rounded to an integral value of the same format (`cvt.rni.f32.f32` ...); a zero result
+/// keeps the operand's sign.
+pub fn round_integral(t: FTy, r: Rnd, b: u64) -> u64 {
+    if t.is_nan(b) {
+        return t.canonical_nan();
+    }
+    macro_rules! ri {
+        ($F:ty) => {
+            <$F>::from_bits(b as u128).round_to_integral(r.ap()).value.to_bits() as u64
+        };
+    }
+    match t {
+        FTy::F16 => ri!(Half),
+        FTy::BF16 => ri!(BFloat),
+        FTy::F32 => ri!(Single),
+        FTy::F64 => ri!(Double),
+    }
+}
+
+/// Float → integer (`cvt.rzi.s32.f32` ...): rounded to an integral value in direction r, then
+/// clamped to the destination range (PTX saturates float-to-integer conversions always); NaN → 0.
+pub fn to_int(t: FTy, r: Rnd, b: u64, bits: u32, signed: bool) -> u64 {
+    if t.is_nan(b) {
+        return 0;
+    }
+    let mut exact = false;
+    macro_rules! ti {
+        ($F:ty) => {{
+            let x = <$F>::from_bits(b as u128);
+            if signed {
+                x.to_i128_r(bits as usize, r.ap(), &mut exact).value as i128 as u128
+            } else {
+                x.to_u128_r(bits as usize, r.ap(), &mut exact).value
+            }
+        }};
+    }
+    let v = match t {
+        FTy::F16 => ti!(Half),
+        FTy::BF16 => ti!(BFloat),
+        FTy::F32 => ti!(Single),
+        FTy::F64 => ti!(Double),
+    };
+    let mask = if bits == 64 { u64::MAX } else { (1u64 << bits) - 1 };
+    (v as u64) & mask
+}
+
+/// Integer → float with rounding. `v` holds the integer's bits, sign-extended if `signed`.
+pub fn from_int(t: FTy, r: Rnd, v: u64, signed: bool) -> u64 {
+    macro_rules! fi {
+        ($F:ty) => {{
+            if signed {
+                <$F>::from_i128_r(v as i64 as i128, r.ap()).value.to_bits() as u64
+            } else {
+                <$F>::from_u128_r(v as u128, r.ap()).value.to_bits() as u64
+            }
+        }};
+    }
+    match t {
+        FTy::F16 => fi!(Half),
+        FTy::BF16 => fi!(BFloat),
+        FTy::F32 => fi!(Single),
+        FTy::F64 => fi!(Double),
+    }
+}
+
+/// `min`/`max` (without `.NaN`).
+pub fn minmax(t: FTy, max: bool, a: u64, b: u64) -> u64 {
+    let (x, y) = (t.to_f64(a), t.to_f64(b));
+    match (x.is_nan(), y.is_nan()) {
+        (true, true) => return t.canonical_nan(),
+        (true, false) => return b,
+        (false, true) => return a,
+        _ => {}
+    }
+    if x == y {
+        // Equal values: only zeros of different signs differ; -0 < +0.
+        let a_neg = a & t.sign_bit() != 0;
+        return if a_neg == max { b } else { a };
+    }
+    if (x < y) != max {
+        a
+    } else {
+        b
+    }
+}
+
+/// Comparison operators of `setp`/`set` on floats: ordered ones are false on NaN, `u` ones true.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FCmp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Equ,
+    Neu,
+    Ltu,
+    Leu,
+    Gtu,
+    Geu,
+    Num,
+    Nan,
+}
+
+pub fn compare(c: FCmp, x: f64, y: f64) -> bool {
+    let un = x.is_nan() || y.is_nan();
+    match c {
+        FCmp::Eq => !un && x == y,
+        FCmp::Ne => !un && x != y,
+        FCmp::Lt => !un && x < y,
+        FCmp::Le => !un && x <= y,
+        FCmp::Gt => !un && x > y,
+        FCmp::Ge => !un && x >= y,
+        FCmp::Equ => un || x == y,
+        FCmp::Neu => un || x != y,
+        FCmp::Ltu => un || x < y,
+        FCmp::Leu => un || x <= y,
+        FCmp::Gtu => un || x > y,
+        FCmp::Geu => un || x >= y,
+        FCmp::Num => !un,
+        FCmp::Nan => un,
+    }
+}
+
+/// Approximate unary functions (see the module table).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Approx {
+    Ex2,
+    Lg2,
+    Rsqrt,
+    Sin,
+    Cos,
+    Tanh,
+    Rcp,
+    Sqrt,
+}
+
+pub fn approx(t: FTy, f: Approx, ftz: bool, a: u64) -> u64 {
+    let mut x = t.to_f64(a);
+    if ftz && t.is_subnormal(a) {
+        x = if x < 0.0 { -0.0 } else { 0.0 };
+    }
+    let v = match f {
+        Approx::Ex2 => x.exp2(),
+        Approx::Lg2 => {
+            if x == 0.0 {
+                f64::NEG_INFINITY
+            } else {
+                x.log2()
+            }
+        }
+        Approx::Rsqrt => {
+            if x == 0.0 {
+                if x.is_sign_negative() {
+                    f64::NEG_INFINITY
+                } else {
+                    f64::INFINITY
+                }
+            } else {
+                1.0 / x.sqrt()
+            }
+        }
+        Approx::Sin => x.sin(),
+        Approx::Cos => x.cos(),
+        Approx::Tanh => x.tanh(),
+        Approx::Rcp => {
+            let v = match t {
+                FTy::F64 => {
+                    let v = ftz64((1.0 / x).to_bits());
+                    if f64::from_bits(v).is_nan() {
+                        t.canonical_nan()
+                    } else {
+                        v
+                    }
+                }
+                _ => arith(t, Arith::Div, Rnd::N, t.from_f64(1.0, Rnd::N), t.from_f64(x, Rnd::N)),
+            };
+            return if ftz && t == FTy::F32 { ftz32(v as u32) as u64 } else { v };
+        }
+        Approx::Sqrt => return sqrt(t, Rnd::N, t.from_f64(x, Rnd::N)),
+    };
+    let r = t.from_f64(v, Rnd::N);
+    if ftz && t == FTy::F32 {
+        ftz32(r as u32) as u64
+    } else {
+        r
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn f(x: f32) -> u64 {
+        x.to_bits() as u64
+    }
+
+    #[test]
+    fn directed_rounding_of_addition() {
+        // 1 + 2^-30 is not representable in f32: rz/rm give 1, rp gives the next float up.
+        let tiny = f(2f32.powi(-30));
+        assert_eq!(arith(FTy::F32, Arith::Add, Rnd::Z, f(1.0), tiny), f(1.0));
+        assert_eq!(arith(FTy::F32, Arith::Add, Rnd::P, f(1.0), tiny), f(1.0) + 1);
+        assert_eq!(arith(FTy::F32, Arith::Add, Rnd::M, f(-1.0), tiny), f(-1.0));
+        assert_eq!(arith(FTy::F32, Arith::Add, Rnd::N, f(1.0), tiny), f(1.0));
+        // Exact zero sums: +0 except toward minus infinity.
+        assert_eq!(arith(FTy::F32, Arith::Add, Rnd::N, f(1.0), f(-1.0)), 0);
+        assert_eq!(arith(FTy::F32, Arith::Add, Rnd::M, f(1.0), f(-1.0)), f(-0.0));
+        // Overflow toward zero gives the largest finite value.
+        assert_eq!(arith(FTy::F32, Arith::Mul, Rnd::Z, f(f32::MAX), f(2.0)), f(f32::MAX));
+        assert_eq!(arith(FTy::F32, Arith::Div, Rnd::N, f(0.0), f(0.0)), 0x7fff_ffff);
+    }
+
+    #[test]
+    fn square_roots_round_in_every_direction() {
+        let two = f(2.0);
+        let n = sqrt(FTy::F32, Rnd::N, two);
+        assert_eq!(n, f(2f32.sqrt()));
+        let (z, p) = (sqrt(FTy::F32, Rnd::Z, two), sqrt(FTy::F32, Rnd::P, two));
+        assert_eq!(p, z + 1);
+        assert!((f32::from_bits(z as u32) as f64) < 2f64.sqrt() && (f32::from_bits(p as u32) as f64) > 2f64.sqrt());
+        assert_eq!(sqrt(FTy::F32, Rnd::Z, f(4.0)), f(2.0));
+        assert_eq!(sqrt(FTy::F32, Rnd::N, f(-1.0)), 0x7fff_ffff);
+        let (z, p) = (sqrt(FTy::F64, Rnd::Z, 2f64.to_bits()), sqrt(FTy::F64, Rnd::P, 2f64.to_bits()));
+        assert_eq!(p, z + 1);
+        assert!(z == 2f64.sqrt().to_bits() || p == 2f64.sqrt().to_bits());
+        assert_eq!(sqrt(FTy::F64, Rnd::M, 4f64.to_bits()), 2f64.to_bits());
+    }
+
+    #[test]
+    fn conversions_saturate_and_round() {
+        assert_eq!(to_int(FTy::F32, Rnd::Z, f(-1.5), 32, true), (-1i32) as u32 as u64);
+        assert_eq!(to_int(FTy::F32, Rnd::N, f(2.5), 32, true), 2);
+        assert_eq!(to_int(FTy::F32, Rnd::Z, f(1e20), 32, true), i32::MAX as u64);
+        assert_eq!(to_int(FTy::F32, Rnd::Z, f(-5.0), 32, false), 0);
+        assert_eq!(to_int(FTy::F32, Rnd::Z, f(f32::NAN), 32, true), 0);
+        assert_eq!(from_int(FTy::F32, Rnd::Z, 0xffff_ffff, false), f(4294967040.0));
+        assert_eq!(convert(FTy::F32, FTy::F16, Rnd::N, f(1.0)), 0x3c00);
+        assert_eq!(convert(FTy::F32, FTy::BF16, Rnd::Z, f(1.0 + 2f32.powi(-9))), 0x3f80);
+        assert_eq!(round_integral(FTy::F32, Rnd::Z, f(-0.3)), f(-0.0));
+    }
+
+    #[test]
+    fn min_max_order_signed_zeros_and_skip_nan() {
+        let (pz, nz, nan) = (f(0.0), f(-0.0), f(f32::NAN));
+        assert_eq!(minmax(FTy::F32, false, pz, nz), nz);
+        assert_eq!(minmax(FTy::F32, false, nz, pz), nz);
+        assert_eq!(minmax(FTy::F32, true, nz, pz), pz);
+        assert_eq!(minmax(FTy::F32, true, nan, f(3.0)), f(3.0));
+        assert_eq!(minmax(FTy::F32, true, nan, nan), 0x7fff_ffff);
+    }
+}

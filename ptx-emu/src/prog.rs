@@ -1,0 +1,420 @@
+//! The decoded form of a PTX entry that the executor runs: instructions with resolved registers,
+//! immediates already in their operand's bit pattern, labels turned into instruction indices,
+//! symbols turned into offsets in their state space, and the reconvergence point of every branch.
+
+use crate::float::{Approx, Arith, FCmp, FTy, Rnd};
+use crate::Entry;
+
+pub type RegId = u32;
+/// "No register" (a `_` sink, or an absent second destination).
+pub const NO_REG: RegId = u32::MAX;
+/// Reconvergence point of a branch after which some paths never meet again (they exit).
+pub const NO_PC: u32 = u32::MAX;
+
+/// A special register (`%tid.x` ...).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sreg {
+    Tid(u8),
+    Ntid(u8),
+    Ctaid(u8),
+    Nctaid(u8),
+    Laneid,
+    Warpid,
+    Nwarpid,
+    LanemaskEq,
+    LanemaskLt,
+    LanemaskLe,
+    LanemaskGt,
+    LanemaskGe,
+    Clock,
+    Clock64,
+    Smid,
+    Nsmid,
+    Gridid,
+    DynamicSmemSize,
+    TotalSmemSize,
+}
+
+/// An instruction source.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Src {
+    Reg(RegId),
+    Imm(u64),
+    Sreg(Sreg),
+    /// A generic address of a shared/local symbol needs the thread; only `mov`/`cvta` of a
+    /// symbol produce state-space addresses, which are immediates.
+    None,
+}
+
+/// A state space.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Space {
+    Global,
+    Shared,
+    Local,
+    Param,
+    Const,
+    Generic,
+}
+
+impl Space {
+    pub fn name(self) -> &'static str {
+        match self {
+            Space::Global => "global",
+            Space::Shared => "shared",
+            Space::Local => "local",
+            Space::Param => "param",
+            Space::Const => "const",
+            Space::Generic => "generic",
+        }
+    }
+}
+
+/// An integer type of an instruction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ITy {
+    pub bits: u32,
+    pub signed: bool,
+}
+
+impl ITy {
+    pub fn mask(self) -> u64 {
+        if self.bits >= 64 {
+            u64::MAX
+        } else {
+            (1u64 << self.bits) - 1
+        }
+    }
+
+    /// The operand's value as i128/u128-safe i128: sign- or zero-extended from `bits`.
+    #[inline]
+    pub fn ext(self, v: u64) -> i128 {
+        if self.signed {
+            let sh = 64 - self.bits;
+            (((v << sh) as i64) >> sh) as i128
+        } else {
+            (v & self.mask()) as i128
+        }
+    }
+
+    /// The value sign- or zero-extended to 64 bits.
+    #[inline]
+    pub fn ext64(self, v: u64) -> u64 {
+        self.ext(v) as u64
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IBin {
+    Add,
+    AddSat,
+    Sub,
+    SubSat,
+    MulLo,
+    MulHi,
+    MulWide,
+    Mul24Lo,
+    Mul24Hi,
+    Div,
+    Rem,
+    Min,
+    Max,
+    And,
+    Or,
+    Xor,
+    Shl,
+    Shr,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IUn {
+    Abs,
+    Neg,
+    Not,
+    Cnot,
+    Popc,
+    Clz,
+    Brev,
+    Bfind,
+    BfindShift,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MadMode {
+    Lo,
+    Hi,
+    Wide,
+    Lo24,
+    Hi24,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ICmp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cmp {
+    Int(ICmp, ITy),
+    Float(FCmp, FTy, bool),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BoolOp {
+    And,
+    Or,
+    Xor,
+}
+
+/// A value type of `cvt`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CvtTy {
+    Int(ITy),
+    Float(FTy),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AtomOp {
+    Add,
+    Min,
+    Max,
+    Inc,
+    Dec,
+    And,
+    Or,
+    Xor,
+    Exch,
+    Cas,
+}
+
+/// The element type of an atomic.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AtomTy {
+    Int(ITy),
+    Float(FTy),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ShflMode {
+    Up,
+    Down,
+    Bfly,
+    Idx,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VoteMode {
+    All,
+    Any,
+    Uni,
+    Ballot,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TestpKind {
+    Finite,
+    Infinite,
+    Number,
+    NotANumber,
+    Normal,
+    Subnormal,
+}
+
+/// A decoded instruction's operation.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Op {
+    /// `d = s0` on `bits` bits.
+    Mov {
+        bits: u32,
+    },
+    /// `mov.bN d, {s0, .., s(n-1)}`: parts of `part` bits, s0 lowest.
+    Pack {
+        n: u32,
+        part: u32,
+    },
+    /// `mov.bN {d0, ..}, s0`.
+    Unpack {
+        n: u32,
+        part: u32,
+    },
+    IBin {
+        op: IBin,
+        t: ITy,
+    },
+    IUn {
+        op: IUn,
+        t: ITy,
+    },
+    Mad {
+        mode: MadMode,
+        t: ITy,
+        sat: bool,
+    },
+    Bfe {
+        t: ITy,
+    },
+    Bfi {
+        t: ITy,
+    },
+    Prmt,
+    FBin {
+        op: Arith,
+        t: FTy,
+        rnd: Rnd,
+        ftz: bool,
+        sat: bool,
+    },
+    Fma {
+        t: FTy,
+        rnd: Rnd,
+        ftz: bool,
+        sat: bool,
+    },
+    FMinMax {
+        t: FTy,
+        max: bool,
+        ftz: bool,
+    },
+    FAbs {
+        t: FTy,
+        ftz: bool,
+    },
+    FNeg {
+        t: FTy,
+        ftz: bool,
+    },
+    FSqrt {
+        t: FTy,
+        rnd: Rnd,
+        ftz: bool,
+    },
+    FRcp {
+        t: FTy,
+        rnd: Rnd,
+        ftz: bool,
+    },
+    FApprox {
+        t: FTy,
+        f: Approx,
+        ftz: bool,
+    },
+    DivApprox {
+        ftz: bool,
+    },
+    DivFull {
+        ftz: bool,
+    },
+    Copysign {
+        t: FTy,
+    },
+    Testp {
+        t: FTy,
+        kind: TestpKind,
+    },
+    /// `setp`: d0 = cmp(s0, s1) [bop s2], d1 (optional) = !cmp(..) [bop s2].
+    Setp {
+        cmp: Cmp,
+        bop: Option<BoolOp>,
+    },
+    /// `selp.T d, a, b, c`: c ? a : b.
+    Selp {
+        bits: u32,
+    },
+    Cvt {
+        from: CvtTy,
+        to: CvtTy,
+        rnd: Option<Rnd>,
+        integral: bool,
+        ftz: bool,
+        sat: bool,
+    },
+    Cvta {
+        to_generic: bool,
+        space: Space,
+        bits: u32,
+    },
+    Ld {
+        space: Space,
+        size: u32,
+        signed: bool,
+        n: u32,
+    },
+    St {
+        space: Space,
+        size: u32,
+        n: u32,
+    },
+    Atom {
+        space: Space,
+        op: AtomOp,
+        t: AtomTy,
+        ret: bool,
+    },
+    Shfl {
+        mode: ShflMode,
+    },
+    Vote {
+        mode: VoteMode,
+    },
+    Activemask,
+    Bar,
+    BarWarp,
+    Nop,
+    Bra {
+        target: u32,
+        uni: bool,
+    },
+    Exit,
+    Trap,
+}
+
+/// One decoded instruction.
+#[derive(Clone, Debug)]
+pub struct Inst {
+    pub op: Op,
+    /// Guard predicate register and whether it is negated (`@!%p`).
+    pub guard: Option<(RegId, bool)>,
+    pub dst: [RegId; 4],
+    pub src: [Src; 4],
+    /// Bit i set: source i is a negated predicate (`!%p`).
+    pub neg: u8,
+    /// Address of a memory instruction: base register (or none) plus byte offset.
+    pub base: Option<RegId>,
+    pub offset: i64,
+    /// 1-based PTX line.
+    pub line: u32,
+}
+
+/// A decoded entry.
+#[derive(Clone, Debug)]
+pub struct Kernel {
+    pub info: Entry,
+    pub insts: Vec<Inst>,
+    /// The instruction text as written, for fault messages (one per instruction).
+    pub texts: Vec<String>,
+    pub nregs: u32,
+    /// Bytes of static shared memory (module- and entry-level).
+    pub static_shared: u32,
+    /// Offset of the `.extern .shared` array (the static size rounded up to its alignment).
+    pub dynamic_shared_offset: u32,
+    /// Bytes of `.local` memory per thread.
+    pub local_bytes: u32,
+    /// Bytes of the parameter space.
+    pub param_bytes: u32,
+    /// Reconvergence instruction of every instruction that is a conditional branch
+    /// (`NO_PC` where the paths only meet at exit); indexed like `insts`.
+    pub reconverge: Vec<u32>,
+    /// Whether the kernel has an atomic on global (or generic) memory: blocks then run in order.
+    pub global_atomics: bool,
+}
+
+/// Everything a module holds.
+#[derive(Clone, Debug, Default)]
+pub struct Program {
+    pub kernels: Vec<Kernel>,
+}
