@@ -859,14 +859,18 @@ impl KernelEmitter<'_> {
             if to == from && r.is_none() && !sat {
                 return self.ins(format_args!("mov.b16 {d}, {x}"));
             }
-            if to == S::F32 && !sat && !r.is_some_and(|r| r.is_integral()) {
+            // A bf16 subnormal widens to an f32 subnormal, which `.ftz` flushes (below).
+            let flush = ftz && from == S::BF16;
+            if to == S::F32 && !sat && !flush && !r.is_some_and(|r| r.is_integral()) {
                 return self.ins(format_args!("cvt.f32.{} {d}, {x}", fty(from)));
             }
             x = self.to_f32(x, from);
             xt = S::F32;
         }
         let integral = r.filter(|r| r.is_integral());
-        let flush_in = ftz && from == S::F32;
+        // `.ftz` flushes f32 operands, and the f32 result of widening a bf16 (f16 values widen to
+        // normal f32 values).
+        let flush_in = ftz && (from == S::F32 || (from == S::BF16 && to == S::F32));
         if integral.is_some() || sat || flush_in {
             let t = self.fresh(RegClass::of_scalar(xt));
             let ir = integral.map(irnd).unwrap_or("");

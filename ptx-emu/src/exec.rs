@@ -121,6 +121,8 @@ pub struct Worker {
     nregs: usize,
     block: [u32; 3],
     fuel_local: u64,
+    /// The global buffer of the last access (most accesses of an instruction hit the same one).
+    last_region: std::cell::Cell<usize>,
     pub stats: Stats,
 }
 
@@ -154,6 +156,7 @@ impl Worker {
             nregs,
             block: [0; 3],
             fuel_local: 0,
+            last_region: std::cell::Cell::new(0),
             stats: Stats::default(),
         })
     }
@@ -169,7 +172,7 @@ impl Worker {
         [t % bx, (t / bx) % by, t / (bx * by)]
     }
 
-    #[inline]
+    #[inline(never)]
     fn sreg(&self, cx: &LaunchCtx, s: Sreg, w: usize, lane: u32) -> u64 {
         let d = |i: u8| i as usize;
         (match s {
@@ -193,13 +196,49 @@ impl Worker {
         }) as u64
     }
 
-    #[inline]
+    #[inline(always)]
     fn rd(&self, cx: &LaunchCtx, s: Src, w: usize, lane: u32) -> u64 {
         match s {
             Src::Reg(r) => self.regs[self.ri(w, r, lane)],
             Src::Imm(v) => v,
             Src::Sreg(sr) => self.sreg(cx, sr, w, lane),
             Src::None => 0,
+        }
+    }
+
+    /// A source for the whole warp, one value per lane.
+    #[inline(always)]
+    fn fetch(&self, cx: &LaunchCtx, s: Src, w: usize) -> [u64; 32] {
+        match s {
+            Src::Reg(r) => {
+                let i = self.ri(w, r, 0);
+                let mut out = [0u64; 32];
+                out.copy_from_slice(&self.regs[i..i + 32]);
+                out
+            }
+            Src::Imm(v) => [v; 32],
+            Src::Sreg(sr) => std::array::from_fn(|l| self.sreg(cx, sr, w, l as u32)),
+            Src::None => [0; 32],
+        }
+    }
+
+    /// Writes the executing lanes of a whole-warp result.
+    #[inline(always)]
+    fn put(&mut self, w: usize, d: RegId, exec: u32, v: &[u64; 32]) {
+        if d == NO_REG {
+            return;
+        }
+        let i = self.ri(w, d, 0);
+        let row = &mut self.regs[i..i + 32];
+        if exec == u32::MAX {
+            row.copy_from_slice(v);
+        } else {
+            let mut m = exec;
+            while m != 0 {
+                let l = m.trailing_zeros() as usize;
+                m &= m - 1;
+                row[l] = v[l];
+            }
         }
     }
 
@@ -444,9 +483,62 @@ impl Worker {
         }
     }
 
+    /// The common case of [`Worker::access`] without building any message: an aligned access
+    /// inside the last global buffer hit, or inside shared memory. `None`: take the full path.
+    #[inline(always)]
+    fn access_fast(&self, cx: &LaunchCtx, space: Space, addr: u64, size: u32, align: u32) -> Option<Access> {
+        if addr & (align as u64 - 1) != 0 {
+            return None;
+        }
+        match space {
+            Space::Global | Space::Generic if addr < SHARED_WINDOW => {
+                let r = cx.global.regions.get(self.last_region.get())?;
+                let off = addr.wrapping_sub(r.start);
+                if off < r.len && off + size as u64 <= r.len {
+                    // SAFETY: inside the region, which stays valid for the launch.
+                    return Some(Access::Global(unsafe { r.ptr.add(off as usize) }));
+                }
+                let i = cx.global.regions.partition_point(|r| r.start <= addr).checked_sub(1)?;
+                let r = &cx.global.regions[i];
+                let off = addr - r.start;
+                if off + size as u64 <= r.len {
+                    self.last_region.set(i);
+                    // SAFETY: as above.
+                    return Some(Access::Global(unsafe { r.ptr.add(off as usize) }));
+                }
+                None
+            }
+            Space::Shared if addr + size as u64 <= cx.shared_bytes as u64 => Some(Access::Shared(addr as usize)),
+            Space::Param if addr + (size as u64) <= cx.params.len() as u64 => Some(Access::Param(addr as usize)),
+            _ => None,
+        }
+    }
+
     /// Resolves an address for `lane`: the state space, bounds and alignment checks.
     #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
     fn access(
+        &self,
+        cx: &LaunchCtx,
+        space: Space,
+        addr: u64,
+        size: u32,
+        align: u32,
+        store: bool,
+        pc: u32,
+        w: usize,
+        lane: u32,
+    ) -> Result<Access, EmuError> {
+        match self.access_fast(cx, space, addr, size, align) {
+            Some(a) => Ok(a),
+            None => self.access_slow(cx, space, addr, size, align, store, pc, w, lane),
+        }
+    }
+
+    /// [`Worker::access`] with every check and the fault messages.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    fn access_slow(
         &self,
         cx: &LaunchCtx,
         space: Space,
@@ -674,35 +766,43 @@ impl Worker {
                 }
             }};
         }
+        // Pure operations compute all 32 lanes from whole-warp operand rows (vectorizable) and
+        // write back only the executing lanes.
         macro_rules! map1 {
-            (|$a:ident| $e:expr) => {
-                each!(|l| {
-                    let $a = self.rd(cx, s0, w, l);
-                    let v = $e;
-                    self.wr(w, d0, l, v);
-                })
-            };
+            (|$a:ident| $e:expr) => {{
+                let ra = self.fetch(cx, s0, w);
+                let mut out = [0u64; 32];
+                for l in 0..32 {
+                    let $a = ra[l];
+                    out[l] = $e;
+                }
+                self.put(w, d0, exec, &out);
+            }};
         }
         macro_rules! map2 {
-            (|$a:ident, $b:ident| $e:expr) => {
-                each!(|l| {
-                    let $a = self.rd(cx, s0, w, l);
-                    let $b = self.rd(cx, s1, w, l);
-                    let v = $e;
-                    self.wr(w, d0, l, v);
-                })
-            };
+            (|$a:ident, $b:ident| $e:expr) => {{
+                let ra = self.fetch(cx, s0, w);
+                let rb = self.fetch(cx, s1, w);
+                let mut out = [0u64; 32];
+                for l in 0..32 {
+                    let ($a, $b) = (ra[l], rb[l]);
+                    out[l] = $e;
+                }
+                self.put(w, d0, exec, &out);
+            }};
         }
         macro_rules! map3 {
-            (|$a:ident, $b:ident, $c:ident| $e:expr) => {
-                each!(|l| {
-                    let $a = self.rd(cx, s0, w, l);
-                    let $b = self.rd(cx, s1, w, l);
-                    let $c = self.rd(cx, s2, w, l);
-                    let v = $e;
-                    self.wr(w, d0, l, v);
-                })
-            };
+            (|$a:ident, $b:ident, $c:ident| $e:expr) => {{
+                let ra = self.fetch(cx, s0, w);
+                let rb = self.fetch(cx, s1, w);
+                let rc = self.fetch(cx, s2, w);
+                let mut out = [0u64; 32];
+                for l in 0..32 {
+                    let ($a, $b, $c) = (ra[l], rb[l], rc[l]);
+                    out[l] = $e;
+                }
+                self.put(w, d0, exec, &out);
+            }};
         }
         let negs = inst.neg;
         match inst.op {
@@ -817,28 +917,53 @@ impl Worker {
             Op::Setp { cmp, bop } => {
                 let d1 = inst.dst[1];
                 let nc = ((negs >> 2) & 1) as u64;
-                each!(|l| {
-                    let a = self.rd(cx, s0, w, l);
-                    let b = self.rd(cx, s1, w, l);
-                    let r = match cmp {
-                        Cmp::Int(c, t) => int::icmp(c, t, a, b),
-                        Cmp::Float(c, t, ftz) => float::compare(c, t.to_f64(pre(t, ftz, a)), t.to_f64(pre(t, ftz, b))),
-                    };
-                    let c = (self.rd(cx, s2, w, l) & 1) ^ nc;
-                    let combine = |x: bool| -> u64 {
-                        let x = x as u64;
-                        match bop {
-                            None => x,
-                            Some(BoolOp::And) => x & c,
-                            Some(BoolOp::Or) => x | c,
-                            Some(BoolOp::Xor) => x ^ c,
+                let (ra, rb) = (self.fetch(cx, s0, w), self.fetch(cx, s1, w));
+                let mut r = [0u64; 32];
+                match cmp {
+                    Cmp::Int(c, t) => {
+                        for l in 0..32 {
+                            r[l] = int::icmp(c, t, ra[l], rb[l]) as u64;
                         }
-                    };
-                    self.wr(w, d0, l, combine(r));
-                    if d1 != NO_REG {
-                        self.wr(w, d1, l, combine(!r));
                     }
-                })
+                    Cmp::Float(c, FTy::F32, false) => {
+                        for l in 0..32 {
+                            r[l] = float::compare(
+                                c,
+                                f32::from_bits(ra[l] as u32) as f64,
+                                f32::from_bits(rb[l] as u32) as f64,
+                            ) as u64;
+                        }
+                    }
+                    Cmp::Float(c, t, ftz) => {
+                        for l in 0..32 {
+                            r[l] = float::compare(c, t.to_f64(pre(t, ftz, ra[l])), t.to_f64(pre(t, ftz, rb[l]))) as u64;
+                        }
+                    }
+                }
+                if let Some(bop) = bop {
+                    let rc = self.fetch(cx, s2, w);
+                    let combine = |x: u64, c: u64| match bop {
+                        BoolOp::And => x & c,
+                        BoolOp::Or => x | c,
+                        BoolOp::Xor => x ^ c,
+                    };
+                    let mut q = [0u64; 32];
+                    for l in 0..32 {
+                        let c = (rc[l] & 1) ^ nc;
+                        q[l] = combine(r[l] ^ 1, c);
+                        r[l] = combine(r[l], c);
+                    }
+                    self.put(w, d0, exec, &r);
+                    self.put(w, d1, exec, &q);
+                } else {
+                    self.put(w, d0, exec, &r);
+                    if d1 != NO_REG {
+                        for x in r.iter_mut() {
+                            *x ^= 1;
+                        }
+                        self.put(w, d1, exec, &r);
+                    }
+                }
             }
             Op::Selp { bits } => {
                 let m = mask(bits);

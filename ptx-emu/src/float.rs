@@ -271,8 +271,13 @@ pub fn sqrt(t: FTy, r: Rnd, a: u64) -> u64 {
     }
     match t {
         FTy::F64 => {
-            let s = x.sqrt();
-            let rem = (-s).mul_add(s, x);
+            // Scale subnormal (and tiny) inputs by 2^128 so that the remainder a - s*s cannot
+            // underflow; sqrt(x * 2^128) = sqrt(x) * 2^64 exactly, and the scaling back by 2^-64
+            // is exact because the root of an f64 is never subnormal.
+            let (xs, back) =
+                if x < f64::MIN_POSITIVE * 2f64.powi(54) { (x * 2f64.powi(128), 2f64.powi(-64)) } else { (x, 1.0) };
+            let s = xs.sqrt();
+            let rem = (-s).mul_add(s, xs);
             let up = || f64::from_bits(s.to_bits() + 1);
             let down = || f64::from_bits(s.to_bits() - 1);
             let v = match r {
@@ -281,7 +286,7 @@ pub fn sqrt(t: FTy, r: Rnd, a: u64) -> u64 {
                 Rnd::M | Rnd::Z if rem < 0.0 => down(),
                 _ => s,
             };
-            v.to_bits()
+            (v * back).to_bits()
         }
         _ => {
             // f32 (and the 16-bit formats): the f64 root has 53 bits; if it is not representable
@@ -446,6 +451,7 @@ pub enum FCmp {
     Nan,
 }
 
+#[inline]
 pub fn compare(c: FCmp, x: f64, y: f64) -> bool {
     let un = x.is_nan() || y.is_nan();
     match c {
@@ -569,6 +575,10 @@ mod tests {
         assert_eq!(p, z + 1);
         assert!(z == 2f64.sqrt().to_bits() || p == 2f64.sqrt().to_bits());
         assert_eq!(sqrt(FTy::F64, Rnd::M, 4f64.to_bits()), 2f64.to_bits());
+        // Subnormal inputs (the remainder would underflow without scaling).
+        assert_eq!(sqrt(FTy::F64, Rnd::Z, 0x000f_ffff_ffff_ffff), 0x1fff_ffff_ffff_fffe);
+        assert_eq!(sqrt(FTy::F64, Rnd::Z, 0x0000_0000_0000_07e8), 0x1eb6_7e93_ddbc_0e72);
+        assert_eq!(sqrt(FTy::F64, Rnd::P, 0x0000_0000_0000_07e8), 0x1eb6_7e93_ddbc_0e73);
     }
 
     #[test]

@@ -12,6 +12,7 @@ fn trunc(t: ITy, v: i128) -> u64 {
     (v as u64) & t.mask()
 }
 
+#[inline]
 pub fn ibin(op: IBin, t: ITy, a: u64, b: u64) -> u64 {
     let (x, y) = (t.ext(a), t.ext(b));
     match op {
@@ -22,10 +23,7 @@ pub fn ibin(op: IBin, t: ITy, a: u64, b: u64) -> u64 {
             trunc(t, v.clamp(i32::MIN as i128, i32::MAX as i128))
         }
         IBin::MulLo => trunc(t, x.wrapping_mul(y)),
-        IBin::MulHi => {
-            let p = x.wrapping_mul(y);
-            trunc(t, p >> t.bits)
-        }
+        IBin::MulHi => mul_hi(t, a, b) & t.mask(),
         IBin::MulWide => {
             let w = ITy { bits: t.bits * 2, signed: t.signed };
             trunc(w, x * y)
@@ -82,6 +80,16 @@ pub fn ibin(op: IBin, t: ITy, a: u64, b: u64) -> u64 {
     }
 }
 
+/// The high half of the double-width product (as i128, sign-correct for signed types).
+fn mul_hi(t: ITy, a: u64, b: u64) -> u64 {
+    if t.signed {
+        ((t.ext(a) * t.ext(b)) >> t.bits) as u64
+    } else {
+        let p = (a & t.mask()) as u128 * (b & t.mask()) as u128;
+        (p >> t.bits) as u64
+    }
+}
+
 pub fn iun(op: IUn, t: ITy, a: u64) -> u64 {
     let x = t.ext(a);
     let m = t.mask();
@@ -113,9 +121,9 @@ pub fn iun(op: IUn, t: ITy, a: u64) -> u64 {
 pub fn mad(mode: MadMode, t: ITy, sat: bool, a: u64, b: u64, c: u64) -> u64 {
     let (x, y) = (t.ext(a), t.ext(b));
     match mode {
-        MadMode::Lo => trunc(t, x.wrapping_mul(y) + t.ext(c)),
+        MadMode::Lo => trunc(t, x.wrapping_mul(y).wrapping_add(t.ext(c))),
         MadMode::Hi => {
-            let v = ((x * y) >> t.bits) + t.ext(c);
+            let v = t.ext(mul_hi(t, a, b)).wrapping_add(t.ext(c));
             if sat {
                 trunc(t, v.clamp(i32::MIN as i128, i32::MAX as i128))
             } else {
@@ -190,6 +198,7 @@ pub fn prmt(a: u64, b: u64, c: u64) -> u64 {
     d
 }
 
+#[inline]
 pub fn icmp(c: ICmp, t: ITy, a: u64, b: u64) -> bool {
     let (x, y) = (t.ext(a), t.ext(b));
     match c {
@@ -214,6 +223,12 @@ mod tests {
         assert_eq!(ibin(IBin::MulWide, U32, 0xffff_ffff, 2), 0x1_ffff_fffe);
         assert_eq!(ibin(IBin::MulWide, S32, (-2i32) as u32 as u64, 3), (-6i64) as u64);
         assert_eq!(ibin(IBin::MulHi, U32, 0x8000_0000, 4), 2);
+        let u64t = ITy { bits: 64, signed: false };
+        assert_eq!(ibin(IBin::MulHi, u64t, u64::MAX, u64::MAX), u64::MAX - 1);
+        assert_eq!(mad(MadMode::Hi, u64t, false, u64::MAX, 2, 5), 6);
+        assert_eq!(mad(MadMode::Lo, u64t, false, u64::MAX, 1 << 63, 1 << 63), 0);
+        let s64 = ITy { bits: 64, signed: true };
+        assert_eq!(ibin(IBin::MulHi, s64, i64::MIN as u64, i64::MIN as u64), 1 << 62);
         assert_eq!(ibin(IBin::Div, S32, (-7i32) as u32 as u64, 2), (-3i32) as u32 as u64);
         assert_eq!(ibin(IBin::Rem, S32, (-7i32) as u32 as u64, 2), (-1i32) as u32 as u64);
         assert_eq!(ibin(IBin::Div, S32, i32::MIN as u32 as u64, (-1i32) as u32 as u64), i32::MIN as u32 as u64);

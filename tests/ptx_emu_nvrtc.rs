@@ -1,0 +1,523 @@
+//! Triangulation with NVIDIA's compiler: the check that keeps the PTX emulator honest.
+//!
+//! What it guarantees: every kernel of `kernels/*.kir` that has a CUDA C twin in `bench/*.cu`
+//! (same kernel name and parameters, see bench/README.md) is compiled from its twin by NVRTC
+//! (`--fmad=false`, for `compute_90` and `compute_80`); NVRTC's PTX runs in the emulator
+//! (`kir-ptx-emu`) and the `.kir` kernel, as written, runs in kir's interpreter, on identical
+//! inputs: those of every `; run:` directive of the file, bound by `kir_interp::args` (the same
+//! bytes reach both: buffer contents, and each scalar's little-endian bits at its parameter's
+//! width). Graph directives are run launch by launch in the interpreter, and every launch of a
+//! kernel with a twin is checked against the twin on the interpreter's buffers at that point.
+//! Every buffer must agree within the kernel's tolerance: the directive's `tol=`, else the one
+//! `src/tolerance.rs` derives from the approximate ops the kernel uses, compared by
+//! `kir::compare`. Two engines written independently of each other (the emulator from the PTX ISA,
+//! the interpreter from kir's semantics), fed one program by two independent compilers (NVRTC and
+//! kir's own front end), must agree.
+//!
+//! Each directive prints one line (`ok`, or `FAIL` with the differing elements). Kernels without a
+//! twin are listed. Without NVRTC (`scripts/setup-tools.sh` installs it under `.tools/py`) the test
+//! prints `skip:` and passes, except with `CI=true`, where it fails
+//! (`kir_backend_ptx::tools::require_tool_or_skip`).
+//!
+//! NVRTC is loaded with `dlopen` from its absolute path (`kir_backend_ptx::tools::find_nvrtc`):
+//! cudarc only loads libraries by name, which needs `LD_LIBRARY_PATH` set before the process
+//! starts. The PyPI library's `RUNPATH` is `$ORIGIN`, so it finds its builtins library itself.
+
+use kir::compare::{compare_buffers, Strictness};
+use kir::directives::{parse_directives, RunDirective, Tolerance};
+use kir_backend_ptx::tools;
+use kir_interp::args::{parse_arg_spec, ArgSpec};
+use kir_interp::{Arg, Buffer, LaunchConfig};
+use kir_ir::{Kernel, Module, Type};
+use kir_ptx_emu as emu;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+// ---------------------------------------------------------------------------------------------
+// NVRTC through dlopen
+// ---------------------------------------------------------------------------------------------
+
+mod nvrtc {
+    use std::ffi::{c_char, c_int, c_void, CStr, CString};
+    use std::path::Path;
+
+    extern "C" {
+        fn dlopen(filename: *const c_char, flags: c_int) -> *mut c_void;
+        fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *mut c_void;
+        fn dlerror() -> *const c_char;
+    }
+    const RTLD_NOW: c_int = 2;
+
+    type Prog = *mut c_void;
+    type CreateFn = unsafe extern "C" fn(
+        *mut Prog,
+        *const c_char,
+        *const c_char,
+        c_int,
+        *const *const c_char,
+        *const *const c_char,
+    ) -> c_int;
+    type CompileFn = unsafe extern "C" fn(Prog, c_int, *const *const c_char) -> c_int;
+    type SizeFn = unsafe extern "C" fn(Prog, *mut usize) -> c_int;
+    type GetFn = unsafe extern "C" fn(Prog, *mut c_char) -> c_int;
+    type DestroyFn = unsafe extern "C" fn(*mut Prog) -> c_int;
+    type VersionFn = unsafe extern "C" fn(*mut c_int, *mut c_int) -> c_int;
+
+    /// The NVRTC entry points this test uses.
+    pub struct Nvrtc {
+        create: CreateFn,
+        compile: CompileFn,
+        ptx_size: SizeFn,
+        ptx: GetFn,
+        log_size: SizeFn,
+        log: GetFn,
+        destroy: DestroyFn,
+        version: VersionFn,
+    }
+
+    // The function pointers stay valid for the life of the process (the library is never closed).
+    unsafe impl Send for Nvrtc {}
+    unsafe impl Sync for Nvrtc {}
+
+    fn last_dl_error() -> String {
+        // SAFETY: dlerror returns NULL or a valid C string.
+        unsafe {
+            let e = dlerror();
+            if e.is_null() {
+                "unknown error".into()
+            } else {
+                CStr::from_ptr(e).to_string_lossy().into_owned()
+            }
+        }
+    }
+
+    impl Nvrtc {
+        /// Loads `libnvrtc.so.12` from `path`.
+        pub fn load(path: &Path) -> Result<Nvrtc, String> {
+            let c = CString::new(path.to_string_lossy().as_bytes()).map_err(|e| e.to_string())?;
+            // SAFETY: dlopen with a valid C string; the handle is kept for the process lifetime.
+            let h = unsafe { dlopen(c.as_ptr(), RTLD_NOW) };
+            if h.is_null() {
+                return Err(format!("dlopen {}: {}", path.display(), last_dl_error()));
+            }
+            let sym = |name: &str| -> Result<*mut c_void, String> {
+                let n = CString::new(name).expect("symbol name");
+                // SAFETY: a valid handle and C string.
+                let p = unsafe { dlsym(h, n.as_ptr()) };
+                if p.is_null() {
+                    Err(format!("{name} not found in {}: {}", path.display(), last_dl_error()))
+                } else {
+                    Ok(p)
+                }
+            };
+            // SAFETY: the symbols have these C signatures (nvrtc.h).
+            unsafe {
+                Ok(Nvrtc {
+                    create: std::mem::transmute::<*mut c_void, CreateFn>(sym("nvrtcCreateProgram")?),
+                    compile: std::mem::transmute::<*mut c_void, CompileFn>(sym("nvrtcCompileProgram")?),
+                    ptx_size: std::mem::transmute::<*mut c_void, SizeFn>(sym("nvrtcGetPTXSize")?),
+                    ptx: std::mem::transmute::<*mut c_void, GetFn>(sym("nvrtcGetPTX")?),
+                    log_size: std::mem::transmute::<*mut c_void, SizeFn>(sym("nvrtcGetProgramLogSize")?),
+                    log: std::mem::transmute::<*mut c_void, GetFn>(sym("nvrtcGetProgramLog")?),
+                    destroy: std::mem::transmute::<*mut c_void, DestroyFn>(sym("nvrtcDestroyProgram")?),
+                    version: std::mem::transmute::<*mut c_void, VersionFn>(sym("nvrtcVersion")?),
+                })
+            }
+        }
+
+        /// `major.minor` of the library.
+        pub fn version(&self) -> String {
+            let (mut a, mut b) = (0, 0);
+            // SAFETY: two valid out-pointers.
+            unsafe { (self.version)(&mut a, &mut b) };
+            format!("{a}.{b}")
+        }
+
+        /// Compiles CUDA C `src` with `options`; returns the PTX or the compile log.
+        pub fn compile(&self, src: &str, name: &str, options: &[&str]) -> Result<String, String> {
+            let csrc = CString::new(src).map_err(|e| e.to_string())?;
+            let cname = CString::new(name).map_err(|e| e.to_string())?;
+            let copts: Vec<CString> = options.iter().map(|o| CString::new(*o).expect("option")).collect();
+            let optp: Vec<*const c_char> = copts.iter().map(|o| o.as_ptr()).collect();
+            let mut prog: Prog = std::ptr::null_mut();
+            // SAFETY: valid C strings and out-pointers; the program is destroyed below.
+            unsafe {
+                let r = (self.create)(&mut prog, csrc.as_ptr(), cname.as_ptr(), 0, std::ptr::null(), std::ptr::null());
+                if r != 0 {
+                    return Err(format!("nvrtcCreateProgram failed ({r})"));
+                }
+                let r = (self.compile)(prog, optp.len() as c_int, optp.as_ptr());
+                let result = if r != 0 {
+                    let mut n = 0usize;
+                    (self.log_size)(prog, &mut n);
+                    let mut buf = vec![0u8; n.max(1)];
+                    (self.log)(prog, buf.as_mut_ptr() as *mut c_char);
+                    Err(format!("NVRTC error {r}:\n{}", String::from_utf8_lossy(&buf).trim_end_matches('\0')))
+                } else {
+                    let mut n = 0usize;
+                    (self.ptx_size)(prog, &mut n);
+                    let mut buf = vec![0u8; n.max(1)];
+                    (self.ptx)(prog, buf.as_mut_ptr() as *mut c_char);
+                    Ok(String::from_utf8_lossy(&buf).trim_end_matches('\0').to_string())
+                };
+                (self.destroy)(&mut prog);
+                result
+            }
+        }
+    }
+}
+
+thread_local! {
+    /// Set while this thread runs the emulator: its panics become row failures, not hook output.
+    static QUIET: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f`, turning a panic (an emulator bug) into an error.
+fn guarded<T>(f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| {
+        let prev = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !QUIET.with(|q| q.get()) {
+                prev(info)
+            }
+        }));
+    });
+    QUIET.with(|q| q.set(true));
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    QUIET.with(|q| q.set(false));
+    r.unwrap_or_else(|p| {
+        let msg = p
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_else(|| "?".into());
+        Err(format!("the emulator panicked: {msg}"))
+    })
+}
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn files(dir: &Path, ext: &str) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == ext))
+        .collect();
+    v.sort();
+    v
+}
+
+/// One NVRTC target.
+#[derive(Clone, Copy)]
+struct Arch {
+    name: &'static str,
+}
+
+const ARCHS: [Arch; 2] = [Arch { name: "compute_90" }, Arch { name: "compute_80" }];
+
+/// NVRTC's PTX of every `bench/*.cu` for `arch`, parsed by the emulator: entry name → (file, PTX,
+/// module).
+struct Twins {
+    by_entry: BTreeMap<String, (String, usize)>,
+    modules: Vec<(String, String, Result<emu::Module, String>)>,
+}
+
+fn compile_twins(nv: &nvrtc::Nvrtc, arch: Arch) -> Twins {
+    let mut t = Twins { by_entry: BTreeMap::new(), modules: vec![] };
+    for p in files(&root().join("bench"), "cu") {
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        let src = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        let opt = format!("--gpu-architecture={}", arch.name);
+        let ptx = nv
+            .compile(&src, &name, &["--fmad=false", &opt])
+            .unwrap_or_else(|e| panic!("NVRTC {} on bench/{name}: {e}", arch.name));
+        if let Ok(dir) = std::env::var("KIR_PTX_EMU_REPORT_DIR") {
+            let _ = std::fs::write(format!("{dir}/nvrtc_{}_{name}.ptx", arch.name), &ptx);
+        }
+        let module = guarded(|| {
+            emu::Module::parse(&ptx).map_err(|e| {
+                let line = ptx.lines().nth(e.line.saturating_sub(1) as usize).unwrap_or("").trim();
+                format!(
+                    "the emulator cannot load NVRTC's PTX of bench/{name}: {e}\n      PTX line {}: `{line}`",
+                    e.line
+                )
+            })
+        });
+        for l in ptx.lines() {
+            if let Some(rest) = l.split(".entry ").nth(1) {
+                let entry = rest.split(['(', ' ']).next().unwrap_or("").to_string();
+                t.by_entry.insert(entry, (name.clone(), t.modules.len()));
+            }
+        }
+        t.modules.push((name, ptx, module));
+    }
+    t
+}
+
+// ---------------------------------------------------------------------------------------------
+// Running one launch in both engines
+// ---------------------------------------------------------------------------------------------
+
+/// Runs NVRTC's `entry` in the emulator on copies of `buffers` with the kir arguments `args`;
+/// returns the buffers after the run.
+fn run_twin(
+    module: &emu::Module,
+    ptx: &str,
+    entry: &str,
+    k: &Kernel,
+    cfg: &LaunchConfig,
+    args: &[Arg],
+    buffers: &[Buffer],
+) -> Result<Vec<Buffer>, String> {
+    let e = module.entry(entry).ok_or_else(|| format!("NVRTC's PTX has no entry `{entry}`"))?;
+    if e.params.len() != args.len() {
+        return Err(format!("the twin takes {} parameters, the .kir kernel {}", e.params.len(), args.len()));
+    }
+    let mut mem = emu::Memory::new();
+    let mut ids = Vec::new();
+    for (i, b) in buffers.iter().enumerate() {
+        ids.push(mem.alloc(format!("buffer{i}"), &b.bytes).map_err(|e| format!("emulator alloc: {e}"))?);
+    }
+    let mut eargs = Vec::new();
+    for (i, (a, p)) in args.iter().zip(&e.params).enumerate() {
+        let kty = k.value(k.params[i]).ty;
+        match (a, kty) {
+            (Arg::Buffer(b), Type::Ptr(..)) => {
+                if p.size != 8 {
+                    return Err(format!(
+                        "parameter {i} (`{}`) is a pointer in kir but {} bytes in the twin",
+                        p.name, p.size
+                    ));
+                }
+                eargs.push(emu::Arg::Buffer(ids[*b]));
+                // Rename the buffer after the kir parameter for fault messages.
+            }
+            (Arg::Scalar(c), _) => {
+                let size = if c.ty.is_pred() { 1 } else { c.ty.bytes() };
+                if p.size != size {
+                    return Err(format!(
+                        "parameter {i} (`{}`) is a {} ({size} bytes) in kir but {} bytes in the twin",
+                        p.name, c.ty, p.size
+                    ));
+                }
+                eargs.push(emu::Arg::Scalar(c.bits & c.ty.mask()));
+            }
+            (Arg::Buffer(_), t) => return Err(format!("parameter {i}: a buffer for a {t}")),
+        }
+    }
+    let ecfg = emu::LaunchConfig { grid: cfg.grid, block: cfg.block, dynamic_shared_bytes: cfg.dynamic_shared_bytes };
+    emu::launch(module, entry, &ecfg, &eargs, &mut mem, &emu::Options::default()).map_err(|e| {
+        let text = e
+            .line
+            .and_then(|l| ptx.lines().nth(l.saturating_sub(1) as usize))
+            .map(|l| format!("\n      PTX line {}: `{}`", e.line.unwrap_or(0), l.trim()))
+            .unwrap_or_default();
+        format!("emulator: {e}{text}")
+    })?;
+    let mut out = buffers.to_vec();
+    for (b, id) in out.iter_mut().zip(&ids) {
+        b.bytes = mem.bytes(*id).map_err(|e| format!("emulator read-back: {e}"))?.to_vec();
+    }
+    Ok(out)
+}
+
+/// Compares every buffer; `names[i]` names buffer i. Returns the differences.
+fn compare_all(want: &[Buffer], got: &[Buffer], names: &[String], tol: Tolerance) -> Result<u64, String> {
+    let mut msgs = Vec::new();
+    let mut max_ulps = 0;
+    for (i, (a, b)) in want.iter().zip(got).enumerate() {
+        let c = compare_buffers(a, b, Strictness::Within(tol), 5);
+        max_ulps = max_ulps.max(c.max_ulps);
+        if !c.is_match() {
+            msgs.push(format!("buffer `{}`: {c}", names.get(i).map(String::as_str).unwrap_or("?")));
+        }
+    }
+    if msgs.is_empty() {
+        Ok(max_ulps)
+    } else {
+        Err(msgs.join("\n    "))
+    }
+}
+
+/// The outcome of one directive (or one launch of a graph directive) on one target.
+struct Row {
+    label: String,
+    result: Result<String, String>,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn check_launch(
+    twins: &Twins,
+    arch: Arch,
+    k: &Kernel,
+    cfg: &LaunchConfig,
+    args: &[Arg],
+    before: &[Buffer],
+    after: &[Buffer],
+    names: &[String],
+    tol: Tolerance,
+) -> Result<String, String> {
+    let (file, mi) = twins.by_entry.get(&k.name).ok_or_else(|| format!("no twin for @{}", k.name))?;
+    let (_, ptx, module) = &twins.modules[*mi];
+    let module = module.as_ref().map_err(|e| e.clone())?;
+    let got = guarded(|| run_twin(module, ptx, &k.name, k, cfg, args, before))?;
+    let max = compare_all(after, &got, names, tol)
+        .map_err(|e| format!("bench/{file} vs interpreter (tol {tol}):\n    {e}"))?;
+    Ok(format!("bench/{file} {} agrees (tol {tol}, max {max} ulp)", arch.name))
+}
+
+fn named_specs(d: &RunDirective) -> Result<Vec<(String, ArgSpec)>, String> {
+    d.args
+        .iter()
+        .map(|(k, v)| parse_arg_spec(v).map(|s| (k.clone(), s)).map_err(|e| format!("argument `{k}`: {e}")))
+        .collect()
+}
+
+fn kernel_names(k: &Kernel, bound_param_buffer: &[Option<usize>], nbuf: usize) -> Vec<String> {
+    let mut names = vec![String::new(); nbuf];
+    for (p, b) in bound_param_buffer.iter().enumerate() {
+        if let Some(b) = b {
+            names[*b] = k.value(k.params[p]).name.to_string();
+        }
+    }
+    names
+}
+
+/// Every row of one `.kir` file on one target.
+fn check_file(path: &Path, twins: &Twins, arch: Arch, rows: &mut Vec<Row>, untwinned: &mut Vec<String>) {
+    let src = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let rel = path.strip_prefix(root()).unwrap_or(path).display().to_string();
+    let module: Module = kir_ir::parse(&src).unwrap_or_else(|d| panic!("{rel}: {d:?}"));
+    let dirs = parse_directives(&src).unwrap_or_else(|e| panic!("{rel}: bad directives {e:?}"));
+    let base = path.parent();
+    let opts = kir_interp::Options::default();
+    for k in &module.kernels {
+        if !twins.by_entry.contains_key(&k.name) {
+            untwinned.push(format!("{rel} @{}", k.name));
+        }
+    }
+    for d in &dirs.runs {
+        let label = format!("{rel}:{} @{} {}", d.line, d.target, arch.name);
+        let specs = match named_specs(d) {
+            Ok(s) => s,
+            Err(e) => {
+                rows.push(Row { label, result: Err(e) });
+                continue;
+            }
+        };
+        if let Some(g) = module.graph(&d.target) {
+            // Launch by launch, on the interpreter's buffers at each point.
+            let bound = match kir_interp::graph::bind_graph(g, &specs, base) {
+                Ok(b) => b,
+                Err(e) => {
+                    rows.push(Row { label, result: Err(e) });
+                    continue;
+                }
+            };
+            let plan = match kir_interp::graph::plan_graph(&module, g, &bound.args, bound.buffers.len()) {
+                Ok(p) => p,
+                Err(e) => {
+                    rows.push(Row { label, result: Err(e.to_string()) });
+                    continue;
+                }
+            };
+            let mut all = bound.buffers.clone();
+            all.extend(plan.temps);
+            let mut names: Vec<String> = vec![String::new(); all.len()];
+            for (p, a) in bound.args.iter().enumerate() {
+                if let Arg::Buffer(b) = a {
+                    names[*b] = g.params[p].name.clone();
+                }
+            }
+            for (ti, t) in g.temps.iter().enumerate() {
+                names[bound.buffers.len() + ti] = t.name.clone();
+            }
+            for pl in &plan.launches {
+                let before = all.clone();
+                let llabel = format!("{label} launch {} @{}", pl.index, pl.kernel.name);
+                if let Err(e) = kir_interp::launch(pl.kernel, &pl.cfg, &pl.args, &mut all, &opts) {
+                    rows.push(Row { label: llabel, result: Err(format!("interpreter: {e}")) });
+                    break;
+                }
+                if !twins.by_entry.contains_key(&pl.kernel.name) {
+                    continue;
+                }
+                let tol = d.tol.unwrap_or_else(|| kir::tolerance::derived_tolerance(pl.kernel));
+                let r = check_launch(twins, arch, pl.kernel, &pl.cfg, &pl.args, &before, &all, &names, tol);
+                rows.push(Row { label: llabel, result: r });
+            }
+            continue;
+        }
+        let Some(k) = module.kernel(&d.target) else {
+            rows.push(Row { label, result: Err(format!("no kernel or graph @{}", d.target)) });
+            continue;
+        };
+        if !twins.by_entry.contains_key(&k.name) {
+            continue;
+        }
+        let cfg = LaunchConfig {
+            grid: d.grid.unwrap_or([1; 3]),
+            block: d.block.unwrap_or([1; 3]),
+            dynamic_shared_bytes: d.shared_bytes,
+        };
+        let bound = match kir_interp::args::bind(k, &specs, base) {
+            Ok(b) => b,
+            Err(e) => {
+                rows.push(Row { label, result: Err(e) });
+                continue;
+            }
+        };
+        let mut after = bound.buffers.clone();
+        if let Err(e) = kir_interp::launch(k, &cfg, &bound.args, &mut after, &opts) {
+            rows.push(Row { label, result: Err(format!("interpreter: {e}")) });
+            continue;
+        }
+        let names = kernel_names(k, &bound.param_buffer, after.len());
+        let tol = d.tol.unwrap_or_else(|| kir::tolerance::derived_tolerance(k));
+        let r = check_launch(twins, arch, k, &cfg, &bound.args, &bound.buffers, &after, &names, tol);
+        rows.push(Row { label, result: r });
+    }
+}
+
+#[test]
+fn nvrtc_twins_agree_with_the_interpreter_in_the_emulator() {
+    let Some(lib) = tools::require_tool_or_skip("nvrtc") else { return };
+    let nv = nvrtc::Nvrtc::load(&lib).unwrap_or_else(|e| panic!("cannot load NVRTC: {e}"));
+    eprintln!("NVRTC {} from {}", nv.version(), lib.display());
+    let kir_files = files(&root().join("kernels"), "kir");
+    let mut rows = Vec::new();
+    let mut untwinned = Vec::new();
+    let mut twinned = std::collections::BTreeSet::new();
+    for arch in ARCHS {
+        let twins = compile_twins(&nv, arch);
+        for (name, _, m) in &twins.modules {
+            if let Err(e) = m {
+                rows.push(Row { label: format!("bench/{name} {}", arch.name), result: Err(e.clone()) });
+            }
+        }
+        twinned.extend(twins.by_entry.keys().cloned());
+        untwinned.clear();
+        for f in &kir_files {
+            check_file(f, &twins, arch, &mut rows, &mut untwinned);
+        }
+    }
+    let mut failed = 0;
+    for r in &rows {
+        match &r.result {
+            Ok(note) => eprintln!("ok    {}  ({note})", r.label),
+            Err(e) => {
+                failed += 1;
+                eprintln!("FAIL  {}\n    {e}", r.label);
+            }
+        }
+    }
+    if !untwinned.is_empty() {
+        eprintln!("kernels without a CUDA C twin: {}", untwinned.join(", "));
+    }
+    eprintln!("{} rows: {} ok, {failed} failed ({} twin entries)", rows.len(), rows.len() - failed, twinned.len());
+    assert!(rows.len() >= 2 * 40, "only {} rows: directives or twins went missing", rows.len());
+    assert_eq!(failed, 0, "{failed} of {} rows disagree (see above)", rows.len());
+}
