@@ -1,7 +1,7 @@
 //! PTX emulator against the interpreter on the same kernels and inputs (BENCHMARKS.md, "PTX
 //! emulator"): relu_backward and the 256-thread shared-memory tree reduction over 2^20 elements.
 //! The emulator runs the PTX that kir emits for the kernel after the default pass pipeline (the
-//! `ptx-emu` column of `kir test`); both engines use both cores (rayon). Throughput is in elements.
+//! `ptx-emu` column of `kir test`); each engine runs on both cores (rayon) and on one host thread. Throughput is in elements.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use kir_backend_ptx::{emit_module, PtxOptions, SmVersion};
@@ -50,9 +50,12 @@ fn bench(c: &mut Criterion) {
         g.throughput(Throughput::Elements(N as u64));
 
         let mut bufs = inputs.clone();
-        g.bench_function(format!("{name}_2^20/interp"), |b| {
-            b.iter(|| launch(k, &cfg, &args, &mut bufs, &Options::default()).unwrap())
-        });
+        for (threads, tag) in [(None, ""), (Some(1), "-1thread")] {
+            let opts = Options { threads, ..Options::default() };
+            g.bench_function(format!("{name}_2^20/interp{tag}"), |b| {
+                b.iter(|| launch(k, &cfg, &args, &mut bufs, &opts).unwrap())
+            });
+        }
 
         let mut mem = emu::Memory::new();
         let ids: Vec<emu::BufferId> =
@@ -60,9 +63,20 @@ fn bench(c: &mut Criterion) {
         let mut eargs: Vec<emu::Arg> = ids.iter().map(|&id| emu::Arg::Buffer(id)).collect();
         eargs.push(emu::Arg::Scalar(N as u64));
         let ecfg = emu::LaunchConfig::linear((N / 256) as u32, 256);
-        g.bench_function(format!("{name}_2^20/ptx-emu"), |b| {
-            b.iter(|| emu::launch(&pm, &k.name, &ecfg, &eargs, &mut mem, &emu::Options::default()).unwrap())
-        });
+        for (threads, tag) in [(None, ""), (Some(1), "-1thread")] {
+            let opts = emu::Options { threads, ..emu::Options::default() };
+            g.bench_function(format!("{name}_2^20/ptx-emu{tag}"), |b| {
+                b.iter(|| emu::launch(&pm, &k.name, &ecfg, &eargs, &mut mem, &opts).unwrap())
+            });
+        }
+        // The two engines computed the same outputs.
+        for (i, (id, want)) in ids.iter().zip(&bufs).enumerate() {
+            assert_eq!(
+                mem.bytes(*id).unwrap(),
+                bytes(want).as_slice(),
+                "{name}: buffer {i} differs between the engines"
+            );
+        }
     }
     g.finish();
 }

@@ -14,7 +14,7 @@ use crate::float::{self, Arith, FTy, Rnd};
 use crate::int;
 use crate::prog::*;
 use crate::{EmuError, FaultKind, LaunchConfig, Stats};
-use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU32, AtomicU64, AtomicU8, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU16, AtomicU32, AtomicU64, AtomicU8, Ordering::Relaxed};
 
 /// Generic addresses of shared memory: `SHARED_WINDOW + offset`.
 pub const SHARED_WINDOW: u64 = 0x7000_0000_0000;
@@ -87,7 +87,8 @@ pub struct LaunchCtx<'a> {
     pub shared_bytes: u32,
     pub fuel: u64,
     pub fuel_used: AtomicU64,
-    pub abort: AtomicBool,
+    /// Lowest index of a block that failed so far: blocks above it stop early.
+    pub first_fail: AtomicU64,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -120,6 +121,7 @@ pub struct Worker {
     warps: Vec<Warp>,
     nregs: usize,
     block: [u32; 3],
+    linear: u64,
     fuel_local: u64,
     /// The global buffer of the last access (most accesses of an instruction hit the same one).
     last_region: std::cell::Cell<usize>,
@@ -155,6 +157,7 @@ impl Worker {
             warps: vec![Warp::default(); nwarps],
             nregs,
             block: [0; 3],
+            linear: 0,
             fuel_local: 0,
             last_region: std::cell::Cell::new(0),
             stats: Stats::default(),
@@ -217,8 +220,41 @@ impl Worker {
                 out
             }
             Src::Imm(v) => [v; 32],
-            Src::Sreg(sr) => std::array::from_fn(|l| self.sreg(cx, sr, w, l as u32)),
+            Src::Sreg(sr) => self.sreg_row(cx, sr, w),
             Src::None => [0; 32],
+        }
+    }
+
+    /// A special register for the whole warp: uniform ones once, `%tid` without a division per
+    /// lane.
+    #[inline(never)]
+    fn sreg_row(&self, cx: &LaunchCtx, sr: Sreg, w: usize) -> [u64; 32] {
+        match sr {
+            Sreg::Tid(d) => {
+                let [bx, by, _] = cx.cfg.block;
+                let mut t = self.tid(cx, w, 0);
+                let mut out = [0u64; 32];
+                for o in out.iter_mut() {
+                    *o = t[d as usize] as u64;
+                    t[0] += 1;
+                    if t[0] == bx {
+                        t[0] = 0;
+                        t[1] += 1;
+                        if t[1] == by {
+                            t[1] = 0;
+                            t[2] += 1;
+                        }
+                    }
+                }
+                out
+            }
+            Sreg::Laneid
+            | Sreg::LanemaskEq
+            | Sreg::LanemaskLt
+            | Sreg::LanemaskLe
+            | Sreg::LanemaskGt
+            | Sreg::LanemaskGe => std::array::from_fn(|l| self.sreg(cx, sr, w, l as u32)),
+            _ => [self.sreg(cx, sr, w, 0); 32],
         }
     }
 
@@ -265,6 +301,7 @@ impl Worker {
     pub fn run_block(&mut self, cx: &LaunchCtx, linear: u64) -> Result<(), EmuError> {
         let [gx, gy, _] = cx.cfg.grid;
         let (gx, gy) = (gx as u64, gy as u64);
+        self.linear = linear;
         self.block = [(linear % gx) as u32, ((linear / gx) % gy) as u32, (linear / (gx * gy)) as u32];
         let nthreads: u32 = cx.cfg.block.iter().product();
         self.regs.fill(0);
@@ -349,8 +386,8 @@ impl Worker {
                     format!("the launch executed more than {} thread-instructions (an endless loop?)", cx.fuel),
                 ));
             }
-            if cx.abort.load(Relaxed) {
-                return Err(EmuError::invalid("aborted: another block faulted"));
+            if cx.first_fail.load(Relaxed) < self.linear {
+                return Err(EmuError::invalid("aborted: a lower block faulted"));
             }
         }
         Ok(())
@@ -481,6 +518,47 @@ impl Worker {
                 t.pc = pc + 1;
             }
         }
+    }
+
+    /// For a global (or generic) access of `size` bytes by every executing lane: when all of
+    /// them are aligned and fall in one buffer, the host pointer of that buffer's first byte and
+    /// each lane's offset in it.
+    #[inline(always)]
+    fn warp_region(&self, cx: &LaunchCtx, inst: &Inst, w: usize, exec: u32, size: u32) -> Option<(*mut u8, [u64; 32])> {
+        let mut addrs = [0u64; 32];
+        match inst.base {
+            Some(r) => {
+                let i = self.ri(w, r, 0);
+                for (a, &b) in addrs.iter_mut().zip(&self.regs[i..i + 32]) {
+                    *a = b.wrapping_add(inst.offset as u64);
+                }
+            }
+            None => addrs = [inst.offset as u64; 32],
+        }
+        let (mut lo, mut hi, mut or) = (u64::MAX, 0u64, 0u64);
+        let mut m = exec;
+        while m != 0 {
+            let l = m.trailing_zeros() as usize;
+            m &= m - 1;
+            lo = lo.min(addrs[l]);
+            hi = hi.max(addrs[l]);
+            or |= addrs[l];
+        }
+        if or & (size as u64 - 1) != 0 || hi >= SHARED_WINDOW {
+            return None;
+        }
+        let r = cx.global.regions.get(self.last_region.get()).filter(|r| lo >= r.start).or_else(|| {
+            let i = cx.global.regions.partition_point(|r| r.start <= lo).checked_sub(1)?;
+            self.last_region.set(i);
+            cx.global.regions.get(i)
+        })?;
+        if hi + size as u64 > r.start + r.len || lo < r.start {
+            return None;
+        }
+        for a in addrs.iter_mut() {
+            *a = a.wrapping_sub(r.start);
+        }
+        Some((r.ptr, addrs))
     }
 
     /// The common case of [`Worker::access`] without building any message: an aligned access
@@ -623,14 +701,7 @@ impl Worker {
     fn load(&self, cx: &LaunchCtx, acc: Access, size: u32) -> u64 {
         match acc {
             // SAFETY: in bounds and aligned to `size` (checked by `access`).
-            Access::Global(p) => unsafe {
-                match size {
-                    1 => (*(p as *const AtomicU8)).load(Relaxed) as u64,
-                    2 => (*(p as *const AtomicU16)).load(Relaxed) as u64,
-                    4 => (*(p as *const AtomicU32)).load(Relaxed) as u64,
-                    _ => (*(p as *const AtomicU64)).load(Relaxed),
-                }
-            },
+            Access::Global(p) => unsafe { load_global(p, size) },
             Access::Shared(o) => read_le(bytes(&self.shared), o, size),
             Access::Local(o) => read_le(bytes(&self.local), o, size),
             Access::Param(o) => read_le(&cx.params, o, size),
@@ -640,14 +711,7 @@ impl Worker {
     fn store(&mut self, acc: Access, size: u32, v: u64) {
         match acc {
             // SAFETY: as in `load`.
-            Access::Global(p) => unsafe {
-                match size {
-                    1 => (*(p as *const AtomicU8)).store(v as u8, Relaxed),
-                    2 => (*(p as *const AtomicU16)).store(v as u16, Relaxed),
-                    4 => (*(p as *const AtomicU32)).store(v as u32, Relaxed),
-                    _ => (*(p as *const AtomicU64)).store(v, Relaxed),
-                }
-            },
+            Access::Global(p) => unsafe { store_global(p, size, v) },
             Access::Shared(o) => write_le(bytes_mut(&mut self.shared), o, size, v),
             Access::Local(o) => write_le(bytes_mut(&mut self.local), o, size, v),
             Access::Param(_) => {}
@@ -768,9 +832,25 @@ impl Worker {
         }
         // Pure operations compute all 32 lanes from whole-warp operand rows (vectorizable) and
         // write back only the executing lanes.
+        // A source row: a register's 32 lanes in place, or a materialized immediate/special row.
+        macro_rules! row {
+            ($src:expr, $tmp:ident) => {
+                match $src {
+                    Src::Reg(r) => {
+                        let i = self.ri(w, r, 0);
+                        <&[u64; 32]>::try_from(&self.regs[i..i + 32]).expect("32 lanes")
+                    }
+                    other => {
+                        $tmp = self.fetch(cx, other, w);
+                        &$tmp
+                    }
+                }
+            };
+        }
         macro_rules! map1 {
             (|$a:ident| $e:expr) => {{
-                let ra = self.fetch(cx, s0, w);
+                let ta;
+                let ra = row!(s0, ta);
                 let mut out = [0u64; 32];
                 for l in 0..32 {
                     let $a = ra[l];
@@ -781,8 +861,9 @@ impl Worker {
         }
         macro_rules! map2 {
             (|$a:ident, $b:ident| $e:expr) => {{
-                let ra = self.fetch(cx, s0, w);
-                let rb = self.fetch(cx, s1, w);
+                let (ta, tb);
+                let ra = row!(s0, ta);
+                let rb = row!(s1, tb);
                 let mut out = [0u64; 32];
                 for l in 0..32 {
                     let ($a, $b) = (ra[l], rb[l]);
@@ -793,9 +874,10 @@ impl Worker {
         }
         macro_rules! map3 {
             (|$a:ident, $b:ident, $c:ident| $e:expr) => {{
-                let ra = self.fetch(cx, s0, w);
-                let rb = self.fetch(cx, s1, w);
-                let rc = self.fetch(cx, s2, w);
+                let (ta, tb, tc);
+                let ra = row!(s0, ta);
+                let rb = row!(s1, tb);
+                let rc = row!(s2, tc);
                 let mut out = [0u64; 32];
                 for l in 0..32 {
                     let ($a, $b, $c) = (ra[l], rb[l], rc[l]);
@@ -983,7 +1065,54 @@ impl Worker {
                     map1!(|a| a.wrapping_sub(base))
                 }
             }
+            Op::Ld { space: Space::Param, size, signed, n } if inst.base.is_none() => {
+                // A kernel parameter is the same for every lane: read it once.
+                let lane = exec.trailing_zeros();
+                for i in 0..n {
+                    let addr = (inst.offset as u64).wrapping_add((i * size) as u64);
+                    let acc = self.access(
+                        cx,
+                        Space::Param,
+                        addr,
+                        size,
+                        if i == 0 { size * n } else { size },
+                        false,
+                        pc,
+                        w,
+                        lane,
+                    )?;
+                    let mut v = self.load(cx, acc, size);
+                    if signed {
+                        let sh = 64 - size * 8;
+                        v = (((v << sh) as i64) >> sh) as u64;
+                    }
+                    self.put(w, inst.dst[i as usize], exec, &[v; 32]);
+                }
+            }
             Op::Ld { space, size, signed, n } => {
+                if n == 1 && matches!(space, Space::Global | Space::Generic) {
+                    if let Some((ptr0, addrs)) = self.warp_region(cx, inst, w, exec, size) {
+                        // Every executing lane's address is aligned and inside one buffer: load
+                        // the warp in one loop.
+                        let mut out = [0u64; 32];
+                        let mut m = exec;
+                        while m != 0 {
+                            let l = m.trailing_zeros() as usize;
+                            m &= m - 1;
+                            // SAFETY: `warp_region` checked bounds and alignment of every lane.
+                            let v = unsafe { load_global(ptr0.add(addrs[l] as usize), size) };
+                            out[l] = if signed {
+                                let sh = 64 - size * 8;
+                                (((v << sh) as i64) >> sh) as u64
+                            } else {
+                                v
+                            };
+                        }
+                        self.put(w, d0, exec, &out);
+                        self.stats.global_bytes_read += (size * exec.count_ones()) as u64;
+                        return Ok(());
+                    }
+                }
                 let align = size * n;
                 each!(|l| {
                     let base = inst.base.map_or(0, |r| self.regs[self.ri(w, r, l)]);
@@ -1013,6 +1142,21 @@ impl Worker {
                 })
             }
             Op::St { space, size, n } => {
+                if n == 1 && matches!(space, Space::Global | Space::Generic) {
+                    if let Some((ptr0, addrs)) = self.warp_region(cx, inst, w, exec, size) {
+                        let tv;
+                        let vals = row!(s0, tv);
+                        let mut m = exec;
+                        while m != 0 {
+                            let l = m.trailing_zeros() as usize;
+                            m &= m - 1;
+                            // SAFETY: as for loads.
+                            unsafe { store_global(ptr0.add(addrs[l] as usize), size, vals[l]) };
+                        }
+                        self.stats.global_bytes_written += (size * exec.count_ones()) as u64;
+                        return Ok(());
+                    }
+                }
                 let align = size * n;
                 each!(|l| {
                     let base = inst.base.map_or(0, |r| self.regs[self.ri(w, r, l)]);
@@ -1126,6 +1270,34 @@ impl Worker {
             Op::Bra { .. } | Op::Exit | Op::Trap | Op::Bar => unreachable!("handled by run_warp"),
         }
         Ok(())
+    }
+}
+
+/// An atomic load of `size` bytes.
+///
+/// # Safety
+/// `p` must be valid and aligned to `size` for the launch.
+#[inline(always)]
+unsafe fn load_global(p: *mut u8, size: u32) -> u64 {
+    match size {
+        1 => (*(p as *const AtomicU8)).load(Relaxed) as u64,
+        2 => (*(p as *const AtomicU16)).load(Relaxed) as u64,
+        4 => (*(p as *const AtomicU32)).load(Relaxed) as u64,
+        _ => (*(p as *const AtomicU64)).load(Relaxed),
+    }
+}
+
+/// An atomic store of `size` bytes.
+///
+/// # Safety
+/// As for [`load_global`].
+#[inline(always)]
+unsafe fn store_global(p: *mut u8, size: u32, v: u64) {
+    match size {
+        1 => (*(p as *const AtomicU8)).store(v as u8, Relaxed),
+        2 => (*(p as *const AtomicU16)).store(v as u16, Relaxed),
+        4 => (*(p as *const AtomicU32)).store(v as u32, Relaxed),
+        _ => (*(p as *const AtomicU64)).store(v, Relaxed),
     }
 }
 

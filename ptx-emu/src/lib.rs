@@ -350,7 +350,7 @@ pub fn launch(
     opts: &Options,
 ) -> Result<Stats, EmuError> {
     use rayon::prelude::*;
-    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::sync::atomic::{AtomicU64, Ordering};
     use std::sync::Mutex;
 
     let Some(k) = module.program.kernels.iter().find(|k| k.info.name == entry) else {
@@ -385,7 +385,7 @@ pub fn launch(
         shared_bytes: shared_bytes as u32,
         fuel: opts.fuel,
         fuel_used: AtomicU64::new(0),
-        abort: AtomicBool::new(false),
+        first_fail: AtomicU64::new(u64::MAX),
     };
     let nblocks = cfg.grid.iter().map(|&g| g as u64).product::<u64>();
     let sequential = k.global_atomics || nblocks == 1 || opts.threads == Some(1);
@@ -399,37 +399,44 @@ pub fn launch(
         total = wk.stats;
     } else {
         // The lowest failing block index wins; blocks above it stop early.
-        let first_fail = AtomicU64::new(u64::MAX);
+        let first_fail = &cx.first_fail;
         let failure: Mutex<Option<(u64, EmuError)>> = Mutex::new(None);
         let stats: Mutex<Stats> = Mutex::new(Stats::default());
+        // Blocks go to host threads in contiguous chunks, one worker (register file, shared
+        // memory) per chunk; a few chunks per thread balance uneven blocks.
         let body = || {
-            (0..nblocks).into_par_iter().for_each_init(
-                || exec::Worker::new(&cx),
-                |wk, b| {
-                    if b > first_fail.load(Ordering::Relaxed) {
+            let nchunks = (rayon::current_num_threads() as u64 * 8).clamp(1, nblocks);
+            (0..nchunks).into_par_iter().for_each(|c| {
+                let (lo, hi) = (c * nblocks / nchunks, (c + 1) * nblocks / nchunks);
+                let mut wk = match exec::Worker::new(&cx) {
+                    Ok(wk) => wk,
+                    Err(e) => {
+                        first_fail.fetch_min(lo, Ordering::Relaxed);
+                        let mut f = failure.lock().unwrap_or_else(|p| p.into_inner());
+                        *f = Some((lo, e));
                         return;
                     }
-                    let r = match wk {
-                        Ok(wk) => wk.run_block(&cx, b).and_then(|()| wk.settle_fuel(&cx)).map(|()| {
-                            let s = std::mem::take(&mut wk.stats);
-                            let mut t = stats.lock().unwrap_or_else(|p| p.into_inner());
-                            *t = t.add(s);
-                        }),
-                        Err(e) => Err(e.clone()),
-                    };
+                };
+                for b in lo..hi {
+                    if b > first_fail.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    let r = wk.run_block(&cx, b).and_then(|()| wk.settle_fuel(&cx));
                     if let Err(e) = r {
                         if e.kind == ErrorKind::InvalidLaunch && e.message.starts_with("aborted") {
-                            return;
+                            break;
                         }
                         first_fail.fetch_min(b, Ordering::Relaxed);
-                        cx.abort.store(true, Ordering::Relaxed);
                         let mut f = failure.lock().unwrap_or_else(|p| p.into_inner());
                         if f.as_ref().is_none_or(|(fb, _)| b < *fb) {
                             *f = Some((b, e));
                         }
+                        break;
                     }
-                },
-            );
+                }
+                let mut t = stats.lock().unwrap_or_else(|p| p.into_inner());
+                *t = t.add(std::mem::take(&mut wk.stats));
+            });
         };
         let pool;
         match opts.threads {

@@ -403,3 +403,36 @@ fn launch_errors() {
         .unwrap_err();
     assert!(e.message.contains("too large"), "{e}");
 }
+
+#[test]
+fn the_lowest_failing_block_is_reported_whatever_the_host_threads() {
+    // Blocks 3 and up store out of bounds: block 3 is always the one reported.
+    let src = r#"
+.visible .entry grid(.param .u64 out)
+{
+    .reg .b32 %r<4>; .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [out];
+    mov.u32 %r1, %ctaid.x;
+    mov.u32 %r2, %tid.x;
+    mad.lo.s32 %r3, %r1, 32, %r2;
+    mul.wide.u32 %rd2, %r3, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r3;
+    ret;
+}
+"#;
+    let m = module(src);
+    for threads in [Some(1), Some(2), Some(4), None] {
+        let mut mem = Memory::new();
+        let out = buf(&mut mem, "out", &[0; 96]);
+        let opts = Options { threads, ..Options::default() };
+        let e = launch(&m, "grid", &LaunchConfig::linear(64, 32), &[Arg::Buffer(out)], &mut mem, &opts).unwrap_err();
+        assert_eq!(e.block, Some([3, 0, 0]), "{threads:?}: {e}");
+        assert_eq!(e.thread, Some([0, 0, 0]), "{threads:?}: {e}");
+        let mut mem = Memory::new();
+        let out = buf(&mut mem, "out", &[0; 64 * 32]);
+        let s = launch(&m, "grid", &LaunchConfig::linear(64, 32), &[Arg::Buffer(out)], &mut mem, &opts).unwrap();
+        assert_eq!(u32s(&mem, out), (0..64 * 32).collect::<Vec<u32>>());
+        assert_eq!((s.blocks, s.threads), (64, 64 * 32));
+    }
+}
