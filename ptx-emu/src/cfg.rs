@@ -5,7 +5,7 @@
 //! infinite loop) have no post-dominator: their branches get [`NO_PC`] and diverged lanes then
 //! only meet again when the others exit.
 
-use crate::prog::{Inst, Op, NO_PC};
+use crate::prog::{Inst, Op, RegId, Src, NO_PC, NO_REG};
 
 /// Reconvergence instruction per instruction (`NO_PC` for non-branches and where none exists).
 pub fn reconvergence(insts: &[Inst]) -> Vec<u32> {
@@ -14,50 +14,8 @@ pub fn reconvergence(insts: &[Inst]) -> Vec<u32> {
     if n == 0 {
         return out;
     }
-    // Leaders.
-    let mut leader = vec![false; n + 1];
-    leader[0] = true;
-    for (i, inst) in insts.iter().enumerate() {
-        match inst.op {
-            Op::Bra { target, .. } => {
-                leader[target as usize] = true;
-                leader[i + 1] = true;
-            }
-            Op::Exit | Op::Trap => leader[i + 1] = true,
-            _ => {}
-        }
-    }
-    let starts: Vec<usize> = (0..n).filter(|&i| leader[i]).collect();
-    let mut block_of = vec![0u32; n];
-    for (b, &s) in starts.iter().enumerate() {
-        let e = starts.get(b + 1).copied().unwrap_or(n);
-        for x in block_of.iter_mut().take(e).skip(s) {
-            *x = b as u32;
-        }
-    }
+    let Blocks { starts, block_of, succ, exit } = blocks(insts);
     let nb = starts.len();
-    let exit = nb; // virtual exit node
-    let mut succ: Vec<Vec<usize>> = vec![Vec::new(); nb + 1];
-    for b in 0..nb {
-        let e = starts.get(b + 1).copied().unwrap_or(n);
-        let last = &insts[e - 1];
-        let fall = if e < n { block_of[e] as usize } else { exit };
-        match last.op {
-            Op::Bra { target, .. } => {
-                succ[b].push(block_of[target as usize] as usize);
-                if last.guard.is_some() {
-                    succ[b].push(fall);
-                }
-            }
-            Op::Exit | Op::Trap => {
-                succ[b].push(exit);
-                if last.guard.is_some() {
-                    succ[b].push(fall);
-                }
-            }
-            _ => succ[b].push(fall),
-        }
-    }
     // Post-dominators: dominators of the reverse graph rooted at the virtual exit
     // (Cooper, Harvey & Kennedy's iterative algorithm).
     let mut pred_rev: Vec<Vec<usize>> = vec![Vec::new(); nb + 1]; // predecessors in the reverse graph = successors
@@ -134,4 +92,165 @@ pub fn reconvergence(insts: &[Inst]) -> Vec<u32> {
         }
     }
     out
+}
+
+/// The basic blocks of an instruction list, with a virtual exit node numbered `starts.len()`.
+struct Blocks {
+    starts: Vec<usize>,
+    block_of: Vec<u32>,
+    succ: Vec<Vec<usize>>,
+    exit: usize,
+}
+
+fn blocks(insts: &[Inst]) -> Blocks {
+    let n = insts.len();
+    // Leaders.
+    let mut leader = vec![false; n + 1];
+    leader[0] = true;
+    for (i, inst) in insts.iter().enumerate() {
+        match inst.op {
+            Op::Bra { target, .. } => {
+                leader[target as usize] = true;
+                leader[i + 1] = true;
+            }
+            Op::Exit | Op::Trap => leader[i + 1] = true,
+            _ => {}
+        }
+    }
+    let starts: Vec<usize> = (0..n).filter(|&i| leader[i]).collect();
+    let mut block_of = vec![0u32; n];
+    for (b, &s) in starts.iter().enumerate() {
+        let e = starts.get(b + 1).copied().unwrap_or(n);
+        for x in block_of.iter_mut().take(e).skip(s) {
+            *x = b as u32;
+        }
+    }
+    let nb = starts.len();
+    let exit = nb; // virtual exit node
+    let mut succ: Vec<Vec<usize>> = vec![Vec::new(); nb + 1];
+    for b in 0..nb {
+        let e = starts.get(b + 1).copied().unwrap_or(n);
+        let last = &insts[e - 1];
+        let fall = if e < n { block_of[e] as usize } else { exit };
+        match last.op {
+            Op::Bra { target, .. } => {
+                succ[b].push(block_of[target as usize] as usize);
+                if last.guard.is_some() {
+                    succ[b].push(fall);
+                }
+            }
+            Op::Exit | Op::Trap => {
+                succ[b].push(exit);
+                if last.guard.is_some() {
+                    succ[b].push(fall);
+                }
+            }
+            _ => succ[b].push(fall),
+        }
+    }
+    Blocks { starts, block_of, succ, exit }
+}
+
+/// Registers that some path may read before any write to them (a guarded write does not count).
+/// The executor zeroes these before each block, so such reads give 0 whatever ran before; the
+/// others need no clearing. `None` when the analysis would be too large (then all are cleared).
+pub fn maybe_uninitialized(insts: &[Inst], nregs: u32) -> Option<Vec<RegId>> {
+    if insts.is_empty() {
+        return Some(Vec::new());
+    }
+    let Blocks { starts, succ, exit, .. } = blocks(insts);
+    let nb = starts.len();
+    let words = (nregs as usize).div_ceil(64);
+    if (nb as u64) * (words as u64) > 1 << 22 {
+        return None;
+    }
+    let n = insts.len();
+    // Definitely-written sets at block entry; all ones (unknown) except the entry block.
+    let mut inset = vec![u64::MAX; nb * words];
+    inset[..words].fill(0);
+    let mut preds: Vec<Vec<usize>> = vec![Vec::new(); nb];
+    for (b, ss) in succ.iter().enumerate() {
+        for &t in ss {
+            if t != exit {
+                preds[t].push(b);
+            }
+        }
+    }
+    let transfer = |b: usize, cur: &mut [u64]| {
+        let e = starts.get(b + 1).copied().unwrap_or(n);
+        for inst in &insts[starts[b]..e] {
+            if inst.guard.is_none() {
+                for &d in &inst.dst {
+                    if d != NO_REG {
+                        cur[d as usize / 64] |= 1 << (d % 64);
+                    }
+                }
+            }
+        }
+    };
+    let mut out = vec![u64::MAX; nb * words];
+    let mut changed = true;
+    let mut cur = vec![0u64; words];
+    while changed {
+        changed = false;
+        for b in 0..nb {
+            if b != 0 {
+                let mut meet = vec![u64::MAX; words];
+                for &p in &preds[b] {
+                    for (m, o) in meet.iter_mut().zip(&out[p * words..(p + 1) * words]) {
+                        *m &= o;
+                    }
+                }
+                inset[b * words..(b + 1) * words].copy_from_slice(&meet);
+            }
+            cur.copy_from_slice(&inset[b * words..(b + 1) * words]);
+            transfer(b, &mut cur);
+            if out[b * words..(b + 1) * words] != cur[..] {
+                out[b * words..(b + 1) * words].copy_from_slice(&cur);
+                changed = true;
+            }
+        }
+    }
+    // Reads not covered by the definitely-written set.
+    let mut need = vec![0u64; words];
+    for b in 0..nb {
+        cur.copy_from_slice(&inset[b * words..(b + 1) * words]);
+        let e = starts.get(b + 1).copied().unwrap_or(n);
+        for inst in &insts[starts[b]..e] {
+            let mut reads: Vec<RegId> =
+                inst.src.iter().filter_map(|s| if let Src::Reg(r) = s { Some(*r) } else { None }).collect();
+            reads.extend(inst.guard.map(|g| g.0));
+            reads.extend(inst.base);
+            for r in reads {
+                if cur[r as usize / 64] & (1 << (r % 64)) == 0 {
+                    need[r as usize / 64] |= 1 << (r % 64);
+                }
+            }
+            if inst.guard.is_none() {
+                for &d in &inst.dst {
+                    if d != NO_REG {
+                        cur[d as usize / 64] |= 1 << (d % 64);
+                    }
+                }
+            }
+        }
+    }
+    Some((0..nregs).filter(|&r| need[r as usize / 64] & (1 << (r % 64)) != 0).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn registers_read_before_any_write_are_found() {
+        let text = ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k(.param .u32 n)\n{\n.reg .pred %p<2>; .reg .b32 %r<6>;\n\
+            ld.param.u32 %r1, [n];\nsetp.eq.u32 %p1, %r1, 0;\n@%p1 bra SKIP;\nmov.u32 %r2, 1;\n@%p1 mov.u32 %r3, 1;\nSKIP:\nadd.u32 %r4, %r2, %r3;\nadd.u32 %r5, %r1, %r4;\nret;\n}\n";
+        let p = crate::parse::parse_program(text).unwrap();
+        let k = &p.kernels[0];
+        let names = |v: &[RegId]| v.to_vec();
+        // %r2 is written on one path only, %r3 only under a guard: both may be read unwritten.
+        // Registers are numbered in declaration order: %p0 %p1 %r0.. %r5 → %r2 = 4, %r3 = 5.
+        assert_eq!(names(k.clear_regs.as_deref().unwrap()), vec![4, 5]);
+    }
 }

@@ -304,7 +304,19 @@ impl Worker {
         self.linear = linear;
         self.block = [(linear % gx) as u32, ((linear / gx) % gy) as u32, (linear / (gx * gy)) as u32];
         let nthreads: u32 = cx.cfg.block.iter().product();
-        self.regs.fill(0);
+        // Registers start at zero (PTX leaves them undefined): only those some path may read
+        // before writing need clearing; the others are always written first.
+        match &cx.k.clear_regs {
+            None => self.regs.fill(0),
+            Some(regs) => {
+                for w in 0..self.warps.len() {
+                    for &r in regs {
+                        let i = self.ri(w, r, 0);
+                        self.regs[i..i + 32].fill(0);
+                    }
+                }
+            }
+        }
         // Shared memory starts as all-ones bytes: never-written data reads as NaN / -1.
         self.shared.fill(u64::MAX);
         self.local.fill(0);
@@ -698,6 +710,7 @@ impl Worker {
         }
     }
 
+    #[inline(always)]
     fn load(&self, cx: &LaunchCtx, acc: Access, size: u32) -> u64 {
         match acc {
             // SAFETY: in bounds and aligned to `size` (checked by `access`).
@@ -708,6 +721,7 @@ impl Worker {
         }
     }
 
+    #[inline(always)]
     fn store(&mut self, acc: Access, size: u32, v: u64) {
         match acc {
             // SAFETY: as in `load`.
@@ -1328,19 +1342,21 @@ fn bytes_mut(v: &mut [u64]) -> &mut [u8] {
     unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr() as *mut u8, v.len() * 8) }
 }
 
+#[inline(always)]
 fn read_le(b: &[u8], o: usize, size: u32) -> u64 {
-    let mut v = 0u64;
-    for i in 0..size as usize {
-        v |= (*b.get(o + i).unwrap_or(&0) as u64) << (8 * i);
+    let get = |n: usize| b.get(o..o + n);
+    match size {
+        1 => get(1).map_or(0, |x| x[0] as u64),
+        2 => get(2).map_or(0, |x| u16::from_le_bytes([x[0], x[1]]) as u64),
+        4 => get(4).map_or(0, |x| u32::from_le_bytes([x[0], x[1], x[2], x[3]]) as u64),
+        _ => get(8).map_or(0, |x| u64::from_le_bytes([x[0], x[1], x[2], x[3], x[4], x[5], x[6], x[7]])),
     }
-    v
 }
 
+#[inline(always)]
 fn write_le(b: &mut [u8], o: usize, size: u32, v: u64) {
-    for i in 0..size as usize {
-        if let Some(x) = b.get_mut(o + i) {
-            *x = (v >> (8 * i)) as u8;
-        }
+    if let Some(x) = b.get_mut(o..o + size as usize) {
+        x.copy_from_slice(&v.to_le_bytes()[..size as usize]);
     }
 }
 

@@ -495,6 +495,7 @@ impl Parser {
             }
         }
         let reconverge = cfg::reconvergence(&insts);
+        let clear_regs = cfg::maybe_uninitialized(&insts, scopes.nregs);
         let global_atomics = insts
             .iter()
             .any(|i| matches!(i.op, Op::Atom { space: crate::prog::Space::Global | crate::prog::Space::Generic, .. }));
@@ -509,6 +510,7 @@ impl Parser {
             local_bytes,
             param_bytes: offset,
             reconverge,
+            clear_regs,
             global_atomics,
         })
     }

@@ -409,6 +409,8 @@ pub struct Kernel {
     /// Reconvergence instruction of every instruction that is a conditional branch
     /// (`NO_PC` where the paths only meet at exit); indexed like `insts`.
     pub reconverge: Vec<u32>,
+    /// Registers some path may read before writing them, zeroed before each block (`None`: all).
+    pub clear_regs: Option<Vec<RegId>>,
     /// Whether the kernel has an atomic on global (or generic) memory: blocks then run in order.
     pub global_atomics: bool,
 }
