@@ -7,8 +7,11 @@
 //!   [`LaunchContract`] says, with race and uninitialized-read detection on) without a fault; the
 //!   pass pipeline succeeds with the verifier after every pass, and the optimized kernel's
 //!   buffers equal the original's bit for bit; the PTX emitter accepts it; `ptxas` accepts the
-//!   PTX (when a target is given); and, when a GPU runner is given, the GPU's buffers equal the
-//!   interpreter's under [`crate::tolerance::derived_tolerance`] (NaN-aware).
+//!   PTX (when a target is given); the PTX emulator ([`crate::emu_exec`], when
+//!   [`FuzzConfig::emu`] is on, as it is by default) runs the kernel's PTX without a fault and its
+//!   buffers equal the interpreter's under [`crate::tolerance::derived_tolerance`] (NaN-aware);
+//!   and, when a GPU runner is given, the GPU's buffers equal the interpreter's under the same
+//!   tolerance.
 //! - A [`Failure`] carries a [`FailureKind`]; two failures are "the same" when their kinds are
 //!   equal (the detail text, e.g. a value, may change while reducing).
 //! - [`reduce`] only ever returns a kernel that verifies (verifier and barrier verifier; only the
@@ -55,6 +58,11 @@ pub enum FailureKind {
     Gpu,
     /// The GPU's results differ from the interpreter's.
     GpuMismatch,
+    /// The PTX emulator could not run the kernel's PTX: it does not load, the launch is refused, or
+    /// the kernel faults (the kind, e.g. "out-of-bounds access").
+    Emu(String),
+    /// The PTX emulator's results differ from the interpreter's.
+    EmuMismatch,
     /// A failure reported by a caller-supplied check (tests of the reducer).
     Custom(String),
 }
@@ -71,6 +79,8 @@ impl fmt::Display for FailureKind {
             FailureKind::Ptxas => write!(f, "ptxas rejects the PTX"),
             FailureKind::Gpu => write!(f, "GPU run failed"),
             FailureKind::GpuMismatch => write!(f, "interpreter and GPU differ"),
+            FailureKind::Emu(k) => write!(f, "ptx-emu: {k}"),
+            FailureKind::EmuMismatch => write!(f, "interpreter and ptx-emu differ"),
             FailureKind::Custom(s) => write!(f, "{s}"),
         }
     }
@@ -111,6 +121,8 @@ pub struct FuzzConfig {
     /// thread-instructions over seeds 0..1000 at 80 instructions, 128 threads), so a reduction
     /// candidate that loops forever fails fast with "fuel exhausted".
     pub fuel: u64,
+    /// Run the kernel's PTX in the PTX emulator and compare with the interpreter.
+    pub emu: bool,
 }
 
 impl FuzzConfig {
@@ -120,7 +132,8 @@ impl FuzzConfig {
         self.fuel = (1u64 << 20).max((insts as u64).saturating_mul(1 << 14));
     }
 
-    /// The default generator, [`LaunchContract::DEFAULT`], the default pipeline, no ptxas.
+    /// The default generator, [`LaunchContract::DEFAULT`], the default pipeline, no ptxas, the
+    /// emulator on.
     pub fn new() -> FuzzConfig {
         FuzzConfig {
             gen: GenConfig::default(),
@@ -128,6 +141,7 @@ impl FuzzConfig {
             pipeline: kir_passes::parse_pipeline(kir_passes::DEFAULT_PIPELINE).unwrap_or_default(),
             ptxas: None,
             fuel: 1 << 20,
+            emu: true,
         }
     }
 }
@@ -222,6 +236,7 @@ pub fn compare_all(k: &Kernel, bound: &args::Bound, a: &[Buffer], b: &[Buffer], 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Ran {
     pub ptxas: bool,
+    pub emu: bool,
     pub gpu: bool,
 }
 
@@ -250,10 +265,26 @@ pub fn check_kernel(
         .map_err(|f| Failure::new(FailureKind::PassChangedResult, format!("the optimized kernel faults: {f}")))?;
     compare_all(k, &bound, &reference, &optimized, Strictness::Bitwise)
         .map_err(|e| Failure::new(FailureKind::PassChangedResult, format!("original vs optimized: {e}")))?;
+    let mut ptxas_ptx = None;
     if let Some(sm) = cfg.ptxas {
         let ptx = crate::gpu_exec::ptx_for(k, sm).map_err(|e| Failure::new(FailureKind::Emit, e))?;
         kir_backend_ptx::tools::run_ptxas(&ptx, sm).map_err(|e| Failure::new(FailureKind::Ptxas, e))?;
         ran.ptxas = true;
+        ptxas_ptx = Some((sm, ptx));
+    }
+    if cfg.emu {
+        let ptx = match ptxas_ptx {
+            Some((sm, ptx)) if sm == crate::emu_exec::EMU_SM => ptx,
+            _ => {
+                crate::gpu_exec::ptx_for(k, crate::emu_exec::EMU_SM).map_err(|e| Failure::new(FailureKind::Emit, e))?
+            }
+        };
+        let got = emulate(k, &ptx, &launch, &bound, cfg.fuel.saturating_mul(EMU_FUEL_FACTOR))?;
+        ran.emu = true;
+        let tol = crate::tolerance::derived_tolerance(k);
+        compare_all(k, &bound, &reference, &got, Strictness::Within(tol)).map_err(|e| {
+            Failure::new(FailureKind::EmuMismatch, format!("interpreter vs ptx-emu (tolerance {tol}): {e}"))
+        })?;
     }
     if let Some((runner, sm)) = gpu {
         let ptx = crate::gpu_exec::ptx_for(k, sm).map_err(|e| Failure::new(FailureKind::Emit, e))?;
@@ -266,6 +297,45 @@ pub fn check_kernel(
         })?;
     }
     Ok(())
+}
+
+/// PTX instructions the emulator may run per thread-instruction of the interpreter's fuel: kir's
+/// backend emits a few PTX instructions per kir instruction (at most a dozen, for an integer
+/// division with its guards), so a kernel the interpreter finished within its fuel never runs out
+/// in the emulator.
+pub const EMU_FUEL_FACTOR: u64 = 64;
+
+/// Runs `k`'s PTX in the emulator on copies of `bound`'s buffers, with `fuel` PTX
+/// thread-instructions; the buffers after the run.
+pub fn emulate(
+    k: &Kernel,
+    ptx: &str,
+    cfg: &LaunchConfig,
+    bound: &args::Bound,
+    fuel: u64,
+) -> Result<Vec<Buffer>, Failure> {
+    use crate::emu_exec::{self, FailureClass};
+    let as_failure = |e: emu_exec::EmuFailure| {
+        let kind = match e.class {
+            FailureClass::Fault(f) => f.name().to_string(),
+            FailureClass::Load => "the emulator cannot load the PTX".to_string(),
+            FailureClass::InvalidLaunch => "invalid launch".to_string(),
+            FailureClass::Setup => "setup".to_string(),
+        };
+        Failure::new(FailureKind::Emu(kind), e.message)
+    };
+    let module = emu_exec::load(ptx).map_err(as_failure)?;
+    let mut names = vec![String::new(); bound.buffers.len()];
+    for (pi, b) in bound.param_buffer.iter().enumerate() {
+        if let (Some(b), Some(p)) = (b, k.params.get(pi)) {
+            names[*b] = k.value(*p).name.to_string();
+        }
+    }
+    let opts = kir_ptx_emu::Options { fuel, threads: Some(1) };
+    let entry = crate::gpu_exec::ptx_entry_name(&k.name);
+    emu_exec::run_kernel(&module, ptx, &entry, cfg, &bound.args, &bound.buffers, &names, &opts)
+        .map(|r| r.buffers)
+        .map_err(as_failure)
 }
 
 /// A case: the kernel generated from `seed` and its arguments.
@@ -568,7 +638,7 @@ mod tests {
             let (k, named) = generate_case(seed, &cfg);
             let mut ran = Ran::default();
             check_kernel(&k, &named, &cfg, None, &mut ran).unwrap_or_else(|f| panic!("seed {seed}: {f}"));
-            assert_eq!(ran, Ran::default());
+            assert_eq!(ran, Ran { emu: true, ..Ran::default() });
         }
     }
 

@@ -4,9 +4,13 @@
 //! the verifier after every pass, PTX emission (and `ptxas` for sm_80 and sm_90 when found), and
 //! `; check-ptx:` lines — one row. Then for each `; run:` directive: the launch in the interpreter
 //! on the module as written and after the pass pipeline, whose outputs must be bit-identical, and
-//! the directive's `; expect:` checks — one row; and the same launch (kernel or graph) on the GPU,
-//! compared with the interpreter within the directive's tolerance, or else the tolerance derived
-//! from the approximate ops used (`crate::tolerance`) — one row (`skip: no GPU` without one).
+//! the directive's `; expect:` checks — one row; the same launch (kernel or graph, launch by
+//! launch with its temporaries) in the PTX emulator on the PTX of the optimized module (what
+//! `kir ptx` writes for it, sm_80) — one `ptx-emu` row, which never skips; and the same launch on
+//! the GPU — one row (`skip: no GPU` without one). The emulator and the GPU are compared with the
+//! interpreter within the directive's tolerance, or else the tolerance derived from the
+//! approximate ops used (`crate::tolerance`). When the interpreter row fails, the two rows after it
+//! are not reported (there is nothing trustworthy to compare with).
 //!
 //! Guarantees:
 //! - Every problem is a FAIL row with a message that locates it (file, line, kernel); nothing
@@ -18,6 +22,7 @@
 use crate::checks;
 use crate::compare::{compare_buffers, elements_match, Strictness};
 use crate::directives::{parse_directives, RunDirective, Tolerance};
+use crate::emu_exec::{self, EmuFailure};
 use kir_backend_ptx::{gpu, tools, PtxOptions, SmVersion};
 use kir_interp::args::{parse_arg_spec, ArgSpec};
 use kir_interp::{Arg, Buffer, LaunchConfig, Options};
@@ -57,7 +62,15 @@ pub struct Context {
     pub require_gpu: bool,
     /// Interpreter options for directive launches.
     pub interp: Options,
+    /// Emulator options for the `ptx-emu` rows.
+    pub emu: kir_ptx_emu::Options,
+    /// Applied to each file's PTX before the emulator loads it (identity when `None`): lets tests
+    /// corrupt the emitted PTX on purpose and check that the `ptx-emu` rows catch it.
+    pub emu_ptx_hook: Option<PtxHook>,
 }
+
+/// A rewrite of PTX text (see [`Context::emu_ptx_hook`]).
+pub type PtxHook = Box<dyn Fn(&str) -> String>;
 
 impl Context {
     /// Finds ptxas and opens the first GPU, if any (never panics without a driver).
@@ -70,16 +83,30 @@ impl Context {
                 Err(e) => GpuState::Unavailable(format!("no GPU ({e})")),
             }
         };
-        Context { ptxas: tools::find_ptxas(), gpu, require_gpu, interp: Options::default() }
+        Context {
+            ptxas: tools::find_ptxas(),
+            gpu,
+            require_gpu,
+            interp: Options::default(),
+            emu: kir_ptx_emu::Options::default(),
+            emu_ptx_hook: None,
+        }
     }
 }
 
-/// The outputs of one interpreter launch.
+/// The outputs of one interpreter launch, and the inputs it started from.
 struct Outputs {
     buffers: Vec<Buffer>,
     /// Parameter name of each buffer.
     names: Vec<String>,
+    /// The launch's arguments (kernel or graph parameters, in order).
+    args: Vec<Arg>,
+    /// The buffers before the launch.
+    initial: Vec<Buffer>,
 }
+
+/// A file's PTX loaded in the emulator, or why it could not be.
+type EmuPtx = Result<(String, kir_ptx_emu::Module), EmuFailure>;
 
 fn indent(text: &str) -> String {
     text.lines().map(|l| format!("    {l}")).collect::<Vec<_>>().join("\n")
@@ -222,8 +249,12 @@ pub fn test_file(path: &Path, ctx: &mut Context, emit: &mut dyn FnMut(Row)) {
     emit(Row { label: label.clone(), outcome: Outcome::Ok, note: Some(notes.join("; ")) });
 
     let base_dir = path.parent().map(Path::to_path_buf);
+    if directives.runs.is_empty() {
+        return;
+    }
+    let emu_ptx = emu_module(&optimized, &source, ctx);
     for d in &directives.runs {
-        run_directive(d, &label, &source, &module, &optimized, base_dir.as_deref(), ctx, emit);
+        run_directive(d, &label, &source, &module, &optimized, &emu_ptx, base_dir.as_deref(), ctx, emit);
     }
 }
 
@@ -242,6 +273,7 @@ fn run_directive(
     source: &str,
     module: &Module,
     optimized: &Module,
+    emu_ptx: &EmuPtx,
     base_dir: Option<&Path>,
     ctx: &mut Context,
     emit: &mut dyn FnMut(Row),
@@ -333,6 +365,30 @@ fn run_directive(
         note: Some("bit-identical after passes".into()),
     });
 
+    // The directive's tolerance, else one derived from the approximate ops the code uses.
+    let (cmp_tol, tol_source) = match d.tol {
+        Some(t) => (t, "given"),
+        None => match optimized.graph(&d.target) {
+            Some(g) => (crate::tolerance::derived_tolerance_graph(optimized, g).0, "derived"),
+            None => match optimized.kernel(&d.target) {
+                Some(k) => (crate::tolerance::derived_tolerance(k), "derived"),
+                None => (Tolerance::Exact, "derived"),
+            },
+        },
+    };
+
+    // The PTX emulator: never skipped.
+    let emu_label = format!("{label} ptx-emu");
+    let outcome = match run_in_emulator(emu_ptx, optimized, d, &before, &ctx.emu) {
+        Err(e) => Outcome::Fail(e.message),
+        Ok(emu_buffers) => match first_difference(&before, &emu_buffers, cmp_tol, tol_source) {
+            Some(msg) => Outcome::Fail(msg),
+            None => Outcome::Ok,
+        },
+    };
+    let note = (outcome == Outcome::Ok).then(|| format!("matches the interpreter (tol {cmp_tol}, {tol_source})"));
+    emit(Row { label: emu_label, outcome, note });
+
     // The GPU side.
     let gpu_label = format!("{label} gpu");
     let runner = match &mut ctx.gpu {
@@ -346,37 +402,73 @@ fn run_directive(
             return emit(Row { label: gpu_label, outcome, note: None });
         }
     };
-    // The directive's tolerance, else one derived from the approximate ops the code uses.
-    let (gpu_tol, tol_source) = match d.tol {
-        Some(t) => (t, "given"),
-        None if is_graph => (
-            crate::tolerance::derived_tolerance_graph(optimized, optimized.graph(&d.target).expect("checked above")).0,
-            "derived",
-        ),
-        None => (crate::tolerance::derived_tolerance(optimized.kernel(&d.target).expect("checked above")), "derived"),
-    };
     let gpu_buffers = match run_on_gpu(runner, optimized, d, &specs, base_dir) {
         Ok(b) => b,
         Err(e) => return emit(Row { label: gpu_label, outcome: Outcome::Fail(e), note: None }),
     };
-    for (i, (a, b)) in before.buffers.iter().zip(&gpu_buffers).enumerate() {
-        let c = compare_buffers(a, b, Strictness::Within(gpu_tol), 5);
-        if !c.is_match() {
-            return emit(Row {
-                label: gpu_label,
-                outcome: Outcome::Fail(format!(
-                    "buffer `{}` differs from the interpreter (tol {gpu_tol}, {tol_source}): {c}",
-                    before.names[i]
-                )),
-                note: None,
-            });
-        }
+    if let Some(msg) = first_difference(&before, &gpu_buffers, cmp_tol, tol_source) {
+        return emit(Row { label: gpu_label, outcome: Outcome::Fail(msg), note: None });
     }
     emit(Row {
         label: gpu_label,
         outcome: Outcome::Ok,
-        note: Some(format!("matches the interpreter (tol {gpu_tol}, {tol_source})")),
+        note: Some(format!("matches the interpreter (tol {cmp_tol}, {tol_source})")),
     });
+}
+
+/// The first buffer of `other` that differs from the interpreter's `reference` under `tol`, as a
+/// message naming it and its first differing elements.
+fn first_difference(reference: &Outputs, other: &[Buffer], tol: Tolerance, tol_source: &str) -> Option<String> {
+    if other.len() != reference.buffers.len() {
+        return Some(format!("{} buffers came back, expected {}", other.len(), reference.buffers.len()));
+    }
+    reference.buffers.iter().zip(other).enumerate().find_map(|(i, (a, b))| {
+        let c = compare_buffers(a, b, Strictness::Within(tol), 5);
+        (!c.is_match()).then(|| {
+            format!("buffer `{}` differs from the interpreter (tol {tol}, {tol_source}): {c}", reference.names[i])
+        })
+    })
+}
+
+/// The optimized module's PTX (with kir's line comments), passed through the context's hook and
+/// loaded in the emulator.
+fn emu_module(optimized: &Module, source: &str, ctx: &Context) -> EmuPtx {
+    let ptx = emu_exec::module_ptx(optimized, Some(source)).map_err(|e| EmuFailure {
+        class: emu_exec::FailureClass::Setup,
+        message: format!("PTX emission for the emulator failed: {e}"),
+        ptx_line: None,
+        emu_error: None,
+    })?;
+    let ptx = match &ctx.emu_ptx_hook {
+        Some(hook) => hook(&ptx),
+        None => ptx,
+    };
+    let module = emu_exec::load(&ptx)?;
+    Ok((ptx, module))
+}
+
+/// Runs a directive's kernel or graph (of the optimized module) in the emulator on the inputs the
+/// interpreter started from; returns the buffers after the run, in the interpreter's order.
+fn run_in_emulator(
+    emu_ptx: &EmuPtx,
+    optimized: &Module,
+    d: &RunDirective,
+    before: &Outputs,
+    opts: &kir_ptx_emu::Options,
+) -> Result<Vec<Buffer>, EmuFailure> {
+    let (ptx, module) = emu_ptx.as_ref().map_err(Clone::clone)?;
+    let run = if let Some(g) = optimized.graph(&d.target) {
+        emu_exec::run_graph(module, ptx, optimized, g, &before.args, &before.initial, &before.names, opts)?
+    } else {
+        let cfg = LaunchConfig {
+            grid: d.grid.unwrap_or([1; 3]),
+            block: d.block.unwrap_or([1; 3]),
+            dynamic_shared_bytes: d.shared_bytes,
+        };
+        let entry = crate::gpu_exec::ptx_entry_name(&d.target);
+        emu_exec::run_kernel(module, ptx, &entry, &cfg, &before.args, &before.initial, &before.names, opts)?
+    };
+    Ok(run.buffers)
 }
 
 /// Runs a directive's kernel or graph (of the optimized module) on the GPU with the same inputs the
@@ -435,6 +527,7 @@ fn run_kernel(
     opts: &Options,
 ) -> Result<Outputs, RunError> {
     let mut bound = kir_interp::args::bind(k, specs, base_dir).map_err(RunError::Args)?;
+    let initial = bound.buffers.clone();
     kir_interp::launch(k, cfg, &bound.args, &mut bound.buffers, opts).map_err(|e| RunError::Interp(Box::new(e)))?;
     let mut names = vec![String::new(); bound.buffers.len()];
     for (p, b) in bound.param_buffer.iter().enumerate() {
@@ -442,7 +535,7 @@ fn run_kernel(
             names[*b] = k.value(k.params[p]).name.to_string();
         }
     }
-    Ok(Outputs { buffers: bound.buffers, names })
+    Ok(Outputs { buffers: bound.buffers, names, args: bound.args, initial })
 }
 
 fn run_graph(
@@ -454,6 +547,7 @@ fn run_graph(
 ) -> Result<Outputs, RunError> {
     let g = m.graph(name).ok_or_else(|| RunError::Args(format!("no graph `@{name}`")))?;
     let mut bound = kir_interp::graph::bind_graph(g, specs, base_dir).map_err(RunError::Args)?;
+    let initial = bound.buffers.clone();
     kir_interp::graph::run_graph(m, g, &bound.args, &mut bound.buffers, opts)
         .map_err(|e| RunError::Interp(Box::new(e)))?;
     let mut names = vec![String::new(); bound.buffers.len()];
@@ -464,5 +558,5 @@ fn run_graph(
             }
         }
     }
-    Ok(Outputs { buffers: bound.buffers, names })
+    Ok(Outputs { buffers: bound.buffers, names, args: bound.args, initial })
 }

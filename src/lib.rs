@@ -6,12 +6,16 @@
 //! - [`tolerance`]: tolerances derived from the approximate ops a kernel uses.
 //! - [`harness`]: the engine of `kir test`, the main job.
 //! - [`gpu_exec`]: running kernels and graphs on a GPU with the interpreter's inputs.
+//! - [`emu_exec`]: running kernels and graphs in the PTX emulator with the interpreter's inputs.
+//! - [`ptx_args`]: binding `kir run FILE.ptx` arguments to a PTX entry's parameters.
 //! - [`fuzz`]: random-kernel differential fuzzing and test-case reduction (`kir fuzz`).
 pub use kir_ir as ir;
 pub mod checks;
 pub mod compare;
 pub mod directives;
+pub mod emu_exec;
 pub mod fuzz;
 pub mod gpu_exec;
 pub mod harness;
+pub mod ptx_args;
 pub mod tolerance;

@@ -25,19 +25,20 @@ enum Command {
     Fmt(cmd::fmt::Args),
     /// Print a kernel's control-flow graph as Graphviz DOT.
     Cfg(cmd::cfg::Args),
-    /// Check, optimize, emit PTX for and run (interpreter, GPU when present) every .kir file.
+    /// Check, optimize, emit PTX for and run (interpreter, PTX emulator, GPU when present) every .kir file.
     Test(cmd::test::Args),
     /// Run a pass pipeline (default: fold,simplify-cfg,dce) and print the optimized module.
     Opt(cmd::opt::Args),
     /// Emit PTX for a .kir file (as written; run `kir opt` first to optimize).
     Ptx(cmd::ptx::Args),
-    /// Run a kernel in the SIMT interpreter with runtime checks.
+    /// Run a kernel in the SIMT interpreter with runtime checks (a .ptx file: in the PTX emulator).
     Run(cmd::run::Args),
     /// List CUDA devices (exit 1 with a message when there is no driver or no device).
     Devices(cmd::devices::Args),
-    /// Run a kernel or graph in the interpreter and on the GPU with the same inputs; compare every buffer.
+    /// Run a kernel or graph in the interpreter and on the GPU or in the PTX emulator (the default
+    /// without a GPU) with the same inputs; compare every buffer.
     Diff(cmd::diff::Args),
-    /// Generate random kernels and check verifier, passes, ptxas and GPU against the interpreter.
+    /// Generate random kernels and check verifier, passes, ptxas, PTX emulator and GPU against the interpreter.
     Fuzz(cmd::fuzz::Args),
 }
 

@@ -1,4 +1,5 @@
-//! `kir diff` as users run it: the interpreter side, the no-GPU policy (skip, or fail when a GPU is
+//! `kir diff` as users run it: the interpreter side, what it is compared with (`--against`, the
+//! PTX emulator by default without a GPU), the no-GPU policy (skip, or fail when a GPU is
 //! required), tolerances, argument errors, and — on a machine with a GPU — the comparison itself.
 
 use std::process::Command;
@@ -58,7 +59,7 @@ fn require_gpu_or_skip() -> bool {
 }
 
 #[test]
-fn without_a_gpu_the_interpreter_runs_and_the_gpu_side_is_skipped() {
+fn without_a_gpu_the_default_is_the_ptx_emulator() {
     if gpu_present() {
         return; // covered by the GPU tests below
     }
@@ -66,8 +67,99 @@ fn without_a_gpu_the_interpreter_runs_and_the_gpu_side_is_skipped() {
     assert_eq!(code, 0, "{out}\n{err}");
     assert!(out.starts_with("interpreter:\n  %dx: f32[1000] ["), "{out}");
     assert!(out.contains("tolerance: exact (derived: no approximate op)\n"), "{out}");
+    assert!(
+        out.contains("ptx-emu (sm_80 PTX; the default without a GPU: no CUDA driver (libcuda not found)):\n"),
+        "{out}"
+    );
+    assert!(out.contains("  %dx: match (1000 f32 elements, max 0 ulp)\n"), "{out}");
+    assert!(out.ends_with("diff: 3 buffers compared, all match (tolerance exact)\n"), "{out}");
+}
+
+#[test]
+fn against_gpu_without_a_gpu_skips_the_gpu_side() {
+    if gpu_present() {
+        return;
+    }
+    let mut args = RELU.to_vec();
+    args.extend(["--against", "gpu"]);
+    let (code, out, err) = kir(&args);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.starts_with("interpreter:\n  %dx: f32[1000] ["), "{out}");
     assert!(out.contains("skip: no GPU: no CUDA driver (libcuda not found)"), "{out}");
     assert!(!out.contains("diff:"), "nothing was compared: {out}");
+    // --time measures the GPU, so it asks for the GPU side too.
+    let mut timed = RELU.to_vec();
+    timed.push("--time");
+    let (code, out, _) = kir(&timed);
+    assert_eq!(code, 0);
+    assert!(out.contains("skip: no GPU"), "{out}");
+}
+
+#[test]
+fn against_the_ptx_emulator_kernels_and_graphs_match() {
+    let mut args = RELU.to_vec();
+    args.extend(["--against", "ptx-emu"]);
+    let (code, out, err) = kir(&args);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("ptx-emu (sm_80 PTX):\n"), "{out}");
+    assert!(out.ends_with("diff: 3 buffers compared, all match (tolerance exact)\n"), "{out}");
+    // A graph with temporaries, launch by launch; KIR_REQUIRE_GPU=1 does not matter when the
+    // emulator is asked for.
+    let (code, out, err) = kir_env(
+        &[
+            "diff",
+            "kernels/graph_grad_clip.kir",
+            "--graph",
+            "clip_pipeline",
+            "--against",
+            "ptx-emu",
+            "--arg",
+            "g=rand:f32:5000:3",
+            "--arg",
+            "n=5000",
+            "--arg",
+            "max_norm=1.0",
+            "--arg",
+            "out=zeros:f32:2",
+        ],
+        true,
+    );
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("ptx-emu (sm_80 PTX):\n") && out.contains("%out: match (2 f32 elements"), "{out}");
+}
+
+#[test]
+fn emulator_mismatches_are_listed_and_exit_1() {
+    // Reads shared memory nothing wrote: zeros in the interpreter, 0xff bytes in the emulator.
+    let dir = std::env::temp_dir().join(format!("kir-diff-emu-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = "kernel @k(%out: ptr<global, u32>) {\n  shared @tile: u32[64]\nentry:\n  %t = tid.x : u32\n  \
+               %sh = addr @tile\n  %r = add.u32 %t, 32\n  %v = load %sh[%r]\n  store %out[%t], %v\n  ret\n}\n";
+    let file = dir.join("uninit.kir");
+    std::fs::write(&file, src).unwrap();
+    let args =
+        ["diff", file.to_str().unwrap(), "--grid", "1", "--block", "32", "--arg", "out=zeros:u32:32", "--limit", "3"];
+    let mut explicit = args.to_vec();
+    explicit.extend(["--against", "ptx-emu"]);
+    let (code, out, err) = kir(&explicit);
+    std::fs::remove_dir_all(&dir).ok();
+    assert_eq!(code, 1, "{out}\n{err}");
+    insta::assert_snapshot!("diff_emu_mismatch", out);
+}
+
+#[test]
+fn time_is_for_the_gpu_only() {
+    let mut args = RELU.to_vec();
+    args.extend(["--against", "ptx-emu", "--time"]);
+    let (code, out, err) = kir(&args);
+    assert_eq!(code, 2, "{out}");
+    assert_eq!(err, "error: --time measures the GPU; it cannot be used with --against ptx-emu\n");
+    let mut bad = RELU.to_vec();
+    bad.extend(["--against", "cpu"]);
+    let (code, _, err) = kir(&bad);
+    assert_eq!(code, 2);
+    assert!(err.contains("invalid value 'cpu' for '--against <AGAINST>'"), "{err}");
+    assert!(err.contains("[possible values: gpu, ptx-emu]"), "{err}");
 }
 
 #[test]
@@ -138,9 +230,11 @@ fn graphs_run_in_the_interpreter_first() {
         assert_eq!(code, 0, "{out}\n{err}");
         assert!(out.contains("all match"), "{out}");
     } else {
+        // Without a GPU the emulator is the default, and it runs the graph launch by launch.
         assert_eq!(code, 0, "{out}\n{err}");
         assert!(out.contains("%dx: f32[1000]"), "{out}");
-        assert!(out.contains("skip: no GPU"), "{out}");
+        assert!(out.contains("ptx-emu (sm_80 PTX; the default without a GPU: "), "{out}");
+        assert!(out.ends_with("diff: 3 buffers compared, all match (tolerance exact)\n"), "{out}");
     }
 }
 

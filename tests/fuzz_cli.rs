@@ -1,9 +1,12 @@
 //! `kir fuzz` as CI runs it: 50 generated kernels through the verifiers, the interpreter, the
-//! default pipeline (results preserved bit for bit), ptxas (required under CI=true) and the GPU when
-//! there is one; plus its usage errors.
+//! default pipeline (results preserved bit for bit), ptxas (required under CI=true), the PTX
+//! emulator and the GPU when there is one; plus its usage errors, and the reduction of an emulator
+//! mismatch to a ready-to-run `.kir`.
 
 mod cli;
 use cli::kir;
+use kir::fuzz::{self, Failure, FailureKind, FuzzConfig};
+use kir::{compare::Strictness, emu_exec, gpu_exec};
 
 use std::process::Command;
 
@@ -20,6 +23,8 @@ fn fifty_cases_pass_every_check() {
     } else {
         assert!(out.contains("skip: ptxas not found"), "{out}");
     }
+    // The emulator column never skips.
+    assert!(out.contains(", ptx-emu on 50 (0 failed there), "), "{out}");
     if kir_backend_ptx::gpu::devices().is_ok() {
         assert!(out.contains("GPU on 50;"), "{out}");
     } else {
@@ -78,4 +83,58 @@ fn large_generated_kernels_are_accepted_by_the_barrier_verifier() {
     assert_eq!(code, 0, "{out}\n{err}");
     assert!(out.contains("fuzz: 100 cases, 100 passed, 0 failed;"), "{out}");
     std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn no_emu_turns_the_emulator_column_off() {
+    let (code, out, err) = kir(&["fuzz", "--cases", "3", "--seed", "1", "--no-ptxas", "--no-emu"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains(", ptx-emu on 0 (--no-emu), "), "{out}");
+}
+
+/// An emulator mismatch goes through the reducer like a GPU mismatch: a backend "bug" injected
+/// into the PTX (the low half of a multiply replaced by the high half) is reduced to a small
+/// kernel that still shows it, written as a ready-to-run `.kir` with its `; run:` line.
+#[test]
+fn emulator_mismatches_are_reduced_to_a_ready_to_run_kir() {
+    let cfg = FuzzConfig::new();
+    let bug = |ptx: &str| ptx.replace("mad.lo.u32", "mad.hi.u32");
+    // The injected stage: every real check first (so reduction candidates that fault or loop are
+    // other failures), then the corrupted PTX in the emulator against the interpreter.
+    let check = |c: &kir_ir::Kernel, named: &[(String, String)]| -> Option<Failure> {
+        let mut ran = fuzz::Ran::default();
+        if let Err(f) = fuzz::check_kernel(c, named, &cfg, None, &mut ran) {
+            return Some(f);
+        }
+        let bound = fuzz::bind_case(c, named).ok()?;
+        let launch = fuzz::launch_config(&cfg.contract);
+        let reference = fuzz::interpret(c, &launch, &bound, cfg.fuel).ok()?;
+        let ptx = bug(&gpu_exec::ptx_for(c, emu_exec::EMU_SM).ok()?);
+        let got = match fuzz::emulate(c, &ptx, &launch, &bound, 1 << 30) {
+            Ok(b) => b,
+            Err(f) => return Some(f),
+        };
+        fuzz::compare_all(c, &bound, &reference, &got, Strictness::Bitwise)
+            .err()
+            .map(|e| Failure::new(FailureKind::EmuMismatch, e))
+    };
+    let found = (1..40).find_map(|seed| {
+        let (k, named) = fuzz::generate_case(seed, &cfg);
+        match check(&k, &named) {
+            Some(f) if f.kind == FailureKind::EmuMismatch => Some((seed, k, named, f)),
+            _ => None,
+        }
+    });
+    let (seed, k, named, failure) = found.expect("a generated kernel whose PTX multiplies");
+    let (small, last, stats) = fuzz::reduce(&k, &failure.kind, &mut |c| check(c, &named), 2000);
+    let last = last.expect("the failure persists");
+    assert_eq!(last.kind, FailureKind::EmuMismatch);
+    assert!(small.inst_count() < k.inst_count() && stats.kept > 0, "{stats:?}");
+    assert!(small.inst_count() <= 12, "reduced to {} instructions", small.inst_count());
+    let text = fuzz::repro_file(&small, seed, &last, &cfg.contract, &named);
+    assert!(text.contains("; failure: interpreter and ptx-emu differ: "), "{text}");
+    assert!(text.contains("\n; run: @fuzz grid(2) block(64) in=rand:u32:128:"), "{text}");
+    let m = kir_ir::parse(&text).unwrap_or_else(|d| panic!("{d:?}\n{text}"));
+    assert!(fuzz::verifies(&m.kernels[0]).is_ok(), "{text}");
+    assert!(gpu_exec::ptx_for(&m.kernels[0], emu_exec::EMU_SM).unwrap().contains("mad.lo.u32"), "{text}");
 }

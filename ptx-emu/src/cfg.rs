@@ -151,6 +151,68 @@ fn blocks(insts: &[Inst]) -> Blocks {
     Blocks { starts, block_of, succ, exit }
 }
 
+/// ptxas's default floating-point contraction (`--fmad=true`), which the PTX ISA allows for
+/// `mul`/`add` written without a rounding modifier: an `add` of such a `mul`'s result in the same
+/// basic block (the `mul`'s operands unchanged in between, same type and `.ftz`) becomes one `fma`
+/// rounded once. Code written with `.rn` (as kir writes it) is never contracted, so dropping a
+/// `.rn` is visible in the emulator as it would be on the GPU.
+pub fn contract(insts: &mut [Inst]) {
+    use crate::float::Arith;
+    use crate::prog::Op;
+    let mut targets = vec![false; insts.len() + 1];
+    for i in insts.iter() {
+        if let Op::Bra { target, .. } = i.op {
+            targets[target as usize] = true;
+        }
+    }
+    // Register → index of the contractible `mul` that last wrote it, in the current block.
+    let mut muls: Vec<(RegId, usize)> = Vec::new();
+    for k in 0..insts.len() {
+        if targets[k] {
+            muls.clear();
+        }
+        let inst = insts[k].clone();
+        if let Op::FBin { op: Arith::Add, t, ftz, sat, contractible: true, .. } = inst.op {
+            if inst.guard.is_none() {
+                let from = |s: Src| match s {
+                    Src::Reg(r) => muls.iter().find(|m| m.0 == r).map(|m| m.1),
+                    _ => None,
+                };
+                let fused =
+                    [(inst.src[0], inst.src[1]), (inst.src[1], inst.src[0])].into_iter().find_map(|(p, other)| {
+                        let m = &insts[from(p)?];
+                        match m.op {
+                            Op::FBin { op: Arith::Mul, t: mt, ftz: mf, sat: false, contractible: true, .. }
+                                if mt == t && mf == ftz =>
+                            {
+                                Some((m.src[0], m.src[1], other))
+                            }
+                            _ => None,
+                        }
+                    });
+                if let Some((a, b, c)) = fused {
+                    let i = &mut insts[k];
+                    i.op = Op::Fma { t, rnd: crate::float::Rnd::N, ftz, sat };
+                    i.src = [a, b, c, Src::None];
+                }
+            }
+        }
+        // Writes end the life of mul results they overwrite or whose operands they change.
+        let inst = &insts[k];
+        for &d in inst.dst.iter().filter(|&&d| d != NO_REG) {
+            muls.retain(|&(r, mi)| r != d && !insts[mi].src.contains(&Src::Reg(d)));
+        }
+        if let Op::FBin { op: Arith::Mul, sat: false, contractible: true, .. } = inst.op {
+            if inst.guard.is_none() && inst.dst[0] != NO_REG && !inst.src.contains(&Src::Reg(inst.dst[0])) {
+                muls.push((inst.dst[0], k));
+            }
+        }
+        if matches!(inst.op, Op::Bra { .. } | Op::Exit | Op::Trap) {
+            muls.clear();
+        }
+    }
+}
+
 /// Registers that some path may read before any write to them (a guarded write does not count).
 /// The executor zeroes these before each block, so such reads give 0 whatever ran before; the
 /// others need no clearing. `None` when the analysis would be too large (then all are cleared).

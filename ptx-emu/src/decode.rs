@@ -259,12 +259,13 @@ impl<'a> Cx<'a> {
                 Kind::Float(t) => imm(t.from_f64(*v as f64, Rnd::N)),
             },
             Operand::F32(b, ..) => match k {
-                Kind::Bits(32) => imm(*b as u64),
+                // A literal of the operand's own format is its bit pattern (NaN payloads kept).
+                Kind::Bits(32) | Kind::Float(FTy::F32) => imm(*b as u64),
                 Kind::Float(t) => imm(t.from_f64(f32::from_bits(*b) as f64, Rnd::N)),
                 _ => Err(self.err_at(o.pos(), "an f32 literal (`0f...`) needs a 32-bit or float operand")),
             },
             Operand::F64(b, ..) => match k {
-                Kind::Bits(64) => imm(*b),
+                Kind::Bits(64) | Kind::Float(FTy::F64) => imm(*b),
                 Kind::Float(t) => imm(t.from_f64(f64::from_bits(*b), Rnd::N)),
                 _ => Err(self.err_at(o.pos(), "an f64 literal needs a 64-bit or float operand")),
             },
@@ -1037,7 +1038,7 @@ fn arith(cx: &Cx, m: &mut Mods, inst: &mut Inst, op: &str) -> Result<Op, ParseEr
                 (true, false, None) if t == FTy::F32 => Op::DivApprox { ftz },
                 (false, true, None) if t == FTy::F32 => Op::DivFull { ftz },
                 (false, false, Some(rnd)) if matches!(t, FTy::F32 | FTy::F64) => {
-                    Op::FBin { op: Arith::Div, t, rnd, ftz, sat }
+                    Op::FBin { op: Arith::Div, t, rnd, ftz, sat, contractible: false }
                 }
                 _ => return Err(cx.unsupported("float `div` needs `.approx`, `.full` (f32) or a rounding modifier")),
             },
@@ -1058,7 +1059,7 @@ fn arith(cx: &Cx, m: &mut Mods, inst: &mut Inst, op: &str) -> Result<Op, ParseEr
                 };
                 // Without a rounding modifier ptxas may contract add/mul into fma; the emulator
                 // computes the uncontracted, round-to-nearest result, which is what the PTX says.
-                Op::FBin { op: a, t, rnd: rnd.unwrap_or(Rnd::N), ftz, sat }
+                Op::FBin { op: a, t, rnd: rnd.unwrap_or(Rnd::N), ftz, sat, contractible: rnd.is_none() }
             }
         });
     }

@@ -967,7 +967,7 @@ impl Worker {
                 self.wr(w, d0, l, v);
             }),
             Op::Prmt => map3!(|a, b, c| int::prmt(a, b, c)),
-            Op::FBin { op, t, rnd, ftz, sat } => {
+            Op::FBin { op, t, rnd, ftz, sat, .. } => {
                 if t == FTy::F32 && rnd == Rnd::N && !ftz && !sat {
                     match op {
                         Arith::Add => map2!(|a, b| canon32(f32::from_bits(a as u32) + f32::from_bits(b as u32))),
@@ -1406,8 +1406,19 @@ fn div_approx(ftz: bool, a: u64, b: u64) -> u64 {
     post(t, ftz, false, float::arith(t, Arith::Mul, Rnd::N, a, r))
 }
 
-/// `cvt` (ISA "cvt"): integer widening/narrowing, float ↔ float, int ↔ float.
+/// `cvt` (ISA "cvt"): integer widening/narrowing, float ↔ float, int ↔ float. An integer result
+/// is extended to the register by the destination type's signedness (ISA: "chopped, then sign- or
+/// zero-extended according to the destination format"), so `cvt.s8.s32` leaves -85 as
+/// `0xffffffab` in a 32-bit register.
 fn cvt(from: CvtTy, to: CvtTy, rnd: Option<Rnd>, integral: bool, ftz: bool, sat: bool, a: u64) -> u64 {
+    let v = cvt_value(from, to, rnd, integral, ftz, sat, a);
+    match to {
+        CvtTy::Int(t) => t.ext64(v),
+        CvtTy::Float(_) => v,
+    }
+}
+
+fn cvt_value(from: CvtTy, to: CvtTy, rnd: Option<Rnd>, integral: bool, ftz: bool, sat: bool, a: u64) -> u64 {
     match (from, to) {
         (CvtTy::Int(f), CvtTy::Int(t)) => {
             let v = f.ext(a);

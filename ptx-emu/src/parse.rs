@@ -494,6 +494,7 @@ impl Parser {
                 });
             }
         }
+        cfg::contract(&mut insts);
         let reconverge = cfg::reconvergence(&insts);
         let clear_regs = cfg::maybe_uninitialized(&insts, scopes.nregs);
         let global_atomics = insts

@@ -262,12 +262,15 @@ pub enum Op {
         t: ITy,
     },
     Prmt,
+    /// `contractible`: written without a rounding modifier (`add.f32`, `mul.f32`), so ptxas may
+    /// fuse a `mul` feeding an `add` into one `fma` (see [`crate::cfg::contract`]).
     FBin {
         op: Arith,
         t: FTy,
         rnd: Rnd,
         ftz: bool,
         sat: bool,
+        contractible: bool,
     },
     Fma {
         t: FTy,

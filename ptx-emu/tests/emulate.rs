@@ -436,3 +436,54 @@ fn the_lowest_failing_block_is_reported_whatever_the_host_threads() {
         assert_eq!((s.blocks, s.threads), (64, 64 * 32));
     }
 }
+
+#[test]
+fn float_immediates_keep_their_bits_and_signed_narrowing_sign_extends() {
+    let src = r#"
+.visible .entry k(.param .u64 out)
+{
+    .reg .pred %p1; .reg .b32 %r<6>; .reg .f32 %f<3>; .reg .b64 %rd<2>;
+    ld.param.u64 %rd1, [out];
+    mov.f32 %f1, 0f7FC00001;
+    setp.eq.u32 %p1, %r1, 0;
+    selp.f32 %f2, 0f7FA00000, 0f00000000, %p1;
+    mov.b32 %r2, %f1;
+    mov.b32 %r3, %f2;
+    mov.u32 %r4, -447303253;
+    cvt.s8.s32 %r5, %r4;
+    st.global.u32 [%rd1], %r2;
+    st.global.u32 [%rd1+4], %r3;
+    st.global.u32 [%rd1+8], %r5;
+    cvt.u8.s32 %r5, %r4;
+    st.global.u32 [%rd1+12], %r5;
+    ret;
+}
+"#;
+    let m = module(src);
+    let mut mem = Memory::new();
+    let out = buf(&mut mem, "out", &[0; 4]);
+    launch(&m, "k", &LaunchConfig::linear(1, 1), &[Arg::Buffer(out)], &mut mem, &Options::default()).unwrap();
+    assert_eq!(u32s(&mem, out), [0x7fc0_0001, 0x7fa0_0000, 0xffff_ffab, 0xab]);
+}
+
+#[test]
+fn unrounded_mul_and_add_are_contracted_like_ptxas_does_but_rn_ones_are_not() {
+    // x*x + c with x = 1 + 2^-12, c = -(1 + 2^-11): the product's low bit 2^-24 is lost when
+    // rounded separately (result 0), kept by the fused operation (result 2^-24).
+    let body = |m: &str, a: &str| {
+        format!(
+            ".visible .entry k(.param .u64 out)\n{{\n.reg .f32 %f<5>; .reg .b64 %rd<2>;\nld.param.u64 %rd1, [out];\n\
+             mov.f32 %f1, 0f3F800800;\nmov.f32 %f2, 0fBF801000;\n{m} %f3, %f1, %f1;\n{a} %f4, %f3, %f2;\n\
+             st.global.f32 [%rd1], %f4;\nret;\n}}\n"
+        )
+    };
+    for (m, a, want) in
+        [("mul.f32", "add.f32", 2f32.powi(-24)), ("mul.rn.f32", "add.rn.f32", 0.0), ("mul.rn.f32", "add.f32", 0.0)]
+    {
+        let md = module(&body(m, a));
+        let mut mem = Memory::new();
+        let out = buf(&mut mem, "out", &[7]);
+        launch(&md, "k", &LaunchConfig::linear(1, 1), &[Arg::Buffer(out)], &mut mem, &Options::default()).unwrap();
+        assert_eq!(f32::from_bits(u32s(&mem, out)[0]), want, "{m} + {a}");
+    }
+}

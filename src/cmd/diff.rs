@@ -1,7 +1,7 @@
 //! `kir diff FILE (--kernel K --grid X[,Y[,Z]] --block X[,Y[,Z]] | --graph G) [--arg NAME=VALUE]...
-//! [--shared BYTES] [--tol ulp:N|rel:X|abs:X|exact] [--limit N] [--time [--reps N]] [--device N]
-//! [--require-gpu]`: run a kernel (or launch graph) in the interpreter and on the GPU with identical
-//! inputs and compare every buffer.
+//! [--against gpu|ptx-emu] [--shared BYTES] [--tol ulp:N|rel:X|abs:X|exact] [--limit N]
+//! [--time [--reps N]] [--device N] [--require-gpu]`: run a kernel (or launch graph) in the
+//! interpreter and on the GPU or in the PTX emulator with identical inputs and compare every buffer.
 //!
 //! Guarantees:
 //! - Arguments use exactly `kir run`'s syntax and checks (every parameter once, by name; scalar and
@@ -9,24 +9,29 @@
 //!   verified first (exit 1 with located errors).
 //! - The interpreter runs first; its written buffers are summarized on stdout as `kir run` does.
 //!   A fault there prints the located diagnostic and exits 1.
-//! - Without a usable GPU (no CUDA driver, no device) it prints `skip: no GPU: REASON` and exits 0,
-//!   unless `--require-gpu` is given or `KIR_REQUIRE_GPU=1` is set: then it prints an error and
-//!   exits 1.
-//! - With a GPU, every buffer (inputs too, which catches stray writes) is compared with
+//! - What the interpreter is compared with (`--against`): `gpu`, or `ptx-emu` (the PTX kir emits
+//!   for the file, sm_80, run in [`kir_ptx_emu`] through [`kir::emu_exec`]). The default is `gpu`
+//!   when a GPU is present, or required (`--require-gpu`, `KIR_REQUIRE_GPU=1`), or `--time` is
+//!   given; otherwise `ptx-emu`, and the output says that it was chosen because there is no GPU.
+//! - Against the GPU without a usable one (no CUDA driver, no device) it prints
+//!   `skip: no GPU: REASON` and exits 0, unless a GPU is required: then it prints an error and
+//!   exits 1. The emulator side never skips; a fault there prints its PTX line, instruction, block
+//!   and thread (and the `.kir` line it was emitted for) and exits 1.
+//! - Every buffer (inputs too, which catches stray writes) is compared with
 //!   [`kir::compare::compare_buffers`]: integers exactly, floats NaN-aware under `--tol`, or the
 //!   tolerance derived from the approximate ops used ([`kir::tolerance`]). For each differing
-//!   buffer the first `--limit` mismatches are printed (index, interpreter value, GPU value, ULP
-//!   distance), then a summary line. Exit 0 when every buffer matches, 1 otherwise (also for a
-//!   GPU-side error such as a module the driver rejects).
-//! - `--time` (kernels only) times `--reps` further launches by CUDA events and prints the median
-//!   and the bandwidth achieved for the global-memory bytes the interpreter counted (read +
+//!   buffer the first `--limit` mismatches are printed (index, interpreter value, the other
+//!   engine's value, ULP distance), then a summary line. Exit 0 when every buffer matches, 1
+//!   otherwise (also for a GPU-side error such as a module the driver rejects).
+//! - `--time` (kernels, GPU only) times `--reps` further launches by CUDA events and prints the
+//!   median and the bandwidth achieved for the global-memory bytes the interpreter counted (read +
 //!   written), as `kir run --stats` reports them.
 
 use super::common::{self, parse_dims, usage};
 
 use kir::compare::{compare_buffers, Strictness};
 use kir::directives::Tolerance;
-use kir::gpu_exec;
+use kir::{emu_exec, gpu_exec};
 use kir_backend_ptx::gpu::{GpuError, GpuRunner};
 use kir_interp::{args, Arg, Buffer, ErrorKind, LaunchConfig, Options};
 use std::process::ExitCode;
@@ -53,13 +58,18 @@ pub struct Args {
     /// Dynamic shared memory per block, in bytes (kernels).
     #[arg(long, default_value_t = 0)]
     pub shared: u32,
+    /// What to compare the interpreter with: `gpu`, or `ptx-emu` (the emitted PTX in kir's PTX
+    /// emulator). Default: gpu when a GPU is present or required (or with --time), else ptx-emu.
+    #[arg(long, value_enum)]
+    pub against: Option<Against>,
     /// Float tolerance: exact, ulp:N, rel:X or abs:X (default: derived from the approximate ops).
     #[arg(long)]
     pub tol: Option<String>,
     /// Mismatches printed per buffer.
     #[arg(long, default_value_t = 10)]
     pub limit: usize,
-    /// Time the kernel on the GPU by CUDA events (median of --reps launches) and print GB/s.
+    /// Time the kernel on the GPU by CUDA events (median of --reps launches) and print GB/s
+    /// (GPU only).
     #[arg(long)]
     pub time: bool,
     /// Launches timed with --time.
@@ -79,6 +89,15 @@ pub struct Args {
     pub threads: Option<usize>,
 }
 
+/// The engine the interpreter is compared with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Against {
+    /// The GPU (CUDA driver).
+    Gpu,
+    /// The PTX emulator (`kir_ptx_emu`): no GPU needed.
+    PtxEmu,
+}
+
 /// Whether the environment demands a GPU (`KIR_REQUIRE_GPU=1`).
 pub fn gpu_required_by_env() -> bool {
     std::env::var("KIR_REQUIRE_GPU").is_ok_and(|v| v == "1")
@@ -96,6 +115,9 @@ pub fn run(a: &Args) -> ExitCode {
         Err(code) => return code,
     };
     let m = &loaded.module;
+    if a.time && a.against == Some(Against::PtxEmu) {
+        return usage("--time measures the GPU; it cannot be used with --against ptx-emu");
+    }
     let target = match &a.graph {
         Some(name) => {
             if a.grid.is_some() || a.block.is_some() || a.shared != 0 {
@@ -200,26 +222,36 @@ pub fn run(a: &Args) -> ExitCode {
     }
     println!("tolerance: {tol} ({why})");
 
-    // GPU.
+    // The GPU, unless the emulator was asked for or there is none and none is required.
     let require = a.require_gpu || gpu_required_by_env();
-    let mut runner = match GpuRunner::new(a.device) {
-        Ok(r) => r,
-        Err(e @ (GpuError::NoDriver | GpuError::NoDevice)) => {
-            let reason = match e {
-                GpuError::NoDriver => "no CUDA driver (libcuda not found)".to_string(),
-                _ => format!("the CUDA driver reports no device {}", a.device),
-            };
-            if require {
-                eprintln!("error: no GPU: {reason}; a GPU is required (--require-gpu or KIR_REQUIRE_GPU=1)");
+    let mut runner = None;
+    let mut no_gpu = None;
+    if a.against != Some(Against::PtxEmu) {
+        match GpuRunner::new(a.device) {
+            Ok(r) => runner = Some(r),
+            Err(e @ (GpuError::NoDriver | GpuError::NoDevice)) => {
+                let reason = match e {
+                    GpuError::NoDriver => "no CUDA driver (libcuda not found)".to_string(),
+                    _ => format!("the CUDA driver reports no device {}", a.device),
+                };
+                if require {
+                    eprintln!("error: no GPU: {reason}; a GPU is required (--require-gpu or KIR_REQUIRE_GPU=1)");
+                    return ExitCode::from(1);
+                }
+                if a.against == Some(Against::Gpu) || a.time {
+                    println!("skip: no GPU: {reason}; the GPU side was not run");
+                    return ExitCode::SUCCESS;
+                }
+                no_gpu = Some(reason);
+            }
+            Err(e) => {
+                eprintln!("error: GPU: {e}");
                 return ExitCode::from(1);
             }
-            println!("skip: no GPU: {reason}; the GPU side was not run");
-            return ExitCode::SUCCESS;
         }
-        Err(e) => {
-            eprintln!("error: GPU: {e}");
-            return ExitCode::from(1);
-        }
+    }
+    let Some(mut runner) = runner else {
+        return against_emulator(a, &loaded, &target, &launch_args, &initial, &interp, &buffer_params, tol, no_gpu);
     };
     let sm = match runner.compute_capability().map_err(|e| e.to_string()).and_then(gpu_exec::sm_for) {
         Ok(sm) => sm,
@@ -243,7 +275,7 @@ pub fn run(a: &Args) -> ExitCode {
         }
     };
     println!("GPU ({}):", sm.name());
-    let differing = report(&buffer_params, &interp, &gpu, tol, a.limit);
+    let differing = report(&buffer_params, &interp, &gpu, tol, a.limit, "GPU");
     if differing == 0 {
         println!("diff: {} buffers compared, all match (tolerance {tol})", buffer_params.len());
     } else {
@@ -275,8 +307,81 @@ pub fn run(a: &Args) -> ExitCode {
     }
 }
 
-/// Prints the comparison of every buffer; returns how many differ.
-fn report(params: &[(String, usize)], interp: &[Buffer], gpu: &[Buffer], tol: Tolerance, limit: usize) -> usize {
+/// Runs the target in the PTX emulator on the interpreter's inputs and reports the comparison
+/// (`no_gpu`: why the emulator was chosen by default).
+#[allow(clippy::too_many_arguments)]
+fn against_emulator(
+    a: &Args,
+    loaded: &common::Loaded,
+    target: &Target,
+    launch_args: &[Arg],
+    initial: &[Buffer],
+    interp: &[Buffer],
+    buffer_params: &[(String, usize)],
+    tol: Tolerance,
+    no_gpu: Option<String>,
+) -> ExitCode {
+    let m = &loaded.module;
+    let ptx = match emu_exec::module_ptx(m, Some(&loaded.source)) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("error: ptx-emu: PTX emission failed: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let module = match emu_exec::load(&ptx) {
+        Ok(module) => module,
+        Err(e) => {
+            eprintln!("error: ptx-emu: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let mut names = vec![String::new(); initial.len()];
+    for (n, bi) in buffer_params {
+        if let Some(slot) = names.get_mut(*bi) {
+            slot.clone_from(n);
+        }
+    }
+    let opts = kir_ptx_emu::Options { fuel: a.fuel, threads: a.threads };
+    let run = match target {
+        Target::Kernel { k, cfg } => {
+            let entry = gpu_exec::ptx_entry_name(&k.name);
+            emu_exec::run_kernel(&module, &ptx, &entry, cfg, launch_args, initial, &names, &opts)
+        }
+        Target::Graph { g } => emu_exec::run_graph(&module, &ptx, m, g, launch_args, initial, &names, &opts),
+    };
+    let run = match run {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {}", e.message.trim_start_matches("ptx-emu: ").replace('\n', "\n  "));
+            eprintln!("  (in the PTX emulator, running the PTX `kir ptx {}` prints)", loaded.path);
+            return ExitCode::from(1);
+        }
+    };
+    match no_gpu {
+        Some(why) => println!("ptx-emu ({} PTX; the default without a GPU: {why}):", emu_exec::EMU_SM.name()),
+        None => println!("ptx-emu ({} PTX):", emu_exec::EMU_SM.name()),
+    }
+    let differing = report(buffer_params, interp, &run.buffers, tol, a.limit, "ptx-emu");
+    if differing == 0 {
+        println!("diff: {} buffers compared, all match (tolerance {tol})", buffer_params.len());
+        ExitCode::SUCCESS
+    } else {
+        println!("diff: {differing} of {} buffers differ (tolerance {tol})", buffer_params.len());
+        ExitCode::from(1)
+    }
+}
+
+/// Prints the comparison of every buffer against the other engine (`other`: its name); returns
+/// how many differ.
+fn report(
+    params: &[(String, usize)],
+    interp: &[Buffer],
+    gpu: &[Buffer],
+    tol: Tolerance,
+    limit: usize,
+    other: &str,
+) -> usize {
     let mut differing = 0;
     for (name, bi) in params {
         let (x, y) = (&interp[*bi], &gpu[*bi]);
@@ -292,7 +397,7 @@ fn report(params: &[(String, usize)], interp: &[Buffer], gpu: &[Buffer], tol: To
             println!("  %{name}: DIFFERS: {} of {} elements{max}", c.count, x.len());
             for mm in &c.first {
                 let ulps = mm.ulps.map(|u| format!(" ({u} ulp)")).unwrap_or_default();
-                println!("    [{}] interpreter {}, GPU {}{ulps}", mm.index, mm.expected, mm.actual);
+                println!("    [{}] interpreter {}, {other} {}{ulps}", mm.index, mm.expected, mm.actual);
             }
             if c.count > c.first.len() {
                 println!("    ... and {} more", c.count - c.first.len());

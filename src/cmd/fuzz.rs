@@ -1,19 +1,21 @@
 //! `kir fuzz [--cases N] [--seed S] [--insts N] [--pipeline P] [--sm SM] [--out-dir DIR]
-//! [--reduce-budget N] [--no-ptxas] [--require-ptxas] [--require-gpu] [--device N]`: generate random
+//! [--reduce-budget N] [--no-ptxas] [--no-emu] [--require-ptxas] [--require-gpu] [--device N]`: generate random
 //! valid kernels and check each through every stage of kir (see [`kir::fuzz`]).
 //!
 //! Guarantees:
 //! - Case i (0-based) is the kernel [`kir_ir::gen`] makes from seed `S + i`, so
 //!   `kir fuzz --cases 1 --seed S+i` reproduces it alone. Per case: the verifiers accept it, the
 //!   interpreter runs it without a fault (races and uninitialized reads checked), the pipeline
-//!   preserves its results bit for bit, `ptxas` accepts its PTX (when found), and the GPU agrees
+//!   preserves its results bit for bit, `ptxas` accepts its PTX (when found), the PTX emulator
+//!   runs its PTX and agrees with the interpreter (always, unless `--no-emu`), and the GPU agrees
 //!   with the interpreter (when there is one).
 //! - A missing `ptxas` or GPU is announced on stdout with a `skip:` line and the check is skipped;
 //!   a missing `ptxas` is an error (exit 1) with `--require-ptxas` or when `CI=true`, a missing
 //!   GPU with `--require-gpu` or `KIR_REQUIRE_GPU=1`.
 //! - Each failing case is reduced ([`kir::fuzz::reduce`]) and written to
 //!   `DIR/case-SEED.kir`: a ready-to-run file with its `; run:` line. One line per failure and a
-//!   summary (cases, failures, checks run, cases per second) go to stdout.
+//!   summary (cases, failures, checks run — ptxas, ptx-emu, GPU — emulator failures, cases per
+//!   second) go to stdout.
 //! - Exit 0 when every case passes, 1 when any fails (or a required tool is missing), 2 on a usage
 //!   error.
 
@@ -50,6 +52,9 @@ pub struct Args {
     /// Do not run ptxas even when it is found.
     #[arg(long)]
     pub no_ptxas: bool,
+    /// Do not run the PTX in the PTX emulator.
+    #[arg(long)]
+    pub no_emu: bool,
     /// Fail when ptxas is not found (also when CI=true).
     #[arg(long)]
     pub require_ptxas: bool,
@@ -76,6 +81,7 @@ pub fn run(a: &Args) -> ExitCode {
     let mut cfg = FuzzConfig::new();
     cfg.set_insts(a.insts);
     cfg.pipeline = pipeline;
+    cfg.emu = !a.no_emu;
     println!(
         "kir fuzz: {} cases from seed {} (about {} instructions each; pipeline {})",
         a.cases,
@@ -124,16 +130,21 @@ pub fn run(a: &Args) -> ExitCode {
     };
 
     let start = Instant::now();
-    let (mut failed, mut ptxas_runs, mut gpu_runs) = (0u64, 0u64, 0u64);
+    let (mut failed, mut ptxas_runs, mut emu_runs, mut gpu_runs) = (0u64, 0u64, 0u64, 0u64);
+    let mut emu_failed = 0u64;
     for i in 0..a.cases {
         let seed = a.seed.wrapping_add(i);
         let (k, named) = fuzz::generate_case(seed, &cfg);
         let mut ran = Ran::default();
         let result = fuzz::check_kernel(&k, &named, &cfg, gpu.as_mut().map(|(r, s)| (r, *s)), &mut ran);
         ptxas_runs += ran.ptxas as u64;
+        emu_runs += ran.emu as u64;
         gpu_runs += ran.gpu as u64;
         let Err(failure) = result else { continue };
         failed += 1;
+        if matches!(failure.kind, fuzz::FailureKind::Emu(_) | fuzz::FailureKind::EmuMismatch) {
+            emu_failed += 1;
+        }
         println!("FAIL case seed {seed}: {failure}");
         let mut check = |c: &kir_ir::Kernel| -> Option<fuzz::Failure> {
             let mut ran = Ran::default();
@@ -162,8 +173,9 @@ pub fn run(a: &Args) -> ExitCode {
     let secs = start.elapsed().as_secs_f64();
     let gpu_note = if gpu.is_some() { String::new() } else { " (no GPU)".to_string() };
     let ptxas_note = if cfg.ptxas.is_some() { String::new() } else { " (skipped)".to_string() };
+    let emu_note = if cfg.emu { format!(" ({emu_failed} failed there)") } else { " (--no-emu)".to_string() };
     println!(
-        "fuzz: {} cases, {} passed, {failed} failed; ptxas ran on {ptxas_runs}{ptxas_note}, GPU on {gpu_runs}{gpu_note}; {secs:.2} s ({:.1} cases/s)",
+        "fuzz: {} cases, {} passed, {failed} failed; ptxas ran on {ptxas_runs}{ptxas_note}, ptx-emu on {emu_runs}{emu_note}, GPU on {gpu_runs}{gpu_note}; {secs:.2} s ({:.1} cases/s)",
         a.cases,
         a.cases - failed,
         if secs > 0.0 { a.cases as f64 / secs } else { 0.0 }

@@ -10,4 +10,5 @@ pub mod opt;
 pub mod ptx;
 pub mod run;
 pub mod run_graph;
+pub mod run_ptx;
 pub mod test;

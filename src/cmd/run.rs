@@ -1,6 +1,7 @@
 //! `kir run FILE --kernel K --grid X[,Y[,Z]] --block X[,Y[,Z]] [--arg NAME=VALUE]... [--out NAME=PATH.npy]
 //! [--shared BYTES] [--races] [--uninit] [--fuel N] [--threads N] [--stats] [--time]`: run a kernel in
-//! the interpreter.
+//! the interpreter. A `.ptx` FILE runs in the PTX emulator instead ([`super::run_ptx`]), and
+//! `--graph` runs a launch graph ([`super::run_graph`]).
 //!
 //! Guarantees:
 //! - The file is parsed and verified first; arguments are checked against the kernel signature
@@ -20,9 +21,9 @@ use std::time::Instant;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The .kir file.
+    /// The .kir file, or a .ptx file to run in the PTX emulator.
     pub file: String,
-    /// The kernel to run (optional when the file has one kernel).
+    /// The kernel (for a .ptx file: the entry) to run (optional when the file has one).
     #[arg(long)]
     pub kernel: Option<String>,
     /// Run this launch graph of the file instead of one kernel (grid and block come from it).
@@ -34,8 +35,8 @@ pub struct Args {
     /// Block size in threads: X[,Y[,Z]].
     #[arg(long, required_unless_present = "graph", default_value = "")]
     pub block: String,
-    /// NAME=VALUE, one per parameter. VALUE: a number, @path.npy, rand:TYPE:LEN[:SEED],
-    /// zeros:TYPE:LEN, ones:TYPE:LEN or range:TYPE:LEN.
+    /// NAME=VALUE, one per parameter (for a .ptx file: by PTX parameter name). VALUE: a number,
+    /// @path.npy, rand:TYPE:LEN[:SEED], zeros:TYPE:LEN, ones:TYPE:LEN or range:TYPE:LEN.
     #[arg(long = "arg", value_name = "NAME=VALUE")]
     pub args: Vec<String>,
     /// NAME=PATH.npy: write the buffer of pointer parameter NAME after the launch.
@@ -65,6 +66,9 @@ pub struct Args {
 }
 
 pub fn run(a: &Args) -> ExitCode {
+    if super::run_ptx::is_ptx(&a.file) {
+        return super::run_ptx::run(a);
+    }
     if let Some(g) = &a.graph {
         return super::run_graph::run(a, g);
     }

@@ -1,7 +1,7 @@
 //! `kir test [PATH...]`: the main job. Runs every check on every `.kir` file under the paths.
 //!
-//! Guarantees: one row per file and per directive (`ok`, `FAIL`, `skip: ...`), printed as soon as
-//! it is decided (with `[i/N]` file progress), then a final `N passed, N failed, N skipped` line.
+//! Guarantees: one row per file and, per directive, an `interp`, a `ptx-emu` and a `gpu` row (`ok`,
+//! `FAIL`, `skip: ...`; see [`kir::harness`]), each printed as soon as it is decided (with `[i/N]` file progress), then a final `N passed, N failed, N skipped` line.
 //! Exit 0 only when nothing failed and at least one file was found; a path that does not exist is
 //! an error. `--require-gpu` (or `KIR_REQUIRE_GPU=1`) turns a missing GPU into failures.
 
