@@ -831,6 +831,50 @@ impl Worker {
         Ok(())
     }
 
+    /// A source row in place (a register) or materialized into `tmp`.
+    #[inline(always)]
+    fn row<'s>(&'s self, cx: &LaunchCtx, s: Src, w: usize, tmp: &'s mut [u64; 32]) -> &'s [u64; 32] {
+        match s {
+            Src::Reg(r) => {
+                let i = self.ri(w, r, 0);
+                <&[u64; 32]>::try_from(&self.regs[i..i + 32]).expect("32 lanes")
+            }
+            other => {
+                *tmp = self.fetch(cx, other, w);
+                tmp
+            }
+        }
+    }
+
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    fn map1(&mut self, cx: &LaunchCtx, w: usize, exec: u32, s0: Src, d: RegId, f: impl Fn(u64) -> u64) {
+        let mut ta = [0u64; 32];
+        let ra = self.row(cx, s0, w, &mut ta);
+        let out: [u64; 32] = std::array::from_fn(|l| f(ra[l]));
+        self.put(w, d, exec, &out);
+    }
+
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    fn map2(&mut self, cx: &LaunchCtx, w: usize, exec: u32, s0: Src, s1: Src, d: RegId, f: impl Fn(u64, u64) -> u64) {
+        let (mut ta, mut tb) = ([0u64; 32], [0u64; 32]);
+        let ra = self.row(cx, s0, w, &mut ta);
+        let rb = self.row(cx, s1, w, &mut tb);
+        let out: [u64; 32] = std::array::from_fn(|l| f(ra[l], rb[l]));
+        self.put(w, d, exec, &out);
+    }
+
+    #[inline(never)]
+    fn map3(&mut self, cx: &LaunchCtx, w: usize, exec: u32, s: [Src; 3], d: RegId, f: impl Fn(u64, u64, u64) -> u64) {
+        let (mut ta, mut tb, mut tc) = ([0u64; 32], [0u64; 32], [0u64; 32]);
+        let ra = self.row(cx, s[0], w, &mut ta);
+        let rb = self.row(cx, s[1], w, &mut tb);
+        let rc = self.row(cx, s[2], w, &mut tc);
+        let out: [u64; 32] = std::array::from_fn(|l| f(ra[l], rb[l], rc[l]));
+        self.put(w, d, exec, &out);
+    }
+
     fn exec(&mut self, cx: &LaunchCtx, inst: &Inst, pc: u32, w: usize, exec: u32) -> Result<(), EmuError> {
         let [s0, s1, s2, s3] = inst.src;
         let d0 = inst.dst[0];
@@ -861,44 +905,21 @@ impl Worker {
                 }
             };
         }
+        // Pure operations: one monomorphized, non-inlined loop per operation (small stack frames).
         macro_rules! map1 {
-            (|$a:ident| $e:expr) => {{
-                let ta;
-                let ra = row!(s0, ta);
-                let mut out = [0u64; 32];
-                for l in 0..32 {
-                    let $a = ra[l];
-                    out[l] = $e;
-                }
-                self.put(w, d0, exec, &out);
-            }};
+            (|$a:ident| $e:expr) => {
+                self.map1(cx, w, exec, s0, d0, |$a| $e)
+            };
         }
         macro_rules! map2 {
-            (|$a:ident, $b:ident| $e:expr) => {{
-                let (ta, tb);
-                let ra = row!(s0, ta);
-                let rb = row!(s1, tb);
-                let mut out = [0u64; 32];
-                for l in 0..32 {
-                    let ($a, $b) = (ra[l], rb[l]);
-                    out[l] = $e;
-                }
-                self.put(w, d0, exec, &out);
-            }};
+            (|$a:ident, $b:ident| $e:expr) => {
+                self.map2(cx, w, exec, s0, s1, d0, |$a, $b| $e)
+            };
         }
         macro_rules! map3 {
-            (|$a:ident, $b:ident, $c:ident| $e:expr) => {{
-                let (ta, tb, tc);
-                let ra = row!(s0, ta);
-                let rb = row!(s1, tb);
-                let rc = row!(s2, tc);
-                let mut out = [0u64; 32];
-                for l in 0..32 {
-                    let ($a, $b, $c) = (ra[l], rb[l], rc[l]);
-                    out[l] = $e;
-                }
-                self.put(w, d0, exec, &out);
-            }};
+            (|$a:ident, $b:ident, $c:ident| $e:expr) => {
+                self.map3(cx, w, exec, [s0, s1, s2], d0, |$a, $b, $c| $e)
+            };
         }
         let negs = inst.neg;
         match inst.op {
