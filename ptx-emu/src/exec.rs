@@ -573,6 +573,28 @@ impl Worker {
         Some((r.ptr, addrs))
     }
 
+    /// For a shared access of `size` bytes by every executing lane: when all are aligned and in
+    /// bounds, each lane's offset.
+    #[inline(always)]
+    fn warp_shared(&self, cx: &LaunchCtx, inst: &Inst, w: usize, exec: u32, size: u32) -> Option<[u64; 32]> {
+        let mut addrs = [inst.offset as u64; 32];
+        if let Some(r) = inst.base {
+            let i = self.ri(w, r, 0);
+            for (a, &b) in addrs.iter_mut().zip(&self.regs[i..i + 32]) {
+                *a = b.wrapping_add(inst.offset as u64);
+            }
+        }
+        let (mut hi, mut or) = (0u64, 0u64);
+        let mut m = exec;
+        while m != 0 {
+            let l = m.trailing_zeros() as usize;
+            m &= m - 1;
+            hi = hi.max(addrs[l]);
+            or |= addrs[l];
+        }
+        (or & (size as u64 - 1) == 0 && hi.checked_add(size as u64)? <= cx.shared_bytes as u64).then_some(addrs)
+    }
+
     /// The common case of [`Worker::access`] without building any message: an aligned access
     /// inside the last global buffer hit, or inside shared memory. `None`: take the full path.
     #[inline(always)]
@@ -1148,6 +1170,26 @@ impl Worker {
                         return Ok(());
                     }
                 }
+                if n == 1 && space == Space::Shared {
+                    if let Some(addrs) = self.warp_shared(cx, inst, w, exec, size) {
+                        let sh = bytes(&self.shared);
+                        let mut out = [0u64; 32];
+                        let mut m = exec;
+                        while m != 0 {
+                            let l = m.trailing_zeros() as usize;
+                            m &= m - 1;
+                            let v = read_le(sh, addrs[l] as usize, size);
+                            out[l] = if signed {
+                                let sh = 64 - size * 8;
+                                (((v << sh) as i64) >> sh) as u64
+                            } else {
+                                v
+                            };
+                        }
+                        self.put(w, d0, exec, &out);
+                        return Ok(());
+                    }
+                }
                 let align = size * n;
                 each!(|l| {
                     let base = inst.base.map_or(0, |r| self.regs[self.ri(w, r, l)]);
@@ -1189,6 +1231,27 @@ impl Worker {
                             unsafe { store_global(ptr0.add(addrs[l] as usize), size, vals[l]) };
                         }
                         self.stats.global_bytes_written += (size * exec.count_ones()) as u64;
+                        return Ok(());
+                    }
+                }
+                if n == 1 && space == Space::Shared {
+                    if let Some(addrs) = self.warp_shared(cx, inst, w, exec, size) {
+                        let mut tv = [0u64; 32];
+                        let vals = match s0 {
+                            Src::Reg(r) => {
+                                let i = self.ri(w, r, 0);
+                                tv.copy_from_slice(&self.regs[i..i + 32]);
+                                tv
+                            }
+                            other => self.fetch(cx, other, w),
+                        };
+                        let sh = bytes_mut(&mut self.shared);
+                        let mut m = exec;
+                        while m != 0 {
+                            let l = m.trailing_zeros() as usize;
+                            m &= m - 1;
+                            write_le(sh, addrs[l] as usize, size, vals[l]);
+                        }
                         return Ok(());
                     }
                 }
