@@ -422,12 +422,26 @@ impl Worker {
 
     fn run_warp(&mut self, cx: &LaunchCtx, w: usize) -> Result<Stop, EmuError> {
         let k = cx.k;
+        // The top frame lives in `cached` while straight-line instructions run; it is written
+        // back to the stack before anything that reads or changes the stack.
+        let mut cached: Option<Frame> = None;
         loop {
-            let Some(top) = self.warps[w].stack.last().copied() else { return Ok(Stop::Done) };
-            if top.mask == 0 || top.pc == top.rpc {
-                self.warps[w].stack.pop();
-                continue;
-            }
+            let top = match cached {
+                Some(f) if f.pc != f.rpc => f,
+                _ => {
+                    if let Some(f) = cached.take() {
+                        if let Some(t) = self.warps[w].stack.last_mut() {
+                            t.pc = f.pc;
+                        }
+                    }
+                    let Some(top) = self.warps[w].stack.last().copied() else { return Ok(Stop::Done) };
+                    if top.mask == 0 || top.pc == top.rpc {
+                        self.warps[w].stack.pop();
+                        continue;
+                    }
+                    top
+                }
+            };
             let pc = top.pc;
             let Some(inst) = k.insts.get(pc as usize) else {
                 return Err(self.fault(
@@ -456,6 +470,18 @@ impl Worker {
                 }
             };
             self.charge(cx, active.count_ones(), pc, w, active.trailing_zeros())?;
+            if !matches!(inst.op, Op::Bra { .. } | Op::Exit | Op::Bar | Op::Trap) {
+                if exec != 0 {
+                    self.exec(cx, inst, pc, w, exec)?;
+                }
+                cached = Some(Frame { pc: pc + 1, ..top });
+                continue;
+            }
+            // Control flow: the stack is authoritative again.
+            cached = None;
+            if let Some(t) = self.warps[w].stack.last_mut() {
+                t.pc = pc;
+            }
             match inst.op {
                 Op::Bra { target, .. } => {
                     let not = active & !exec;
