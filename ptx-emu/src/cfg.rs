@@ -152,7 +152,7 @@ fn blocks(insts: &[Inst]) -> Blocks {
 }
 
 /// ptxas's default floating-point contraction (`--fmad=true`), which the PTX ISA allows for
-/// `mul`/`add` written without a rounding modifier: an `add` of such a `mul`'s result in the same
+/// `mul`/`add`/`sub` written without a rounding modifier: an `add`/`sub` of such a `mul`'s result in the same
 /// basic block (the `mul`'s operands unchanged in between, same type and `.ftz`) becomes one `fma`
 /// rounded once. Code written with `.rn` (as kir writes it) is never contracted, so dropping a
 /// `.rn` is visible in the emulator as it would be on the GPU.
@@ -172,27 +172,33 @@ pub fn contract(insts: &mut [Inst]) {
             muls.clear();
         }
         let inst = insts[k].clone();
-        if let Op::FBin { op: Arith::Add, t, ftz, sat, contractible: true, .. } = inst.op {
+        if let Op::FBin { op: op @ (Arith::Add | Arith::Sub), t, ftz, sat, contractible: true, .. } = inst.op {
             if inst.guard.is_none() {
                 let from = |s: Src| match s {
                     Src::Reg(r) => muls.iter().find(|m| m.0 == r).map(|m| m.1),
                     _ => None,
                 };
-                let fused =
-                    [(inst.src[0], inst.src[1]), (inst.src[1], inst.src[0])].into_iter().find_map(|(p, other)| {
-                        let m = &insts[from(p)?];
-                        match m.op {
-                            Op::FBin { op: Arith::Mul, t: mt, ftz: mf, sat: false, contractible: true, .. }
-                                if mt == t && mf == ftz =>
-                            {
-                                Some((m.src[0], m.src[1], other))
-                            }
-                            _ => None,
+                // add: p + o or o + p; sub: p - o = fma(x, y, -o), o - p = fma(-x, y, o).
+                let sides = [(inst.src[0], inst.src[1], false), (inst.src[1], inst.src[0], true)];
+                let fused = sides.into_iter().find_map(|(p, other, second)| {
+                    let m = &insts[from(p)?];
+                    match m.op {
+                        Op::FBin { op: Arith::Mul, t: mt, ftz: mf, sat: false, contractible: true, .. }
+                            if mt == t && mf == ftz =>
+                        {
+                            let (neg_product, neg_addend) = match (op, second) {
+                                (Arith::Sub, false) => (false, true),
+                                (Arith::Sub, true) => (true, false),
+                                _ => (false, false),
+                            };
+                            Some((m.src[0], m.src[1], other, neg_product, neg_addend))
                         }
-                    });
-                if let Some((a, b, c)) = fused {
+                        _ => None,
+                    }
+                });
+                if let Some((a, b, c, neg_product, neg_addend)) = fused {
                     let i = &mut insts[k];
-                    i.op = Op::Fma { t, rnd: crate::float::Rnd::N, ftz, sat };
+                    i.op = Op::Fma { t, rnd: crate::float::Rnd::N, ftz, sat, neg_product, neg_addend };
                     i.src = [a, b, c, Src::None];
                 }
             }

@@ -739,6 +739,22 @@ pub fn decode(raw: &RawInst, scopes: &Scopes, shared: &SharedInfo) -> Result<(In
                 (CvtTy::Int(_), CvtTy::Float(_)) if irnd.is_some() => {
                     return Err(cx.err("an integer-to-float `cvt` takes a float rounding (`.rn` ...)"))
                 }
+                // The rounding is mandatory where the result can be inexact (as ptxas requires).
+                (CvtTy::Int(_), CvtTy::Float(_)) if frnd.is_none() => {
+                    return Err(
+                        cx.err("an integer-to-float `cvt` needs a rounding modifier (`.rn`, `.rz`, `.rm`, `.rp`)")
+                    )
+                }
+                (CvtTy::Float(_), CvtTy::Int(_)) if irnd.is_none() => {
+                    return Err(cx.err(
+                        "a float-to-integer `cvt` needs an integral rounding modifier (`.rni`, `.rzi`, `.rmi`, `.rpi`)",
+                    ))
+                }
+                (CvtTy::Float(a), CvtTy::Float(b))
+                    if frnd.is_none() && (b.bits() < a.bits() || (a != b && a.bits() == b.bits())) =>
+                {
+                    return Err(cx.err("a narrowing float `cvt` needs a rounding modifier (`.rn`, `.rz`, `.rm`, `.rp`)"))
+                }
                 _ => {}
             }
             Op::Cvt { from: cfrom, to: cto, rnd: frnd.or(irnd), integral: irnd.is_some(), ftz, sat }
@@ -1046,7 +1062,7 @@ fn arith(cx: &Cx, m: &mut Mods, inst: &mut Inst, op: &str) -> Result<Op, ParseEr
                 let Some(rnd) = rnd else {
                     return Err(cx.unsupported("`fma`/`mad` on floats needs a rounding modifier"));
                 };
-                Op::Fma { t, rnd, ftz, sat }
+                Op::Fma { t, rnd, ftz, sat, neg_product: false, neg_addend: false }
             }
             _ => {
                 if approx || full {

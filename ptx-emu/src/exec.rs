@@ -1048,8 +1048,14 @@ impl Worker {
                     map2!(|a, b| post(t, ftz, sat, float::arith(t, op, rnd, pre(t, ftz, a), pre(t, ftz, b))))
                 }
             }
-            Op::Fma { t, rnd, ftz, sat } => {
-                map3!(|a, b, c| post(t, ftz, sat, float::fma(t, rnd, pre(t, ftz, a), pre(t, ftz, b), pre(t, ftz, c))))
+            Op::Fma { t, rnd, ftz, sat, neg_product, neg_addend } => {
+                let (np, nc) = (if neg_product { t.sign_bit() } else { 0 }, if neg_addend { t.sign_bit() } else { 0 });
+                map3!(|a, b, c| post(
+                    t,
+                    ftz,
+                    sat,
+                    float::fma(t, rnd, pre(t, ftz, a) ^ np, pre(t, ftz, b), pre(t, ftz, c) ^ nc)
+                ))
             }
             Op::FMinMax { t, max, ftz } => {
                 map2!(|a, b| post(t, ftz, false, float::minmax(t, max, pre(t, ftz, a), pre(t, ftz, b))))

@@ -272,11 +272,14 @@ pub enum Op {
         sat: bool,
         contractible: bool,
     },
+    /// `a*b + c` rounded once; the negations come from contracting `mul` + `sub`.
     Fma {
         t: FTy,
         rnd: Rnd,
         ftz: bool,
         sat: bool,
+        neg_product: bool,
+        neg_addend: bool,
     },
     FMinMax {
         t: FTy,

@@ -487,3 +487,46 @@ fn unrounded_mul_and_add_are_contracted_like_ptxas_does_but_rn_ones_are_not() {
         assert_eq!(f32::from_bits(u32s(&mem, out)[0]), want, "{m} + {a}");
     }
 }
+
+#[test]
+fn unrounded_mul_and_sub_are_contracted_too() {
+    // x*x - c and c - x*x with the values of the mul+add test: fused, the product's low bit shows.
+    for (sub, want) in [("sub.f32 %f4, %f3, %f2;", 2f32.powi(-24)), ("sub.f32 %f4, %f2, %f3;", -(2f32.powi(-24)))] {
+        let src = format!(
+            ".visible .entry k(.param .u64 out)\n{{\n.reg .f32 %f<5>; .reg .b64 %rd<2>;\nld.param.u64 %rd1, [out];\n\
+             mov.f32 %f1, 0f3F800800;\nmov.f32 %f2, 0f3F801000;\nmul.f32 %f3, %f1, %f1;\n{sub}\n\
+             st.global.f32 [%rd1], %f4;\nret;\n}}\n"
+        );
+        let md = module(&src);
+        let mut mem = Memory::new();
+        let out = buf(&mut mem, "out", &[7]);
+        launch(&md, "k", &LaunchConfig::linear(1, 1), &[Arg::Buffer(out)], &mut mem, &Options::default()).unwrap();
+        assert_eq!(f32::from_bits(u32s(&mem, out)[0]), want, "{sub}");
+    }
+}
+
+#[test]
+fn conversions_that_can_round_need_a_rounding_modifier() {
+    for (cvt, ok) in [
+        ("cvt.f32.u32 %f1, %r1;", false),
+        ("cvt.rn.f32.u32 %f1, %r1;", true),
+        ("cvt.u32.f32 %r1, %f1;", false),
+        ("cvt.rzi.u32.f32 %r1, %f1;", true),
+        ("cvt.f16.f32 %h1, %f1;", false),
+        ("cvt.rn.f16.f32 %h1, %f1;", true),
+        ("cvt.f32.f16 %f1, %h1;", true),
+        ("cvt.ftz.f32.f32 %f1, %f1;", true),
+    ] {
+        let src = format!(
+            "{HEADER}.visible .entry k()\n{{\n.reg .b32 %r<2>; .reg .f32 %f<2>; .reg .b16 %h<2>;\n{cvt}\nret;\n}}\n"
+        );
+        match Module::parse(&src) {
+            Ok(_) => assert!(ok, "{cvt} was accepted"),
+            Err(e) => {
+                assert!(!ok, "{cvt}: {e}");
+                assert_eq!(e.line, 7, "{e}");
+                assert!(e.message.contains("needs"), "{e}");
+            }
+        }
+    }
+}

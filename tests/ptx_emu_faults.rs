@@ -1,0 +1,432 @@
+//! The `ptx-emu` column of `kir test` can fail: each test corrupts the PTX kir emits for a kernel of
+//! `kernels/` on purpose (through `harness::Context::emu_ptx_hook`, which rewrites the PTX only on
+//! its way into the emulator) and runs `kir test`'s checks on the file (`harness::test_file`).
+//!
+//! Guarantees:
+//! - Every corruption is applied to text that must be present: a hook panics when the instruction
+//!   it edits is missing (or not unique in its entry), so no test passes vacuously after an
+//!   emitter change.
+//! - For each corruption, exactly the `ptx-emu` rows of the corrupted kernel's directives fail,
+//!   labelled `kernels/FILE.kir:LINE @kernel grid(..) block(..) ptx-emu`; the file row, every
+//!   `interp` row and the `ptx-emu` rows of the other kernels of the file stay `ok`.
+//! - Each failure says why, checked here: for a mismatch the buffer that differs (and how), for a
+//!   fault its kind, the PTX line (checked against the corrupted PTX), the instruction and the
+//!   thread, for unloadable PTX the PTX line and the instruction.
+//!
+//! What each corruption shows:
+//! - a swapped move of a block-argument parallel copy (`gemm_tiled`'s accumulator at the loop back
+//!   edge: a mismatch; `squared_sum`'s loop counter: an endless loop, a fuel fault);
+//! - dropped `.rn`: from `div.rn.f32` the PTX no longer loads (PTX requires a rounding or
+//!   `.approx`/`.full`); from a `mul.rn.f32` feeding an `add.rn.f32` the emulator contracts the two
+//!   into one fma as ptxas would, which changes `silu_backward`'s results by 1 ulp in about one
+//!   element in ten — invisible under the directive's `tol=abs:4e-6` (every mul+add pair of
+//!   `kernels/` is in a kernel whose tolerance covers `ex2.approx`, or on a path no directive
+//!   runs), visible on a copy of the file whose directive asks for `tol=ulp:0`; from a `cvt` that
+//!   requires it (`cvt.f32.u32`, `cvt.f16.f32`) the PTX no longer loads, as ptxas rejects it too;
+//! - a loop bound `setp.lt` turned into `setp.le` (`gemm_tiled`'s inner loop reads past the shared
+//!   tiles: a fault);
+//! - an address shifted by one element (a global store past the end of `c`: a fault; a shared load
+//!   one slot up in `squared_sum`'s tree: reads never-written shared memory, which the emulator
+//!   fills with 0xff bytes, NaN: a mismatch);
+//! - a dropped `bar.sync` (`squared_sum`'s reduction tree, `gemm_tiled`'s tile load: mismatches).
+//!   Dropping `squared_sum`'s first barrier is (correctly) not detected: for blocks of at most 512
+//!   threads the tree's first step is a no-op followed by a barrier, so the kernel stays race-free.
+//!
+//! That the uncorrupted files pass is `tests/kir_test.rs`'s `the_kernel_library_passes`.
+
+use kir::harness::{self, Outcome, Row};
+use std::cell::RefCell;
+use std::path::Path;
+use std::rc::Rc;
+
+/// What `kir test`'s checks reported for a file whose emulator PTX was corrupted.
+struct Corrupted {
+    rows: Vec<Row>,
+    /// The PTX the emulator loaded (after the corruption).
+    ptx: String,
+}
+
+impl Corrupted {
+    /// The failing rows as (label, message), after checking that only `ptx-emu` rows fail.
+    fn failures(&self) -> Vec<(&str, &str)> {
+        let mut out = Vec::new();
+        for r in self.rows.iter().filter(|r| !r.label.ends_with(" gpu")) {
+            match &r.outcome {
+                Outcome::Fail(msg) if r.label.ends_with(" ptx-emu") => out.push((r.label.as_str(), msg.as_str())),
+                Outcome::Ok => {}
+                other => panic!("{}: {other:?}: only ptx-emu rows may fail", r.label),
+            }
+        }
+        out
+    }
+
+    /// The failing rows, which must be exactly the ptx-emu rows `labels`, in order; their messages.
+    fn failing(&self, labels: &[&str]) -> Vec<&str> {
+        let fails = self.failures();
+        let got: Vec<&str> = fails.iter().map(|f| f.0).collect();
+        assert_eq!(got, labels, "failing rows: {fails:#?}");
+        fails.into_iter().map(|f| f.1).collect()
+    }
+
+    /// The 1-based line of the corrupted PTX, inside `.entry NAME`, whose text (trimmed) is `text`,
+    /// which must be unique there.
+    fn line_of(&self, entry: &str, text: &str) -> usize {
+        let head = format!(".entry {entry}(");
+        let lines: Vec<&str> = self.ptx.lines().collect();
+        let start = lines.iter().position(|l| l.contains(&head)).unwrap_or_else(|| panic!("no `{head}`"));
+        let end = start + lines[start..].iter().position(|l| *l == "}").expect("the entry ends");
+        let found: Vec<usize> = (start..end).filter(|&i| lines[i].trim() == text).map(|i| i + 1).collect();
+        assert_eq!(found.len(), 1, "`{text}` in entry {entry}:\n{}", lines[start..end].join("\n"));
+        found[0]
+    }
+}
+
+/// Runs `kir test`'s checks (without ptxas) on `path`, the emulator loading `corrupt(ptx)` instead of
+/// the emitted PTX; `fuel` replaces the emulator's default fuel.
+fn run_corrupted(path: &str, fuel: Option<u64>, corrupt: impl Fn(&str) -> String + 'static) -> Corrupted {
+    let seen = Rc::new(RefCell::new(None::<String>));
+    let keep = Rc::clone(&seen);
+    let mut ctx = harness::Context::detect(false);
+    ctx.ptxas = None;
+    if let Some(fuel) = fuel {
+        ctx.emu.fuel = fuel;
+    }
+    ctx.emu_ptx_hook = Some(Box::new(move |ptx: &str| {
+        let out = corrupt(ptx);
+        assert_ne!(out, ptx, "the corruption changed nothing");
+        *keep.borrow_mut() = Some(out.clone());
+        out
+    }));
+    let mut rows = Vec::new();
+    harness::test_file(Path::new(path), &mut ctx, &mut |r| rows.push(r));
+    let ptx = seen.borrow_mut().take().unwrap_or_else(|| panic!("the hook never ran: {rows:#?}"));
+    Corrupted { rows, ptx }
+}
+
+/// Applies `edit` to the lines of `.entry NAME`'s body in `ptx`.
+fn edit_entry(ptx: &str, entry: &str, edit: impl FnOnce(&mut Vec<String>)) -> String {
+    let head = format!(".entry {entry}(");
+    let start = ptx.find(&head).unwrap_or_else(|| panic!("no `{head}` in:\n{ptx}"));
+    let end = start + ptx[start..].find("\n}").expect("the entry ends");
+    let mut lines: Vec<String> = ptx[start..end].lines().map(String::from).collect();
+    edit(&mut lines);
+    format!("{}{}{}", &ptx[..start], lines.join("\n"), &ptx[end..])
+}
+
+/// Index of the one line of `lines` whose text (trimmed) is `text`.
+fn unique_line(lines: &[String], text: &str, entry: &str) -> usize {
+    let found: Vec<usize> = lines.iter().enumerate().filter(|(_, l)| l.trim() == text).map(|(i, _)| i).collect();
+    assert_eq!(found.len(), 1, "`{text}` must occur once in entry {entry}:\n{}", lines.join("\n"));
+    found[0]
+}
+
+/// A hook replacing, in entry `entry`, the consecutive instruction lines `from` (which must occur
+/// exactly once there) by `to` (each one instruction, without indentation).
+fn replace(entry: &'static str, from: &'static [&'static str], to: &'static [&'static str]) -> impl Fn(&str) -> String {
+    move |ptx| {
+        edit_entry(ptx, entry, |lines| {
+            let at = unique_line(lines, from[0], entry);
+            for (k, f) in from.iter().enumerate() {
+                assert_eq!(lines.get(at + k).map(|l| l.trim()), Some(*f), "after `{}` in {entry}", from[0]);
+            }
+            lines.splice(at..at + from.len(), to.iter().map(|t| format!("\t{t}")));
+        })
+    }
+}
+
+/// A hook deleting, in entry `entry`, the instruction `inst` that comes right after the line
+/// `anchor` (kir's `// LINE: ...` comments in between are skipped; `anchor` must be unique).
+fn drop_after(entry: &'static str, anchor: &'static str, inst: &'static str) -> impl Fn(&str) -> String {
+    move |ptx| {
+        edit_entry(ptx, entry, |lines| {
+            let mut at = unique_line(lines, anchor, entry) + 1;
+            while lines.get(at).is_some_and(|l| l.trim().starts_with("//")) {
+                at += 1;
+            }
+            assert_eq!(lines.get(at).map(|l| l.trim()), Some(inst), "the instruction after `{anchor}` in {entry}");
+            lines.remove(at);
+        })
+    }
+}
+
+/// Asserts `msg` is a kernel fault of `kind` at the PTX line holding `inst` in the corrupted PTX.
+fn assert_fault(run: &Corrupted, entry: &str, msg: &str, kind: &str, inst: &str) {
+    assert!(msg.starts_with(&format!("ptx-emu: kernel fault ({kind}): ")), "{msg}");
+    let at = format!(" at PTX line {} `{inst}` in block (", run.line_of(entry, inst));
+    assert!(msg.contains(&at), "expected `{at}` in: {msg}");
+}
+
+const GEMM_13: &str = "kernels/gemm_tiled.kir:13 @gemm_tiled grid(3,2) block(16,16) ptx-emu";
+const GEMM_14: &str = "kernels/gemm_tiled.kir:14 @gemm_tiled grid(4,4) block(16,16) ptx-emu";
+const GEMM_15: &str = "kernels/gemm_tiled.kir:15 @gemm_tiled grid(1) block(16,16) ptx-emu";
+const SQSUM_33: &str = "kernels/grad_clip.kir:33 @squared_sum grid(8) block(256) ptx-emu";
+const SQSUM_34: &str = "kernels/grad_clip.kir:34 @squared_sum grid(3) block(100) ptx-emu";
+
+/// At `gemm_tiled`'s outer back edge the parallel copy `(%t, %acc) <- (%t.next, %iacc)` is two
+/// moves; with the accumulator's move reversed the accumulator never leaves 0.0, so every element
+/// of `c` comes back 0.0.
+#[test]
+fn swapped_parallel_copy_of_the_accumulator_is_a_mismatch() {
+    let run = run_corrupted(
+        "kernels/gemm_tiled.kir",
+        None,
+        replace(
+            "gemm_tiled",
+            &["mov.b32 %r3, %r23;", "mov.f32 %f0, %f3;", "bra.uni $L__step;"],
+            &["mov.b32 %r3, %r23;", "mov.f32 %f3, %f0;", "bra.uni $L__step;"],
+        ),
+    );
+    let msgs = run.failing(&[GEMM_13, GEMM_14, GEMM_15]);
+    for (msg, len) in msgs.iter().zip([925, 4096, 3]) {
+        let head = format!("buffer `c` differs from the interpreter (tol exact, derived): {len} elements differ\n");
+        assert!(msg.starts_with(&head), "{msg}");
+        assert!(msg.contains("\n    [0] expected ") && msg.contains(", got 0.0 ("), "{msg}");
+    }
+}
+
+/// The loop counter's move of `squared_sum`'s back-edge copy `(%i, %acc) <- (%i.next, %acc.next)`
+/// reversed: `%i` never advances, so the grid-stride loop never ends and the emulator runs out of
+/// fuel inside it (the fuel is lowered to keep the test fast; the default is 2^32
+/// thread-instructions, about 35 s here). The other kernels of the file still pass with that fuel.
+#[test]
+fn swapped_parallel_copy_of_the_loop_counter_runs_out_of_fuel() {
+    let fuel = 1 << 22;
+    let run = run_corrupted(
+        "kernels/grad_clip.kir",
+        Some(fuel),
+        replace(
+            "squared_sum",
+            &["mov.b32 %r1, %r8;", "mov.f32 %f0, %f2;", "bra.uni $L__loop;"],
+            &["mov.b32 %r8, %r1;", "mov.f32 %f0, %f2;", "bra.uni $L__loop;"],
+        ),
+    );
+    let (loop_start, loop_end) = (run.line_of("squared_sum", "$L__loop:"), run.line_of("squared_sum", "$L__reduce:"));
+    for msg in run.failing(&[SQSUM_33, SQSUM_34]) {
+        let head = format!(
+            "ptx-emu: kernel fault (fuel exhausted): the launch executed more than {fuel} thread-instructions \
+             (an endless loop?) at PTX line "
+        );
+        assert!(msg.starts_with(&head), "{msg}");
+        // The fault is located inside the loop, at the instruction the PTX has on that line.
+        let line: usize = msg[head.len()..].split(' ').next().unwrap().parse().unwrap();
+        assert!(loop_start < line && line < loop_end, "line {line} is outside the loop: {msg}");
+        let inst = run.ptx.lines().nth(line - 1).unwrap().trim();
+        assert!(msg.contains(&format!("at PTX line {line} `{inst}` in block (0, 0, 0) thread (0, 0, 0)")), "{msg}");
+    }
+}
+
+/// `div.f32` without a rounding: PTX requires `.rn` (or another rounding), `.approx` or `.full`
+/// there (ptxas: "Rounding modifier or '.approx' modifier required"), so the emulator refuses the
+/// module and every ptx-emu row of the file fails, naming the PTX line and the instruction.
+#[test]
+fn dropped_rn_on_div_makes_the_ptx_unloadable() {
+    let run = run_corrupted(
+        "kernels/softmax.kir",
+        None,
+        replace("softmax_rows", &["div.rn.f32 %f36, %f35, %f3;"], &["div.f32 %f36, %f35, %f3;"]),
+    );
+    let msgs = run.failing(&[
+        "kernels/softmax.kir:21 @softmax_rows grid(13) block(64) ptx-emu",
+        "kernels/softmax.kir:22 @softmax_rows grid(4) block(32) ptx-emu",
+        "kernels/softmax.kir:23 @softmax_rows grid(3) block(256) ptx-emu",
+    ]);
+    let line = run.line_of("softmax_rows", "div.f32 %f36, %f35, %f3;");
+    for msg in msgs {
+        assert_eq!(
+            msg,
+            format!(
+                "the emulator cannot load the PTX: PTX line {line}:2: unsupported instruction `div.f32`: float `div` \
+                 needs `.approx`, `.full` (f32) or a rounding modifier (`div.f32 %f36, %f35, %f3;`)"
+            )
+        );
+    }
+}
+
+/// `silu_backward`'s `%t2 = mul.f32 %xs, %sb` feeding `%gp = add.f32 %s, %t2`, both without
+/// `.rn`: ptxas (and the emulator) contract them into one fma, rounded once.
+fn contract_silu_backward(ptx: &str) -> String {
+    replace(
+        "silu_backward",
+        &["mul.rn.f32 %f11, %f10, %f9;", "// 154: %gp = add.f32 %s, %t2", "add.rn.f32 %f12, %f8, %f11;"],
+        &["mul.f32 %f11, %f10, %f9;", "// 154: %gp = add.f32 %s, %t2", "add.f32 %f12, %f8, %f11;"],
+    )(ptx)
+}
+
+/// Dropping the `.rn` of a mul+add pair changes the results by about an ulp, which the library's
+/// directives do not see: every mul+add pair in `kernels/` is in a kernel using `ex2.approx`,
+/// whose tolerance (`silu_backward`: `tol=abs:4e-6`) is far above 1 ulp. On a copy of the file
+/// whose `silu_backward` directive asks for `tol=ulp:0` (which the uncorrupted PTX meets: the
+/// emulator's `ex2.approx` agrees with the interpreter's bit for bit) the contraction shows.
+#[test]
+fn dropped_rn_on_a_mul_add_pair_contracts_it_into_an_fma() {
+    // As written: not detected (the rows are ok).
+    let run = run_corrupted("kernels/activations.kir", None, contract_silu_backward);
+    assert_eq!(run.failing(&[]), Vec::<&str>::new());
+    assert!(run.rows.iter().any(|r| r.label == "kernels/activations.kir:41 @silu_backward grid(8) block(128) ptx-emu"
+        && r.outcome == Outcome::Ok));
+
+    // The same file with `tol=ulp:0` on the silu_backward directive (same line numbers).
+    let source = std::fs::read_to_string("kernels/activations.kir").unwrap();
+    let directive =
+        "; run: @silu_backward grid(8) block(128) x=rand:f32:1000:6 dy=rand:f32:1000:7 dx=zeros:f32:1000 n=1000 tol=";
+    assert_eq!(source.matches(&format!("{directive}abs:4e-6\n")).count(), 1, "the directive changed");
+    let exact = source.replace(&format!("{directive}abs:4e-6\n"), &format!("{directive}ulp:0\n"));
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("ptx_emu_faults-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let copy = dir.join("activations.kir");
+    std::fs::write(&copy, exact).unwrap();
+    let copy = copy.to_str().unwrap().to_string();
+
+    let clean = run_corrupted(&copy, None, |ptx| format!("{ptx}\n"));
+    assert_eq!(clean.failing(&[]), Vec::<&str>::new(), "the uncorrupted PTX meets ulp:0");
+    let label = format!("{copy}:41 @silu_backward grid(8) block(128) ptx-emu");
+    let run = run_corrupted(&copy, None, contract_silu_backward);
+    std::fs::remove_dir_all(&dir).ok();
+    let msgs = run.failing(&[&label]);
+    let msg = msgs[0];
+    assert!(msg.starts_with("buffer `dx` differs from the interpreter (tol ulp:0, given): "), "{msg}");
+    assert!(msg.contains(" (1 ulp)"), "{msg}");
+}
+
+/// Dropping `.rn` from an integer-to-float or narrowing `cvt` leaves PTX that ptxas rejects
+/// ("Rounding modifier required for instruction 'cvt'", PTX ISA: the rounding is required for
+/// int-to-float and narrowing float-to-float conversions), and so does the emulator: every
+/// ptx-emu row of the file fails to load, naming the PTX line and the instruction.
+#[test]
+fn dropped_rn_on_cvt_makes_the_ptx_unloadable() {
+    for (from, to) in [("cvt.rn.f32.u32 %f2, %r1;", "cvt.f32.u32 %f2, %r1;"), ("cvt.rn.f16.f32", "cvt.f16.f32")] {
+        let run = run_corrupted("kernels/rmsnorm.kir", None, move |ptx| {
+            // The first instruction (not a `//` comment quoting the .kir line) with `from`.
+            let mut done = false;
+            let out: Vec<String> = ptx
+                .lines()
+                .map(|l| {
+                    if !done && !l.trim_start().starts_with("//") && l.contains(from) {
+                        done = true;
+                        l.replacen(from, to, 1)
+                    } else {
+                        l.to_string()
+                    }
+                })
+                .collect();
+            assert!(done, "no instruction `{from}` in:\n{ptx}");
+            out.join("\n") + "\n"
+        });
+        let msgs = run.failing(&[
+            "kernels/rmsnorm.kir:34 @persistent_decoder grid(3) block(128) ptx-emu",
+            "kernels/rmsnorm.kir:35 @persistent_decoder grid(2) block(64) ptx-emu",
+            "kernels/rmsnorm.kir:36 @persistent_decoder grid(4) block(32) ptx-emu",
+        ]);
+        for msg in msgs {
+            assert!(msg.starts_with("the emulator cannot load the PTX: PTX line "), "{msg}");
+            assert!(msg.contains(&format!("`{to}")), "{msg}");
+        }
+    }
+}
+
+/// `gemm_tiled`'s inner loop bound `%q < 16` turned into `%q <= 16`: the 17th step reads
+/// `bs[256 + tx]`, past the block's 2048 bytes of shared memory (the two 1 KiB tiles).
+#[test]
+fn flipped_loop_bound_reads_past_the_shared_tiles() {
+    let run = run_corrupted(
+        "kernels/gemm_tiled.kir",
+        None,
+        replace("gemm_tiled", &["setp.lt.u32 %p7, %r4, 16;"], &["setp.le.u32 %p7, %r4, 16;"]),
+    );
+    for msg in run.failing(&[GEMM_13, GEMM_14, GEMM_15]) {
+        assert_fault(&run, "gemm_tiled", msg, "out-of-bounds access", "ld.shared.f32 %f7, [%rd19];");
+        assert!(
+            msg.contains(
+                "out-of-bounds load: shared offset 2048 + 4 bytes is outside the block's 2048 bytes of shared \
+                 memory (2048 static, 0 dynamic)"
+            ),
+            "{msg}"
+        );
+        assert!(msg.ends_with(" in block (0, 0, 0) thread (0, 0, 0) (emitted for .kir line 69: `%y = load %bsp[%ib]`)"));
+    }
+}
+
+/// `gemm_tiled`'s store of `c[row * n + col]` shifted by one element: the thread owning the last
+/// element of `c` stores just past its end.
+#[test]
+fn address_shifted_by_one_element_stores_past_the_buffer() {
+    let run = run_corrupted(
+        "kernels/gemm_tiled.kir",
+        None,
+        replace("gemm_tiled", &["st.global.f32 [%rd21], %f0;"], &["st.global.f32 [%rd21+4], %f0;"]),
+    );
+    let msgs = run.failing(&[GEMM_13, GEMM_14, GEMM_15]);
+    // The last element of c [m, n] is computed by thread (n-1 mod 16, m-1 mod 16) of block
+    // ((n-1) / 16, (m-1) / 16).
+    let cases = [
+        (3700, "(2, 1, 0) thread (4, 8, 0)"),
+        (16384, "(3, 3, 0) thread (15, 15, 0)"),
+        (12, "(0, 0, 0) thread (0, 2, 0)"),
+    ];
+    for (msg, (bytes, thread)) in msgs.into_iter().zip(cases) {
+        assert_fault(&run, "gemm_tiled", msg, "out-of-bounds access", "st.global.f32 [%rd21+4], %f0;");
+        assert!(msg.contains(&format!(" is 0 bytes past the end of buffer `c` ({bytes} bytes) at PTX line ")), "{msg}");
+        assert!(msg.contains("out-of-bounds store: global address 0x"), "{msg}");
+        assert!(
+            msg.ends_with(&format!(" in block {thread} (emitted for .kir line 83: `store %c[%ci], %acc`)")),
+            "{msg}"
+        );
+    }
+}
+
+/// `squared_sum`'s tree load `red[j]` shifted by one element: it stays inside the shared array, but
+/// the last fold of the first active level reads `red[nt]`, which no thread wrote; the emulator's
+/// shared memory starts as 0xff bytes (a NaN as f32), so every partial sum comes back NaN.
+#[test]
+fn address_shifted_by_one_element_reads_unwritten_shared_memory() {
+    let run = run_corrupted(
+        "kernels/grad_clip.kir",
+        None,
+        replace("squared_sum", &["ld.shared.f32 %f4, [%rd12];"], &["ld.shared.f32 %f4, [%rd12+4];"]),
+    );
+    for (msg, len) in run.failing(&[SQSUM_33, SQSUM_34]).into_iter().zip([8, 3]) {
+        let head =
+            format!("buffer `partials` differs from the interpreter (tol exact, derived): {len} elements differ\n");
+        assert!(msg.starts_with(&head), "{msg}");
+        assert!(msg.contains(", got NaN("), "{msg}");
+    }
+}
+
+/// The barrier after each level of `squared_sum`'s shared-memory tree dropped: a warp reads
+/// `red[tid + s]` before the warp owning it has folded the previous level into it, so the
+/// partial sums come back too small. (The emulator's warp schedule is deterministic, so the result
+/// is too.)
+#[test]
+fn dropped_barrier_in_the_reduction_tree_is_a_mismatch() {
+    let run = run_corrupted("kernels/grad_clip.kir", None, drop_after("squared_sum", "$L__sync:", "bar.sync 0;"));
+    for (msg, len) in run.failing(&[SQSUM_33, SQSUM_34]).into_iter().zip([8, 3]) {
+        let head =
+            format!("buffer `partials` differs from the interpreter (tol exact, derived): {len} elements differ\n");
+        assert!(msg.starts_with(&head), "{msg}");
+    }
+
+    // The barrier between the stores of the thread values and the tree is redundant for blocks of
+    // at most 512 threads (the first level, s = 512, folds nothing and ends with a barrier), so
+    // dropping it is rightly not detected.
+    let run = run_corrupted(
+        "kernels/grad_clip.kir",
+        None,
+        drop_after("squared_sum", "st.shared.f32 [%rd8], %f0;", "bar.sync 0;"),
+    );
+    assert_eq!(run.failing(&[]), Vec::<&str>::new());
+}
+
+/// The barrier between storing `gemm_tiled`'s A and B tiles and reading them dropped: threads read
+/// tile slots other warps have not written yet, which start as 0xff bytes (NaN).
+#[test]
+fn dropped_barrier_before_reading_the_tiles_is_a_mismatch() {
+    let run = run_corrupted(
+        "kernels/gemm_tiled.kir",
+        None,
+        drop_after("gemm_tiled", "st.shared.f32 [%rd15], %f2;", "bar.sync 0;"),
+    );
+    for msg in run.failing(&[GEMM_13, GEMM_14, GEMM_15]) {
+        assert!(msg.starts_with("buffer `c` differs from the interpreter (tol exact, derived): "), "{msg}");
+        assert!(msg.contains(", got NaN("), "{msg}");
+    }
+}
