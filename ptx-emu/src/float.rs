@@ -29,6 +29,11 @@
 //! | `div.approx.f32` | a * (1/b), each rounded to nearest; 0 for |b| in (2^126, 2^128) | 2 ulp for |b| in [2^-126, 2^126] |
 //! | `div.full.f32` | a / b rounded to nearest | 2 ulp |
 //!
+//! The bounds in the last column are the PTX ISA's as this module's author recalls them; kir's
+//! `docs/language.md` quotes slightly different figures for lg2, sin/cos and tanh (2^-22, 2^-20.9,
+//! 2^-11), and neither has been re-checked against the ISA text. Comparisons of emulator results
+//! use kir's derived tolerances (`src/tolerance.rs`), not this table.
+//!
 //! Special values follow the ISA tables (ex2(-inf) = +0, lg2(0) = -inf, lg2(x<0) = NaN,
 //! rsqrt(0) = +inf, sin(inf) = NaN, ...), which the f64 library functions also give.
 
