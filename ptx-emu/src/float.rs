@@ -306,23 +306,13 @@ pub fn sqrt(t: FTy, r: Rnd, a: u64) -> u64 {
             let sq = s * s;
             let exact_above = x > sq;
             let exact_below = x < sq;
-            let v = match r {
-                Rnd::P if exact_above => next_toward(t, near, true),
-                Rnd::M | Rnd::Z if exact_below => next_toward(t, near, false),
+            // `near` is positive and finite: its neighbours are one bit pattern away.
+            match r {
+                Rnd::P if exact_above => near + 1,
+                Rnd::M | Rnd::Z if exact_below => near - 1,
                 _ => near,
-            };
-            v
+            }
         }
-    }
-}
-
-/// The next representable positive-finite neighbour of a positive value `b`, up or down.
-fn next_toward(t: FTy, b: u64, up: bool) -> u64 {
-    let _ = t;
-    if up {
-        b + 1
-    } else {
-        b - 1
     }
 }
 
