@@ -1172,8 +1172,7 @@ impl Worker {
                     )?;
                     let mut v = self.load(cx, acc, size);
                     if signed {
-                        let sh = 64 - size * 8;
-                        v = (((v << sh) as i64) >> sh) as u64;
+                        v = sext(v, size);
                     }
                     self.put(w, inst.dst[i as usize], exec, &[v; 32]);
                 }
@@ -1190,12 +1189,7 @@ impl Worker {
                             m &= m - 1;
                             // SAFETY: `warp_region` checked bounds and alignment of every lane.
                             let v = unsafe { load_global(ptr0.add(addrs[l] as usize), size) };
-                            out[l] = if signed {
-                                let sh = 64 - size * 8;
-                                (((v << sh) as i64) >> sh) as u64
-                            } else {
-                                v
-                            };
+                            out[l] = if signed { sext(v, size) } else { v };
                         }
                         self.put(w, d0, exec, &out);
                         self.stats.global_bytes_read += (size * exec.count_ones()) as u64;
@@ -1211,12 +1205,7 @@ impl Worker {
                             let l = m.trailing_zeros() as usize;
                             m &= m - 1;
                             let v = read_le(sh, addrs[l] as usize, size);
-                            out[l] = if signed {
-                                let sh = 64 - size * 8;
-                                (((v << sh) as i64) >> sh) as u64
-                            } else {
-                                v
-                            };
+                            out[l] = if signed { sext(v, size) } else { v };
                         }
                         self.put(w, d0, exec, &out);
                         return Ok(());
@@ -1240,8 +1229,7 @@ impl Worker {
                         )?;
                         let mut v = self.load(cx, acc, size);
                         if signed {
-                            let sh = 64 - size * 8;
-                            v = (((v << sh) as i64) >> sh) as u64;
+                            v = sext(v, size);
                         }
                         self.wr(w, inst.dst[i as usize], l, v);
                     }
@@ -1429,6 +1417,13 @@ unsafe fn store_global(p: *mut u8, size: u32, v: u64) {
         4 => (*(p as *const AtomicU32)).store(v as u32, Relaxed),
         _ => (*(p as *const AtomicU64)).store(v, Relaxed),
     }
+}
+
+/// A loaded value of `size` bytes sign-extended to 64 bits (`ld.s8` ...).
+#[inline(always)]
+fn sext(v: u64, size: u32) -> u64 {
+    let sh = 64 - size * 8;
+    (((v << sh) as i64) >> sh) as u64
 }
 
 fn lanes_text(m: u32) -> String {

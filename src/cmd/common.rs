@@ -161,3 +161,19 @@ pub fn select_graph<'m>(loaded: &'m Loaded, name: &str) -> Result<&'m kir_ir::gr
         file_error(&loaded.path, format!("no graph `@{name}` (graphs here: {have})"))
     })
 }
+
+/// The `--stats` line of `kir run` (interpreter and PTX emulator alike).
+pub fn print_launch_stats(
+    thread_insts: u64,
+    warp_insts: u64,
+    read: u64,
+    written: u64,
+    barriers: u64,
+    blocks: u64,
+    threads: u64,
+) {
+    println!(
+        "stats: {thread_insts} thread-instructions ({warp_insts} warp-instructions), global memory {read} bytes read, {written} bytes written, {barriers} barriers, {blocks} blocks of {} threads",
+        threads / blocks.max(1),
+    );
+}

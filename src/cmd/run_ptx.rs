@@ -159,15 +159,14 @@ pub fn run(a: &Args) -> ExitCode {
     }
     let stats = run.stats;
     if a.stats {
-        println!(
-            "stats: {} thread-instructions ({} warp-instructions), global memory {} bytes read, {} bytes written, {} barriers, {} blocks of {} threads",
+        super::common::print_launch_stats(
             stats.thread_instructions,
             stats.warp_instructions,
             stats.global_bytes_read,
             stats.global_bytes_written,
             stats.barriers,
             stats.blocks,
-            stats.threads / stats.blocks.max(1),
+            stats.threads,
         );
     }
     if a.time {
