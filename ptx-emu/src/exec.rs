@@ -344,16 +344,15 @@ impl Worker {
                     Stop::Barrier => {}
                 }
             }
-            let waiting: Vec<usize> = (0..nw).filter(|&w| self.warps[w].waiting.is_some()).collect();
-            if waiting.is_empty() {
+            let Some(w0) = (0..nw).find(|&w| self.warps[w].waiting.is_some()) else {
                 if !progressed || self.warps.iter().all(|w| w.stack.is_empty()) {
                     return Ok(());
                 }
                 continue;
-            }
+            };
             // Every warp that has not exited waits at a barrier: release it, if it is one barrier.
-            let pc0 = self.warps[waiting[0]].waiting.expect("waiting");
-            if let Some(&w2) = waiting.iter().find(|&&w| self.warps[w].waiting != Some(pc0)) {
+            let pc0 = self.warps[w0].waiting.expect("waiting");
+            if let Some(w2) = (w0..nw).find(|&w| self.warps[w].waiting.is_some_and(|p| p != pc0)) {
                 let pc2 = self.warps[w2].waiting.expect("waiting");
                 let l2 = cx.k.insts[pc2 as usize].line;
                 let lane = self.warps[w2].live.trailing_zeros();
@@ -361,17 +360,15 @@ impl Worker {
                     cx,
                     FaultKind::BarrierDivergence,
                     pc0,
-                    waiting[0],
-                    self.warps[waiting[0]].live.trailing_zeros(),
+                    w0,
+                    self.warps[w0].live.trailing_zeros(),
                     format!(
-                        "warps wait at different barriers: warp {} here, warp {w2} (thread {:?}) at PTX line {l2}",
-                        waiting[0],
+                        "warps wait at different barriers: warp {w0} here, warp {w2} (thread {:?}) at PTX line {l2}",
                         self.tid(cx, w2, lane)
                     ),
                 ));
             }
-            for &w in &waiting {
-                let warp = &mut self.warps[w];
+            for warp in self.warps.iter_mut().filter(|w| w.waiting.is_some()) {
                 warp.waiting = None;
                 if let Some(top) = warp.stack.last_mut() {
                     top.pc = pc0 + 1;
@@ -585,14 +582,12 @@ impl Worker {
         if or & (size as u64 - 1) != 0 || hi >= SHARED_WINDOW {
             return None;
         }
-        let r = cx.global.regions.get(self.last_region.get()).filter(|r| lo >= r.start).or_else(|| {
+        let inside = |r: &&Region| lo >= r.start && hi.saturating_add(size as u64) <= r.start + r.len;
+        let r = cx.global.regions.get(self.last_region.get()).filter(inside).or_else(|| {
             let i = cx.global.regions.partition_point(|r| r.start <= lo).checked_sub(1)?;
             self.last_region.set(i);
-            cx.global.regions.get(i)
+            cx.global.regions.get(i).filter(inside)
         })?;
-        if hi + size as u64 > r.start + r.len || lo < r.start {
-            return None;
-        }
         for a in addrs.iter_mut() {
             *a = a.wrapping_sub(r.start);
         }
