@@ -1333,3 +1333,29 @@ fn corrupted_ptx_is_caught() {
     let got = run_emulator(case, &bad).expect("emulator runs the corrupted PTX");
     assert!(compare_case(case, "sm_90", &want, &got).is_some(), "idx → bfly must be caught");
 }
+
+/// A same-type float `cvt` without modifiers canonicalizes a NaN (kir's rule for conversions); its
+/// bits, seen through a bitcast, must match. `kir fuzz` seeds 20952 and 21871 found the backend
+/// emitting a plain `mov`, which kept the payload.
+#[test]
+fn same_type_conversions_canonicalize_nan_payloads() {
+    let mut cases = Vec::new();
+    for (t, it) in [(S::F32, S::U32), (S::F64, S::U64), (S::F16, S::U16), (S::BF16, S::U16)] {
+        let src = format!(
+            "kernel @k(%x: ptr<global, {t}>, %out: ptr<global, {it}>) {{\nentry:\n  %i = tid.x : u32\n  %v = load %x[%i]\n  \
+             %c = cvt.{t}.{t} %v\n  %b = bitcast.{it}.{t} %c\n  store %out[%i], %b\n  ret\n}}\n"
+        );
+        let vals = edges(t);
+        let n = vals.len();
+        cases.push(text_case(
+            format!("cvt.{t}.{t} then bitcast"),
+            &src,
+            [1, 1, 1],
+            [n as u32, 1, 1],
+            0,
+            vec![("x", Buffer::from_bits(t, vals), Role::In), ("out", Buffer::zeros(it, n), Role::Out(Check::Bits))],
+        ));
+    }
+    let failures = run_cases("same-type conversions", &cases);
+    report("same-type conversions", cases.len(), &failures);
+}

@@ -855,10 +855,22 @@ impl KernelEmitter<'_> {
         d: Reg,
     ) {
         let (mut x, mut xt) = (x, from);
+        if to == from && !sat && !(ftz && to == S::F32) && !r.is_some_and(|r| r.is_integral()) {
+            // The value unchanged, except that a NaN becomes the canonical NaN (kir's rule for
+            // conversions; a `mov` would keep the payload): adding -0.0 is exact for every other
+            // value, signed zeros included. 16-bit values take the exact f32 round trip.
+            return match to {
+                S::F32 => self.ins(format_args!("add.rn.f32 {d}, {x}, 0f80000000")),
+                S::F64 => self.ins(format_args!("add.rn.f64 {d}, {x}, 0d8000000000000000")),
+                _ => {
+                    let f = self.to_f32(x, from);
+                    let g = self.fresh(RegClass::F32);
+                    self.ins(format_args!("add.rn.f32 {g}, {f}, 0f80000000"));
+                    self.from_f32(d, g, to, Rounding::Rn)
+                }
+            };
+        }
         if is16f(from) {
-            if to == from && r.is_none() && !sat {
-                return self.ins(format_args!("mov.b16 {d}, {x}"));
-            }
             // A bf16 subnormal widens to an f32 subnormal, which `.ftz` flushes (below).
             let flush = ftz && from == S::BF16;
             if to == S::F32 && !sat && !flush && !r.is_some_and(|r| r.is_integral()) {
