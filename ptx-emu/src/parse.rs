@@ -536,7 +536,7 @@ impl Parser {
                 self.pos += 1;
                 let n = self.int("a register count")?;
                 self.expect_punct('>')?;
-                if n > 1 << 20 || scopes.nregs as u64 + n > 1 << 22 {
+                if n > 1 << 20 || scopes.nregs as u64 + n > MAX_REGS {
                     return Err(err(&nt, format!("too many registers ({n})")));
                 }
                 for i in 0..n {
@@ -545,7 +545,7 @@ impl Parser {
                     scopes.declare(format!("{name}{i}"), Sym::Reg(id), nt.line, nt.col)?;
                 }
             } else {
-                if scopes.nregs >= 1 << 22 {
+                if scopes.nregs as u64 >= MAX_REGS {
                     return Err(err(&nt, "too many registers"));
                 }
                 let id = scopes.nregs;
@@ -601,7 +601,16 @@ impl Parser {
     }
 
     fn operand(&mut self) -> Result<Operand, ParseError> {
+        self.operand_at(0)
+    }
+
+    /// An operand; `depth` counts the enclosing `{ }`, `!` and `-` (at most one of each kind is
+    /// PTX, and a bound keeps hostile nesting from exhausting the stack).
+    fn operand_at(&mut self, depth: u32) -> Result<Operand, ParseError> {
         let t = self.next("an operand")?;
+        if depth > 2 {
+            return Err(err(&t, "operands nest too deeply (vectors of vectors, `!!`, `--`)"));
+        }
         let (line, col) = (t.line, t.col);
         Ok(match &t.tok {
             Tok::Punct('[') => {
@@ -634,7 +643,7 @@ impl Parser {
             Tok::Punct('{') => {
                 let mut parts = Vec::new();
                 loop {
-                    parts.push(self.operand()?);
+                    parts.push(self.operand_at(depth + 1)?);
                     let x = self.next("`,` or `}`")?;
                     match x.tok {
                         Tok::Punct(',') => continue,
@@ -646,8 +655,8 @@ impl Parser {
                 }
                 Operand::Vec(parts, line, col)
             }
-            Tok::Punct('!') => Operand::Not(Box::new(self.operand()?)),
-            Tok::Punct('-') => match self.operand()? {
+            Tok::Punct('!') => Operand::Not(Box::new(self.operand_at(depth + 1)?)),
+            Tok::Punct('-') => match self.operand_at(depth + 1)? {
                 Operand::Int(v, l, c) => Operand::Int(-v, l, c),
                 Operand::F64(b, l, c) => Operand::F64(b ^ (1 << 63), l, c),
                 Operand::F32(b, l, c) => Operand::F32(b ^ 0x8000_0000, l, c),
@@ -736,6 +745,9 @@ impl SharedLayout {
         SharedInfo { dynamic_offset: self.size.next_multiple_of(self.dyn_align.max(1)) }
     }
 }
+
+/// Most registers an entry may declare (all scopes together).
+const MAX_REGS: u64 = 1 << 20;
 
 /// Offset placeholder of the `.extern .shared` array: resolved at launch to the kernel's
 /// `dynamic_shared_offset`.

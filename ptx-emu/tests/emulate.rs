@@ -530,3 +530,20 @@ fn conversions_that_can_round_need_a_rounding_modifier() {
         }
     }
 }
+
+#[test]
+fn hostile_nesting_and_register_counts_are_errors_not_crashes() {
+    let deep = format!(".visible .entry k()\n{{\n.reg .pred %p<2>;\nnot.pred %p1, {}%p0;\n}}\n", "!".repeat(200_000));
+    let e = Module::parse(&format!("{HEADER}{deep}")).err().expect("rejected");
+    assert!(e.message.contains("nest too deeply"), "{e}");
+    let vecs = format!(
+        ".visible .entry k()\n{{\n.reg .b32 %r<2>;\nmov.b64 {}%r0{}, %r1;\n}}\n",
+        "{".repeat(100_000),
+        "}".repeat(100_000)
+    );
+    assert!(Module::parse(&format!("{HEADER}{vecs}")).is_err());
+    let regs = ".visible .entry k()\n{\n.reg .b32 %r<1000000>;\n.reg .b32 %s<1000000>;\n}\n";
+    let e = Module::parse(&format!("{HEADER}{regs}")).err().expect("rejected");
+    assert!(e.message.contains("too many registers"), "{e}");
+    assert_eq!(e.line, 7);
+}
