@@ -74,6 +74,9 @@ struct Parser {
     pos: usize,
     /// Module-level `.shared` declarations: name, alignment, size (None: `.extern`, dynamic).
     module_shared: Vec<(String, u32, Option<u32>, u32, u32)>,
+    /// Registers declared in the whole module so far (bounded: a short text must not allocate
+    /// without limit).
+    module_regs: u64,
 }
 
 fn err(t: &Token, message: impl Into<String>) -> ParseError {
@@ -536,18 +539,20 @@ impl Parser {
                 self.pos += 1;
                 let n = self.int("a register count")?;
                 self.expect_punct('>')?;
-                if n > 1 << 20 || scopes.nregs as u64 + n > MAX_REGS {
+                if n > 1 << 20 || scopes.nregs as u64 + n > MAX_REGS || self.module_regs + n > MAX_MODULE_REGS {
                     return Err(err(&nt, format!("too many registers ({n})")));
                 }
+                self.module_regs += n;
                 for i in 0..n {
                     let id = scopes.nregs;
                     scopes.nregs += 1;
                     scopes.declare(format!("{name}{i}"), Sym::Reg(id), nt.line, nt.col)?;
                 }
             } else {
-                if scopes.nregs as u64 >= MAX_REGS {
+                if scopes.nregs as u64 >= MAX_REGS || self.module_regs >= MAX_MODULE_REGS {
                     return Err(err(&nt, "too many registers"));
                 }
+                self.module_regs += 1;
                 let id = scopes.nregs;
                 scopes.nregs += 1;
                 scopes.declare(name, Sym::Reg(id), nt.line, nt.col)?;
@@ -748,6 +753,8 @@ impl SharedLayout {
 
 /// Most registers an entry may declare (all scopes together).
 const MAX_REGS: u64 = 1 << 20;
+/// Most registers a module may declare (all entries together).
+const MAX_MODULE_REGS: u64 = 1 << 21;
 
 /// Offset placeholder of the `.extern .shared` array: resolved at launch to the kernel's
 /// `dynamic_shared_offset`.
@@ -796,6 +803,6 @@ fn render(toks: &[Token]) -> String {
 
 pub fn parse_program(text: &str) -> Result<Program, ParseError> {
     let toks = lex(text)?;
-    let mut p = Parser { toks, pos: 0, module_shared: Vec::new() };
+    let mut p = Parser { toks, pos: 0, module_shared: Vec::new(), module_regs: 0 };
     p.module()
 }

@@ -547,3 +547,11 @@ fn hostile_nesting_and_register_counts_are_errors_not_crashes() {
     assert!(e.message.contains("too many registers"), "{e}");
     assert_eq!(e.line, 7);
 }
+
+#[test]
+fn a_short_module_cannot_declare_unbounded_registers() {
+    let entry = |i: usize| format!(".visible .entry k{i}()\n{{\n.reg .b32 %r<1000000>;\nret;\n}}\n");
+    let text: String = (0..64).map(entry).collect();
+    let e = Module::parse(&format!("{HEADER}{text}")).err().expect("rejected");
+    assert!(e.message.contains("too many registers"), "{e}");
+}
