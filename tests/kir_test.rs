@@ -185,3 +185,27 @@ fn unloadable_ptx_fails_the_ptx_emu_rows() {
         assert!(msg.contains("`ld.globl.f32 %f0, [%rd7];`"), "{msg}");
     }
 }
+
+/// `--fuel N` bounds every launch of `kir test` (interpreter and PTX emulator), so a kernel that
+/// spins fails quickly with the fuel fault instead of running for a minute.
+#[test]
+fn fuel_bounds_the_launches_of_kir_test() {
+    let dir = scratch("fuel");
+    let src = "; run: @spin grid(1) block(32) out=zeros:u32:1 n=10\n\
+               kernel @spin(%out: ptr<global, u32>, %n: u32) {\nentry:\n  jmp loop(0)\nloop(%i: u32):\n  \
+               %c = lt.u32 %i, %n\n  br %c, body, done\nbody:\n  %i2 = add.u32 %i, 0\n  jmp loop(%i2)\ndone:\n  \
+               store %out[0], %i\n  ret\n}\n";
+    std::fs::write(dir.join("spin.kir"), src).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_kir"))
+        .args(["test", "--fuel", "100000", "spin.kir"])
+        .current_dir(&dir)
+        .env_remove("KIR_REQUIRE_GPU")
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    std::fs::remove_dir_all(&dir).ok();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("FAIL  spin.kir:1 @spin grid(1) block(32) interp"), "{stdout}");
+    assert!(stdout.contains("fuel"), "{stdout}");
+}

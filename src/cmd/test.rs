@@ -19,6 +19,10 @@ pub struct Args {
     /// Also print what each passing row checked.
     #[arg(long, short)]
     pub verbose: bool,
+    /// Thread-instructions each launch may execute, in the interpreter and in the PTX emulator
+    /// (default 2^32): lower it to stop runaway kernels sooner, raise it for long ones.
+    #[arg(long, value_name = "N")]
+    pub fuel: Option<u64>,
 }
 
 fn collect(path: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
@@ -54,6 +58,10 @@ pub fn run(args: &Args) -> ExitCode {
     }
     let require_gpu = args.require_gpu || std::env::var("KIR_REQUIRE_GPU").is_ok_and(|v| v == "1");
     let mut ctx = Context::detect(require_gpu);
+    if let Some(fuel) = args.fuel {
+        ctx.interp.fuel = fuel;
+        ctx.emu.fuel = fuel;
+    }
     if ctx.ptxas.is_none() {
         eprintln!("note: ptxas not found ({}); PTX is emitted but not assembled", kir_backend_ptx::tools::INSTALL_HINT);
     }
