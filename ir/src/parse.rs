@@ -36,6 +36,14 @@ pub fn parse_ast(src: &str) -> Result<AstModule, Diagnostic> {
     if src.len() >= u32::MAX as usize {
         return Err(Diagnostic::error("input is larger than 4 GiB"));
     }
+    // A bare CR would end a line for some readers and not for others (comments run to LF): reject
+    // it rather than read the rest of the file as a comment.
+    let bytes = src.as_bytes();
+    if let Some(i) = (0..bytes.len()).find(|&i| bytes[i] == b'\r' && bytes.get(i + 1) != Some(&b'\n')) {
+        return Err(Diagnostic::error("carriage return (CR) without a line feed")
+            .at(Span::new(i, i + 1), "a bare CR line break")
+            .with_note("kir reads LF or CRLF line endings; convert the file (e.g. `tr '\\r' '\\n'`)"));
+    }
     grammar::ModuleParser::new().parse(lexer::tokens(src)).map_err(|e| syntax_error(src, e))
 }
 
