@@ -116,6 +116,13 @@ impl Memory {
         Ok(&self.live(id)?.name)
     }
 
+    /// Renames a live buffer: faults name it by `name` from now on.
+    pub fn rename(&mut self, id: BufferId, name: impl Into<String>) -> Result<(), String> {
+        self.live(id)?;
+        self.buffers[id.0 as usize].name = name.into();
+        Ok(())
+    }
+
     /// A buffer's contents.
     pub fn bytes(&self, id: BufferId) -> Result<&[u8], String> {
         Ok(self.live(id)?.bytes())
@@ -161,6 +168,19 @@ mod tests {
         assert!(m.bytes(a).unwrap_err().contains("freed"));
         let c = m.alloc_zeroed("c", 4).unwrap();
         assert!(m.address(c).unwrap() > ab, "addresses are never reused");
+    }
+
+    #[test]
+    fn renamed_buffers_keep_their_address_and_contents() {
+        let mut m = Memory::new();
+        let a = m.alloc("a", &[7, 8]).unwrap();
+        let addr = m.address(a).unwrap();
+        m.rename(a, "out").unwrap();
+        assert_eq!(m.name(a).unwrap(), "out");
+        assert_eq!((m.address(a).unwrap(), m.bytes(a).unwrap()), (addr, &[7u8, 8][..]));
+        m.free(a).unwrap();
+        assert!(m.rename(a, "x").unwrap_err().contains("freed"));
+        assert!(m.rename(BufferId(9), "x").is_err());
     }
 
     #[test]
