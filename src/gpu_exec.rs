@@ -10,8 +10,9 @@
 //!   back unchanged.
 //! - [`run_graph`] runs a graph's launches in order on the GPU, evaluating sizes and computed
 //!   arguments the way [`kir_interp::graph::run_graph`] does, with the graph's temporaries
-//!   zero-filled; a launch that passes one buffer to two parameters is refused (each launch gets
-//!   its own device copies).
+//!   zero-filled, all buffers resident on the device for the whole graph (one upload before the
+//!   first launch, one download after the last); a buffer passed to several parameters gives them
+//!   the same device address, as in the interpreter.
 //! - Nothing here panics; every problem is an `Err` with a message. Without a CUDA driver the
 //!   runner cannot be made at all ([`kir_backend_ptx::gpu::GpuRunner::new`] reports why).
 
@@ -46,27 +47,32 @@ fn scalar_bytes(c: Constant) -> Vec<u8> {
     c.bits.to_le_bytes()[..n.min(8)].to_vec()
 }
 
-/// The GPU arguments of a launch, and for each GPU buffer the index of the interpreter buffer
-/// it stands for.
-fn gpu_args(args: &[Arg], buffers: &[Buffer]) -> Result<(Vec<gpu::Arg>, Vec<usize>), String> {
-    let mut out = Vec::with_capacity(args.len());
-    let mut which = Vec::new();
-    for a in args {
-        match *a {
-            Arg::Scalar(c) => out.push(gpu::Arg::Scalar(scalar_bytes(c))),
-            Arg::Buffer(i) => {
-                let b = buffers
-                    .get(i)
-                    .ok_or_else(|| format!("argument names buffer {i}, but there are {}", buffers.len()))?;
-                if which.contains(&i) {
-                    return Err("the GPU runner cannot pass one buffer to two parameters of a launch".into());
-                }
-                which.push(i);
-                out.push(gpu::Arg::Buffer(b.bytes.clone()));
-            }
+/// The GPU parameters of a launch over `n_buffers` buffers (a buffer may be passed to several
+/// parameters, as in the interpreter: they receive the same device address).
+fn gpu_params(args: &[Arg], n_buffers: usize) -> Result<Vec<gpu::Param>, String> {
+    args.iter()
+        .map(|a| match *a {
+            Arg::Scalar(c) => Ok(gpu::Param::Scalar(scalar_bytes(c))),
+            Arg::Buffer(i) if i < n_buffers => Ok(gpu::Param::Buffer(i)),
+            Arg::Buffer(i) => Err(format!("argument names buffer {i}, but there are {n_buffers}")),
+        })
+        .collect()
+}
+
+/// `buffers` with the contents the GPU returned.
+fn with_contents(buffers: &[Buffer], outs: Vec<Vec<u8>>) -> Result<Vec<Buffer>, String> {
+    let mut result = buffers.to_vec();
+    for (b, bytes) in result.iter_mut().zip(outs) {
+        if bytes.len() != b.bytes.len() {
+            return Err(format!("the GPU returned {} bytes for a buffer of {}", bytes.len(), b.bytes.len()));
         }
+        b.bytes = bytes;
     }
-    Ok((out, which))
+    Ok(result)
+}
+
+fn contents(buffers: &[Buffer]) -> Vec<Vec<u8>> {
+    buffers.iter().map(|b| b.bytes.clone()).collect()
 }
 
 fn launch_of(cfg: &LaunchConfig) -> Launch {
@@ -86,16 +92,11 @@ pub fn run_kernel(
     args: &[Arg],
     buffers: &[Buffer],
 ) -> Result<Vec<Buffer>, String> {
-    let (gargs, which) = gpu_args(args, buffers)?;
-    let outs = runner.run(ptx, &ptx_entry_name(&k.name), launch_of(cfg), &gargs).map_err(|e| e.to_string())?;
-    let mut result = buffers.to_vec();
-    for (i, bytes) in which.into_iter().zip(outs) {
-        if bytes.len() != result[i].bytes.len() {
-            return Err(format!("the GPU returned {} bytes for a buffer of {}", bytes.len(), result[i].bytes.len()));
-        }
-        result[i].bytes = bytes;
-    }
-    Ok(result)
+    let params = gpu_params(args, buffers.len())?;
+    let outs = runner
+        .run(ptx, &ptx_entry_name(&k.name), launch_of(cfg), &contents(buffers), &params)
+        .map_err(|e| e.to_string())?;
+    with_contents(buffers, outs)
 }
 
 /// Kernel times in milliseconds of `reps` launches (after one warm-up launch), by CUDA events.
@@ -108,8 +109,10 @@ pub fn time_kernel(
     buffers: &[Buffer],
     reps: usize,
 ) -> Result<Vec<f32>, String> {
-    let (gargs, _) = gpu_args(args, buffers)?;
-    runner.time_kernel(ptx, &ptx_entry_name(&k.name), launch_of(cfg), &gargs, reps).map_err(|e: GpuError| e.to_string())
+    let params = gpu_params(args, buffers.len())?;
+    runner
+        .time_kernel(ptx, &ptx_entry_name(&k.name), launch_of(cfg), &contents(buffers), &params, reps)
+        .map_err(|e: GpuError| e.to_string())
 }
 
 /// The `.entry` name the backend gives kernel `name` (`.` becomes `$`).
@@ -144,20 +147,23 @@ pub fn run_graph(
     let plan = kir_interp::graph::plan_graph(m, g, args, user).map_err(|e| e.to_string())?;
     let mut all: Vec<Buffer> = buffers.to_vec();
     all.extend(plan.temps);
-    let mut ptx_cache: Vec<(String, String)> = Vec::new();
+    // One PTX module per kernel, then one run: the buffers stay on the device across launches.
+    let mut ptx_of: Vec<(String, String)> = Vec::new();
     for pl in &plan.launches {
-        let at = |e: String| format!("{e} ({})", pl.where_(g));
-        let k = pl.kernel;
-        let ptx = match ptx_cache.iter().find(|(n, _)| *n == k.name) {
-            Some((_, p)) => p.clone(),
-            None => {
-                let p = ptx_for(k, sm).map_err(at)?;
-                ptx_cache.push((k.name.clone(), p.clone()));
-                p
-            }
-        };
-        all = run_kernel(runner, k, &ptx, &pl.cfg, &pl.args, &all).map_err(at)?;
+        if !ptx_of.iter().any(|(n, _)| *n == pl.kernel.name) {
+            let p = ptx_for(pl.kernel, sm).map_err(|e| format!("{e} ({})", pl.where_(g)))?;
+            ptx_of.push((pl.kernel.name.clone(), p));
+        }
     }
+    let entries: Vec<String> = plan.launches.iter().map(|pl| ptx_entry_name(&pl.kernel.name)).collect();
+    let mut launches = Vec::with_capacity(plan.launches.len());
+    for (pl, entry) in plan.launches.iter().zip(&entries) {
+        let ptx = ptx_of.iter().find(|(n, _)| *n == pl.kernel.name).map(|(_, p)| p.as_str()).unwrap_or_default();
+        let params = gpu_params(&pl.args, all.len()).map_err(|e| format!("{e} ({})", pl.where_(g)))?;
+        launches.push(gpu::KernelLaunch { ptx, kernel: entry, launch: launch_of(&pl.cfg), params });
+    }
+    let outs = runner.run_sequence(&contents(&all), &launches).map_err(|e| e.to_string())?;
+    let mut all = with_contents(&all, outs)?;
     all.truncate(user);
     Ok(all)
 }
@@ -185,13 +191,10 @@ mod tests {
     }
 
     #[test]
-    fn aliasing_is_refused_and_buffers_map_back() {
-        let bufs = vec![Buffer::from_u32(&[1]), Buffer::from_u32(&[2])];
-        assert!(gpu_args(&[Arg::Buffer(0), Arg::Buffer(0)], &bufs).is_err());
-        let (a, which) = gpu_args(&[Arg::Buffer(1), Arg::Scalar(Constant::u32(7)), Arg::Buffer(0)], &bufs).unwrap();
-        assert_eq!(which, vec![1, 0]);
-        assert_eq!(a.len(), 3);
-        assert!(gpu_args(&[Arg::Buffer(5)], &bufs).is_err());
+    fn one_buffer_may_be_passed_twice_and_indices_are_checked() {
+        let p = gpu_params(&[Arg::Buffer(0), Arg::Buffer(0), Arg::Scalar(Constant::u32(7))], 2).unwrap();
+        assert_eq!(p, vec![gpu::Param::Buffer(0), gpu::Param::Buffer(0), gpu::Param::Scalar(vec![7, 0, 0, 0])]);
+        assert!(gpu_params(&[Arg::Buffer(5)], 2).unwrap_err().contains("buffer 5"));
     }
 
     #[test]

@@ -52,6 +52,8 @@ pub struct Row {
 pub enum GpuState {
     Available(Box<gpu::GpuRunner>),
     Unavailable(String),
+    /// `KIR_CUDA_DRIVER` names a driver that cannot be used: every GPU row fails with this.
+    Misconfigured(String),
 }
 
 /// State shared across files: tools found once, the GPU opened once.
@@ -75,13 +77,11 @@ pub type PtxHook = Box<dyn Fn(&str) -> String>;
 impl Context {
     /// Finds ptxas and opens the first GPU, if any (never panics without a driver).
     pub fn detect(require_gpu: bool) -> Context {
-        let gpu = if !gpu::driver_present() {
-            GpuState::Unavailable("no GPU (CUDA driver library not found)".into())
-        } else {
-            match gpu::GpuRunner::new(0) {
-                Ok(r) => GpuState::Available(Box::new(r)),
-                Err(e) => GpuState::Unavailable(format!("no GPU ({e})")),
-            }
+        let gpu = match gpu::GpuRunner::new(0) {
+            Ok(r) => GpuState::Available(Box::new(r)),
+            Err(gpu::GpuError::NoDriver) => GpuState::Unavailable("no GPU (CUDA driver library not found)".into()),
+            Err(e @ gpu::GpuError::DriverSelection(_)) => GpuState::Misconfigured(e.to_string()),
+            Err(e) => GpuState::Unavailable(format!("no GPU ({e})")),
         };
         Context {
             ptxas: tools::find_ptxas(),
@@ -400,6 +400,9 @@ fn run_directive(
                 Outcome::Skip("no GPU".into())
             };
             return emit(Row { label: gpu_label, outcome, note: None });
+        }
+        GpuState::Misconfigured(why) => {
+            return emit(Row { label: gpu_label, outcome: Outcome::Fail(why.clone()), note: None });
         }
     };
     let gpu_buffers = match run_on_gpu(runner, optimized, d, &specs, base_dir) {

@@ -2,15 +2,21 @@
 //! with the driver library loaded at run time).
 //!
 //! Guarantees:
+//! - The driver library is the one `KIR_CUDA_DRIVER` selects ([`crate::driver_lib`]: unset, the
+//!   system's; `emu`, kir's emulated driver; a path); a selection that cannot be honoured is
+//!   [`GpuError::DriverSelection`], never a silent fallback.
 //! - Nothing here panics when there is no CUDA driver or no device: [`devices`] and
 //!   [`GpuRunner::new`] check `is_culib_present()` before any driver call and return
 //!   [`GpuError::NoDriver`] / [`GpuError::NoDevice`].
+//! - A device is [`emulated`](DeviceInfo::emulated) when its name starts with
+//!   [`EMULATED_DEVICE_PREFIX`] (kir's emulated driver): its event timings are CPU wall time.
 //! - Modules are loaded with `cuModuleLoadDataEx` and a JIT error-log buffer, so a module the
 //!   driver rejects yields [`GpuError::ModuleRejected`] carrying the driver's own message.
 //! - A runner caches loaded modules by PTX text for its context; they are unloaded when the runner
 //!   is dropped.
-//! - [`GpuRunner::run`] copies every buffer argument to the device, launches, synchronizes and
-//!   returns every buffer's final contents, in argument order.
+//! - [`GpuRunner::run_sequence`] (and [`GpuRunner::run`], one launch) copies every buffer to the
+//!   device once, runs the launches in order with parameters that may name any buffer (the same one
+//!   several times), synchronizes after each, and returns every buffer's final contents, in order.
 
 use cudarc::driver::{result, sys, CudaContext, CudaSlice, CudaStream, DevicePtr};
 use std::collections::HashMap;
@@ -27,12 +33,24 @@ pub struct DeviceInfo {
     pub total_mem_bytes: usize,
     /// As the driver reports it, e.g. 12080 for CUDA 12.8.
     pub driver_version: i32,
+    /// kir's emulated driver (the PTX emulator on the CPU), not hardware.
+    pub emulated: bool,
+}
+
+/// How the emulated driver's device names begin (`kir-ptx-emu (sm_90, CPU)`).
+pub const EMULATED_DEVICE_PREFIX: &str = "kir-ptx-emu";
+
+/// Whether a device of this name is kir's emulated one.
+pub fn is_emulated_device(name: &str) -> bool {
+    name.starts_with(EMULATED_DEVICE_PREFIX)
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum GpuError {
     /// No CUDA driver library (libcuda) could be loaded.
     NoDriver,
+    /// `KIR_CUDA_DRIVER` names a driver that cannot be used (the message says which and why).
+    DriverSelection(String),
     /// The driver is present but reports no device.
     NoDevice,
     /// A driver call failed.
@@ -47,6 +65,7 @@ impl std::fmt::Display for GpuError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             GpuError::NoDriver => write!(f, "no CUDA driver found (libcuda could not be loaded)"),
+            GpuError::DriverSelection(e) => write!(f, "{e}"),
             GpuError::NoDevice => write!(f, "the CUDA driver reports no device"),
             GpuError::Driver(e) => write!(f, "CUDA driver error: {e}"),
             GpuError::ModuleRejected { error, log } => {
@@ -59,16 +78,42 @@ impl std::fmt::Display for GpuError {
 
 impl std::error::Error for GpuError {}
 
-impl From<result::DriverError> for GpuError {
-    fn from(e: result::DriverError) -> GpuError {
-        GpuError::Driver(e.to_string())
+/// A driver result code as `CUDA_ERROR_NAME (description)`.
+fn describe(e: &result::DriverError) -> String {
+    match (e.error_name(), e.error_string()) {
+        (Ok(name), Ok(text)) => format!("{} ({})", name.to_string_lossy(), text.to_string_lossy()),
+        _ => e.to_string(),
     }
 }
 
-/// Whether the CUDA driver library can be loaded.
-pub fn driver_present() -> bool {
+impl From<result::DriverError> for GpuError {
+    /// The driver's code and description; with kir's emulated driver also its explanation of the
+    /// failure (which PTX line, block and thread faulted; what a copy missed).
+    fn from(e: result::DriverError) -> GpuError {
+        let mut msg = describe(&e);
+        if let Some(why) = crate::driver_lib::emulated_driver_last_error() {
+            msg.push_str("\n  emulated driver: ");
+            msg.push_str(&why);
+        }
+        GpuError::Driver(msg)
+    }
+}
+
+/// Selects the driver library (`KIR_CUDA_DRIVER`) and checks that it can be loaded: the first
+/// call every entry point makes before any driver call.
+pub fn driver() -> Result<(), GpuError> {
+    crate::driver_lib::select().map_err(GpuError::DriverSelection)?;
     // SAFETY: only tries to dlopen the library.
-    unsafe { sys::is_culib_present() }
+    if unsafe { sys::is_culib_present() } {
+        Ok(())
+    } else {
+        Err(GpuError::NoDriver)
+    }
+}
+
+/// Whether a usable CUDA driver library can be loaded.
+pub fn driver_present() -> bool {
+    driver().is_ok()
 }
 
 fn driver_version() -> Result<i32, GpuError> {
@@ -80,9 +125,7 @@ fn driver_version() -> Result<i32, GpuError> {
 
 /// Every CUDA device, or why there is none.
 pub fn devices() -> Result<Vec<DeviceInfo>, GpuError> {
-    if !driver_present() {
-        return Err(GpuError::NoDriver);
-    }
+    driver()?;
     let n = CudaContext::device_count()?;
     if n <= 0 {
         return Err(GpuError::NoDevice);
@@ -91,9 +134,11 @@ pub fn devices() -> Result<Vec<DeviceInfo>, GpuError> {
     (0..n as usize)
         .map(|ordinal| {
             let ctx = CudaContext::new(ordinal)?;
+            let name = ctx.name()?;
             Ok(DeviceInfo {
                 ordinal,
-                name: ctx.name()?,
+                emulated: is_emulated_device(&name),
+                name,
                 compute_capability: ctx.compute_capability()?,
                 total_mem_bytes: ctx.total_mem()?,
                 driver_version,
@@ -102,13 +147,23 @@ pub fn devices() -> Result<Vec<DeviceInfo>, GpuError> {
         .collect()
 }
 
-/// A kernel argument.
-#[derive(Clone, Debug)]
-pub enum Arg {
-    /// A device buffer initialised with these bytes; the kernel receives its address.
-    Buffer(Vec<u8>),
+/// A kernel parameter.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Param {
+    /// The device address of buffer `i` of the run's buffer list; several parameters (of one launch
+    /// or of several) may name the same buffer, and then receive the same address.
+    Buffer(usize),
     /// A by-value parameter: its little-endian bytes (1, 2, 4 or 8).
     Scalar(Vec<u8>),
+}
+
+/// One launch of a run: kernel `kernel` of the PTX module `ptx`, its shape and its parameters.
+#[derive(Clone, Debug)]
+pub struct KernelLaunch<'a> {
+    pub ptx: &'a str,
+    pub kernel: &'a str,
+    pub launch: Launch,
+    pub params: Vec<Param>,
 }
 
 /// Grid, block and dynamic shared memory of a launch.
@@ -128,15 +183,23 @@ pub struct GpuRunner {
 
 impl GpuRunner {
     pub fn new(ordinal: usize) -> Result<GpuRunner, GpuError> {
-        if !driver_present() {
-            return Err(GpuError::NoDriver);
-        }
+        driver()?;
         if CudaContext::device_count()? <= ordinal as i32 {
             return Err(GpuError::NoDevice);
         }
         let ctx = CudaContext::new(ordinal)?;
         let stream = ctx.default_stream();
         Ok(GpuRunner { ctx, stream, modules: HashMap::new() })
+    }
+
+    /// The device's name, as the driver reports it.
+    pub fn device_name(&self) -> Result<String, GpuError> {
+        Ok(self.ctx.name()?)
+    }
+
+    /// Whether the device is kir's emulated one (its timings are CPU wall time).
+    pub fn is_emulated(&self) -> bool {
+        self.ctx.name().is_ok_and(|n| is_emulated_device(&n))
     }
 
     /// The device's compute capability.
@@ -170,7 +233,7 @@ impl GpuRunner {
         if let Err(e) = r.result() {
             let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
             return Err(GpuError::ModuleRejected {
-                error: e.to_string(),
+                error: describe(&e),
                 log: String::from_utf8_lossy(&log[..end]).into_owned(),
             });
         }
@@ -190,34 +253,34 @@ impl GpuRunner {
         Ok(func)
     }
 
-    /// Copies every [`Arg::Buffer`] to the device; returns the device buffers and the parameter
-    /// storage (device addresses and scalar bytes, one entry per argument, in order).
-    fn upload(&self, args: &[Arg]) -> Result<(Vec<CudaSlice<u8>>, Vec<Vec<u8>>), GpuError> {
-        let mut buffers = Vec::new();
-        for a in args {
-            if let Arg::Buffer(bytes) = a {
+    /// Copies `buffers` to the device (an empty buffer gets one byte, so it has an address).
+    fn upload(&self, buffers: &[Vec<u8>]) -> Result<Vec<CudaSlice<u8>>, GpuError> {
+        buffers
+            .iter()
+            .map(|bytes| {
                 let init: &[u8] = if bytes.is_empty() { &[0] } else { bytes };
-                buffers.push(self.stream.clone_htod(init)?);
-            }
-        }
-        let mut storage: Vec<Vec<u8>> = Vec::with_capacity(args.len());
-        let mut b = buffers.iter();
-        for a in args {
-            match a {
-                Arg::Buffer(_) => {
-                    let slice = b.next().ok_or_else(|| GpuError::Invalid("buffer bookkeeping".into()))?;
+                Ok(self.stream.clone_htod(init)?)
+            })
+            .collect()
+    }
+
+    /// The parameter storage of one launch: each parameter's bytes (a buffer's device address, or
+    /// the scalar's bytes), in order.
+    fn param_storage(&self, params: &[Param], device: &[CudaSlice<u8>]) -> Result<Vec<Vec<u8>>, GpuError> {
+        params
+            .iter()
+            .map(|p| match p {
+                Param::Buffer(i) => {
+                    let slice = device.get(*i).ok_or_else(|| {
+                        GpuError::Invalid(format!("a parameter names buffer {i}, but the run has {}", device.len()))
+                    })?;
                     let (ptr, _sync) = slice.device_ptr(&self.stream);
-                    storage.push(ptr.to_le_bytes().to_vec());
+                    Ok(ptr.to_le_bytes().to_vec())
                 }
-                Arg::Scalar(bytes) => {
-                    if ![1, 2, 4, 8].contains(&bytes.len()) {
-                        return Err(GpuError::Invalid(format!("a scalar argument has {} bytes", bytes.len())));
-                    }
-                    storage.push(bytes.clone());
-                }
-            }
-        }
-        Ok((buffers, storage))
+                Param::Scalar(bytes) if [1, 2, 4, 8].contains(&bytes.len()) => Ok(bytes.clone()),
+                Param::Scalar(bytes) => Err(GpuError::Invalid(format!("a scalar argument has {} bytes", bytes.len()))),
+            })
+            .collect()
     }
 
     /// Enqueues one launch of `func` on the runner's stream.
@@ -245,20 +308,37 @@ impl GpuRunner {
         Ok(())
     }
 
-    /// Runs `kernel` of `ptx` and returns the final contents of every [`Arg::Buffer`], in order.
-    pub fn run(&mut self, ptx: &str, kernel: &str, launch: Launch, args: &[Arg]) -> Result<Vec<Vec<u8>>, GpuError> {
-        let func = self.function(ptx, kernel)?;
-        let (buffers, mut storage) = self.upload(args)?;
-        let mut params: Vec<*mut c_void> = storage.iter_mut().map(|s| s.as_mut_ptr() as *mut c_void).collect();
+    /// Runs one launch over `buffers`; returns every buffer's final contents, in order.
+    pub fn run(
+        &mut self,
+        ptx: &str,
+        kernel: &str,
+        launch: Launch,
+        buffers: &[Vec<u8>],
+        params: &[Param],
+    ) -> Result<Vec<Vec<u8>>, GpuError> {
+        self.run_sequence(buffers, &[KernelLaunch { ptx, kernel, launch, params: params.to_vec() }])
+    }
+
+    /// Copies `buffers` to the device once, runs `launches` in order on the runner's stream (the
+    /// buffers stay on the device, so each launch sees the results of the ones before, as in a CUDA
+    /// graph), synchronizes, and returns every buffer's final contents, in order.
+    pub fn run_sequence(&mut self, buffers: &[Vec<u8>], launches: &[KernelLaunch]) -> Result<Vec<Vec<u8>>, GpuError> {
+        let funcs = launches.iter().map(|l| self.function(l.ptx, l.kernel)).collect::<Result<Vec<_>, _>>()?;
+        let device = self.upload(buffers)?;
         self.ctx.bind_to_thread()?;
-        self.enqueue(func, launch, &mut params)?;
-        self.stream.synchronize()?;
-        let mut out = Vec::with_capacity(buffers.len());
-        for (slice, a) in buffers.iter().zip(args.iter().filter(|a| matches!(a, Arg::Buffer(_)))) {
+        for (l, func) in launches.iter().zip(funcs) {
+            let mut storage = self.param_storage(&l.params, &device)?;
+            let mut params: Vec<*mut c_void> = storage.iter_mut().map(|s| s.as_mut_ptr() as *mut c_void).collect();
+            self.enqueue(func, l.launch, &mut params)?;
+            // The parameter values are copied by the launch call; synchronizing here also makes a
+            // fault name the launch that caused it.
+            self.stream.synchronize()?;
+        }
+        let mut out = Vec::with_capacity(device.len());
+        for (slice, bytes) in device.iter().zip(buffers) {
             let mut v = self.stream.clone_dtoh(slice)?;
-            if let Arg::Buffer(bytes) = a {
-                v.truncate(bytes.len());
-            }
+            v.truncate(bytes.len());
             out.push(v);
         }
         Ok(out)
@@ -288,11 +368,13 @@ impl GpuRunner {
         ptx: &str,
         kernel: &str,
         launch: Launch,
-        args: &[Arg],
+        buffers: &[Vec<u8>],
+        params: &[Param],
         reps: usize,
     ) -> Result<Vec<f32>, GpuError> {
         let func = self.function(ptx, kernel)?;
-        let (buffers, mut storage) = self.upload(args)?;
+        let device = self.upload(buffers)?;
+        let mut storage = self.param_storage(params, &device)?;
         let mut params: Vec<*mut c_void> = storage.iter_mut().map(|s| s.as_mut_ptr() as *mut c_void).collect();
         self.ctx.bind_to_thread()?;
         self.enqueue(func, launch, &mut params)?;
@@ -305,7 +387,7 @@ impl GpuRunner {
             times.push(start.elapsed_ms(&end)?);
         }
         self.stream.synchronize()?;
-        drop(buffers);
+        drop(device);
         Ok(times)
     }
 }

@@ -23,8 +23,10 @@
 //!
 //! Tools: [`tools`] finds and runs `ptxas` (installed by `scripts/setup-tools.sh`); [`gpu`] lists
 //! CUDA devices and runs kernels through the driver API (cudarc, loaded dynamically: without a
-//! driver it reports "no CUDA driver found" instead of failing to start).
+//! driver it reports "no CUDA driver found" instead of failing to start); [`driver_lib`] selects
+//! the driver library (`KIR_CUDA_DRIVER`: the system's, kir's emulated one, or a path).
 
+pub mod driver_lib;
 pub mod emit;
 pub mod gpu;
 pub mod lower;

@@ -25,7 +25,11 @@
 //!   otherwise (also for a GPU-side error such as a module the driver rejects).
 //! - `--time` (kernels, GPU only) times `--reps` further launches by CUDA events and prints the
 //!   median and the bandwidth achieved for the global-memory bytes the interpreter counted (read +
-//!   written), as `kir run --stats` reports them.
+//!   written), as `kir run --stats` reports them. On kir's emulated driver (`KIR_CUDA_DRIVER=emu`,
+//!   device `kir-ptx-emu ...`) the line says the time is the emulator's CPU wall time and gives no
+//!   bandwidth.
+//! - The GPU section's header names the device (`GPU (sm_90, device 0: NAME)`), marked `emulated`
+//!   for kir's emulated driver.
 
 use super::common::{self, parse_dims, usage};
 
@@ -274,7 +278,9 @@ pub fn run(a: &Args) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    println!("GPU ({}):", sm.name());
+    let device = runner.device_name().unwrap_or_else(|_| "?".into());
+    let emulated = kir_backend_ptx::gpu::is_emulated_device(&device);
+    println!("GPU ({}, device {}: {device}{}):", sm.name(), a.device, if emulated { ", emulated" } else { "" });
     let differing = report(&buffer_params, &interp, &gpu, tol, a.limit, "GPU");
     if differing == 0 {
         println!("diff: {} buffers compared, all match (tolerance {tol})", buffer_params.len());
@@ -288,10 +294,18 @@ pub fn run(a: &Args) -> ExitCode {
                     let med = gpu_exec::median(&times).unwrap_or(f64::NAN);
                     let bytes = stats.global_bytes_read + stats.global_bytes_written;
                     let gbs = if med > 0.0 { bytes as f64 / (med * 1e-3) / 1e9 } else { f64::NAN };
-                    println!(
-                        "time: median {med:.4} ms of {} launches (CUDA events); {bytes} bytes of global memory traffic (interpreter count) = {gbs:.1} GB/s",
-                        times.len()
-                    );
+                    if emulated {
+                        // Not GPU time: the emulated driver's events record the host's wall clock.
+                        println!(
+                            "time: median {med:.4} ms of {} launches (CUDA events of the emulated device: CPU wall time of the PTX emulator, not GPU time); {bytes} bytes of global memory traffic (interpreter count)",
+                            times.len()
+                        );
+                    } else {
+                        println!(
+                            "time: median {med:.4} ms of {} launches (CUDA events); {bytes} bytes of global memory traffic (interpreter count) = {gbs:.1} GB/s",
+                            times.len()
+                        );
+                    }
                 }
                 Err(e) => {
                     eprintln!("error: GPU timing: {e}");

@@ -108,12 +108,24 @@ pub fn run(a: &Args) -> ExitCode {
     let require_gpu = a.require_gpu || super::diff::gpu_required_by_env();
     let mut gpu: Option<(GpuRunner, SmVersion)> = match GpuRunner::new(a.device) {
         Ok(r) => match r.compute_capability().map_err(|e| e.to_string()).and_then(kir::gpu_exec::sm_for) {
-            Ok(gsm) => Some((r, gsm)),
+            Ok(gsm) => {
+                if r.is_emulated() {
+                    println!(
+                        "note: the GPU column runs on `{}`, kir's emulated CUDA driver (KIR_CUDA_DRIVER), not on hardware",
+                        r.device_name().unwrap_or_default()
+                    );
+                }
+                Some((r, gsm))
+            }
             Err(e) => {
                 eprintln!("error: GPU: {e}");
                 return ExitCode::from(1);
             }
         },
+        Err(e @ GpuError::DriverSelection(_)) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(1);
+        }
         Err(e) => {
             let reason = match e {
                 GpuError::NoDriver => "no CUDA driver (libcuda not found)".to_string(),

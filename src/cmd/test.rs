@@ -65,11 +65,17 @@ pub fn run(args: &Args) -> ExitCode {
     if ctx.ptxas.is_none() {
         eprintln!("note: ptxas not found ({}); PTX is emitted but not assembled", kir_backend_ptx::tools::INSTALL_HINT);
     }
-    if let harness::GpuState::Unavailable(why) = &ctx.gpu {
-        eprintln!(
+    match &ctx.gpu {
+        harness::GpuState::Unavailable(why) => eprintln!(
             "note: {why}; GPU rows are skipped{}",
             if require_gpu { " — and fail, as --require-gpu asks" } else { "" }
-        );
+        ),
+        harness::GpuState::Misconfigured(why) => eprintln!("error: {why}; every GPU row fails"),
+        harness::GpuState::Available(r) if r.is_emulated() => eprintln!(
+            "note: the GPU rows run on `{}`, kir's emulated CUDA driver (KIR_CUDA_DRIVER), not on hardware",
+            r.device_name().unwrap_or_default()
+        ),
+        harness::GpuState::Available(_) => {}
     }
     let (mut passed, mut failed, mut skipped) = (0usize, 0usize, 0usize);
     let n = files.len();

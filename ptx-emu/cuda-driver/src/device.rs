@@ -55,65 +55,65 @@ pub fn attribute(attr: c_int) -> Option<c_int> {
         6 => MAX_GRID_DIM[1] as c_int,
         7 => MAX_GRID_DIM[2] as c_int,
         8 => SHARED_PER_BLOCK as c_int,
-        9 => 65536,            // TOTAL_CONSTANT_MEMORY
-        10 => 32,              // WARP_SIZE
-        11 => i32::MAX,        // MAX_PITCH
-        12 => 65536,           // MAX_REGISTERS_PER_BLOCK
-        13 => 1_000_000,       // CLOCK_RATE (kHz)
-        14 => 512,             // TEXTURE_ALIGNMENT
-        15 => 0,               // GPU_OVERLAP: copies and kernels never overlap
-        16 => host_threads(),  // MULTIPROCESSOR_COUNT
-        17 => 0,               // KERNEL_EXEC_TIMEOUT (the emulator's fuel limit is not a watchdog)
-        18 => 0,               // INTEGRATED
-        19 => 0,               // CAN_MAP_HOST_MEMORY
-        20 => 0,               // COMPUTE_MODE: default
-        21..=29 => 0,          // textures: not emulated
-        30 => 512,             // SURFACE_ALIGNMENT
-        31 => 0,               // CONCURRENT_KERNELS: launches run one at a time
-        32 => 0,               // ECC_ENABLED
-        33..=35 => 0,          // PCI bus/device id, TCC driver
-        36 => 1_000_000,       // MEMORY_CLOCK_RATE (kHz)
-        37 => 64,              // GLOBAL_MEMORY_BUS_WIDTH
+        9 => 65536,             // TOTAL_CONSTANT_MEMORY
+        10 => 32,               // WARP_SIZE
+        11 => i32::MAX,         // MAX_PITCH
+        12 => 65536,            // MAX_REGISTERS_PER_BLOCK
+        13 => 1_000_000,        // CLOCK_RATE (kHz)
+        14 => 512,              // TEXTURE_ALIGNMENT
+        15 => 0,                // GPU_OVERLAP: copies and kernels never overlap
+        16 => host_threads(),   // MULTIPROCESSOR_COUNT
+        17 => 0,                // KERNEL_EXEC_TIMEOUT (the emulator's fuel limit is not a watchdog)
+        18 => 0,                // INTEGRATED
+        19 => 0,                // CAN_MAP_HOST_MEMORY
+        20 => 0,                // COMPUTE_MODE: default
+        21..=29 => 0,           // textures: not emulated
+        30 => 512,              // SURFACE_ALIGNMENT
+        31 => 0,                // CONCURRENT_KERNELS: launches run one at a time
+        32 => 0,                // ECC_ENABLED
+        33..=35 => 0,           // PCI bus/device id, TCC driver
+        36 => 1_000_000,        // MEMORY_CLOCK_RATE (kHz)
+        37 => 64,               // GLOBAL_MEMORY_BUS_WIDTH
         38 => 50 * 1024 * 1024, // L2_CACHE_SIZE
-        39 => 2048,            // MAX_THREADS_PER_MULTIPROCESSOR
-        40 => 0,               // ASYNC_ENGINE_COUNT
-        41 => 0,               // UNIFIED_ADDRESSING: host pointers are not device pointers
-        42..=49 => 0,          // textures
-        50 => 0,               // PCI_DOMAIN_ID
-        51 => 32,              // TEXTURE_PITCH_ALIGNMENT
-        52..=74 => 0,          // textures and surfaces
-        75 => 9,               // COMPUTE_CAPABILITY_MAJOR
-        76 => 0,               // COMPUTE_CAPABILITY_MINOR
-        77 => 0,               // MAXIMUM_TEXTURE1D_MIPMAPPED_WIDTH
-        78 => 1,               // STREAM_PRIORITIES_SUPPORTED
-        79 | 80 => 1,          // GLOBAL/LOCAL_L1_CACHE_SUPPORTED
-        81 => 228 * 1024,      // MAX_SHARED_MEMORY_PER_MULTIPROCESSOR
-        82 => 65536,           // MAX_REGISTERS_PER_MULTIPROCESSOR
-        83 => 0,               // MANAGED_MEMORY
-        84 | 85 => 0,          // MULTI_GPU_BOARD(_GROUP_ID)
-        86 => 0,               // HOST_NATIVE_ATOMIC_SUPPORTED
-        87 => 2,               // SINGLE_TO_DOUBLE_PRECISION_PERF_RATIO
-        88..=94 => 0,          // pageable/managed access, preemption, stream memory ops
-        95 | 96 => 0,          // COOPERATIVE_LAUNCH (and multi-device)
+        39 => 2048,             // MAX_THREADS_PER_MULTIPROCESSOR
+        40 => 0,                // ASYNC_ENGINE_COUNT
+        41 => 0,                // UNIFIED_ADDRESSING: host pointers are not device pointers
+        42..=49 => 0,           // textures
+        50 => 0,                // PCI_DOMAIN_ID
+        51 => 32,               // TEXTURE_PITCH_ALIGNMENT
+        52..=74 => 0,           // textures and surfaces
+        75 => 9,                // COMPUTE_CAPABILITY_MAJOR
+        76 => 0,                // COMPUTE_CAPABILITY_MINOR
+        77 => 0,                // MAXIMUM_TEXTURE1D_MIPMAPPED_WIDTH
+        78 => 1,                // STREAM_PRIORITIES_SUPPORTED
+        79 | 80 => 1,           // GLOBAL/LOCAL_L1_CACHE_SUPPORTED
+        81 => 228 * 1024,       // MAX_SHARED_MEMORY_PER_MULTIPROCESSOR
+        82 => 65536,            // MAX_REGISTERS_PER_MULTIPROCESSOR
+        83 => 0,                // MANAGED_MEMORY
+        84 | 85 => 0,           // MULTI_GPU_BOARD(_GROUP_ID)
+        86 => 0,                // HOST_NATIVE_ATOMIC_SUPPORTED
+        87 => 2,                // SINGLE_TO_DOUBLE_PRECISION_PERF_RATIO
+        88..=94 => 0,           // pageable/managed access, preemption, stream memory ops
+        95 | 96 => 0,           // COOPERATIVE_LAUNCH (and multi-device)
         97 => SHARED_PER_BLOCK_OPTIN as c_int,
-        98..=105 => 0,         // remote writes, host registration, VMM, IPC handle types
-        106 => 32,             // MAX_BLOCKS_PER_MULTIPROCESSOR
-        107..=110 => 0,        // compression, persisting L2, access policy window, RDMA with VMM
-        111 => 1024,           // RESERVED_SHARED_MEMORY_PER_BLOCK
-        112..=114 => 0,        // sparse arrays, read-only host registration, semaphores
-        115 => 1,              // MEMORY_POOLS_SUPPORTED: cuMemAllocAsync/cuMemFreeAsync work
-        116..=119 => 0,        // RDMA, pool handle types
-        120 => 0,              // CLUSTER_LAUNCH
-        121..=125 => 0,        // deferred mapping, 64-bit stream ops, dma-buf, IPC events
-        126 => 1,              // MEM_SYNC_DOMAIN_COUNT
-        127..=129 => 0,        // tensor maps, fabric handles, unified function pointers
-        130 => 0,              // NUMA_CONFIG: none
-        131 => -1,             // NUMA_ID
-        132 | 133 => 0,        // multicast, MPS
-        134 => -1,             // HOST_NUMA_ID
-        135..=137 => 0,        // D3D12 CIG, decompression
-        139 | 140 => 0,        // GPU PCI device/subsystem id
-        143 => 0,              // HOST_NUMA_MULTINODE_IPC_SUPPORTED
+        98..=105 => 0,  // remote writes, host registration, VMM, IPC handle types
+        106 => 32,      // MAX_BLOCKS_PER_MULTIPROCESSOR
+        107..=110 => 0, // compression, persisting L2, access policy window, RDMA with VMM
+        111 => 1024,    // RESERVED_SHARED_MEMORY_PER_BLOCK
+        112..=114 => 0, // sparse arrays, read-only host registration, semaphores
+        115 => 1,       // MEMORY_POOLS_SUPPORTED: cuMemAllocAsync/cuMemFreeAsync work
+        116..=119 => 0, // RDMA, pool handle types
+        120 => 0,       // CLUSTER_LAUNCH
+        121..=125 => 0, // deferred mapping, 64-bit stream ops, dma-buf, IPC events
+        126 => 1,       // MEM_SYNC_DOMAIN_COUNT
+        127..=129 => 0, // tensor maps, fabric handles, unified function pointers
+        130 => 0,       // NUMA_CONFIG: none
+        131 => -1,      // NUMA_ID
+        132 | 133 => 0, // multicast, MPS
+        134 => -1,      // HOST_NUMA_ID
+        135..=137 => 0, // D3D12 CIG, decompression
+        139 | 140 => 0, // GPU PCI device/subsystem id
+        143 => 0,       // HOST_NUMA_MULTINODE_IPC_SUPPORTED
         _ => return None,
     };
     Some(v)

@@ -125,12 +125,20 @@ impl Default for State {
     }
 }
 
+/// Each launch's fuel: `KIR_CUDA_EMU_FUEL` (a positive integer) or the emulator's default; a value
+/// that is not one makes `cuInit` fail, so a typo is never silently ignored.
+fn fuel_from(var: Option<&str>) -> R<u64> {
+    match var.map(str::trim) {
+        None | Some("") => Ok(kir_ptx_emu::DEFAULT_FUEL),
+        Some(v) => match v.parse::<u64>() {
+            Ok(n) if n > 0 => Ok(n),
+            _ => invalid(format!("KIR_CUDA_EMU_FUEL={v} is not a positive integer (instructions per launch)")),
+        },
+    }
+}
+
 impl State {
     pub fn new() -> State {
-        let fuel = std::env::var("KIR_CUDA_EMU_FUEL")
-            .ok()
-            .and_then(|v| v.trim().parse().ok())
-            .unwrap_or(kir_ptx_emu::DEFAULT_FUEL);
         State {
             initialized: false,
             next_handle: 0x1000,
@@ -142,7 +150,7 @@ impl State {
             streams: HashSet::new(),
             events: HashMap::new(),
             sticky: None,
-            fuel,
+            fuel: kir_ptx_emu::DEFAULT_FUEL,
         }
     }
 
@@ -157,6 +165,7 @@ impl State {
         if flags != 0 {
             return invalid(format!("cuInit takes flags 0, given {flags}"));
         }
+        self.fuel = fuel_from(std::env::var("KIR_CUDA_EMU_FUEL").ok().as_deref())?;
         self.initialized = true;
         Ok(())
     }
@@ -179,13 +188,17 @@ impl State {
         if dev == 0 {
             Ok(())
         } else {
-            Err(Fail::new(CUDA_ERROR_INVALID_DEVICE, format!("device {dev} does not exist (the emulator has device 0)")))
+            Err(Fail::new(
+                CUDA_ERROR_INVALID_DEVICE,
+                format!("device {dev} does not exist (the emulator has device 0)"),
+            ))
         }
     }
 
     pub fn device_attribute(&self, attr: c_int, dev: c_int) -> R<c_int> {
         self.check_device(dev)?;
-        device::attribute(attr).ok_or_else(|| Fail::new(CUDA_ERROR_INVALID_VALUE, format!("no device attribute {attr}")))
+        device::attribute(attr)
+            .ok_or_else(|| Fail::new(CUDA_ERROR_INVALID_VALUE, format!("no device attribute {attr}")))
     }
 
     // ---- contexts ---------------------------------------------------------------------------
@@ -307,8 +320,7 @@ impl State {
     pub fn mem_info(&self, cur: usize) -> R<(u64, u64)> {
         self.require_ctx(cur)?;
         let total = device::total_mem();
-        let used: u64 =
-            self.mem.buffers().map(|b| self.mem.bytes(b).map(|s| s.len() as u64).unwrap_or(0)).sum();
+        let used: u64 = self.mem.buffers().map(|b| self.mem.bytes(b).map(|s| s.len() as u64).unwrap_or(0)).sum();
         Ok((total.saturating_sub(used), total))
     }
 
@@ -336,7 +348,8 @@ impl State {
         if count == 0 {
             return Ok(());
         }
-        let len = count.checked_mul(elem).ok_or_else(|| Fail::new(CUDA_ERROR_INVALID_VALUE, "memset size overflows"))?;
+        let len =
+            count.checked_mul(elem).ok_or_else(|| Fail::new(CUDA_ERROR_INVALID_VALUE, "memset size overflows"))?;
         let (id, off) = self.range(dst, len, "memset destination")?;
         let bytes = self.mem.bytes_mut(id).map_err(|e| Fail::new(CUDA_ERROR_INVALID_VALUE, e))?;
         let pattern = &value.to_le_bytes()[..elem];
@@ -539,7 +552,12 @@ impl State {
     }
 
     fn function(&self, f: usize) -> R<(&FuncRec, &ModuleRec)> {
-        let bad = || Fail::new(CUDA_ERROR_INVALID_HANDLE, format!("function 0x{f:x} does not exist (or its module was unloaded)"));
+        let bad = || {
+            Fail::new(
+                CUDA_ERROR_INVALID_HANDLE,
+                format!("function 0x{f:x} does not exist (or its module was unloaded)"),
+            )
+        };
         let func = self.functions.get(&f).ok_or_else(bad)?;
         let module = self.modules.get(&func.module).ok_or_else(bad)?;
         Ok((func, module))
@@ -728,19 +746,28 @@ fn load_ptx(image: &[u8]) -> R<(Module, c_int)> {
         ));
     }
     let end = image.iter().position(|&b| b == 0).unwrap_or(image.len());
-    let text = std::str::from_utf8(&image[..end])
-        .map_err(|e| Fail::new(CUDA_ERROR_INVALID_PTX, format!("ptxas fatal   : the PTX text is not valid UTF-8 ({e})")))?;
+    let text = std::str::from_utf8(&image[..end]).map_err(|e| {
+        Fail::new(CUDA_ERROR_INVALID_PTX, format!("ptxas fatal   : the PTX text is not valid UTF-8 ({e})"))
+    })?;
     let mut ptx_version = 0;
     if let Some((line, v)) = directive(text, ".version") {
-        let parsed = v.split_once('.').and_then(|(a, b)| Some((a.trim().parse::<u32>().ok()?, b.trim().parse::<u32>().ok()?)));
+        let parsed =
+            v.split_once('.').and_then(|(a, b)| Some((a.trim().parse::<u32>().ok()?, b.trim().parse::<u32>().ok()?)));
         let Some((major, minor)) = parsed else {
-            return Err(Fail::new(CUDA_ERROR_INVALID_PTX, jit_log(line, "error", &format!("malformed .version `{v}`"))));
+            return Err(Fail::new(
+                CUDA_ERROR_INVALID_PTX,
+                jit_log(line, "error", &format!("malformed .version `{v}`")),
+            ));
         };
         if (major, minor) > MAX_PTX_VERSION {
             let (mj, mn) = MAX_PTX_VERSION;
             return Err(Fail::new(
                 CUDA_ERROR_UNSUPPORTED_PTX_VERSION,
-                jit_log(line, "fatal", &format!("Unsupported .version {major}.{minor}; current version is '{mj}.{mn}'")),
+                jit_log(
+                    line,
+                    "fatal",
+                    &format!("Unsupported .version {major}.{minor}; current version is '{mj}.{mn}'"),
+                ),
             ));
         }
         ptx_version = (major * 10 + minor.min(9)) as c_int;
@@ -752,7 +779,11 @@ fn load_ptx(image: &[u8]) -> R<(Module, c_int)> {
                 if digits.parse::<u32>().is_ok_and(|n| n > 90) {
                     return Err(Fail::new(
                         CUDA_ERROR_INVALID_PTX,
-                        jit_log(line, "fatal", &format!("SM version specified by .target ({t}) is higher than the device's (sm_90)")),
+                        jit_log(
+                            line,
+                            "fatal",
+                            &format!("SM version specified by .target ({t}) is higher than the device's (sm_90)"),
+                        ),
                     ));
                 }
             }
@@ -785,6 +816,17 @@ fn load_ptx(image: &[u8]) -> R<(Module, c_int)> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn fuel_comes_from_the_environment_and_a_bad_value_is_an_error() {
+        assert_eq!(super::fuel_from(None), Ok(kir_ptx_emu::DEFAULT_FUEL));
+        assert_eq!(super::fuel_from(Some(" 1000 ")), Ok(1000));
+        for bad in ["0", "-5", "lots", "1e9"] {
+            let e = super::fuel_from(Some(bad)).unwrap_err();
+            assert_eq!(e.code, crate::types::CUDA_ERROR_INVALID_VALUE);
+            assert!(e.message.contains("KIR_CUDA_EMU_FUEL") && e.message.contains(bad), "{}", e.message);
+        }
+    }
+
     use super::*;
 
     const COPY: &str = r#"

@@ -571,7 +571,10 @@ unsafe fn read_params(
         return Ok(args);
     }
     if extra.is_null() {
-        return Err(Fail::new(CUDA_ERROR_INVALID_VALUE, "the kernel takes parameters but kernelParams and extra are NULL"));
+        return Err(Fail::new(
+            CUDA_ERROR_INVALID_VALUE,
+            "the kernel takes parameters but kernelParams and extra are NULL",
+        ));
     }
     let (mut buf, mut size): (*const u8, Option<usize>) = (std::ptr::null(), None);
     let mut i = 0;
@@ -602,7 +605,10 @@ unsafe fn read_params(
         .map(|p| {
             let (o, s) = (p.offset as usize, p.size as usize);
             bytes.get(o..o + s).map(<[u8]>::to_vec).ok_or_else(|| {
-                Fail::new(CUDA_ERROR_INVALID_VALUE, format!("the parameter buffer ({size} bytes) does not hold `{}`", p.name))
+                Fail::new(
+                    CUDA_ERROR_INVALID_VALUE,
+                    format!("the parameter buffer ({size} bytes) does not hold `{}`", p.name),
+                )
             })
         })
         .collect()
