@@ -56,7 +56,11 @@ fn devices_without_a_driver_says_so() {
     }
     assert_eq!(code, 1);
     assert!(out.is_empty());
-    assert_eq!(err, "error: no CUDA driver found (libcuda could not be loaded)\n");
+    assert_eq!(
+        err,
+        "error: no CUDA driver found (libcuda could not be loaded)\n\
+         note: KIR_CUDA_DRIVER=emu selects kir's emulated CUDA driver (see `kir devices --help`)\n"
+    );
 }
 
 #[test]
