@@ -6,13 +6,18 @@
 //!   never silently ignored.
 //! - Argument values are kept as text here; `kir_interp::args` gives them meaning, so `kir run`,
 //!   `kir diff` and `kir test` accept exactly the same values.
-//! - `expect:` lines attach to the closest preceding `run:` line of the same kernel or graph.
+//! - `expect:` lines attach to the closest preceding `run:` line of the same kernel or graph; each
+//!   has its own tolerance (default exact), separate from the run's `tol=`.
+//! - A directive that turns runtime checks off must say why (`checks=none(REASON)`).
 //!
 //! Syntax (see docs/testing.md):
 //! ```text
 //! ; run: @kernel grid(X[,Y[,Z]]) block(X[,Y[,Z]]) [shared=BYTES] [tol=ulp:N|rel:X|abs:X] NAME=VALUE ...
 //! ; run: @graph NAME=VALUE ... [tol=...]
-//! ; expect: @kernel NAME[A..B] == [v0, v1, ...]
+//! ; run: @kernel ... [checks=none(REASON)|checks=no-races(REASON)|checks=no-uninit(REASON)]
+//! ; expect: @kernel NAME[A..B] == [v0, v1, ...] [tol=...]
+//! ; expect: @kernel NAME == @PATH.npy [tol=...]
+//! ; expect: @kernel NAME == @reference [grid(..) block(..)] [shared=BYTES] [tol=...]
 //! ; check-ptx: TEXT       (the emitted PTX must contain TEXT, in order with other check-ptx lines)
 //! ```
 
@@ -57,15 +62,96 @@ impl Tolerance {
     }
 }
 
-/// One `; expect:` check on an output buffer slice.
+/// What an `; expect:` line compares a buffer with.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Expected {
+    /// `NAME[A..B] == [v_A, ...]`: literal values (parsed against the buffer's element type when
+    /// checked).
+    Values { start: usize, end: usize, values: Vec<String> },
+    /// `NAME == @PATH.npy`: the whole buffer, against a `.npy` file (PATH relative to the `.kir`
+    /// file's directory; `kir test --bless` writes it).
+    Npy { path: String },
+    /// `NAME == @REF [grid(..) block(..)] [shared=BYTES]`: the whole buffer, against buffer `NAME`
+    /// of kernel or graph `REF` of the same module run in the interpreter on the same inputs (the
+    /// run's arguments of the same names), by default with the run's launch shape.
+    Reference { target: String, grid: Option<[u32; 3]>, block: Option<[u32; 3]>, shared_bytes: Option<u32> },
+}
+
+/// One `; expect:` check on an output buffer.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Expect {
     pub line: usize,
     pub buffer: String,
-    pub start: usize,
-    pub end: usize,
-    /// The expected values as written (parsed against the buffer's element type when checked).
-    pub values: Vec<String>,
+    pub expected: Expected,
+    /// The expectation's own tolerance (`tol=`; default exact), independent of the run's `tol=`
+    /// (which is for the PTX emulator and the GPU against the interpreter).
+    pub tol: Option<Tolerance>,
+}
+
+impl Expect {
+    /// How the expectation reads in a report: `out[0..4] == [..]`, `out == @data/x.npy`, `c == @gemm_naive`.
+    pub fn describe(&self) -> String {
+        let rhs = match &self.expected {
+            Expected::Values { start, end, .. } => {
+                return format!("{}[{start}..{end}] == [..] (line {})", self.buffer, self.line)
+            }
+            Expected::Npy { path } => format!("@{path}"),
+            Expected::Reference { target, .. } => format!("@{target}"),
+        };
+        format!("{} == {rhs} (line {})", self.buffer, self.line)
+    }
+}
+
+/// The runtime checks of a directive's interpreter runs (`checks=`): both on unless the directive
+/// turns some off, with a reason.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Checks {
+    pub races: bool,
+    pub uninit: bool,
+    /// Why some checks are off (required when they are).
+    pub reason: Option<String>,
+}
+
+impl Default for Checks {
+    fn default() -> Checks {
+        Checks { races: true, uninit: true, reason: None }
+    }
+}
+
+impl Checks {
+    /// `none(REASON)`, `no-races(REASON)` or `no-uninit(REASON)`.
+    fn parse(value: &str) -> Result<Checks, String> {
+        let (kind, rest) = value.split_once('(').unwrap_or((value, ""));
+        let reason = rest.strip_suffix(')').map(str::trim).filter(|r| !r.is_empty());
+        let (races, uninit) = match kind {
+            "none" => (false, false),
+            "no-races" => (false, true),
+            "no-uninit" => (true, false),
+            _ => {
+                return Err(format!(
+                    "unknown checks `{value}` (expected `checks=none(REASON)`, `checks=no-races(REASON)` or `checks=no-uninit(REASON)`)"
+                ))
+            }
+        };
+        let Some(reason) = reason else {
+            return Err(format!(
+                "`checks={kind}` needs the reason the checks are off, in parentheses: `checks={kind}(why this kernel may race or read uninitialized memory)`"
+            ));
+        };
+        Ok(Checks { races, uninit, reason: Some(reason.to_string()) })
+    }
+
+    /// `races, uninit`, or what is off and why.
+    pub fn describe(&self) -> String {
+        match (self.races, self.uninit, &self.reason) {
+            (true, true, _) => "checks: races, uninitialized reads".into(),
+            (r, u, reason) => {
+                let off: Vec<&str> =
+                    [(!r).then_some("races"), (!u).then_some("uninitialized reads")].into_iter().flatten().collect();
+                format!("checks off: {} ({})", off.join(", "), reason.as_deref().unwrap_or("no reason given"))
+            }
+        }
+    }
 }
 
 /// One `; run:` directive.
@@ -79,7 +165,10 @@ pub struct RunDirective {
     pub grid: Option<[u32; 3]>,
     pub block: Option<[u32; 3]>,
     pub shared_bytes: u32,
+    /// How the PTX emulator's and the GPU's outputs are compared with the interpreter's.
     pub tol: Option<Tolerance>,
+    /// The interpreter's runtime checks (`checks=`).
+    pub checks: Checks,
     /// `NAME=VALUE` in order.
     pub args: Vec<(String, String)>,
     pub expects: Vec<Expect>,
@@ -174,6 +263,7 @@ fn parse_run(line: usize, body: &str) -> Result<RunDirective, String> {
         block: None,
         shared_bytes: 0,
         tol: None,
+        checks: Checks::default(),
         args: vec![],
         expects: vec![],
     };
@@ -195,6 +285,7 @@ fn parse_run(line: usize, body: &str) -> Result<RunDirective, String> {
             .ok_or_else(|| format!("expected `NAME=VALUE`, `grid(..)` or `block(..)`, found `{w}`"))?;
         match key {
             "tol" => d.tol = Some(Tolerance::parse(value)?),
+            "checks" => d.checks = Checks::parse(value)?,
             "shared" => {
                 d.shared_bytes =
                     value.parse::<u32>().map_err(|_| format!("bad shared memory size `{value}` (bytes)"))?
@@ -215,16 +306,70 @@ fn parse_run(line: usize, body: &str) -> Result<RunDirective, String> {
 }
 
 fn parse_expect(line: usize, body: &str) -> Result<(String, Expect), String> {
-    // @kernel NAME[A..B] == [v, ...]
+    // @target NAME[A..B] == [v, ...] [tol=..]  |  @target NAME == @PATH.npy [tol=..]
+    // | @target NAME == @REF [grid(..) block(..)] [shared=N] [tol=..]
+    const FORMS: &str =
+        "expected `expect: @kernel NAME[A..B] == [values]`, `NAME == @file.npy` or `NAME == @reference_kernel`";
     let body = body.trim();
-    let (target, rest) =
-        body.split_once(char::is_whitespace).ok_or("expected `expect: @kernel NAME[A..B] == [values]`")?;
+    let (target, rest) = body.split_once(char::is_whitespace).ok_or(FORMS)?;
     let target = target
         .strip_prefix('@')
         .ok_or("an expect directive starts with the kernel name, e.g. `@relu_backward`")?
         .to_string();
     let (lhs, rhs) = rest.split_once("==").ok_or("expected `==` in expect directive")?;
     let lhs = lhs.trim();
+    let words = split_words(rhs);
+    let (first, options) = words.split_first().ok_or(FORMS)?;
+    let mut tol = None;
+    let (mut grid, mut block, mut shared) = (None, None, None);
+    for w in options {
+        if let Some(v) = w.strip_prefix("tol=") {
+            tol = Some(Tolerance::parse(v)?);
+        } else if let Some(v) = w.strip_prefix("grid").filter(|v| v.starts_with('(')) {
+            grid = Some(parse_dims(v).map_err(|e| format!("grid: {e}"))?);
+        } else if let Some(v) = w.strip_prefix("block").filter(|v| v.starts_with('(')) {
+            block = Some(parse_dims(v).map_err(|e| format!("block: {e}"))?);
+        } else if let Some(v) = w.strip_prefix("shared=") {
+            shared = Some(v.parse::<u32>().map_err(|_| format!("bad shared memory size `{v}` (bytes)"))?);
+        } else {
+            return Err(format!("unexpected `{w}` after the expected value (options: tol=, and for a reference kernel grid(..) block(..) shared=)"));
+        }
+    }
+    let shape_given = grid.is_some() || block.is_some() || shared.is_some();
+    if let Some(reference) = first.strip_prefix('@') {
+        if lhs.contains('[') {
+            return Err(format!(
+                "`{lhs} == {first}` compares a whole buffer: write `{}` without a range",
+                lhs.split('[').next().unwrap_or(lhs).trim()
+            ));
+        }
+        if lhs.is_empty() || lhs.contains(char::is_whitespace) {
+            return Err(format!("expected a buffer name before `==`, found `{lhs}`"));
+        }
+        let expected = if reference.ends_with(".npy") {
+            if shape_given {
+                return Err("grid(..), block(..) and shared= are for a reference kernel, not a `.npy` file".into());
+            }
+            if reference.len() == ".npy".len() {
+                return Err("expected a file name before `.npy`".into());
+            }
+            Expected::Npy { path: reference.to_string() }
+        } else {
+            if reference.is_empty() {
+                return Err("expected a kernel name or a `.npy` path after `@`".into());
+            }
+            if grid.is_some() != block.is_some() {
+                return Err("a reference launch needs both grid(..) and block(..)".into());
+            }
+            Expected::Reference { target: reference.to_string(), grid, block, shared_bytes: shared }
+        };
+        return Ok((target, Expect { line, buffer: lhs.to_string(), expected, tol }));
+    }
+    if shape_given {
+        return Err(
+            "grid(..), block(..) and shared= are for a reference kernel (`NAME == @ref grid(..) block(..)`)".into()
+        );
+    }
     let (buffer, range) = lhs.split_once('[').ok_or_else(|| format!("expected `NAME[A..B]`, found `{lhs}`"))?;
     let range = range.strip_suffix(']').ok_or_else(|| format!("expected `]` in `{lhs}`"))?;
     let (a, b) = range.split_once("..").ok_or_else(|| format!("expected a range `A..B` in `{lhs}`"))?;
@@ -233,11 +378,10 @@ fn parse_expect(line: usize, body: &str) -> Result<(String, Expect), String> {
     if end <= start {
         return Err(format!("empty range `{start}..{end}`"));
     }
-    let rhs = rhs.trim();
-    let list = rhs
+    let list = first
         .strip_prefix('[')
         .and_then(|r| r.strip_suffix(']'))
-        .ok_or_else(|| format!("expected `[v0, v1, ...]`, found `{rhs}`"))?;
+        .ok_or_else(|| format!("expected `[v0, v1, ...]`, `@file.npy` or `@reference_kernel`, found `{first}`"))?;
     let values: Vec<String> = list.split(',').map(|v| v.trim().to_string()).filter(|v| !v.is_empty()).collect();
     if values.len() != end - start {
         return Err(format!(
@@ -246,7 +390,8 @@ fn parse_expect(line: usize, body: &str) -> Result<(String, Expect), String> {
             values.len()
         ));
     }
-    Ok((target, Expect { line, buffer: buffer.trim().to_string(), start, end, values }))
+    let expected = Expected::Values { start, end, values };
+    Ok((target, Expect { line, buffer: buffer.trim().to_string(), expected, tol }))
 }
 
 /// Parses every directive of a file.
@@ -300,7 +445,12 @@ mod tests {
         assert_eq!(r.block, Some([256, 1, 1]));
         assert_eq!(r.args[0], ("x".to_string(), "rand:f32:1048576:1".to_string()));
         assert_eq!(r.args.len(), 4);
-        assert_eq!(r.expects[0].values, vec!["0.0", "1.5"]);
+        assert_eq!(
+            r.expects[0].expected,
+            Expected::Values { start: 0, end: 2, values: vec!["0.0".into(), "1.5".into()] }
+        );
+        assert_eq!(r.expects[0].tol, None);
+        assert_eq!(r.checks, Checks::default());
         assert_eq!(r.tol, None);
     }
 
@@ -338,5 +488,73 @@ mod tests {
     fn ordinary_comments_are_not_directives() {
         let d = parse_directives("; this kernel runs: fast\n; running: no\nkernel @k() {\nentry:\n  ret\n}\n").unwrap();
         assert!(d.runs.is_empty());
+    }
+
+    #[test]
+    fn expectations_from_files_and_reference_kernels_with_their_own_tolerance() {
+        let src = "; run: @gemm grid(2,2) block(16,16) tol=ulp:4 a=rand:f32:64 c=zeros:f32:64\n\
+                   ; expect: @gemm c == @data/c.npy tol=rel:1e-6\n\
+                   ; expect: @gemm c == @gemm_naive\n\
+                   ; expect: @gemm c == @gemm_naive grid(4) block(64) shared=0 tol=abs:0.5\n\
+                   ; expect: @gemm c[0..2] == [1, 2] tol=ulp:1\n";
+        let d = parse_directives(src).unwrap();
+        let e = &d.runs[0].expects;
+        assert_eq!(d.runs[0].tol, Some(Tolerance::Ulp(4)));
+        assert_eq!(e[0].expected, Expected::Npy { path: "data/c.npy".into() });
+        assert_eq!(e[0].tol, Some(Tolerance::Rel(1e-6)));
+        assert_eq!(
+            e[1].expected,
+            Expected::Reference { target: "gemm_naive".into(), grid: None, block: None, shared_bytes: None }
+        );
+        assert_eq!(e[1].tol, None);
+        assert_eq!(
+            e[2].expected,
+            Expected::Reference {
+                target: "gemm_naive".into(),
+                grid: Some([4, 1, 1]),
+                block: Some([64, 1, 1]),
+                shared_bytes: Some(0)
+            }
+        );
+        assert_eq!(e[3].tol, Some(Tolerance::Ulp(1)));
+        assert_eq!(e[1].describe(), "c == @gemm_naive (line 3)");
+        assert_eq!(e[3].describe(), "c[0..2] == [..] (line 5)");
+    }
+
+    #[test]
+    fn malformed_expectations_say_what_is_wrong() {
+        let cases = [
+            ("c[0..2] == @x.npy", "compares a whole buffer"),
+            ("c == @.npy", "file name before `.npy`"),
+            ("c == @x.npy grid(1) block(1)", "not a `.npy` file"),
+            ("c == @ref grid(2)", "both grid(..) and block(..)"),
+            ("c == @ref bogus", "unexpected `bogus`"),
+            ("c[0..1] == [1] grid(1) block(1)", "for a reference kernel"),
+            ("c[0..1] == [1] tol=ulp:x", "bad tolerance value"),
+            ("c == 1.0", "expected `NAME[A..B]`"),
+            ("c == @", "a kernel name or a `.npy` path"),
+        ];
+        for (body, want) in cases {
+            let src = format!("; run: @k grid(1) block(1)\n; expect: @k {body}\n");
+            let errs = parse_directives(&src).unwrap_err();
+            assert_eq!(errs[0].line, 2, "{body}");
+            assert!(errs[0].message.contains(want), "{body}: {}", errs[0].message);
+        }
+    }
+
+    #[test]
+    fn checks_are_on_unless_turned_off_with_a_reason() {
+        let d =
+            parse_directives("; run: @k grid(1) block(1) checks=no-races(atomic counters race on purpose)\n").unwrap();
+        let c = &d.runs[0].checks;
+        assert_eq!((c.races, c.uninit), (false, true));
+        assert_eq!(c.describe(), "checks off: races (atomic counters race on purpose)");
+        let d = parse_directives("; run: @k grid(1) block(1) checks=none(reads padding)\n").unwrap();
+        assert_eq!(d.runs[0].checks.describe(), "checks off: races, uninitialized reads (reads padding)");
+        assert_eq!(Checks::default().describe(), "checks: races, uninitialized reads");
+        for (v, want) in [("none", "needs the reason"), ("none()", "needs the reason"), ("off(x)", "unknown checks")] {
+            let errs = parse_directives(&format!("; run: @k grid(1) block(1) checks={v}\n")).unwrap_err();
+            assert!(errs[0].message.contains(want), "{v}: {}", errs[0].message);
+        }
     }
 }

@@ -21,7 +21,7 @@
 
 use crate::checks;
 use crate::compare::{compare_buffers, elements_match, Strictness};
-use crate::directives::{parse_directives, RunDirective, Tolerance};
+use crate::directives::{parse_directives, Expect, Expected, RunDirective, Tolerance};
 use crate::emu_exec::{self, EmuFailure};
 use kir_backend_ptx::{gpu, tools, PtxOptions, SmVersion};
 use kir_interp::args::{parse_arg_spec, ArgSpec};
@@ -34,6 +34,9 @@ use std::path::{Path, PathBuf};
 #[derive(Clone, Debug, PartialEq)]
 pub enum Outcome {
     Ok,
+    /// The run passed every check that ran, but the directive expects nothing of its outputs (no
+    /// `; expect:`): a wrong kernel would pass too. `kir test --strict` makes it a failure.
+    Unverified,
     Fail(String),
     Skip(String),
 }
@@ -69,6 +72,13 @@ pub struct Context {
     /// Applied to each file's PTX before the emulator loads it (identity when `None`): lets tests
     /// corrupt the emitted PTX on purpose and check that the `ptx-emu` rows catch it.
     pub emu_ptx_hook: Option<PtxHook>,
+    /// Race and uninitialized-read detection in the interpreter runs (on by default; a directive
+    /// may turn them off with a reason, `kir test --no-checks` turns them off everywhere).
+    pub checks: bool,
+    /// Write missing or differing `.npy` expectations from the interpreter's output.
+    pub bless: bool,
+    /// What `bless` wrote: `PATH (new ...)` / `PATH (changed ...)`.
+    pub blessed: Vec<String>,
 }
 
 /// A rewrite of PTX text (see [`Context::emu_ptx_hook`]).
@@ -90,6 +100,9 @@ impl Context {
             interp: Options::default(),
             emu: kir_ptx_emu::Options::default(),
             emu_ptx_hook: None,
+            checks: true,
+            bless: false,
+            blessed: Vec::new(),
         }
     }
 }
@@ -288,11 +301,13 @@ fn run_directive(
         Ok(s) => s,
         Err(e) => return emit(fail(e)),
     };
+    let opts =
+        Options { races: ctx.checks && d.checks.races, uninit: ctx.checks && d.checks.uninit, ..ctx.interp.clone() };
     let is_graph = module.graph(&d.target).is_some();
     let (before, after) = if is_graph {
         match (
-            run_graph(module, &d.target, &specs, base_dir, &ctx.interp),
-            run_graph(optimized, &d.target, &specs, base_dir, &ctx.interp),
+            run_graph(module, &d.target, &specs, base_dir, &opts),
+            run_graph(optimized, &d.target, &specs, base_dir, &opts),
         ) {
             (Ok(a), Ok(b)) => (a, b),
             (Err(e), _) => return emit(fail(render_run_error(e, file, source))),
@@ -306,8 +321,7 @@ fn run_directive(
             return emit(fail(format!("@{} is a kernel: the directive needs grid(..) and block(..)", d.target)));
         };
         let cfg = LaunchConfig { grid, block, dynamic_shared_bytes: d.shared_bytes };
-        match (run_kernel(k, &cfg, &specs, base_dir, &ctx.interp), run_kernel(ko, &cfg, &specs, base_dir, &ctx.interp))
-        {
+        match (run_kernel(k, &cfg, &specs, base_dir, &opts), run_kernel(ko, &cfg, &specs, base_dir, &opts)) {
             (Ok(a), Ok(b)) => (a, b),
             (Err(e), _) => return emit(fail(render_run_error(e, file, source))),
             (_, Err(e)) => return emit(fail(format!("after passes: {}", render_run_error(e, file, source)))),
@@ -323,46 +337,27 @@ fn run_directive(
             )));
         }
     }
-    let tol = d.tol.unwrap_or(Tolerance::Exact);
+    let mut checked = Vec::with_capacity(d.expects.len());
     for e in &d.expects {
-        let Some(bi) = before.names.iter().position(|n| *n == e.buffer) else {
-            return emit(fail(format!(
-                "{file}:{}: expect names `{}`, which is not a buffer argument of this run",
-                e.line, e.buffer
-            )));
-        };
-        let buf = &before.buffers[bi];
-        if e.end > buf.len() {
-            return emit(fail(format!(
-                "{file}:{}: expect range {}..{} is past the end of `{}` ({} elements)",
-                e.line,
-                e.start,
-                e.end,
-                e.buffer,
-                buf.len()
-            )));
+        let env = ExpectEnv { file, module, run: d, specs: &specs, base_dir, opts: &opts };
+        match check_expectation(e, &before, &env, ctx) {
+            Ok(()) => checked.push(e.describe()),
+            Err(msg) => return emit(fail(msg)),
         }
-        for (j, text) in e.values.iter().enumerate() {
-            let idx = e.start + j;
-            let want = match kir_interp::args::number_constant(text, buf.elem) {
-                Ok(c) => c,
-                Err(err) => return emit(fail(format!("{file}:{}: expected value `{text}`: {err}", e.line))),
-            };
-            let got = buf.get_bits(idx);
-            if !elements_match(buf.elem, want.bits, got, Strictness::Within(tol)) {
-                return emit(fail(format!(
-                    "{file}:{}: {}[{idx}] is {}, expected {text} (tol {tol})",
-                    e.line,
-                    e.buffer,
-                    crate::compare::render_element(buf.elem, got)
-                )));
-            }
-        }
+    }
+    let mut note = format!("bit-identical after passes; {}", d.checks.describe());
+    if !ctx.checks {
+        note = "bit-identical after passes; checks off (--no-checks)".into();
+    }
+    if checked.is_empty() {
+        note.push_str("; no `; expect:` line, so the outputs themselves were not checked");
+    } else {
+        note.push_str(&format!("; expected: {}", checked.join(", ")));
     }
     emit(Row {
         label: format!("{label} interp"),
-        outcome: Outcome::Ok,
-        note: Some("bit-identical after passes".into()),
+        outcome: if checked.is_empty() { Outcome::Unverified } else { Outcome::Ok },
+        note: Some(note),
     });
 
     // The directive's tolerance, else one derived from the approximate ops the code uses.
@@ -417,6 +412,160 @@ fn run_directive(
         outcome: Outcome::Ok,
         note: Some(format!("matches the interpreter (tol {cmp_tol}, {tol_source})")),
     });
+}
+
+/// What an expectation is checked in: the file, its module as written, the run and its inputs.
+struct ExpectEnv<'a> {
+    file: &'a str,
+    module: &'a Module,
+    run: &'a RunDirective,
+    specs: &'a [(String, ArgSpec)],
+    base_dir: Option<&'a Path>,
+    opts: &'a Options,
+}
+
+/// Checks one `; expect:` line against the outputs of the run as written; `Err` is the row's
+/// failure message (located at the expectation's line).
+fn check_expectation(e: &Expect, outputs: &Outputs, env: &ExpectEnv, ctx: &mut Context) -> Result<(), String> {
+    let (file, line) = (env.file, e.line);
+    let tol = e.tol.unwrap_or(Tolerance::Exact);
+    let Some(bi) = outputs.names.iter().position(|n| *n == e.buffer) else {
+        return Err(format!("{file}:{line}: expect names `{}`, which is not a buffer argument of this run", e.buffer));
+    };
+    let buf = &outputs.buffers[bi];
+    match &e.expected {
+        Expected::Values { start, end, values } => {
+            if *end > buf.len() {
+                return Err(format!(
+                    "{file}:{line}: expect range {start}..{end} is past the end of `{}` ({} elements)",
+                    e.buffer,
+                    buf.len()
+                ));
+            }
+            for (j, text) in values.iter().enumerate() {
+                let idx = start + j;
+                let want = kir_interp::args::number_constant(text, buf.elem)
+                    .map_err(|err| format!("{file}:{line}: expected value `{text}`: {err}"))?;
+                let got = buf.get_bits(idx);
+                if !elements_match(buf.elem, want.bits, got, Strictness::Within(tol)) {
+                    return Err(format!(
+                        "{file}:{line}: {}[{idx}] is {}, expected {text} (tol {tol})",
+                        e.buffer,
+                        crate::compare::render_element(buf.elem, got)
+                    ));
+                }
+            }
+            Ok(())
+        }
+        Expected::Npy { path } => check_npy(e, path, buf, tol, env, ctx),
+        Expected::Reference { target, grid, block, shared_bytes } => {
+            let m = env.module;
+            let ran = if m.graph(target).is_some() {
+                let specs = specs_for_graph(m, target, env.specs);
+                run_graph(m, target, &specs, env.base_dir, env.opts)
+            } else if let Some(k) = m.kernel(target) {
+                let (Some(grid), Some(block)) = (grid.or(env.run.grid), block.or(env.run.block)) else {
+                    return Err(format!(
+                        "{file}:{line}: reference @{target} is a kernel and the run is a graph: give its launch shape (`@{target} grid(..) block(..)`)"
+                    ));
+                };
+                let cfg =
+                    LaunchConfig { grid, block, dynamic_shared_bytes: shared_bytes.unwrap_or(env.run.shared_bytes) };
+                let names: Vec<&str> = k.params.iter().map(|p| k.value(*p).name.as_str()).collect();
+                let specs: Vec<(String, ArgSpec)> =
+                    env.specs.iter().filter(|(n, _)| names.contains(&n.as_str())).cloned().collect();
+                run_kernel(k, &cfg, &specs, env.base_dir, env.opts)
+            } else {
+                return Err(format!("{file}:{line}: no kernel or graph `@{target}` in this file to compare with"));
+            };
+            let reference = ran.map_err(|err| {
+                format!("{file}:{line}: reference @{target}: {}", render_run_error(err, file, "").trim_end())
+            })?;
+            let Some(ri) = reference.names.iter().position(|n| *n == e.buffer) else {
+                return Err(format!("{file}:{line}: reference @{target} has no buffer parameter `{}`", e.buffer));
+            };
+            let c = compare_buffers(&reference.buffers[ri], buf, Strictness::Within(tol), 5);
+            if c.is_match() {
+                Ok(())
+            } else {
+                Err(format!("{file}:{line}: `{}` differs from reference @{target}'s (tol {tol}): {c}", e.buffer))
+            }
+        }
+    }
+}
+
+/// The run's arguments that graph `name` of `m` takes (by parameter name).
+fn specs_for_graph(m: &Module, name: &str, specs: &[(String, ArgSpec)]) -> Vec<(String, ArgSpec)> {
+    let Some(g) = m.graph(name) else { return specs.to_vec() };
+    specs.iter().filter(|(n, _)| g.params.iter().any(|p| p.name == *n)).cloned().collect()
+}
+
+/// A `.npy` expectation: compared with the buffer; with `--bless`, written when missing or
+/// different (never over a file that is not `.npy`, nor over one of the run's inputs).
+fn check_npy(
+    e: &Expect,
+    path: &str,
+    buf: &Buffer,
+    tol: Tolerance,
+    env: &ExpectEnv,
+    ctx: &mut Context,
+) -> Result<(), String> {
+    let (file, line) = (env.file, e.line);
+    let full = env.base_dir.map_or_else(|| PathBuf::from(path), |d| d.join(path));
+    let shown = full.display().to_string();
+    let is_input = env.specs.iter().any(|(_, s)| match s {
+        ArgSpec::Npy(p) => env.base_dir.map_or_else(|| p.clone(), |d| d.join(p)) == full,
+        _ => false,
+    });
+    if is_input {
+        return Err(format!("{file}:{line}: {shown} is also an input of this run: an expectation needs its own file"));
+    }
+    let why_differs = match std::fs::metadata(&full) {
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => None,
+        Err(err) => return Err(format!("{file}:{line}: cannot read {shown}: {err}")),
+        Ok(_) => {
+            let want = kir_interp::npy::read(&full).map_err(|err| {
+                format!("{file}:{line}: {err} (not overwritten, even with --bless: it is not a .npy file kir can read)")
+            })?;
+            let c = compare_buffers(&want, buf, Strictness::Within(tol), 5);
+            if c.is_match() {
+                return Ok(());
+            }
+            Some(c.to_string())
+        }
+    };
+    if !ctx.bless {
+        return Err(match why_differs {
+            None => format!(
+                "{file}:{line}: expected output {shown} does not exist; `kir test --bless` writes it from the interpreter's output"
+            ),
+            Some(c) => format!(
+                "{file}:{line}: `{}` differs from {shown} (tol {tol}): {c}\n    (if the new output is right, `kir test --bless` rewrites the file)",
+                e.buffer
+            ),
+        });
+    }
+    write_atomically(&full, &kir_interp::npy::encode(buf)).map_err(|err| format!("{file}:{line}: --bless: {err}"))?;
+    let what = match why_differs {
+        None => format!("new, {}[{}]", buf.elem, buf.len()),
+        Some(c) => format!("changed: {c}"),
+    };
+    ctx.blessed.push(format!("{shown} ({what}; {file}:{line})"));
+    Ok(())
+}
+
+/// Writes `bytes` to `path` through a temporary file in the same directory and a rename, so a
+/// reader never sees half a file and a failure leaves the old file intact.
+fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.kir-bless-{}", std::process::id()));
+    std::fs::write(&tmp, bytes).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
+    std::fs::rename(&tmp, path).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        format!("cannot write {}: {e}", path.display())
+    })
 }
 
 /// The first buffer of `other` that differs from the interpreter's `reference` under `tol`, as a

@@ -96,3 +96,52 @@ fn kernel_faults_exit_1_with_a_located_message() {
     assert_eq!(code, 1, "{err}");
     insta::assert_snapshot!("cli_oob", err);
 }
+
+#[test]
+fn print_shows_a_buffers_values_exactly_in_rows() {
+    let args = [
+        "run",
+        "kernels/quantize.kir",
+        "--kernel",
+        "dequant_u8",
+        "--grid",
+        "1",
+        "--block",
+        "64",
+        "--arg",
+        "q=range:u8:40",
+        "--arg",
+        "out=zeros:f16:40",
+        "--arg",
+        "scale=0.5",
+        "--arg",
+        "zero=3",
+        "--arg",
+        "n=40",
+        "--print",
+        "out:8",
+        "--print",
+        "%q",
+    ];
+    let (code, out, err) = kir(&args);
+    assert_eq!(code, 0, "{err}");
+    // out[i] = (i - 3) * 0.5 in f16, as decimals; q in rows that start with their index.
+    assert!(
+        out.starts_with("%out: f16[40], first 8:\n  [0]  -1.5  -1.0  -0.5   0.0   0.5   1.0   1.5   2.0\n"),
+        "{out}"
+    );
+    assert!(out.contains("%q: u8[40], all 40:\n   [0]   0   1   2"), "{out}");
+    assert!(out.lines().all(|l| l.len() <= 100), "{out}");
+    assert!(!out.contains("min"), "--print replaces the summaries: {out}");
+    for (bad, want) in [
+        ("n", "--print n: parameter `n` is a scalar, not a buffer"),
+        ("nope", "--print nope: kernel @dequant_u8 has no parameter `nope`"),
+        ("out:x", "--print out:x: `x` is not a count (NAME or NAME:N)"),
+    ] {
+        let mut a = args[..args.len() - 4].to_vec();
+        a.extend(["--print", bad]);
+        let (code, _, err) = kir(&a);
+        assert_eq!(code, 2, "{bad}");
+        assert!(err.contains(want), "{bad}: {err}");
+    }
+}

@@ -7,14 +7,24 @@ use kir::harness::{self, Outcome, Row};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Parses the final `N passed, N failed, N skipped` line.
+/// Parses the final `N passed[ (M without expectation)], N failed, N skipped` line into
+/// (passed, failed, skipped); the `without expectation` count is [`unverified`]'s.
 fn summary(stdout: &str) -> (usize, usize, usize) {
+    let (p, _, f, s) = summary4(stdout);
+    (p, f, s)
+}
+
+/// (passed, of them without expectation, failed, skipped).
+fn summary4(stdout: &str) -> (usize, usize, usize, usize) {
     let last = stdout.lines().last().unwrap_or_default();
     let nums: Vec<usize> =
         last.split(|c: char| !c.is_ascii_digit()).filter(|s| !s.is_empty()).map(|s| s.parse().unwrap()).collect();
-    assert_eq!(nums.len(), 3, "no summary line in:\n{stdout}");
     assert!(last.contains("passed") && last.contains("failed") && last.contains("skipped"), "{last}");
-    (nums[0], nums[1], nums[2])
+    match nums[..] {
+        [p, f, s] => (p, 0, f, s),
+        [p, u, f, s] if last.contains(&format!("passed ({u} without expectation)")) => (p, u, f, s),
+        _ => panic!("no summary line in:\n{stdout}"),
+    }
 }
 
 #[test]
@@ -37,7 +47,7 @@ fn the_kernel_library_passes() {
         let emu = lines.get(i + 1).copied().unwrap_or_default();
         assert!(emu.contains(" ok    ") && emu.ends_with(" ptx-emu"), "after `{l}` comes `{emu}`");
         assert_eq!(
-            l.replace(" ok    ", "").trim_end_matches(" interp"),
+            l.replace(" ok    ", "").replace(" unverified ", "").trim_end_matches(" interp"),
             emu.replace(" ok    ", "").trim_end_matches(" ptx-emu")
         );
     }
@@ -70,7 +80,12 @@ fn failures_are_reported_with_locations_and_exit_1() {
 fn passes_must_preserve_outputs_and_expects_hold() {
     let (code, stdout, stderr) = kir_with_env(&["test", "-v", "tests/kir_test_cases/passes_preserve.kir"], &[]);
     assert_eq!(code, 0, "{stdout}\n{stderr}");
-    assert!(stdout.contains("interp  (bit-identical after passes)"), "{stdout}");
+    assert!(
+        stdout.contains(
+            "interp  (bit-identical after passes; checks: races, uninitialized reads; expected: fout[0..2] == [..] (line 3))"
+        ),
+        "{stdout}"
+    );
 }
 
 #[test]
@@ -119,7 +134,7 @@ fn kir_test_in(dir: &Path, file: &str) -> (i32, String) {
 fn the_ptx_emu_row_fails_on_a_mismatch_naming_file_and_directive_line() {
     let dir = scratch("uninit");
     let src = "; Reads slots 32..64 of the tile, which nothing writes.\n\
-               ; run: @k grid(1) block(32) out=zeros:u32:32\n\
+               ; run: @k grid(1) block(32) out=zeros:u32:32 checks=no-uninit(reads what no thread wrote, on purpose)\n\
                kernel @k(%out: ptr<global, u32>) {\n  shared @tile: u32[64]\nentry:\n  %t = tid.x : u32\n  \
                %sh = addr @tile\n  %r = add.u32 %t, 32\n  %v = load %sh[%r]\n  store %out[%t], %v\n  ret\n}\n";
     std::fs::write(dir.join("uninit.kir"), src).unwrap();
@@ -155,7 +170,7 @@ fn corrupted_ptx_fails_the_ptx_emu_rows() {
         ptx.replace("setp.lt.u32 %p0, %r1, %r0;", "setp.ge.u32 %p0, %r1, %r0;")
     });
     for r in rows.iter().filter(|r| !r.label.ends_with(" ptx-emu") && !r.label.ends_with(" gpu")) {
-        assert_eq!(r.outcome, Outcome::Ok, "{}: the other rows are unaffected", r.label);
+        assert!(matches!(r.outcome, Outcome::Ok | Outcome::Unverified), "{}: the other rows are unaffected", r.label);
     }
     let emu = emu_rows(&rows);
     assert_eq!(emu.len(), 2, "{rows:?}");
@@ -208,4 +223,174 @@ fn fuel_bounds_the_launches_of_kir_test() {
     assert_eq!(out.status.code(), Some(1), "{stdout}");
     assert!(stdout.contains("FAIL  spin.kir:1 @spin grid(1) block(32) interp"), "{stdout}");
     assert!(stdout.contains("fuel"), "{stdout}");
+}
+
+/// Runs `kir ARGS` in `dir`: (exit code, stdout, stderr).
+fn kir_in(dir: &Path, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_kir"))
+        .args(args)
+        .current_dir(dir)
+        .env_remove("KIR_REQUIRE_GPU")
+        .env_remove("KIR_CUDA_DRIVER")
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The user's report: a tiled transpose with its barrier removed passed `kir test`. With the
+/// interpreter's checks on by default it fails, naming the race; a directive can turn the checks
+/// off only with a reason, and `--no-checks` turns them off everywhere.
+#[test]
+fn a_transpose_without_its_barrier_fails_with_the_race_named() {
+    let dir = scratch("race");
+    let good = std::fs::read_to_string("tests/kir_test_cases/transpose.kir").unwrap();
+    let racy = good.replacen("  barrier\n", "", 1).replace("; expect: @transpose y == @transpose_naive\n", "");
+    std::fs::write(dir.join("transpose.kir"), &racy).unwrap();
+    let (code, out, _) = kir_in(&dir, &["test", "transpose.kir"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("FAIL  transpose.kir:3 @transpose grid(2,3) block(16,16) interp"), "{out}");
+    assert!(out.contains("error: kernel fault (data race): data race on shared `@tile` element "), "{out}");
+    assert!(out.contains("racing read") && out.contains("= separate the accesses with a barrier"), "{out}");
+
+    // --no-checks: the interpreter misses the race again, and its row says it verified nothing
+    // (the PTX emulator, whose warps run in another order, happens to catch it here).
+    let (_, out, _) = kir_in(&dir, &["test", "--no-checks", "-v", "transpose.kir"]);
+    assert!(
+        out.contains("unverified transpose.kir:3 @transpose grid(2,3) block(16,16) interp  (bit-identical after passes; checks off (--no-checks); no `; expect:` line"),
+        "{out}"
+    );
+
+    // A directive opts out only with a reason, and the reason is shown.
+    // (With only races off, the uninitialized-read check still catches it.)
+    let only_races = racy.replace("m=40 n=30\n", "m=40 n=30 checks=no-races(a demonstration)\n");
+    std::fs::write(dir.join("transpose.kir"), &only_races).unwrap();
+    let (code, out, _) = kir_in(&dir, &["test", "transpose.kir"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("error: kernel fault (uninitialized read): read of uninitialized shared memory `@tile["),
+        "{out}"
+    );
+    let opted = racy.replace("m=40 n=30\n", "m=40 n=30 checks=none(a demonstration)\n");
+    std::fs::write(dir.join("transpose.kir"), &opted).unwrap();
+    let (_, out, _) = kir_in(&dir, &["test", "-v", "transpose.kir"]);
+    assert!(
+        out.contains("interp  (bit-identical after passes; checks off: races, uninitialized reads (a demonstration); no `; expect:`"),
+        "{out}"
+    );
+    std::fs::write(dir.join("transpose.kir"), racy.replace("m=40 n=30\n", "m=40 n=30 checks=none\n")).unwrap();
+    let (code, out, _) = kir_in(&dir, &["test", "transpose.kir"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("transpose.kir:3: `checks=none` needs the reason the checks are off"), "{out}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// The same racy transpose with a reference expectation: the outputs differ from the naive
+/// kernel's, which `--no-checks` cannot hide.
+#[test]
+fn reference_kernel_expectations_catch_a_wrong_kernel() {
+    let (code, out, _) = kir_with_env(&["test", "-v", "tests/kir_test_cases/transpose.kir"], &[]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("expected: y == @transpose_naive (line 4))"), "{out}");
+    let dir = scratch("reference");
+    let good = std::fs::read_to_string("tests/kir_test_cases/transpose.kir").unwrap();
+    // Transposes the tile the wrong way round (reads its own slot back).
+    let wrong = good.replace("%from = mad.u32 %tx, 16, %ty", "%from = mad.u32 %ty, 16, %tx");
+    std::fs::write(dir.join("t.kir"), &wrong).unwrap();
+    let (code, out, _) = kir_in(&dir, &["test", "--no-checks", "t.kir"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("t.kir:4: `y` differs from reference @transpose_naive's (tol exact): "), "{out}");
+    // A reference that does not exist, or lacks the buffer.
+    std::fs::write(dir.join("t.kir"), good.replace("== @transpose_naive", "== @nope")).unwrap();
+    let (_, out, _) = kir_in(&dir, &["test", "t.kir"]);
+    assert!(out.contains("t.kir:4: no kernel or graph `@nope` in this file to compare with"), "{out}");
+    std::fs::write(dir.join("t.kir"), good.replace("expect: @transpose y ==", "expect: @transpose x ==")).unwrap();
+    let (code, out, _) = kir_in(&dir, &["test", "t.kir"]);
+    assert_eq!(code, 0, "x is unchanged by both: {out}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// A directive without `; expect:` is `unverified`, counted apart in the summary, and a failure
+/// with `--strict`.
+#[test]
+fn directives_without_expectation_are_unverified_and_strict_fails_them() {
+    let (code, out, _) = kir_with_env(&["test", "kernels/relu_backward.kir"], &[]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("] unverified kernels/relu_backward.kir:8 @relu_backward grid(4096) block(256) interp\n"),
+        "{out}"
+    );
+    let (passed, unverified, failed, _) = summary4(&out);
+    assert_eq!((unverified, failed), (2, 0), "{out}");
+    assert!(passed >= 5, "{out}");
+    let (code, out, _) = kir_with_env(&["test", "--strict", "kernels/relu_backward.kir"], &[]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("FAIL  kernels/relu_backward.kir:8 @relu_backward grid(4096) block(256) interp\n    no `; expect:` line: the outputs were not checked (--strict)"), "{out}");
+    assert_eq!(summary4(&out).2, 2, "{out}");
+}
+
+/// `expect: NAME == @file.npy`: a missing file fails with the way out; `--bless` writes it and
+/// says so; a changed output fails until blessed again; no bless over a non-.npy file or an input.
+#[test]
+fn npy_expectations_and_bless() {
+    let dir = scratch("bless");
+    let kernel =
+        "kernel @sq(%x: ptr<global, f32>, %y: ptr<global, f32>) {\nentry:\n  %i = tid.x\n  %v = load %x[%i]\n  \
+                  %w = mul.f32 %v, %v\n  store %y[%i], %w\n  ret\n}\n";
+    let file = |expect: &str| {
+        format!("; run: @sq grid(1) block(8) x=range:f32:8 y=zeros:f32:8\n; expect: @sq {expect}\n{kernel}")
+    };
+    std::fs::write(dir.join("sq.kir"), file("y == @out/sq_y.npy")).unwrap();
+    let (code, out, _) = kir_in(&dir, &["test", "sq.kir"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("sq.kir:2: expected output out/sq_y.npy does not exist; `kir test --bless` writes it from the interpreter's output"), "{out}");
+    assert!(!dir.join("out/sq_y.npy").exists());
+
+    let (code, out, _) = kir_in(&dir, &["test", "--bless", "sq.kir"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("blessed: wrote out/sq_y.npy (new, f32[8]; sq.kir:2)"), "{out}");
+    let written = kir_interp::npy::read(&dir.join("out/sq_y.npy")).unwrap();
+    assert_eq!(written.to_f64(), vec![0.0, 1.0, 4.0, 9.0, 16.0, 25.0, 36.0, 49.0]);
+    let (code, out, _) = kir_in(&dir, &["test", "-v", "sq.kir"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("expected: y == @out/sq_y.npy (line 2)"), "{out}");
+    assert!(!out.contains("blessed"), "{out}");
+
+    // The kernel changes: a failure naming the first differences, until blessed again.
+    std::fs::write(dir.join("sq.kir"), file("y == @out/sq_y.npy").replace("mul.f32 %v, %v", "add.f32 %v, %v")).unwrap();
+    let (code, out, _) = kir_in(&dir, &["test", "sq.kir"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("sq.kir:2: `y` differs from out/sq_y.npy (tol exact): "), "{out}");
+    assert!(out.contains("`kir test --bless` rewrites the file"), "{out}");
+    let (code, out, _) = kir_in(&dir, &["test", "--bless", "sq.kir"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("blessed: wrote out/sq_y.npy (changed: "), "{out}");
+    assert_eq!(kir_interp::npy::read(&dir.join("out/sq_y.npy")).unwrap().to_f64()[3], 6.0);
+    // The expectation's own tolerance.
+    let shifted = file("y == @out/sq_y.npy tol=abs:0.5")
+        .replace("%w = mul.f32 %v, %v", "%w0 = add.f32 %v, %v\n  %w = add.f32 %w0, 0.25");
+    std::fs::write(dir.join("sq.kir"), &shifted).unwrap();
+    let (code, out, _) = kir_in(&dir, &["test", "sq.kir"]);
+    assert_eq!(code, 0, "within abs:0.5 of the blessed values: {out}");
+    std::fs::write(dir.join("sq.kir"), shifted.replace("tol=abs:0.5", "tol=abs:0.1")).unwrap();
+    let (code, out, _) = kir_in(&dir, &["test", "sq.kir"]);
+    assert_eq!(code, 1, "not within abs:0.1: {out}");
+
+    // Never over a file that is not .npy, nor over an input of the run.
+    std::fs::write(dir.join("notes.npy"), "my notes").unwrap();
+    std::fs::write(dir.join("sq.kir"), file("y == @notes.npy")).unwrap();
+    let (code, out, _) = kir_in(&dir, &["test", "--bless", "sq.kir"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("not overwritten, even with --bless"), "{out}");
+    assert_eq!(std::fs::read_to_string(dir.join("notes.npy")).unwrap(), "my notes");
+    let as_input = file("y == @out/sq_y.npy").replace("x=range:f32:8", "x=@out/sq_y.npy");
+    std::fs::write(dir.join("sq.kir"), as_input).unwrap();
+    let (code, out, _) = kir_in(&dir, &["test", "--bless", "sq.kir"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("out/sq_y.npy is also an input of this run"), "{out}");
+    std::fs::remove_dir_all(&dir).ok();
 }

@@ -6,6 +6,10 @@
 //!   one (it may over-approximate through block parameters that merge pointers).
 //! - [`summary`] never panics; it shows the first elements, min/max/mean over non-NaN values and the
 //!   NaN count (floats), in a stable format.
+//! - [`listing`] shows a buffer's values exactly (integers in decimal from their bits, floats —
+//!   f16 and bf16 included — as the shortest decimal that reads back to the same value, NaN with its
+//!   bits unless canonical), right-aligned in rows of at most 100 characters, each row starting
+//!   with the index of its first element.
 
 use crate::buffer::Buffer;
 use kir_ir::op::Op;
@@ -100,4 +104,73 @@ pub fn summary(b: &Buffer) -> String {
         s.push_str(&format!(" NaN {}", vals.len() - nums.len()));
     }
     s
+}
+
+/// One element, exactly: unsigned integers in decimal, the rest as the `.kir` printer writes
+/// constants (signed decimal, shortest round-trip floats, `nan` or NaN bits).
+pub fn element_text(b: &Buffer, i: usize) -> String {
+    let bits = b.get_bits(i);
+    if b.elem.is_unsigned_int() {
+        bits.to_string()
+    } else {
+        kir_ir::printer::print_constant(kir_ir::Constant::from_bits(b.elem, bits))
+    }
+}
+
+/// The first `limit` (all when `None`) values of `b`, as rows:
+/// ```text
+/// f32[10], all 10:
+///   [0]  0.0  1.5  -2.25 ...
+/// ```
+pub fn listing(b: &Buffer, limit: Option<usize>) -> String {
+    const WIDTH: usize = 100;
+    let n = limit.map_or(b.len(), |l| l.min(b.len()));
+    let head = if n == b.len() {
+        format!("{}[{}], all {n}:", b.elem, b.len())
+    } else {
+        format!("{}[{}], first {n}:", b.elem, b.len())
+    };
+    let texts: Vec<String> = (0..n).map(|i| element_text(b, i)).collect();
+    let w = texts.iter().map(String::len).max().unwrap_or(1);
+    let idx_w = format!("[{}]", n.saturating_sub(1)).len();
+    let per_row = ((WIDTH - 2 - idx_w) / (w + 2)).max(1);
+    let mut out = head;
+    for (r, row) in texts.chunks(per_row).enumerate() {
+        out.push_str(&format!("\n  {:>idx_w$}", format!("[{}]", r * per_row)));
+        for t in row {
+            out.push_str(&format!("  {t:>w$}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod listing_tests {
+    use super::*;
+    use kir_ir::ScalarType;
+
+    #[test]
+    fn values_are_exact_and_rows_are_wrapped() {
+        let b = Buffer::from_u32(&(0..30).collect::<Vec<u32>>());
+        let text = listing(&b, None);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "u32[30], all 30:");
+        assert!(lines[1].starts_with("   [0]   0   1   2"), "{text}");
+        assert!(lines.iter().all(|l| l.len() <= 100), "{text}");
+        assert!(lines.len() > 2, "wrapped: {text}");
+        assert_eq!(listing(&b, Some(3)), "u32[30], first 3:\n  [0]  0  1  2");
+        assert_eq!(listing(&b, Some(99)).lines().next(), Some("u32[30], all 30:"));
+        // f16 as decimals, and a signed type and a u64 beyond 2^53 exactly.
+        let h = Buffer {
+            elem: ScalarType::F16,
+            bytes: [0x3c00u16, 0xc100, 0x7e00].iter().flat_map(|v| v.to_le_bytes()).collect(),
+        };
+        assert_eq!(listing(&h, None), "f16[3], all 3:\n  [0]     1.0    -2.5  0h7e00");
+        let s = Buffer { elem: ScalarType::S8, bytes: vec![0xff, 0x80] };
+        assert_eq!(listing(&s, None), "s8[2], all 2:\n  [0]    -1  -128");
+        let big = Buffer { elem: ScalarType::U64, bytes: (u64::MAX - 1).to_le_bytes().to_vec() };
+        assert_eq!(element_text(&big, 0), "18446744073709551614");
+        let empty = Buffer { elem: ScalarType::F32, bytes: vec![] };
+        assert_eq!(listing(&empty, None), "f32[0], all 0:");
+    }
 }

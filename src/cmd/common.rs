@@ -100,6 +100,30 @@ pub fn write_outputs(outs: &[(String, usize, String)], buffers: &[kir_interp::Bu
     Ok(())
 }
 
+/// A `--print NAME[:N]` value: the parameter name and how many elements (all when no `:N`).
+pub fn parse_print(s: &str) -> Result<(String, Option<usize>), String> {
+    let (name, limit) = match s.rsplit_once(':') {
+        Some((n, l)) => {
+            let l =
+                l.trim().parse::<usize>().map_err(|_| format!("--print {s}: `{l}` is not a count (NAME or NAME:N)"))?;
+            (n, Some(l))
+        }
+        None => (s, None),
+    };
+    let name = name.trim().trim_start_matches('%');
+    if name.is_empty() {
+        return Err(format!("--print `{s}`: expected NAME or NAME:N"));
+    }
+    Ok((name.to_string(), limit))
+}
+
+/// Prints each `(name, buffer index, limit)` as `%name: ` and the buffer's [`kir_interp::outputs::listing`].
+pub fn print_buffers(prints: &[(String, usize, Option<usize>)], buffers: &[kir_interp::Buffer]) {
+    for (n, b, limit) in prints {
+        println!("%{n}: {}", kir_interp::outputs::listing(&buffers[*b], *limit));
+    }
+}
+
 /// A usage error (bad flags or argument values): message on stderr, exit 2.
 pub fn usage(msg: impl std::fmt::Display) -> ExitCode {
     eprintln!("error: {msg}");

@@ -1,5 +1,5 @@
 //! `kir run FILE --kernel K --grid X[,Y[,Z]] --block X[,Y[,Z]] [--arg NAME=VALUE]... [--out NAME=PATH.npy]
-//! [--shared BYTES] [--races] [--uninit] [--fuel N] [--threads N] [--stats] [--time]`: run a kernel in
+//! [--print NAME[:N]] [--shared BYTES] [--races] [--uninit] [--fuel N] [--threads N] [--stats] [--time]`: run a kernel in
 //! the interpreter. A `.ptx` FILE runs in the PTX emulator instead ([`super::run_ptx`]), and
 //! `--graph` runs a launch graph ([`super::run_graph`]).
 //!
@@ -8,8 +8,10 @@
 //!   (every parameter exactly once, by name; scalar type; buffer element type) with clear errors.
 //! - A kernel fault prints a located diagnostic (instruction span, block/thread coordinates) and
 //!   exits 1; bad arguments or launch shapes exit 2; nothing panics.
-//! - Without `--out`, every buffer the kernel may write is summarized on stdout (first elements,
-//!   min/max/mean, NaN count); with `--out NAME=PATH.npy` that buffer is written as `.npy`.
+//! - Without `--out` or `--print`, every buffer the kernel may write is summarized on stdout (first
+//!   elements, min/max/mean, NaN count); with `--out NAME=PATH.npy` that buffer is written as
+//!   `.npy`; with `--print NAME[:N]` its values (all or the first N) are printed exactly, in rows
+//!   (`kir_interp::outputs::listing`). `--out` and `--print` work the same for graphs and `.ptx`.
 //! - `--stats` prints instructions, global bytes read/written and barriers; `--time` the launch's
 //!   wall time (both on stdout, after the outputs).
 
@@ -42,6 +44,10 @@ pub struct Args {
     /// NAME=PATH.npy: write the buffer of pointer parameter NAME after the launch.
     #[arg(long = "out", value_name = "NAME=PATH")]
     pub outs: Vec<String>,
+    /// NAME or NAME:N: print the values of the buffer of pointer parameter NAME after the launch
+    /// (all, or the first N), exactly (f16/bf16 as decimals), in rows with their indices.
+    #[arg(long = "print", value_name = "NAME[:N]")]
+    pub prints: Vec<String>,
     /// Dynamic shared memory per block, in bytes.
     #[arg(long, default_value_t = 0)]
     pub shared: u32,
@@ -106,6 +112,20 @@ pub fn run(a: &Args) -> ExitCode {
         };
         outs.push((n, buf, path));
     }
+    let mut prints = Vec::new();
+    for s in &a.prints {
+        let (n, limit) = match common::parse_print(s) {
+            Ok(x) => x,
+            Err(e) => return usage(e),
+        };
+        let Some((i, _)) = kernel.param_by_name(&n) else {
+            return usage(format!("--print {n}: kernel @{} has no parameter `{n}`", kernel.name));
+        };
+        let Some(buf) = bound.param_buffer[i] else {
+            return usage(format!("--print {n}: parameter `{n}` is a scalar, not a buffer"));
+        };
+        prints.push((n, buf, limit));
+    }
     let cfg = LaunchConfig { grid, block, dynamic_shared_bytes: a.shared };
     let opts = Options { races: a.races, uninit: a.uninit, fuel: a.fuel, threads: a.threads };
     let start = Instant::now();
@@ -118,7 +138,8 @@ pub fn run(a: &Args) -> ExitCode {
     if let Err(code) = common::write_outputs(&outs, &bound.buffers) {
         return code;
     }
-    if outs.is_empty() {
+    common::print_buffers(&prints, &bound.buffers);
+    if outs.is_empty() && prints.is_empty() {
         let written = kir_interp::outputs::written_params(kernel);
         for (i, p) in kernel.params.iter().enumerate() {
             if let (true, Some(buf)) = (written[i], bound.param_buffer[i]) {

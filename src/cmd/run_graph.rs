@@ -52,6 +52,17 @@ pub fn run(a: &Args, name: &str) -> ExitCode {
             None => return usage(format!("--out {n}: graph @{} has no buffer parameter `{n}`", g.name)),
         }
     }
+    let mut prints = Vec::new();
+    for s in &a.prints {
+        let (n, limit) = match common::parse_print(s) {
+            Ok(x) => x,
+            Err(e) => return usage(e),
+        };
+        match buffer_of(&n) {
+            Some(b) => prints.push((n, b, limit)),
+            None => return usage(format!("--print {n}: graph @{} has no buffer parameter `{n}`", g.name)),
+        }
+    }
     let opts = Options { races: a.races, uninit: a.uninit, fuel: a.fuel, threads: a.threads };
     let start = Instant::now();
     let result = run_graph(m, g, &bound.args, &mut bound.buffers, &opts);
@@ -63,7 +74,8 @@ pub fn run(a: &Args, name: &str) -> ExitCode {
     if let Err(code) = common::write_outputs(&outs, &bound.buffers) {
         return code;
     }
-    if outs.is_empty() {
+    common::print_buffers(&prints, &bound.buffers);
+    if outs.is_empty() && prints.is_empty() {
         let written: std::collections::BTreeSet<String> =
             g.launches.iter().flat_map(|l| kir_ir::graph::launch_effects(m, l).writes).collect();
         for p in &g.params {

@@ -121,6 +121,20 @@ pub fn run(a: &Args) -> ExitCode {
         };
         outs.push((n, buf, path));
     }
+    let mut prints = Vec::new();
+    for s in &a.prints {
+        let (n, limit) = match common::parse_print(s) {
+            Ok(x) => x,
+            Err(e) => return usage(e),
+        };
+        let Some(i) = entry.params.iter().position(|p| p.name == n) else {
+            return usage(format!("--print {n}: entry `{}` has no parameter `{n}`", entry.name));
+        };
+        let Some(buf) = bound.param_buffer[i] else {
+            return usage(format!("--print {n}: parameter `{n}` is a scalar, not a buffer"));
+        };
+        prints.push((n, buf, limit));
+    }
     let buffer_names: Vec<String> = {
         let mut v = vec![String::new(); bound.buffers.len()];
         for (p, b) in entry.params.iter().zip(&bound.param_buffer) {
@@ -143,7 +157,8 @@ pub fn run(a: &Args) -> ExitCode {
     if let Err(code) = common::write_outputs(&outs, &run.buffers) {
         return code;
     }
-    if outs.is_empty() {
+    common::print_buffers(&prints, &run.buffers);
+    if outs.is_empty() && prints.is_empty() {
         let mut unchanged = Vec::new();
         for (p, b) in entry.params.iter().zip(&bound.param_buffer) {
             let Some(b) = *b else { continue };

@@ -1,7 +1,12 @@
 //! `kir test [PATH...]`: the main job. Runs every check on every `.kir` file under the paths.
 //!
 //! Guarantees: one row per file and, per directive, an `interp`, a `ptx-emu` and a `gpu` row (`ok`,
-//! `FAIL`, `skip: ...`; see [`kir::harness`]), each printed as soon as it is decided (with `[i/N]` file progress), then a final `N passed, N failed, N skipped` line.
+//! `unverified` — an interpreter row whose directive expects nothing of the outputs —, `FAIL`,
+//! `skip: ...`; see [`kir::harness`]), each printed as soon as it is decided (with `[i/N]` file
+//! progress), then a final `N passed (M without expectation), N failed, N skipped` line (the
+//! parenthesis only when M > 0; `unverified` rows count as passed, or as failed with `--strict`).
+//! The interpreter runs with race and uninitialized-read detection unless `--no-checks`; `--bless`
+//! writes `.npy` expectations and lists each file it wrote.
 //! Exit 0 only when nothing failed and at least one file was found; a path that does not exist is
 //! an error. `--require-gpu` (or `KIR_REQUIRE_GPU=1`) turns a missing GPU into failures.
 
@@ -23,6 +28,17 @@ pub struct Args {
     /// (default 2^32): lower it to stop runaway kernels sooner, raise it for long ones.
     #[arg(long, value_name = "N")]
     pub fuel: Option<u64>,
+    /// Turn off the interpreter's race and uninitialized-read detection everywhere (faster; by
+    /// default every interpreter run has them, unless its directive says `checks=none(REASON)`).
+    #[arg(long)]
+    pub no_checks: bool,
+    /// A directive with no `; expect:` line fails (instead of passing as `unverified`).
+    #[arg(long)]
+    pub strict: bool,
+    /// Write missing or differing `.npy` expectations (`expect: NAME == @file.npy`) from the
+    /// interpreter's output, and list what was written.
+    #[arg(long)]
+    pub bless: bool,
 }
 
 fn collect(path: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
@@ -58,6 +74,8 @@ pub fn run(args: &Args) -> ExitCode {
     }
     let require_gpu = args.require_gpu || std::env::var("KIR_REQUIRE_GPU").is_ok_and(|v| v == "1");
     let mut ctx = Context::detect(require_gpu);
+    ctx.checks = !args.no_checks;
+    ctx.bless = args.bless;
     if let Some(fuel) = args.fuel {
         ctx.interp.fuel = fuel;
         ctx.emu.fuel = fuel;
@@ -77,7 +95,8 @@ pub fn run(args: &Args) -> ExitCode {
         ),
         harness::GpuState::Available(_) => {}
     }
-    let (mut passed, mut failed, mut skipped) = (0usize, 0usize, 0usize);
+    let (mut passed, mut failed, mut skipped, mut unverified) = (0usize, 0usize, 0usize, 0usize);
+    let strict = args.strict;
     let n = files.len();
     let verbose = args.verbose;
     for (i, f) in files.iter().enumerate() {
@@ -89,6 +108,21 @@ pub fn run(args: &Args) -> ExitCode {
                     match (&row.note, verbose) {
                         (Some(note), true) => println!("{progress} ok    {}  ({note})", row.label),
                         _ => println!("{progress} ok    {}", row.label),
+                    }
+                }
+                Outcome::Unverified if strict => {
+                    failed += 1;
+                    println!(
+                        "{progress} FAIL  {}\n    no `; expect:` line: the outputs were not checked (--strict)",
+                        row.label
+                    );
+                }
+                Outcome::Unverified => {
+                    passed += 1;
+                    unverified += 1;
+                    match (&row.note, verbose) {
+                        (Some(note), true) => println!("{progress} unverified {}  ({note})", row.label),
+                        _ => println!("{progress} unverified {}", row.label),
                     }
                 }
                 Outcome::Fail(msg) => {
@@ -103,7 +137,14 @@ pub fn run(args: &Args) -> ExitCode {
         };
         harness::test_file(f, &mut ctx, &mut emit);
     }
-    println!("{passed} passed, {failed} failed, {skipped} skipped");
+    for b in &ctx.blessed {
+        println!("blessed: wrote {b}");
+    }
+    if unverified > 0 {
+        println!("{passed} passed ({unverified} without expectation), {failed} failed, {skipped} skipped");
+    } else {
+        println!("{passed} passed, {failed} failed, {skipped} skipped");
+    }
     if failed > 0 {
         ExitCode::from(1)
     } else {
