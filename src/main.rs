@@ -42,7 +42,25 @@ enum Command {
     Fuzz(cmd::fuzz::Args),
 }
 
+/// Restores the default action for SIGPIPE, as Unix command-line tools have it: `kir test | head`
+/// ends kir quietly when `head` stops reading. (Rust ignores SIGPIPE, so the first write to the
+/// closed pipe would make `println!` panic with a backtrace instead.)
+#[cfg(unix)]
+fn default_sigpipe() {
+    extern "C" {
+        fn signal(signum: i32, handler: usize) -> usize;
+    }
+    const SIGPIPE: i32 = 13;
+    const SIG_DFL: usize = 0;
+    // SAFETY: installs the default disposition for one signal; no handler code runs in Rust.
+    unsafe {
+        signal(SIGPIPE, SIG_DFL);
+    }
+}
+
 fn main() -> ExitCode {
+    #[cfg(unix)]
+    default_sigpipe();
     let cli = Cli::parse();
     match &cli.command {
         Command::Check(a) => cmd::check::run(a),

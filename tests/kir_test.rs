@@ -394,3 +394,24 @@ fn npy_expectations_and_bless() {
     assert!(out.contains("out/sq_y.npy is also an input of this run"), "{out}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `kir test | head`: when the reader goes away, kir ends as Unix tools do (SIGPIPE), without a
+/// panic and a backtrace on stderr.
+#[cfg(unix)]
+#[test]
+fn a_closed_stdout_ends_kir_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kir"))
+        .args(["test", "kernels/"])
+        .env_remove("KIR_CUDA_DRIVER")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(out.status.signal(), Some(13), "{:?} {stderr}", out.status);
+}
