@@ -19,3 +19,4 @@ pub mod gpu_exec;
 pub mod harness;
 pub mod ptx_args;
 pub mod tolerance;
+pub mod walk;

@@ -415,3 +415,44 @@ fn a_closed_stdout_ends_kir_quietly() {
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert_eq!(out.status.signal(), Some(13), "{:?} {stderr}", out.status);
 }
+
+/// The hostile-input report: two links to `..`, a dangling `x.kir` link and a FIFO named `*.kir`
+/// in the tree. `kir test DIR` ends, tests the real file once, and names each odd entry.
+#[cfg(unix)]
+#[test]
+fn odd_directory_trees_end_and_name_what_they_skip() {
+    use std::os::unix::fs::symlink;
+    let dir = scratch("walk");
+    let sub = dir.join("sub");
+    std::fs::create_dir_all(&sub).unwrap();
+    std::fs::copy("tests/kir_test_cases/passes_preserve.kir", sub.join("k.kir")).unwrap();
+    symlink("..", sub.join("up1")).unwrap();
+    symlink("..", sub.join("up2")).unwrap();
+    symlink("gone.kir", sub.join("x.kir")).unwrap();
+    let fifo_made = Command::new("mkfifo").arg(sub.join("p.kir")).status().is_ok_and(|s| s.success());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kir"))
+        .args(["test", "."])
+        .current_dir(&dir)
+        .env_remove("KIR_REQUIRE_GPU")
+        .env_remove("KIR_CUDA_DRIVER")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > std::time::Duration::from_secs(60) {
+            child.kill().ok();
+            panic!("kir test did not end on a tree with link cycles and a FIFO");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    std::fs::remove_dir_all(&dir).ok();
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert_eq!(stdout.matches("ok    ./sub/k.kir\n").count(), 1, "tested once: {stdout}");
+    assert!(stdout.contains("[walk] FAIL  ./sub/x.kir\n    dangling symbolic link (to gone.kir)"), "{stdout}");
+    if fifo_made {
+        assert!(stdout.contains("[walk] FAIL  ./sub/p.kir\n    not a regular file"), "{stdout}");
+    }
+}

@@ -8,10 +8,12 @@
 //! The interpreter runs with race and uninitialized-read detection unless `--no-checks`; `--bless`
 //! writes `.npy` expectations and lists each file it wrote.
 //! Exit 0 only when nothing failed and at least one file was found; a path that does not exist is
-//! an error. `--require-gpu` (or `KIR_REQUIRE_GPU=1`) turns a missing GPU into failures.
+//! an error. The walk ([`kir::walk`]) follows no link into a cycle, tests each file once, and
+//! reports a dangling link or a non-regular `*.kir` (a FIFO would block) as a FAIL row by its own
+//! name, then goes on. `--require-gpu` (or `KIR_REQUIRE_GPU=1`) turns a missing GPU into failures.
 
 use kir::harness::{self, Context, Outcome, Row};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
@@ -41,34 +43,18 @@ pub struct Args {
     pub bless: bool,
 }
 
-fn collect(path: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
-    if path.is_dir() {
-        let mut entries: Vec<PathBuf> = std::fs::read_dir(path)?.filter_map(|e| e.ok().map(|e| e.path())).collect();
-        entries.sort();
-        for e in entries {
-            if e.is_dir() || e.extension().is_some_and(|x| x == "kir") {
-                collect(&e, out)?;
-            }
-        }
-        Ok(())
-    } else if path.exists() {
-        out.push(path.to_path_buf());
-        Ok(())
-    } else {
-        Err(std::io::Error::new(std::io::ErrorKind::NotFound, "no such file or directory"))
-    }
-}
-
 pub fn run(args: &Args) -> ExitCode {
     let paths = if args.paths.is_empty() { vec!["kernels".to_string()] } else { args.paths.clone() };
-    let mut files = Vec::new();
-    for p in &paths {
-        if let Err(e) = collect(Path::new(p), &mut files) {
-            eprintln!("error: {p}: {e}");
+    let roots: Vec<PathBuf> = paths.iter().map(PathBuf::from).collect();
+    let walk = match kir::walk::kir_files(&roots) {
+        Ok(w) => w,
+        Err(e) => {
+            eprintln!("error: {e}");
             return ExitCode::from(2);
         }
-    }
-    if files.is_empty() {
+    };
+    let files = walk.files;
+    if files.is_empty() && walk.problems.is_empty() {
         eprintln!("error: no .kir files under {}", paths.join(", "));
         return ExitCode::from(2);
     }
@@ -96,6 +82,10 @@ pub fn run(args: &Args) -> ExitCode {
         harness::GpuState::Available(_) => {}
     }
     let (mut passed, mut failed, mut skipped, mut unverified) = (0usize, 0usize, 0usize, 0usize);
+    for p in &walk.problems {
+        failed += 1;
+        println!("[walk] FAIL  {}\n    {}", p.path.display(), p.why);
+    }
     let strict = args.strict;
     let n = files.len();
     let verbose = args.verbose;
