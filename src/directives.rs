@@ -1,6 +1,7 @@
 //! Test directives in `.kir` comments: how `kir test` exercises a file.
 //!
 //! Guarantees:
+//! - Parsing is linear in the text (a `run:` line with 100,000 arguments included).
 //! - Every line whose comment text starts with `run:`, `expect:` or `check-ptx:` (after `;` and
 //!   spaces) is a directive and is parsed; a malformed directive is an error with its line number,
 //!   never silently ignored.
@@ -267,6 +268,8 @@ fn parse_run(line: usize, body: &str) -> Result<RunDirective, String> {
         args: vec![],
         expects: vec![],
     };
+    // Argument names seen so far: one hash lookup per argument keeps a long line linear.
+    let mut names = std::collections::HashSet::new();
     for w in it {
         if let Some(rest) = w.strip_prefix("grid") {
             if rest.starts_with('(') {
@@ -292,7 +295,7 @@ fn parse_run(line: usize, body: &str) -> Result<RunDirective, String> {
             }
             "" => return Err(format!("missing argument name in `{w}`")),
             _ => {
-                if d.args.iter().any(|(k, _)| k == key) {
+                if !names.insert(key) {
                     return Err(format!("argument `{key}` is given twice"));
                 }
                 d.args.push((key.to_string(), value.to_string()));
@@ -556,5 +559,14 @@ mod tests {
             let errs = parse_directives(&format!("; run: @k grid(1) block(1) checks={v}\n")).unwrap_err();
             assert!(errs[0].message.contains(want), "{v}: {}", errs[0].message);
         }
+    }
+
+    #[test]
+    fn a_long_run_line_is_parsed_and_still_checks_duplicates() {
+        let args: String = (0..100_000).map(|i| format!(" a{i}=1")).collect();
+        let d = parse_directives(&format!("; run: @k grid(1) block(1){args}\n")).unwrap();
+        assert_eq!(d.runs[0].args.len(), 100_000);
+        let errs = parse_directives(&format!("; run: @k grid(1) block(1){args} a99999=2\n")).unwrap_err();
+        assert!(errs[0].message.contains("argument `a99999` is given twice"));
     }
 }
