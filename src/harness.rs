@@ -545,27 +545,14 @@ fn check_npy(
             ),
         });
     }
-    write_atomically(&full, &kir_interp::npy::encode(buf)).map_err(|err| format!("{file}:{line}: --bless: {err}"))?;
+    crate::files::write_atomically(&full, &kir_interp::npy::encode(buf))
+        .map_err(|err| format!("{file}:{line}: --bless: {err}"))?;
     let what = match why_differs {
         None => format!("new, {}[{}]", buf.elem, buf.len()),
         Some(c) => format!("changed: {c}"),
     };
     ctx.blessed.push(format!("{shown} ({what}; {file}:{line})"));
     Ok(())
-}
-
-/// Writes `bytes` to `path` through a temporary file in the same directory and a rename, so a
-/// reader never sees half a file and a failure leaves the old file intact.
-fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), String> {
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.kir-bless-{}", std::process::id()));
-    std::fs::write(&tmp, bytes).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
-    std::fs::rename(&tmp, path).map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        format!("cannot write {}: {e}", path.display())
-    })
 }
 
 /// The first buffer of `other` that differs from the interpreter's `reference` under `tol`, as a

@@ -14,6 +14,7 @@ pub mod checks;
 pub mod compare;
 pub mod directives;
 pub mod emu_exec;
+pub mod files;
 pub mod fuzz;
 pub mod gpu_exec;
 pub mod harness;

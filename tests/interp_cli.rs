@@ -145,3 +145,62 @@ fn print_shows_a_buffers_values_exactly_in_rows() {
         assert!(err.contains(want), "{bad}: {err}");
     }
 }
+
+/// `--out` never clobbers an input of the run, never writes one file twice, names an empty path,
+/// and leaves nothing half-written.
+#[test]
+fn out_refuses_to_overwrite_inputs_and_duplicates() {
+    let dir = std::env::temp_dir().join(format!("kir-out-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = dir.join("relu.kir");
+    std::fs::copy("kernels/relu_backward.kir", &src).unwrap();
+    let x = dir.join("x.npy");
+    let (code, _, err) = kir(&[
+        "run",
+        "kernels/relu_backward.kir",
+        "--grid",
+        "1",
+        "--block",
+        "4",
+        "--arg",
+        "x=range:f32:4",
+        "--arg",
+        "dy=ones:f32:4",
+        "--arg",
+        "dx=zeros:f32:4",
+        "--arg",
+        "n=4",
+        "--out",
+        &format!("x={}", x.display()),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let before = std::fs::read(&x).unwrap();
+    let (s, xs) = (src.display().to_string(), x.display().to_string());
+    let base = |extra: &[&str]| {
+        let mut a = vec!["run", &s, "--grid", "1", "--block", "4"];
+        a.extend(["--arg", "dy=ones:f32:4", "--arg", "dx=zeros:f32:4", "--arg", "n=4"]);
+        a.extend_from_slice(extra);
+        kir(&a)
+    };
+    let from_npy = format!("x=@{xs}");
+    let over_input = format!("dx={xs}");
+    let (code, _, err) = base(&["--arg", &from_npy, "--out", &over_input]);
+    assert_eq!(code, 2);
+    assert!(err.contains(&format!("--out dx={xs} would overwrite the input of --arg x")), "{err}");
+    let over_source = format!("dx={s}");
+    let (code, _, err) = base(&["--arg", "x=range:f32:4", "--out", &over_source]);
+    assert_eq!(code, 2);
+    assert!(err.contains("would overwrite the file being run"), "{err}");
+    let twice_a = format!("dx={}/o.npy", dir.display());
+    let twice_b = format!("x={}/sub/../o.npy", dir.display());
+    std::fs::create_dir_all(dir.join("sub")).unwrap();
+    let (code, _, err) = base(&["--arg", "x=range:f32:4", "--out", &twice_a, "--out", &twice_b]);
+    assert_eq!(code, 2);
+    assert!(err.contains("write the same file"), "{err}");
+    let (code, _, err) = base(&["--arg", "x=range:f32:4", "--out", "dx="]);
+    assert_eq!(code, 2);
+    assert!(err.contains("error: --out dx=: expected a file name after `=`"), "{err}");
+    assert_eq!(std::fs::read(&x).unwrap(), before, "the input is untouched");
+    assert_eq!(std::fs::read_to_string(&src).unwrap(), std::fs::read_to_string("kernels/relu_backward.kir").unwrap());
+    std::fs::remove_dir_all(&dir).ok();
+}

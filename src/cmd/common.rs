@@ -91,10 +91,40 @@ pub fn interp_failure(e: &kir_interp::InterpError, loaded: &Loaded) -> ExitCode 
     ExitCode::from(if e.kind == kir_interp::ErrorKind::InvalidLaunch { 2 } else { 1 })
 }
 
-/// Writes each `--out NAME=PATH` buffer (`(name, buffer index, path)`) as `.npy`.
+/// Checks the `--out NAME=PATH` list before the run: every PATH non-empty, no two outputs to one
+/// file, and no output over an input of the run (the kernel's own file, an `@PATH.npy` argument).
+pub fn check_out_paths(
+    outs: &[(String, usize, String)],
+    source: &str,
+    named: &[(String, kir_interp::args::ArgSpec)],
+) -> Result<(), String> {
+    use kir::files::same_file;
+    use std::path::Path;
+    for (i, (n, _, path)) in outs.iter().enumerate() {
+        if path.trim().is_empty() {
+            return Err(format!("--out {n}=: expected a file name after `=` (e.g. --out {n}={n}.npy)"));
+        }
+        if let Some((m, _, _)) = outs[..i].iter().find(|(_, _, q)| same_file(Path::new(q), Path::new(path))) {
+            return Err(format!("--out {m}={path} and --out {n}={path} write the same file"));
+        }
+        if same_file(Path::new(path), Path::new(source)) {
+            return Err(format!("--out {n}={path} would overwrite the file being run"));
+        }
+        for (arg, spec) in named {
+            if let kir_interp::args::ArgSpec::Npy(p) = spec {
+                if same_file(Path::new(path), p) {
+                    return Err(format!("--out {n}={path} would overwrite the input of --arg {arg}"));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Writes each `--out NAME=PATH` buffer (`(name, buffer index, path)`) as `.npy`, atomically.
 pub fn write_outputs(outs: &[(String, usize, String)], buffers: &[kir_interp::Buffer]) -> Result<(), ExitCode> {
     for (n, buf, path) in outs {
-        kir_interp::npy::write(std::path::Path::new(path), &buffers[*buf])
+        kir::files::write_atomically(std::path::Path::new(path), &kir_interp::npy::encode(&buffers[*buf]))
             .map_err(|e| file_error(path, format!("cannot write --out {n}: {e}")))?;
     }
     Ok(())

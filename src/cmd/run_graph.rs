@@ -52,6 +52,9 @@ pub fn run(a: &Args, name: &str) -> ExitCode {
             None => return usage(format!("--out {n}: graph @{} has no buffer parameter `{n}`", g.name)),
         }
     }
+    if let Err(e) = common::check_out_paths(&outs, &a.file, &named) {
+        return usage(e);
+    }
     let mut prints = Vec::new();
     for s in &a.prints {
         let (n, limit) = match common::parse_print(s) {

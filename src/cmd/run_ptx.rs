@@ -121,6 +121,9 @@ pub fn run(a: &Args) -> ExitCode {
         };
         outs.push((n, buf, path));
     }
+    if let Err(e) = common::check_out_paths(&outs, &a.file, &named) {
+        return usage(e);
+    }
     let mut prints = Vec::new();
     for s in &a.prints {
         let (n, limit) = match common::parse_print(s) {
