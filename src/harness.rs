@@ -545,6 +545,10 @@ fn check_npy(
             ),
         });
     }
+    if let Some(parent) = full.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)
+            .map_err(|err| format!("{file}:{line}: --bless: cannot create {}: {err}", parent.display()))?;
+    }
     crate::files::write_atomically(&full, &kir_interp::npy::encode(buf))
         .map_err(|err| format!("{file}:{line}: --bless: {err}"))?;
     let what = match why_differs {
