@@ -5,6 +5,8 @@
 //!   `<f2 <f4 <f8 |u1 |i1 <u2 <i2 <u4 <i4 <u8 <i8 |b1` (bool read as `u8`), any shape (flattened);
 //!   anything else is an error string naming the file and the problem, never a panic. The data
 //!   must be exactly `product(shape) * itemsize` bytes and at most [`crate::MAX_BUFFER_BYTES`].
+//! - [`read`] checks the header and the file's size before it reads any data: memory use is bounded
+//!   by what the header promises (and the cap), whatever the file is; devices and FIFOs are refused.
 //! - [`write`] writes version 1.0 with shape `(len,)`; `bf16` is written as `<u2` (raw bit
 //!   patterns; NumPy has no bfloat16), so `read(write(b))` gives `b` back except that `bf16` comes
 //!   back as `u16` with the same bytes.
@@ -60,23 +62,34 @@ fn dict_value<'a>(header: &'a str, key: &str) -> Option<&'a str> {
     Some(rest[..end].trim())
 }
 
-/// Parses `.npy` bytes.
-pub fn parse(bytes: &[u8]) -> Result<Buffer, String> {
-    if bytes.len() < 10 || &bytes[..6] != MAGIC {
+/// The longest header accepted (NumPy writes under 100 bytes; version 2 allows 4 GiB).
+const MAX_HEADER: usize = 1 << 20;
+
+/// Where the header text starts and its length, from the first 10 or 12 bytes (`prefix`); `Ok(None)`
+/// when more than the 10 bytes given are needed (version 2 and 3 have a 4-byte length).
+fn header_span(prefix: &[u8]) -> Result<(usize, usize), String> {
+    if prefix.len() < 10 || &prefix[..6] != MAGIC {
         return Err("not a .npy file (bad magic)".into());
     }
-    let major = bytes[6];
-    let (hlen, start) = match major {
-        1 => (u16::from_le_bytes([bytes[8], bytes[9]]) as usize, 10usize),
+    let (hlen, start) = match prefix[6] {
+        1 => (u16::from_le_bytes([prefix[8], prefix[9]]) as usize, 10usize),
         2 | 3 => {
-            if bytes.len() < 12 {
+            if prefix.len() < 12 {
                 return Err("truncated header".into());
             }
-            (u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize, 12)
+            (u32::from_le_bytes([prefix[8], prefix[9], prefix[10], prefix[11]]) as usize, 12)
         }
         v => return Err(format!("unsupported .npy version {v}")),
     };
-    let header = bytes.get(start..start.saturating_add(hlen)).ok_or("truncated header")?;
+    if hlen > MAX_HEADER {
+        return Err(format!("header of {hlen} bytes (at most {MAX_HEADER})"));
+    }
+    Ok((start, hlen))
+}
+
+/// The element type and the data size in bytes the header describes (checked against
+/// [`crate::MAX_BUFFER_BYTES`]).
+fn parse_header(header: &[u8]) -> Result<(ScalarType, u64), String> {
     let header = std::str::from_utf8(header).map_err(|_| "header is not text")?;
     let descr = dict_value(header, "descr").ok_or("header has no 'descr'")?.trim_matches(['\'', '"']);
     let elem = type_of(descr).ok_or_else(|| format!("unsupported dtype '{descr}' (little-endian numbers only)"))?;
@@ -92,8 +105,18 @@ pub fn parse(bytes: &[u8]) -> Result<Buffer, String> {
         let n: u64 = d.parse().map_err(|_| format!("bad shape {shape}"))?;
         count = count.checked_mul(n).ok_or("shape too large")?;
     }
-    let need =
-        count.checked_mul(elem.bytes() as u64).filter(|n| *n <= crate::MAX_BUFFER_BYTES).ok_or("array too large")?;
+    let need = count
+        .checked_mul(elem.bytes() as u64)
+        .filter(|n| *n <= crate::MAX_BUFFER_BYTES)
+        .ok_or_else(|| format!("array too large: shape {shape} of {elem} is over {} bytes", crate::MAX_BUFFER_BYTES))?;
+    Ok((elem, need))
+}
+
+/// Parses `.npy` bytes.
+pub fn parse(bytes: &[u8]) -> Result<Buffer, String> {
+    let (start, hlen) = header_span(&bytes[..bytes.len().min(12)])?;
+    let header = bytes.get(start..start.saturating_add(hlen)).ok_or("truncated header")?;
+    let (elem, need) = parse_header(header)?;
     let data = &bytes[start + hlen..];
     if data.len() as u64 != need {
         return Err(format!("data has {} bytes, the header says {need}", data.len()));
@@ -101,10 +124,51 @@ pub fn parse(bytes: &[u8]) -> Result<Buffer, String> {
     Ok(Buffer { elem, bytes: data.to_vec() })
 }
 
-/// Reads a `.npy` file.
+/// Reads a `.npy` file: the header first (magic, version, dtype, shape), then — only when the
+/// file's size is exactly what the header says — the data. Never reads more than the header
+/// promises, so `/dev/zero` or a huge unrelated file is an error after a few bytes.
 pub fn read(path: &Path) -> Result<Buffer, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    parse(&bytes).map_err(|e| format!("{}: {e}", path.display()))
+    use std::io::{Read, Seek};
+    let at = |e: String| format!("{}: {e}", path.display());
+    let mut f = std::fs::File::open(path).map_err(|e| at(e.to_string()))?;
+    let meta = f.metadata().map_err(|e| at(e.to_string()))?;
+    if !meta.is_file() {
+        return Err(at("not a regular file".into()));
+    }
+    let mut prefix = [0u8; 12];
+    let got = read_up_to(&mut f, &mut prefix).map_err(|e| at(e.to_string()))?;
+    let (start, hlen) = header_span(&prefix[..got]).map_err(at)?;
+    let body_start = (start + hlen) as u64;
+    if meta.len() < body_start {
+        return Err(at("truncated header".into()));
+    }
+    let mut header = vec![0u8; hlen];
+    f.seek(std::io::SeekFrom::Start(start as u64)).map_err(|e| at(e.to_string()))?;
+    f.read_exact(&mut header).map_err(|e| at(format!("truncated header ({e})")))?;
+    let (elem, need) = parse_header(&header).map_err(at)?;
+    let data_len = meta.len() - body_start;
+    if data_len != need {
+        return Err(at(format!("data has {data_len} bytes, the header says {need}")));
+    }
+    let mut bytes = Vec::new();
+    bytes.try_reserve_exact(need as usize).map_err(|_| at(format!("cannot allocate {need} bytes for the array")))?;
+    f.take(need).read_to_end(&mut bytes).map_err(|e| at(e.to_string()))?;
+    if bytes.len() as u64 != need {
+        return Err(at(format!("data has {} bytes, the header says {need}", bytes.len())));
+    }
+    Ok(Buffer { elem, bytes })
+}
+
+/// Reads until `buf` is full or the end of the file; returns the bytes read.
+fn read_up_to(f: &mut impl std::io::Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match f.read(&mut buf[n..])? {
+            0 => break,
+            k => n += k,
+        }
+    }
+    Ok(n)
 }
 
 /// The `.npy` encoding of a buffer.
@@ -130,6 +194,41 @@ pub fn write(path: &Path, b: &Buffer) -> Result<(), String> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn read_checks_the_header_before_reading_data() {
+        let d = std::env::temp_dir().join(format!("kir-npy-read-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        let b = Buffer { elem: ScalarType::F32, bytes: [1.5f32, -2.0].iter().flat_map(|v| v.to_le_bytes()).collect() };
+        let ok = d.join("ok.npy");
+        write(&ok, &b).unwrap();
+        assert_eq!(read(&ok).unwrap(), b);
+        // A header that promises 2^40 elements: refused from the header alone.
+        let mut big = encode(&b);
+        let text = String::from_utf8_lossy(&big[10..]).replace("(2,)", "(1099511627776,)");
+        big.truncate(10);
+        big.extend_from_slice(text.as_bytes());
+        std::fs::write(d.join("big.npy"), &big).unwrap();
+        let e = read(&d.join("big.npy")).unwrap_err();
+        assert!(e.contains("array too large"), "{e}");
+        // Data shorter or longer than the header says.
+        let mut short = encode(&b);
+        short.pop();
+        std::fs::write(d.join("short.npy"), &short).unwrap();
+        assert!(read(&d.join("short.npy")).unwrap_err().ends_with("data has 7 bytes, the header says 8"));
+        // Not a regular file, not .npy at all, tiny files.
+        if Path::new("/dev/zero").exists() {
+            assert!(read(Path::new("/dev/zero")).unwrap_err().ends_with("not a regular file"));
+        }
+        std::fs::write(d.join("tiny.npy"), b"\x93NUM").unwrap();
+        assert!(read(&d.join("tiny.npy")).unwrap_err().contains("bad magic"));
+        let mut v1_empty_header = MAGIC.to_vec();
+        v1_empty_header.extend_from_slice(&[1, 0, 0, 0, 7, 7]);
+        std::fs::write(d.join("h0.npy"), &v1_empty_header).unwrap();
+        assert!(read(&d.join("h0.npy")).unwrap_err().contains("header has no 'descr'"));
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
     use super::*;
 
     #[test]
