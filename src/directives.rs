@@ -397,6 +397,20 @@ fn parse_expect(line: usize, body: &str) -> Result<(String, Expect), String> {
     Ok((target, Expect { line, buffer: buffer.trim().to_string(), expected, tol }))
 }
 
+/// `RUN:`, `run :`, `Expect:` ...: a comment that starts with a directive's name in another case or
+/// with spaces before the colon (returned as written, up to the colon), which would otherwise be
+/// silently ignored.
+fn misspelled_directive(comment: &str) -> Option<&str> {
+    let word_end = comment.find(|c: char| !(c.is_ascii_alphabetic() || c == '-')).unwrap_or(comment.len());
+    let word = &comment[..word_end];
+    let rest = comment[word_end..].trim_start_matches([' ', '\t']);
+    if !rest.starts_with(':') || !["run", "expect", "check-ptx"].contains(&word.to_ascii_lowercase().as_str()) {
+        return None;
+    }
+    let colon = word_end + (comment[word_end..].len() - rest.len());
+    Some(&comment[..=colon])
+}
+
 /// Parses every directive of a file.
 pub fn parse_directives(source: &str) -> Result<Directives, Vec<DirectiveError>> {
     let mut out = Directives::default();
@@ -422,7 +436,19 @@ pub fn parse_directives(source: &str) -> Result<Directives, Vec<DirectiveError>>
                 Err(message) => errs.push(DirectiveError { line, message }),
             }
         } else if let Some(body) = comment.strip_prefix("check-ptx:") {
-            out.ptx_checks.push((line, body.trim().to_string()));
+            if body.trim().is_empty() {
+                errs.push(DirectiveError { line, message: "`check-ptx:` needs the text the PTX must contain".into() });
+            } else {
+                out.ptx_checks.push((line, body.trim().to_string()));
+            }
+        } else if let Some(spelled) = misspelled_directive(comment) {
+            errs.push(DirectiveError {
+                line,
+                message: format!(
+                    "`{spelled}` looks like a directive but is not one: write `{}` (lowercase, no space before `:`)",
+                    spelled.to_lowercase().replace(' ', "")
+                ),
+            });
         }
     }
     if errs.is_empty() {
@@ -568,5 +594,21 @@ mod tests {
         assert_eq!(d.runs[0].args.len(), 100_000);
         let errs = parse_directives(&format!("; run: @k grid(1) block(1){args} a99999=2\n")).unwrap_err();
         assert!(errs[0].message.contains("argument `a99999` is given twice"));
+    }
+
+    #[test]
+    fn near_miss_directives_and_empty_checks_are_errors() {
+        let src = "; RUN: @k grid(1) block(1)\n; run : @k grid(1) block(1)\n; Expect: @k a[0..1] == [1]\n; check-ptx:\n; running: fine\n; runs: fine\n; Run it: fine\n";
+        let errs = parse_directives(src).unwrap_err();
+        let got: Vec<(usize, &str)> = errs.iter().map(|e| (e.line, e.message.as_str())).collect();
+        assert_eq!(
+            got,
+            vec![
+                (1, "`RUN:` looks like a directive but is not one: write `run:` (lowercase, no space before `:`)"),
+                (2, "`run :` looks like a directive but is not one: write `run:` (lowercase, no space before `:`)"),
+                (3, "`Expect:` looks like a directive but is not one: write `expect:` (lowercase, no space before `:`)"),
+                (4, "`check-ptx:` needs the text the PTX must contain"),
+            ]
+        );
     }
 }
