@@ -136,7 +136,14 @@ pub fn number_constant(text: &str, ty: ScalarType) -> Result<Constant, String> {
             }
         }
     };
-    kir_ir::parse::literal_constant(&lit, ty).map_err(|e| format!("`{text}`: {e}"))
+    let decimal = matches!(lit, AstOperand::Float(_) | AstOperand::Int(_));
+    let c = kir_ir::parse::literal_constant(&lit, ty).map_err(|e| format!("`{text}`: {e}"))?;
+    // A decimal that rounds to infinity is almost always a typo (and an integer that does not fit
+    // is an error too); infinity is spelled `inf`.
+    if decimal && c.as_f64().is_some_and(f64::is_infinite) {
+        return Err(format!("`{text}` is too large for {ty} (it would round to infinity; write `inf` if that is meant)"));
+    }
+    Ok(c)
 }
 
 /// splitmix64 as docs/testing.md defines it: the next `r` and the new state.
@@ -267,6 +274,19 @@ pub fn bind(kernel: &Kernel, named: &[(String, ArgSpec)], base_dir: Option<&Path
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn decimals_that_overflow_to_infinity_are_errors() {
+        let e = number_constant("1e40", ScalarType::F32).unwrap_err();
+        assert_eq!(e, "`1e40` is too large for f32 (it would round to infinity; write `inf` if that is meant)");
+        assert!(number_constant("70000.0", ScalarType::F16).unwrap_err().contains("too large for f16"));
+        assert!(number_constant("70000", ScalarType::F16).is_err(), "an integer must be exact");
+        assert!(number_constant("-1e309", ScalarType::F64).is_err());
+        assert!(number_constant("inf", ScalarType::F32).unwrap().as_f64().unwrap().is_infinite());
+        assert_eq!(number_constant("3.4028235e38", ScalarType::F32).unwrap().as_f64(), Some(f32::MAX as f64));
+        assert_eq!(number_constant("65504", ScalarType::F16).unwrap().as_f64(), Some(65504.0));
+    }
+
     use super::*;
 
     #[test]
