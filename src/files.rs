@@ -4,6 +4,8 @@
 //! - [`write_atomically`] writes through a temporary file in the target's directory and a rename:
 //!   a reader never sees half a file, and a failed write leaves the old file as it was (the
 //!   temporary is removed).
+//! - [`read_source`] reads a source file as UTF-8 text: never a FIFO or device (which could block
+//!   or never end), and invalid UTF-8 is an error located at `LINE:COL` of the first bad byte.
 //! - [`same_file`] says whether two paths name one file, also when the second does not exist yet
 //!   (its directory is resolved, so `./a/../b.npy` and `b.npy` are the same), following links.
 
@@ -18,6 +20,31 @@ fn resolved(path: &Path) -> Option<PathBuf> {
     let name = path.file_name()?;
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     std::fs::canonicalize(dir).ok().map(|d| d.join(name))
+}
+
+/// A source file's text, or why it cannot be read, starting with the path (`PATH:LINE:COL: ...`
+/// for invalid UTF-8, `PATH: ...` otherwise).
+pub fn read_source(path: &Path) -> Result<String, String> {
+    let shown = path.display();
+    let meta = std::fs::metadata(path).map_err(|e| format!("{shown}: {e}"))?;
+    if !meta.is_file() {
+        let what = if meta.is_dir() { "is a directory" } else { "not a regular file (a FIFO, socket or device)" };
+        return Err(format!("{shown}: {what}"));
+    }
+    let bytes = std::fs::read(path).map_err(|e| format!("{shown}: {e}"))?;
+    String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        let bytes = e.as_bytes();
+        let before = &bytes[..at];
+        let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+        let line_start = before.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1);
+        // Columns count characters, as the diagnostics do; the prefix of the line is valid UTF-8.
+        let col = std::str::from_utf8(&bytes[line_start..at]).map_or(at - line_start, |t| t.chars().count()) + 1;
+        format!(
+            "{shown}:{line}:{col}: not valid UTF-8 (byte 0x{:02x} at offset {at}); .kir files are UTF-8 text",
+            bytes[at]
+        )
+    })
 }
 
 /// Whether `a` and `b` name the same file (see the module header).
@@ -63,6 +90,24 @@ mod tests {
         let e = write_atomically(&d.join("missing/dir/a.npy"), b"1").unwrap_err();
         assert!(e.starts_with("cannot write ") && e.contains("missing/dir/a.npy"), "{e}");
         assert_eq!(std::fs::read_dir(&d).unwrap().count(), 2, "no temporary left behind");
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn invalid_utf8_is_located_by_line_and_column() {
+        let d = std::env::temp_dir().join(format!("kir-files-utf8-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("a.kir"), b"kernel @k() {\nentry:\n  \xc3\xa9\xff ret\n}\n").unwrap();
+        assert_eq!(
+            read_source(&d.join("a.kir")).unwrap_err(),
+            format!(
+                "{}:3:4: not valid UTF-8 (byte 0xff at offset 25); .kir files are UTF-8 text",
+                d.join("a.kir").display()
+            )
+        );
+        assert_eq!(read_source(&d).unwrap_err(), format!("{}: is a directory", d.display()));
+        std::fs::write(d.join("ok.kir"), "x").unwrap();
+        assert_eq!(read_source(&d.join("ok.kir")).unwrap(), "x");
         std::fs::remove_dir_all(&d).unwrap();
     }
 }

@@ -132,7 +132,7 @@ fn rendered(diags: &[Diagnostic], path: &str, source: &str) -> String {
 /// Tests one file; `emit` receives each row as soon as it is decided.
 pub fn test_file(path: &Path, ctx: &mut Context, emit: &mut dyn FnMut(Row)) {
     let label = path.display().to_string();
-    let source = match std::fs::read_to_string(path) {
+    let source = match crate::files::read_source(path) {
         Ok(s) => s,
         Err(e) => {
             return emit(Row { label: label.clone(), outcome: Outcome::Fail(format!("cannot read: {e}")), note: None })

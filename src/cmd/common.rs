@@ -35,11 +35,10 @@ pub fn emit(diags: &[Diagnostic], path: &str, source: &str) {
 
 /// Reads a file as UTF-8.
 pub fn read_source(path: &str) -> Result<String, ExitCode> {
-    match std::fs::read(path) {
-        Ok(bytes) => String::from_utf8(bytes)
-            .map_err(|e| file_error(path, format!("not valid UTF-8 (byte {})", e.utf8_error().valid_up_to()))),
-        Err(e) => Err(file_error(path, e)),
-    }
+    kir::files::read_source(std::path::Path::new(path)).map_err(|e| {
+        eprintln!("error: {e}");
+        ExitCode::from(1)
+    })
 }
 
 /// Reads and parses a file; prints diagnostics and returns exit code 1 on failure.
@@ -73,6 +72,7 @@ pub fn select_kernel<'m>(loaded: &'m Loaded, name: Option<&str>) -> Result<&'m k
         }
         None => match m.kernels.as_slice() {
             [k] => Ok(k),
+            [] => Err(file_error(&loaded.path, "this file has no kernel")),
             ks => {
                 let names: Vec<String> = ks.iter().map(|k| format!("@{}", k.name)).collect();
                 Err(file_error(
