@@ -11,8 +11,19 @@
 //! `ret`, branches on values live out of loops with a thread-dependent early exit, leader
 //! broadcasts through shared memory with and without the barrier before the load, shared
 //! exchanges, full-mask shuffles and votes) and launches each [`STRUCTURED_LAUNCHES`] = 3 times
-//! (9000 launches). Disabling temporal divergence or the barrier-epoch rule for loads in the
+//! (9000 launches). Disabling temporal divergence or the barrier-interval rule for loads in the
 //! analysis makes this test fail.
+//!
+//! A third test builds [`STORE_LOOP_KERNELS`] = 2000 structured kernels (3 launches each, 6000)
+//! that also contain loops storing to shared memory: each trip's stores followed by a barrier (the
+//! shape of a reported false rejection), the barrier before the stores or none, nested store
+//! loops, uniform and thread-dependent early exits, loads of a uniform slot before a trip's store,
+//! and after each loop a branch on one loaded slot around a barrier. Half of them are built
+//! well-formed (only correct shapes): every one of those must be accepted (precision), and no
+//! accepted kernel may diverge (soundness). Disabling the load-then-store part of the rule makes
+//! it fail. Races that only the "threads split at a non-uniform branch" part catches do not show
+//! in the interpreter's fixed warp order, so that part is covered by unit tests
+//! (`passes/src/uniformity.rs`). The whole file runs in about 2 s in the test profile.
 //!
 //! Checked:
 //! - Soundness: whenever `verify_barriers` accepts a kernel, no launch reports barrier divergence
@@ -187,6 +198,12 @@ struct Structured {
     rng: Rng,
     lines: Vec<String>,
     next: u32,
+    /// Also generate loops that store to shared memory (see [`Structured::store_loop`]).
+    store_loops: bool,
+    /// Store-loop kernels built to be correct (every barrier uniform, every broadcast ordered):
+    /// only store loops with uniform trip counts and exits and a barrier after the stores, shared
+    /// exchanges, arithmetic, collectives and global stores. The verifier must accept them all.
+    well_formed: bool,
 }
 
 /// Structured kernels checked by [`structured_kernels_never_diverge_when_accepted`].
@@ -209,7 +226,11 @@ impl Structured {
     }
     fn operand(&mut self, pool: &[String]) -> String {
         if self.rng.chance(40) {
-            self.rng.pick(&UNIFORM_SOURCES).to_string()
+            match self.rng.pick(&UNIFORM_SOURCES) {
+                // Varying in a kernel that writes global memory: not for well-formed kernels.
+                "%ld0" if self.well_formed => "%n".to_string(),
+                s => s.to_string(),
+            }
         } else {
             pool[self.rng.below(pool.len() as u64) as usize].clone()
         }
@@ -239,8 +260,9 @@ impl Structured {
         pool[self.rng.below(pool.len() as u64) as usize].clone()
     }
 
-    fn stmt(&mut self, pool: &mut Vec<String>, depth: u32) {
-        let pick = self.rng.below(if depth == 0 { 7 } else { 10 });
+    /// The statements without nested bodies: 0 barrier, 1-2 arithmetic, 3 shared exchange, 4 leader
+    /// broadcast, 5 collective, 6 global store.
+    fn simple_stmt(&mut self, pool: &mut Vec<String>, pick: u64) {
         match pick {
             0 => self.emit("barrier".into()),
             1 | 2 => {
@@ -293,10 +315,34 @@ impl Structured {
                 }
                 pool.push(v);
             }
-            6 => {
+            _ => {
                 let a = self.operand(pool);
                 self.emit(format!("store %out[%gidn], {a}"));
             }
+        }
+    }
+
+    fn stmt(&mut self, pool: &mut Vec<String>, depth: u32) {
+        if self.store_loops && self.rng.chance(if self.well_formed { 60 } else { 45 }) {
+            return self.store_loop(pool, depth);
+        }
+        if self.well_formed {
+            let pick = self.rng.pick(&[1, 2, 3, 5, 6]);
+            return self.simple_stmt(pool, pick);
+        }
+        // Store-loop kernels leave out early `ret` (9): after a thread-dependent one every later
+        // barrier is (rightly) rejected, which would hide the shapes under test.
+        let pick = self.rng.below(if depth == 0 {
+            7
+        } else if self.store_loops {
+            9
+        } else {
+            10
+        });
+        if pick < 7 {
+            return self.simple_stmt(pool, pick);
+        }
+        match pick {
             7 => {
                 // if/else with a join parameter.
                 let c = self.cond(pool);
@@ -368,8 +414,106 @@ impl Structured {
         }
     }
 
-    fn kernel(seed: u64) -> String {
-        let mut g = Structured { rng: Rng::new(seed ^ 0x57C0_FFEE), lines: vec![], next: 0 };
+    /// A loop (at most 3 trips, bound uniform or not) whose body stores to `@sm` (each thread its
+    /// own slot, or thread 0 a uniform slot), maybe around a nested statement or loop, maybe
+    /// loads a uniform slot before the store (a write-after-read race without a barrier), and has
+    /// a barrier after the store, before it, or none, and maybe an early exit; after the loop,
+    /// a load of one uniform slot decides a branch around a barrier. The shape of the kernel
+    /// reported as falsely rejected, and every way to get it wrong.
+    fn store_loop(&mut self, pool: &mut Vec<String>, depth: u32) {
+        // Mostly uniform trip counts: a thread-dependent one makes any barrier inside divergent.
+        // (`%ld0` is uniform only in a kernel that never writes global memory.)
+        let uniform: Vec<String> =
+            UNIFORM_SOURCES.iter().filter(|s| !self.well_formed || **s != "%ld0").map(|s| s.to_string()).collect();
+        let a = if self.well_formed || self.rng.chance(75) {
+            uniform[self.rng.below(uniform.len() as u64) as usize].clone()
+        } else {
+            self.operand(pool)
+        };
+        let (bound, h, b, x) = (self.fresh("%lb"), self.fresh("lhead"), self.fresh("lbody"), self.fresh("lexit"));
+        let (i, i2, more) = (self.fresh("%li"), self.fresh("%li"), self.fresh("%lmore"));
+        self.emit(format!("{bound} = and.u32 {a}, 3"));
+        self.emit(format!("jmp {h}(0)"));
+        self.label(format!("{h}({i}: u32):"));
+        self.emit(format!("{more} = lt.u32 {i}, {bound}"));
+        self.emit(format!("br {more}, {b}, {x}"));
+        self.label(format!("{b}:"));
+        let mut bp = pool.clone();
+        bp.push(i.clone());
+        // 0: barrier after the store (the correct shape), 1: before it, 2: none.
+        let barrier = if self.well_formed { 0 } else { self.rng.pick(&[0, 0, 0, 1, 2]) };
+        if barrier == 1 {
+            self.emit("barrier".into());
+        }
+        if self.well_formed && depth > 0 && self.rng.chance(40) {
+            // A nested statement (often another store loop) where the previous trip's barrier
+            // orders it, before this trip's store.
+            self.stmt(&mut bp, depth - 1);
+        }
+        if !self.well_formed && self.rng.chance(25) {
+            // Read a uniform slot before this trip's stores, and branch on it around a barrier.
+            let (r, c, t, j) = (self.fresh("%lr"), self.fresh("%lc"), self.fresh("lrt"), self.fresh("lrj"));
+            let slot = self.rng.below(128);
+            self.emit(format!("{r} = load %smp[{slot}]"));
+            self.emit(format!("{c} = ne.u32 {r}, 0"));
+            self.emit(format!("br {c}, {t}, {j}"));
+            self.label(format!("{t}:"));
+            self.emit("barrier".into());
+            self.emit(format!("jmp {j}"));
+            self.label(format!("{j}:"));
+        }
+        let v = self.operand(&bp);
+        let (sv, leader) = (self.fresh("%lv"), self.rng.chance(30));
+        self.emit(format!("{sv} = add.u32 {v}, {i}"));
+        if leader {
+            let (s, j) = (self.fresh("lst"), self.fresh("lsj"));
+            let slot = self.rng.below(128);
+            self.emit(format!("br %leader, {s}, {j}"));
+            self.label(format!("{s}:"));
+            self.emit(format!("store %smp[{slot}], {sv}"));
+            self.emit(format!("jmp {j}"));
+            self.label(format!("{j}:"));
+        } else {
+            self.emit(format!("store %smp[%tid], {sv}"));
+        }
+        if !self.well_formed && depth > 0 && self.rng.chance(40) {
+            // A nested statement: often another store loop (nested loops), or anything else.
+            self.stmt(&mut bp, depth - 1);
+        }
+        if barrier == 0 {
+            self.emit("barrier".into());
+        }
+        self.emit(format!("{i2} = add.u32 {i}, 1"));
+        if self.rng.chance(30) {
+            // Early exit: uniform or thread-dependent.
+            let uniform: Vec<String> = uniform.iter().cloned().chain([i.clone()]).collect();
+            let c = if self.well_formed || self.rng.chance(50) { self.cond(&uniform) } else { self.cond(&bp) };
+            self.emit(format!("br {c}, {x}, {h}({i2})"));
+        } else {
+            self.emit(format!("jmp {h}({i2})"));
+        }
+        self.label(format!("{x}:"));
+        let (r, c, t, j) = (self.fresh("%la"), self.fresh("%lc"), self.fresh("lat"), self.fresh("laj"));
+        let slot = self.rng.pick(&["0", "1", "31", "32", "64", "%cta"]);
+        self.emit(format!("{r} = load %smp[{slot}]"));
+        self.emit(format!("{c} = lt.u32 {r}, 2"));
+        self.emit(format!("br {c}, {t}, {j}"));
+        self.label(format!("{t}:"));
+        self.emit("barrier".into());
+        self.emit(format!("jmp {j}"));
+        self.label(format!("{j}:"));
+        if self.well_formed {
+            // Other threads may still load the slot: a later store to it must wait.
+            self.emit("barrier".into());
+        }
+        pool.push(r);
+    }
+
+    /// The kernel's text, and whether it was built well-formed (see [`Structured::well_formed`]).
+    fn kernel(seed: u64, store_loops: bool) -> (String, bool) {
+        let mut g =
+            Structured { rng: Rng::new(seed ^ 0x57C0_FFEE), lines: vec![], next: 0, store_loops, well_formed: false };
+        g.well_formed = store_loops && g.rng.chance(50);
         g.lines.push("kernel @s(%in: ptr<global, u32>, %out: ptr<global, u32>, %n: u32) {".into());
         g.lines.push("  shared @sm: u32[1024]".into());
         g.lines.push("  shared @bc: u32[1]".into());
@@ -397,17 +541,29 @@ impl Structured {
         g.body(&mut pool, depth);
         g.emit("ret".into());
         g.lines.push("}".into());
-        g.lines.join("\n") + "\n"
+        (g.lines.join("\n") + "\n", g.well_formed)
     }
 }
 
-#[test]
-fn structured_kernels_never_diverge_when_accepted() {
+/// Counts from [`check_structured`].
+struct Verdicts {
+    accepted: u64,
+    well_formed: u64,
+    /// Seeds of well-formed kernels the verifier rejected (precision failures).
+    well_formed_rejected: Vec<u64>,
+    accepted_with_barriers: u64,
+    rejected_faulting: u64,
+}
+
+/// Verifies and launches `kernels` structured kernels (seeds `first..first + kernels`), each
+/// `launches` times; panics on an unsound verdict or an unexpected launch failure.
+fn check_structured(name: &str, first: u64, kernels: u64, launches: u64, store_loops: bool) -> Verdicts {
     let (mut accepted, mut rejected, mut rejected_faulting, mut accepted_with_barriers) = (0, 0, 0, 0);
+    let (mut well_formed_count, mut well_formed_rejected) = (0, vec![]);
     let mut unsound = vec![];
     let mut other = vec![];
-    for seed in 0..STRUCTURED_KERNELS {
-        let src = Structured::kernel(seed);
+    for seed in first..first + kernels {
+        let (src, well_formed) = Structured::kernel(seed, store_loops);
         let m =
             kir_ir::parse(&src).unwrap_or_else(|d| panic!("seed {seed}: generated text does not parse: {d:?}\n{src}"));
         let v = kir_ir::verify::verify_module(&m);
@@ -418,6 +574,12 @@ fn structured_kernels_never_diverge_when_accepted() {
         );
         let k = &m.kernels[0];
         let ok = verify_barriers(k).is_empty();
+        if well_formed {
+            well_formed_count += 1;
+            if !ok {
+                well_formed_rejected.push(seed);
+            }
+        }
         if ok {
             accepted += 1;
             if src.contains("barrier") {
@@ -428,7 +590,7 @@ fn structured_kernels_never_diverge_when_accepted() {
         }
         let mut rng = Rng::new(seed.wrapping_mul(0x2545_F491) ^ 0x51);
         let mut faulted = false;
-        for _ in 0..STRUCTURED_LAUNCHES {
+        for _ in 0..launches {
             let block = 32 * (1 + rng.below(4) as u32);
             let grid = 1 + rng.below(3) as u32;
             let n = 1 + rng.below((block * grid) as u64 + 16) as u32;
@@ -455,16 +617,53 @@ fn structured_kernels_never_diverge_when_accepted() {
         }
     }
     eprintln!(
-        "{STRUCTURED_KERNELS} structured kernels, {} launches: {accepted} accepted ({accepted_with_barriers} with barriers), \
-         {rejected} rejected ({rejected_faulting} of them fault in the interpreter), {} other launch failures",
-        STRUCTURED_KERNELS * STRUCTURED_LAUNCHES,
+        "{kernels} {name}, {} launches: {accepted} accepted ({accepted_with_barriers} with barriers), \
+         {rejected} rejected ({rejected_faulting} of them fault in the interpreter), {} other launch failures; \
+         {well_formed_count} built well-formed, of which rejected: {well_formed_rejected:?}",
+        kernels * launches,
         other.len()
     );
     assert!(unsound.is_empty(), "verifier accepted kernels that diverge:\n{}", unsound.join("\n"));
     assert!(other.is_empty(), "launches failed for other reasons: {other:?}");
+    Verdicts {
+        accepted,
+        well_formed: well_formed_count,
+        well_formed_rejected,
+        accepted_with_barriers,
+        rejected_faulting,
+    }
+}
+
+#[test]
+fn structured_kernels_never_diverge_when_accepted() {
+    let v = check_structured("structured kernels", 0, STRUCTURED_KERNELS, STRUCTURED_LAUNCHES, false);
     assert!(
-        accepted_with_barriers > STRUCTURED_KERNELS / 10,
-        "too few accepted kernels with barriers: {accepted_with_barriers}"
+        v.accepted_with_barriers > STRUCTURED_KERNELS / 10,
+        "too few accepted kernels with barriers: {}",
+        v.accepted_with_barriers
     );
-    assert!(rejected_faulting > STRUCTURED_KERNELS / 10, "too few rejected kernels fault: {rejected_faulting}");
+    assert!(v.rejected_faulting > STRUCTURED_KERNELS / 10, "too few rejected kernels fault: {}", v.rejected_faulting);
+}
+
+/// Kernels checked by [`store_loop_kernels_never_diverge_when_accepted`].
+const STORE_LOOP_KERNELS: u64 = 2000;
+
+/// The shapes the barrier-epoch rule for shared loads must get right: loops storing to shared
+/// memory with a trailing barrier (accepted when nothing else is wrong), with the barrier before
+/// the store or none, nested store loops, uniform and thread-dependent early exits, loads of a
+/// uniform slot before a trip's store, and after each loop a branch on one loaded slot around a
+/// barrier.
+#[test]
+fn store_loop_kernels_never_diverge_when_accepted() {
+    let v = check_structured("store-loop kernels", 1 << 20, STORE_LOOP_KERNELS, STRUCTURED_LAUNCHES, true);
+    // Precision: every kernel built correct is accepted (loops whose stores end with a barrier
+    // included), and they are a good part of the whole.
+    assert!(
+        v.well_formed_rejected.is_empty(),
+        "well-formed store-loop kernels rejected: seeds {:?}",
+        v.well_formed_rejected
+    );
+    assert!(v.well_formed > STORE_LOOP_KERNELS / 3, "too few well-formed kernels: {}", v.well_formed);
+    assert!(v.accepted >= v.well_formed, "accepted {} < well-formed {}", v.accepted, v.well_formed);
+    assert!(v.rejected_faulting > STORE_LOOP_KERNELS / 10, "too few rejected kernels fault: {}", v.rejected_faulting);
 }

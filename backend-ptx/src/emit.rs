@@ -7,6 +7,7 @@
 //!   copies ([`crate::pcopy`]), so a swap or rotation of block arguments is correct.
 //! - A conditional branch whose both edges carry moves gets an inline edge block (the critical edge
 //!   is split); moves are never executed on an edge not taken.
+//! - `reqntid(x, y, z)` becomes the performance directive `.reqntid x, y, z` (all three written).
 //! - Unreachable blocks are not emitted. A jump to the next emitted block falls through.
 //! - Before each kir instruction and terminator, a comment shows the instruction as kir prints it,
 //!   prefixed with its source line when the source text is known.
@@ -232,7 +233,12 @@ impl<'a> KernelEmitter<'a> {
         if !params_decl.is_empty() {
             s.push('\n');
         }
-        s.push_str(")\n{\n");
+        s.push_str(")\n");
+        if let Some(r) = k.reqntid {
+            let [x, y, z] = r.dims;
+            let _ = writeln!(s, ".reqntid {x}, {y}, {z}");
+        }
+        s.push_str("{\n");
         for (i, d) in k.shared.iter().enumerate() {
             if let Some(bytes) = d.size_bytes() {
                 let _ = writeln!(

@@ -6,7 +6,9 @@
 //!   diagnostics instead of emitting anything for an ill-formed module; they never panic.
 //! - The output is one PTX module: `.version 8.0`, `.target sm_XX`, `.address_size 64`, one
 //!   `.visible .entry` per kernel with the kernel's name (`.` in kir names becomes `$`). It is a pure
-//!   function of the module and the options: byte-for-byte deterministic.
+//!   function of the module and the options: byte-for-byte deterministic. A kernel declaring
+//!   `reqntid(x, y, z)` gets `.reqntid x, y, z` after its parameter list (the driver then refuses
+//!   launches with another block shape, as the interpreter does).
 //! - The emitted code computes what `kir_ir::eval` and the interpreter compute (see
 //!   [`lower`] for the per-op rules, e.g. explicit rounding on every exact float op so ptxas cannot
 //!   contract `mul`+`add` into an `fma`).

@@ -4,7 +4,8 @@
 //! # Launch model
 //! A launch ([`launch`]) runs a kernel over a grid of blocks, each of `block.x * block.y *
 //! block.z` threads grouped in warps of 32 (linear thread index `x + y*bx + z*bx*by`; the last warp
-//! may be partial). Every block has its own zero-initialized shared memory (static declarations in
+//! may be partial). A kernel that declares `reqntid(x, y, z)` is launched only with exactly that
+//! block; any other block is an invalid launch. Every block has its own zero-initialized shared memory (static declarations in
 //! order, each at its alignment, then the dynamic one sized by
 //! [`LaunchConfig::dynamic_shared_bytes`]); global buffers are shared by all blocks.
 //!
@@ -167,6 +168,23 @@ fn check_shape(cfg: &LaunchConfig) -> Result<(), InterpError> {
     Ok(())
 }
 
+/// A kernel that declares `reqntid(x, y, z)` runs only with exactly that block.
+fn check_reqntid(kernel: &Kernel, cfg: &LaunchConfig) -> Result<(), InterpError> {
+    let Some(r) = kernel.reqntid else { return Ok(()) };
+    if r.dims == cfg.block {
+        return Ok(());
+    }
+    let [bx, by, bz] = cfg.block;
+    let [x, y, z] = r.dims;
+    let e = InterpError::invalid(format!(
+        "kernel @{} declares `{}` (block ({x}, {y}, {z})) but is launched with block ({bx}, {by}, {bz})",
+        kernel.name,
+        r.to_text()
+    ))
+    .with_note("a kernel with `reqntid` must be launched with exactly that block shape (as PTX `.reqntid` requires)");
+    Err(if r.span.is_dummy() { e } else { e.at(r.span, "the required block shape") })
+}
+
 /// Parameter bits for the launch and, per buffer, the names of the parameters bound to it.
 fn check_args(kernel: &Kernel, args: &[Arg], buffers: &[Buffer]) -> Result<(Vec<u64>, Vec<String>), InterpError> {
     if args.len() != kernel.params.len() {
@@ -241,6 +259,7 @@ pub fn launch(
     opts: &Options,
 ) -> Result<Stats, InterpError> {
     check_shape(cfg)?;
+    check_reqntid(kernel, cfg)?;
     let (params, global_names) = check_args(kernel, args, buffers)?;
     let prog = Prog::new(kernel)?;
 

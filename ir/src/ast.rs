@@ -59,10 +59,21 @@ pub struct AstShared {
     pub span: Span,
 }
 
+/// A kernel attribute: `reqntid(256)`.
+#[derive(Clone, Debug)]
+pub struct AstAttr {
+    /// The name (without the `(`).
+    pub name: Spanned<AstStr>,
+    pub args: Vec<Spanned<AstStr>>,
+    pub span: Span,
+}
+
 #[derive(Clone, Debug)]
 pub struct AstKernel {
     pub name: Spanned<AstStr>,
     pub params: Vec<AstParam>,
+    /// Attributes between the parameter list and `{`.
+    pub attrs: Vec<AstAttr>,
     pub shared: Vec<Box<AstShared>>,
     pub blocks: Vec<Box<AstBlock>>,
     pub span: Span,

@@ -239,11 +239,43 @@ impl SharedDecl {
     }
 }
 
+/// A kernel's declared block shape, `reqntid(x[, y[, z]])` (PTX `.reqntid`): every launch must use
+/// exactly this block. The verifier checks each dimension is at least 1 and the product at most
+/// 1024 (x, y <= 1024, z <= 64); launches with another block are invalid.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReqNtid {
+    /// `[x, y, z]`, omitted dimensions 1.
+    pub dims: [u32; 3],
+    /// The `reqntid(...)` clause.
+    pub span: Span,
+}
+
+impl ReqNtid {
+    /// Threads per block.
+    pub fn threads(&self) -> u64 {
+        self.dims.iter().map(|&d| d as u64).product()
+    }
+    /// The clause as printed: trailing dimensions of 1 omitted (x always written).
+    pub fn to_text(&self) -> String {
+        let n = if self.dims[2] != 1 {
+            3
+        } else if self.dims[1] != 1 {
+            2
+        } else {
+            1
+        };
+        let dims: Vec<String> = self.dims[..n].iter().map(|d| d.to_string()).collect();
+        format!("reqntid({})", dims.join(", "))
+    }
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct Kernel {
     /// The name without `@`.
     pub name: String,
     pub params: Vec<ValueId>,
+    /// The declared block shape, if any.
+    pub reqntid: Option<ReqNtid>,
     pub shared: Vec<SharedDecl>,
     /// Layout order; `blocks[0]` is the entry block.
     pub blocks: Vec<Block>,
@@ -258,6 +290,7 @@ impl Kernel {
         Kernel {
             name: name.into(),
             params: vec![],
+            reqntid: None,
             shared: vec![],
             blocks: vec![],
             insts: vec![],
@@ -596,6 +629,9 @@ impl Kernel {
 
     fn clear_spans(&mut self) {
         self.span = Span::DUMMY;
+        if let Some(r) = &mut self.reqntid {
+            r.span = Span::DUMMY;
+        }
         for v in &mut self.values {
             v.span = Span::DUMMY;
         }

@@ -596,6 +596,54 @@ impl<'a, 'e> KernelLowering<'a, 'e> {
             let v = self.define(&p.name, span, ty, ValueDef::Param(n as u32));
             self.kernel.params.push(v);
         }
+        // Attributes: `reqntid(x[, y[, z]])`. Ranges are the verifier's.
+        for a in &ast.attrs {
+            if &*a.name.node != "reqntid" {
+                self.errs.push(
+                    Diagnostic::error(format!("unknown kernel attribute `{}`", a.name.node))
+                        .at(a.name.span, "not a kernel attribute")
+                        .with_note("the kernel attribute is `reqntid(x[, y[, z]])`, the required block shape"),
+                );
+                continue;
+            }
+            if let Some(prev) = self.kernel.reqntid {
+                self.errs.push(
+                    Diagnostic::error("duplicate `reqntid`")
+                        .at(a.span, "declared again here")
+                        .with_label(prev.span, "first declared here"),
+                );
+                continue;
+            }
+            if a.args.is_empty() || a.args.len() > 3 {
+                self.errs.push(
+                    Diagnostic::error(format!("`reqntid` takes 1 to 3 dimensions, found {}", a.args.len()))
+                        .at(a.span, "expected `reqntid(x)`, `reqntid(x, y)` or `reqntid(x, y, z)`"),
+                );
+                continue;
+            }
+            let mut dims = [1u32; 3];
+            let mut ok = true;
+            for (d, arg) in dims.iter_mut().zip(&a.args) {
+                let text: &str = &arg.node;
+                let parsed = match text.strip_prefix("0x") {
+                    Some(h) => u32::from_str_radix(h, 16).ok(),
+                    None => text.parse::<u32>().ok(),
+                };
+                match parsed {
+                    Some(n) => *d = n,
+                    None => {
+                        self.errs.push(
+                            Diagnostic::error(format!("bad block dimension `{text}`"))
+                                .at(arg.span, "expected a number of threads (a u32)"),
+                        );
+                        ok = false;
+                    }
+                }
+            }
+            if ok {
+                self.kernel.reqntid = Some(ReqNtid { dims, span: a.span });
+            }
+        }
         // Shared declarations.
         let mut dynamic_seen: Option<Span> = None;
         for s in &ast.shared {

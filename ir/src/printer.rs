@@ -70,7 +70,11 @@ pub struct PrintedLine {
 pub fn kernel_lines(k: &Kernel) -> Vec<PrintedLine> {
     let mut lines = Vec::new();
     let params: Vec<String> = k.params.iter().map(|p| format!("%{}: {}", k.value(*p).name, k.value(*p).ty)).collect();
-    lines.push(PrintedLine { kind: LineKind::Header, text: format!("kernel @{}({}) {{", k.name, params.join(", ")) });
+    let attrs = k.reqntid.map(|r| format!(" {}", r.to_text())).unwrap_or_default();
+    lines.push(PrintedLine {
+        kind: LineKind::Header,
+        text: format!("kernel @{}({}){attrs} {{", k.name, params.join(", ")),
+    });
     for (i, s) in k.shared.iter().enumerate() {
         let len = s.len.map(|n| n.to_string()).unwrap_or_default();
         let mut text = format!("  shared @{}: {}[{}]", s.name, s.elem, len);

@@ -94,6 +94,10 @@
 //! - E: at most one dynamic (`[]`) declaration per kernel.
 //! - E: the static declarations, laid out in order with their alignment, total at most 48 KiB
 //!   (49152 bytes): PTX limits statically allocated shared memory to 48 KiB; more must be dynamic.
+//!
+//! Block shape
+//! - E: `reqntid(x, y, z)`: every dimension at least 1, x and y at most 1024, z at most 64, and
+//!   `x * y * z` at most 1024 threads (CUDA's limits, which the interpreter enforces at launch).
 
 use crate::cfg::Cfg;
 use crate::diag::Diagnostic;
@@ -365,6 +369,7 @@ impl<'a> Verifier<'a> {
         self.check_entities();
         self.check_names();
         self.check_shared();
+        self.check_reqntid();
         self.check_entry();
         for b in k.block_ids() {
             for (pos, &i) in k.block(b).insts.iter().enumerate() {
@@ -597,6 +602,28 @@ impl<'a> Verifier<'a> {
                 Entity::Kernel,
                 format!("shared declaration `@{}` of this kernel", self.k.shared[n].name),
             ),
+        }
+    }
+
+    // ---------------------------------------------------------------- block shape
+
+    fn check_reqntid(&mut self) {
+        let Some(r) = self.k.reqntid else { return };
+        let [x, y, z] = r.dims;
+        let problem = if x == 0 || y == 0 || z == 0 {
+            Some("every dimension must be at least 1".to_string())
+        } else if x > 1024 || y > 1024 || z > 64 {
+            Some("x and y may be at most 1024, z at most 64".to_string())
+        } else if r.threads() > 1024 {
+            Some(format!("{} threads; a block has at most 1024", r.threads()))
+        } else {
+            None
+        };
+        let Some(problem) = problem else { return };
+        let d = Diagnostic::error(format!("invalid block shape `{}`", r.to_text()));
+        match real(r.span) {
+            Some(s) => self.diags.push(d.at(s, problem).with_note(format!("in kernel `@{}`", self.k.name))),
+            None => self.report(d, Entity::Kernel, format!("`{}` of this kernel: {problem}", r.to_text())),
         }
     }
 

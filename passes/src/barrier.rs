@@ -11,9 +11,20 @@
 //! - Soundness: when it reports nothing, no execution of the kernel (any launch shape, any
 //!   inputs) makes the threads of a block disagree on which barrier they wait at; the property test
 //!   `tests/barrier_soundness.rs` checks this against the interpreter on random kernels.
+//! - One root cause, one error: every barrier and collective rejected because of the same
+//!   divergent branch (the same [`Uniformity::block_reason`]) is reported in ONE error, at the
+//!   first of them in layout order, with an "also rejected for the same cause" label at each other
+//!   one (a note naming its block when it has no source span) and a note counting them.
 //! - Each error explains itself: numbered secondary labels walk from the barrier to the source of
 //!   divergence (the branch, then each value the condition depends on, down to `tid.x`, an atomic,
-//!   a racy load...), each at the span of the entity it names; notes state the rule.
+//!   a racy load...), each at the span of the entity it names; notes state the rule. A racy
+//!   shared load names the write that races with it (printed, with its block, and a label at its
+//!   line) and the barrier-free path from one to the other, or the branch where threads split
+//!   between them ([`crate::uniformity::LoadConflict`]).
+//! - A rejected collective whose cause is a value that would be warp-uniform if the block's x
+//!   size were a multiple of 32 (`tid.x >> 5`, `tid.y`, without `reqntid` or with an x that is not
+//!   such a multiple) gets a note saying so: declare `reqntid(N)` with N a multiple of 32, or use
+//!   `warpid`.
 //! - Never panics, whatever the kernel (an unverified kernel gets the all-varying verdict).
 //!
 //! Not checked: collectives whose member mask is not the constant full mask (which lanes must
@@ -22,7 +33,7 @@
 //! the control flow (the interpreter reports it at run time).
 
 use crate::pass::{Pass, PassContext};
-use crate::uniformity::{Level, MemObject, Uniformity, ValueReason};
+use crate::uniformity::{ConflictKind, Level, LoadConflict, MemObject, Uniformity, ValueReason};
 use kir_ir::cfg::Cfg;
 use kir_ir::diag::Diagnostic;
 use kir_ir::{BlockId, InstId, Kernel, Op, Operand, Span, SpecialReg, Terminator, ValueDef, ValueId};
@@ -56,6 +67,75 @@ pub fn verify_barriers(k: &Kernel) -> Vec<Diagnostic> {
 
 /// [`verify_barriers`] with an analysis already computed.
 pub fn verify_with(k: &Kernel, u: &Uniformity) -> Vec<Diagnostic> {
+    let sites = divergent_sites(k, u);
+    // One root cause, one error: sites under the same divergent branch are reported together.
+    let mut groups: Vec<(Option<BlockId>, Vec<Site>)> = vec![];
+    for site in sites {
+        let key = u.block_reason(site.0);
+        match groups.iter_mut().find(|g| g.0 == key) {
+            Some(g) => g.1.push(site),
+            None => groups.push((key, vec![site])),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(_, sites)| {
+            let (b, i, what) = sites[0];
+            let mut d = explain(k, u, b, i, what);
+            let others = &sites[1..];
+            if others.is_empty() {
+                return d;
+            }
+            for &(ob, oi, ow) in others {
+                let inst = &k.insts[oi.index()];
+                let m = inst.op.mnemonic();
+                let reach = if ow == What::Barrier { "threads of the block" } else { "lanes of the warp" };
+                if inst.span.is_dummy() {
+                    d = d.with_note(format!(
+                        "also rejected for the same cause: `{m}` in block `{}`: some {reach} may not reach it",
+                        k.block(ob).name
+                    ));
+                } else {
+                    d = d.with_label(
+                        site_span(k, ob, oi),
+                        format!("also rejected for the same cause: some {reach} may not reach this `{m}`"),
+                    );
+                }
+            }
+            let (nb, nc) = others.iter().fold((0, 0), |(b, c), s| if s.2 == What::Barrier { (b + 1, c) } else { (b, c + 1) });
+            let mut what = vec![];
+            if nb > 0 {
+                what.push(format!("{nb} more barrier{}", if nb == 1 { "" } else { "s" }));
+            }
+            if nc > 0 {
+                what.push(format!("{nc} more shuffle{} or vote{}", if nc == 1 { "" } else { "s" }, if nc == 1 { "" } else { "s" }));
+            }
+            d.with_note(format!(
+                "the same cause makes {} divergent (labelled \"also rejected\"); they are reported once, here: one fix covers them all",
+                what.join(" and ")
+            ))
+        })
+        .collect()
+}
+
+/// The span of a rejected instruction: an operand-less statement's span runs on to the next token,
+/// so it is cut to the mnemonic.
+fn site_span(k: &Kernel, b: BlockId, i: InstId) -> Span {
+    let inst = &k.insts[i.index()];
+    let mnemonic = inst.op.mnemonic();
+    let own = if inst.args.is_empty() && inst.result.is_none() && !inst.span.is_dummy() {
+        Span { start: inst.span.start, end: (inst.span.start + mnemonic.len() as u32).min(inst.span.end) }
+    } else {
+        inst.span
+    };
+    [own, k.block(b).span, k.span].into_iter().find(|s| !s.is_dummy()).unwrap_or(Span::DUMMY)
+}
+
+/// A rejected barrier or collective: its block, the instruction, which kind.
+type Site = (BlockId, InstId, What);
+
+/// Every barrier and full-mask collective that may be reached divergently, in layout order.
+fn divergent_sites(k: &Kernel, u: &Uniformity) -> Vec<Site> {
     let mut out = vec![];
     for b in k.block_ids() {
         if !u.is_reachable(b) {
@@ -73,7 +153,7 @@ pub fn verify_with(k: &Kernel, u: &Uniformity) -> Vec<Diagnostic> {
                 }
                 _ => continue,
             };
-            out.push(explain(k, u, b, i, what));
+            out.push((b, i, what));
         }
     }
     out
@@ -88,7 +168,7 @@ fn full_mask(op: Op, args: &[Operand]) -> bool {
     matches!(mask, Some(Operand::Const(c)) if c.bits & 0xffff_ffff == 0xffff_ffff)
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum What {
     Barrier,
     Collective,
@@ -104,6 +184,8 @@ struct Chain<'a> {
     seen_values: Vec<ValueId>,
     seen_branches: Vec<BlockId>,
     irreducible: bool,
+    /// What would make a warp-level rejection go away (at most one).
+    hints: Vec<String>,
 }
 
 const MAX_STEPS: usize = 12;
@@ -205,6 +287,9 @@ impl<'a> Chain<'a> {
         let name = self.vname(v);
         let span = self.value_span(v);
         let level = self.u.value_level(v);
+        if level == Level::Varying && self.u.warp_uniform_if_aligned(v) {
+            self.warp_hint(v);
+        }
         let differs = if level == Level::WarpUniform {
             "differs between the warps of a block"
         } else {
@@ -227,16 +312,16 @@ impl<'a> Chain<'a> {
             Some(ValueReason::Atomic) => {
                 self.step(span, format!("{name} is the old value returned by an atomic, which differs between threads"))
             }
-            Some(ValueReason::RacyLoad(obj)) => {
-                let msg = match obj {
-                    MemObject::Global => format!("{name} is loaded from global memory, which this kernel also writes: other threads and blocks may change it at any time"),
-                    MemObject::Shared(n) => {
-                        let d = self.k.shared.get(n as usize).map(|s| format!("`@{}`", s.name)).unwrap_or_else(|| "shared memory".into());
-                        format!("{name} is loaded from {d}, which threads store to with no barrier between those stores and this load")
-                    }
-                    MemObject::SharedAny => format!("{name} is loaded from shared memory, which threads store to with no barrier between those stores and this load"),
-                };
-                self.step(span, msg);
+            Some(ValueReason::RacyLoad(obj)) => self.racy_load(v, obj),
+            Some(ValueReason::WarpBits { value }) => {
+                // Warp-uniform by construction: the chain ends here (the value differs between warps).
+                self.step(
+                    span,
+                    format!(
+                        "{name} keeps only the bits of {} that are the same in all lanes of a warp, so it {differs}",
+                        self.vname(value)
+                    ),
+                );
             }
             Some(ValueReason::Collective) => {
                 self.step(span, format!("{name} is the result of a warp shuffle or vote, which {differs}"))
@@ -270,6 +355,120 @@ impl<'a> Chain<'a> {
     }
 }
 
+impl<'a> Chain<'a> {
+    fn store_text(&self, i: InstId) -> String {
+        let text = kir_ir::printer::print_inst(self.k, i);
+        let block = self.u.inst_block(i).map(|b| self.bname(b)).unwrap_or_else(|| "a block".into());
+        format!("`{}` (in block {block})", text.trim())
+    }
+    fn inst_span(&self, i: InstId) -> Span {
+        self.k.insts.get(i.index()).map(|x| x.span).unwrap_or(Span::DUMMY)
+    }
+    /// `a` → `b` → `c`; a long path keeps its first and last three blocks.
+    fn path_text(&self, path: &[BlockId]) -> String {
+        let names: Vec<String> = path.iter().map(|b| self.bname(*b)).collect();
+        if names.len() <= 8 {
+            return names.join(" → ");
+        }
+        format!(
+            "{} → … ({} more blocks) … → {}",
+            names[..3].join(" → "),
+            names.len() - 6,
+            names[names.len() - 3..].join(" → ")
+        )
+    }
+
+    /// A load that may see a concurrent write: names the write and the barrier-free path between
+    /// them (or the branch that splits the threads between them).
+    fn racy_load(&mut self, v: ValueId, obj: MemObject) {
+        let name = self.vname(v);
+        let span = self.value_span(v);
+        let mem = match obj {
+            MemObject::Global => "global memory".to_string(),
+            MemObject::Shared(n) => self
+                .k
+                .shared
+                .get(n as usize)
+                .map(|s| format!("`@{}`", s.name))
+                .unwrap_or_else(|| "shared memory".into()),
+            MemObject::SharedAny => "shared memory".to_string(),
+        };
+        let conflict = match self.k.values.get(v.index()).map(|d| d.def) {
+            Some(ValueDef::Inst(i)) => self.u.load_conflict(i).cloned(),
+            _ => None,
+        };
+        let Some(LoadConflict { store: Some(st), kind }) = conflict.filter(|c| c.kind != ConflictKind::GlobalWritten)
+        else {
+            let msg = match obj {
+                MemObject::Global => format!("{name} is loaded from global memory, which this kernel also writes: other threads and blocks may change it at any time"),
+                _ => format!("{name} is loaded from {mem}, which threads store to with no barrier between those stores and this load"),
+            };
+            self.step(span, msg);
+            return;
+        };
+        let store = self.store_text(st);
+        let store_span = self.inst_span(st);
+        match kind {
+            ConflictKind::StoreThenLoad(path) => {
+                self.step(
+                    span,
+                    format!(
+                        "{name} is loaded from {mem}, which {store} writes with no barrier on the way from that store to this load: {}",
+                        self.path_text(&path)
+                    ),
+                );
+                self.step(store_span, format!("this store reaches the load of {name} without passing a barrier, so other threads may load before or after it"));
+            }
+            ConflictKind::LoadThenStore(path) => {
+                self.step(
+                    span,
+                    format!(
+                        "{name} is loaded from {mem}, which {store} writes later with no barrier in between ({}): a thread that runs ahead may store before another thread loads",
+                        self.path_text(&path)
+                    ),
+                );
+                self.step(store_span, format!("this store may run before other threads' load of {name}"));
+            }
+            ConflictKind::Split(y) => {
+                self.step(
+                    span,
+                    format!(
+                        "{name} is loaded from {mem}, which {store} writes on another path from the branch in {}, with no barrier between the store and this load",
+                        self.bname(y)
+                    ),
+                );
+                self.step(store_span, format!("this store may run while other threads load {name}"));
+                let c = self.cond_name(y);
+                self.branch_cause(
+                    y,
+                    format!("threads split here depending on {c}: some reach the store, some the load"),
+                );
+            }
+            ConflictKind::GlobalWritten => {}
+        }
+    }
+
+    /// `v` is varying only because the block's x size is not known to be a multiple of 32.
+    fn warp_hint(&mut self, v: ValueId) {
+        if !self.hints.is_empty() {
+            return;
+        }
+        let name = self.vname(v);
+        let shape = match self.u.reqntid() {
+            Some([x, y, z]) => format!(
+                "this kernel's `reqntid({x}, {y}, {z})` has an x size that is not a multiple of 32, so a warp spans two rows of `tid.x`"
+            ),
+            None => "the kernel does not declare its block shape, and with an x size that is not a multiple of 32 a warp spans two rows of `tid.x`".to_string(),
+        };
+        self.hints.push(format!(
+            "{name} would be the same in all lanes of each warp if the block's x size were a multiple of 32, but {shape}: \
+             declare `reqntid(N)` with N a multiple of 32 (e.g. `kernel @{}(...) reqntid(256)`; launches with another block shape are then \
+             invalid), or compute the warp index with `warpid`, which is warp-uniform in every block shape",
+            self.k.name
+        ));
+    }
+}
+
 /// Which successors of `y` can reach `x` before the post-dominator `p`.
 fn sides_reaching(cfg: &Cfg, y: BlockId, p: Option<BlockId>, x: BlockId) -> Vec<bool> {
     cfg.succs(y)
@@ -296,13 +495,7 @@ fn explain(k: &Kernel, u: &Uniformity, b: BlockId, i: InstId, what: What) -> Dia
     let inst = &k.insts[i.index()];
     let mnemonic = inst.op.mnemonic();
     let level = u.block_level(b);
-    // An operand-less statement's span runs on to the next token: keep just the mnemonic.
-    let own = if inst.args.is_empty() && inst.result.is_none() && !inst.span.is_dummy() {
-        Span { start: inst.span.start, end: (inst.span.start + mnemonic.len() as u32).min(inst.span.end) }
-    } else {
-        inst.span
-    };
-    let span = [own, k.block(b).span, k.span].into_iter().find(|s| !s.is_dummy()).unwrap_or(Span::DUMMY);
+    let span = site_span(k, b, i);
     let (message, label) = match what {
         What::Barrier => (
             "barrier must be reached by all threads of the block".to_string(),
@@ -335,6 +528,7 @@ fn explain(k: &Kernel, u: &Uniformity, b: BlockId, i: InstId, what: What) -> Dia
         seen_values: vec![],
         seen_branches: vec![],
         irreducible: u.is_irreducible(),
+        hints: vec![],
     };
     if let Some(y) = u.block_reason(b) {
         let cfg = Cfg::new(k);
@@ -369,6 +563,11 @@ fn explain(k: &Kernel, u: &Uniformity, b: BlockId, i: InstId, what: What) -> Dia
     for n in &chain.unlocated {
         d = d.with_note(n.clone());
     }
+    if what == What::Collective {
+        for h in &chain.hints {
+            d = d.with_note(h.clone());
+        }
+    }
     if chain.irreducible {
         d = d.with_note(
             "the control-flow graph is irreducible (a cycle can be entered at more than one block) and has a branch that is not uniform; \
@@ -383,7 +582,9 @@ fn explain(k: &Kernel, u: &Uniformity, b: BlockId, i: InstId, what: What) -> Dia
         ),
         What::Collective => d.with_note(
             "a shuffle or vote with the full member mask needs all 32 lanes of the warp: it must post-dominate every \
-             branch whose condition may differ between lanes of a warp",
+             branch whose condition may differ between lanes of a warp; a condition is the same in all lanes of a warp \
+             when it is computed only from uniform values, `warpid`, full-mask votes and `shfl.idx` from a warp-uniform \
+             lane, or, in a kernel declaring `reqntid` with an x size that is a multiple of 32, from `tid.x >> 5` and `tid.y`",
         ),
     };
     d.with_note(

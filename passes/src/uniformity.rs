@@ -17,20 +17,38 @@
 //! The rules, lattice `Uniform < WarpUniform < Varying`, an op's level the maximum of its inputs':
 //! - Sources. `tid.*`, `global_id.*`, `laneid`: varying. `warpid`: warp-uniform. Kernel parameters,
 //!   `ctaid.*`, `ntid.*`, `nctaid.*`, constants and `addr @x`: uniform. Atomic results: varying.
+//! - Block shape. With `reqntid(x, y, z)` (every launch has exactly that block): `ntid.*` are known
+//!   constants; `tid.d` and `global_id.d` along a dimension of size 1 are uniform (0, and
+//!   `ctaid.d`); when `x` is a multiple of 32 a warp is 32 consecutive `tid.x` of one row, so
+//!   `tid.y`, `global_id.y` are warp-uniform, and so are `tid.z`, `global_id.z` when `x * y` is a
+//!   multiple of 32. Warp bits: `laneid` (always), `tid.x` and `global_id.x` (x a multiple of 32)
+//!   have their bits from bit 5 up the same in all lanes of a warp (`ctaid.x * ntid.x` is then a
+//!   multiple of 32, also modulo 2^32); `mov` keeps that, `shr` by a constant `c` lowers the bit
+//!   by `c`; `shr` by at least that bit, `div` by a constant multiple of 2^bit and `and` with a
+//!   constant clearing the bits below it give a warp-uniform result. These are pure functions of
+//!   the thread's identity, so they hold whatever the instance (temporal divergence aside).
 //! - Collectives. A shuffle of a (warp-)uniform value has that value's level. `shfl.idx` with a
 //!   warp-uniform source lane (every lane reads lane `idx & 31`) and the constant full mask
 //!   `0xffffffff` is warp-uniform. `vote.all`
 //!   / `vote.any` of a uniform predicate are uniform; with the full constant mask any vote is
 //!   warp-uniform. Everything else a collective returns is varying.
 //! - Loads. A load's level is its address's (pointer and index), provided no thread can write the
-//!   loaded memory concurrently; otherwise it is varying. "Concurrently" is decided by barrier
-//!   epochs: walking backwards from the load, every path reaches a `barrier` (or the kernel entry)
-//!   that starts the load's epoch; the memory is stable when, for each such start, no store or
-//!   atomic to memory that may alias is reachable forwards from it without crossing another
-//!   barrier. Shared memory: a pointer derived from `addr @x` only aliases `@x` (the interpreter
-//!   faults on an access outside its declaration); a shared pointer of other origin aliases all
-//!   shared memory. Global memory is written by other blocks with no ordering at all, so a global
-//!   load is stable only when the kernel contains no store or atomic to global memory whatsoever.
+//!   loaded memory concurrently, i.e. in the same barrier interval; otherwise it is varying
+//!   ([`LoadConflict`] names the write and how it meets the load). Every barrier is reached by all
+//!   threads together (the induction below), so all threads run the same sequence of barrier
+//!   intervals, and within one interval two threads follow the same path until a branch whose
+//!   level is above `Uniform`. Hence a write `S` and a load `L` to memory that may alias can run
+//!   in the same interval only if (a) `S` reaches `L` along the CFG without crossing a barrier
+//!   (a store before the load, loops included: a loop whose trips end their stores with a barrier
+//!   does not reach a load after it), or (b) `L` reaches `S` without crossing a barrier (a thread
+//!   running ahead stores before another loads), or (c) from a branch of level above `Uniform`
+//!   both `S` and `L` are reached without crossing a barrier (threads split there). The load is
+//!   stable when none holds for any aliasing write. Shared memory: a pointer derived from
+//!   `addr @x` only aliases `@x` (the interpreter faults on an access outside its declaration); a
+//!   shared pointer of other origin aliases all shared memory. Global memory is written by other
+//!   blocks with no ordering at all, so a global load is stable only when the kernel contains no
+//!   store or atomic to global memory whatsoever. Rule (c) depends on branch levels, which depend
+//!   on loads: the analysis iterates to a fixpoint, starting from no conflict and only adding.
 //! - Sync dependence. For a branch `Y` whose condition has level `l > Uniform`, let `P` be its
 //!   immediate post-dominator (blocks that cannot reach a `ret` are treated as exiting, so an
 //!   infinite loop counts as an exit). The region of `Y` is every block reachable from `Y`'s
@@ -45,7 +63,7 @@
 
 use kir_ir::cfg::Cfg;
 use kir_ir::{
-    AddrSpace, BlockId, InstId, Kernel, Op, Operand, ShflMode, SpecialReg, Terminator, Type, ValueDef, ValueId,
+    AddrSpace, BinOp, BlockId, InstId, Kernel, Op, Operand, ShflMode, SpecialReg, Terminator, Type, ValueDef, ValueId,
     VoteMode,
 };
 use petgraph::algo::dominators::simple_fast;
@@ -116,6 +134,9 @@ pub enum ValueReason {
     RacyLoad(MemObject),
     /// The result of a shuffle or vote.
     Collective,
+    /// Warp-uniform: only the bits of `value` that are the same in all lanes of a warp survive
+    /// (`shr %tid, 5` when `reqntid`'s x size is a multiple of 32).
+    WarpBits { value: ValueId },
     /// Data dependence on an operand. `after_loop` is the header of a loop with a divergent exit
     /// when the operand is defined in that loop and used after it (temporal divergence).
     Operand { value: ValueId, after_loop: Option<BlockId> },
@@ -162,8 +183,19 @@ pub struct Uniformity {
     def_blocks: Vec<Option<BlockId>>,
     /// Memory a pointer value may point into.
     ptr_obj: Vec<Option<MemObject>>,
-    /// For each placed load: whether no concurrent write may alias it.
-    stable_loads: HashMap<InstId, bool>,
+    /// For each placed load whose memory another thread may write concurrently: how (absent:
+    /// stable).
+    load_conflicts: HashMap<InstId, LoadConflict>,
+    /// Barrier-free reachability used by the load rule (computed once).
+    reach: Option<Reach>,
+    /// `Some(k)`: the value is `>= 0` and its bits above bit `k` are the same in all lanes of a
+    /// warp (with the kernel's `reqntid`), e.g. `tid.x` when the block's x size is a multiple of 32.
+    warp_bits: Vec<Option<u32>>,
+    /// Values that some rule would make warp-uniform if the block's x size were a multiple of 32
+    /// (`tid.x >> 5` without `reqntid`, `tid.y`): what a rejection's hint suggests.
+    warp_uniform_if_aligned: Vec<bool>,
+    /// The declared block shape.
+    reqntid: Option<[u32; 3]>,
     irreducible: bool,
     /// The kernel has dangling handles: every verdict is the conservative one.
     malformed: bool,
@@ -249,7 +281,20 @@ impl Uniformity {
     }
     /// Whether the load `i` is ordered after every write that may alias it (see the module doc).
     pub fn load_is_stable(&self, i: InstId) -> bool {
-        self.stable_loads.get(&i).copied().unwrap_or(false)
+        !self.malformed && self.inst_block.contains_key(&i) && !self.load_conflicts.contains_key(&i)
+    }
+    /// Why the load `i` may see another thread's concurrent write (`None` when it is stable).
+    pub fn load_conflict(&self, i: InstId) -> Option<&LoadConflict> {
+        self.load_conflicts.get(&i)
+    }
+    /// Whether `v` would be warp-uniform if the block's x size were a multiple of 32 (declared with
+    /// `reqntid`), while it is not now: `tid.x >> 5` in a kernel without `reqntid`.
+    pub fn warp_uniform_if_aligned(&self, v: ValueId) -> bool {
+        self.warp_uniform_if_aligned.get(v.index()).copied().unwrap_or(false)
+    }
+    /// The declared block shape the analysis used.
+    pub fn reqntid(&self) -> Option<[u32; 3]> {
+        self.reqntid
     }
     pub fn is_irreducible(&self) -> bool {
         self.irreducible
@@ -278,7 +323,11 @@ impl Uniformity {
             inst_block: HashMap::new(),
             def_blocks: vec![None; nv],
             ptr_obj: vec![None; nv],
-            stable_loads: HashMap::new(),
+            load_conflicts: HashMap::new(),
+            reach: None,
+            warp_bits: vec![None; nv],
+            warp_uniform_if_aligned: vec![false; nv],
+            reqntid: k.reqntid.map(|r| r.dims),
             irreducible: false,
             malformed: false,
         };
@@ -308,7 +357,19 @@ impl Uniformity {
         u.loops = natural_loops(&cfg, nb);
         u.irreducible = is_irreducible(&cfg, nb);
         u.ptr_obj = pointer_objects(k, &cfg);
-        u.stable_loads = stable_loads(k, &cfg, &u.ptr_obj);
+        u.reach = Some(Reach::new(k, &cfg, &u.ptr_obj));
+        u.update_load_conflicts(k);
+        u.warp_bits = warp_bits(k, &cfg, u.reqntid);
+        let aligned = Some(u.reqntid.map_or([32, 2, 2], |[x, y, z]| [x.div_ceil(32).max(1) * 32, y, z]));
+        let hyp = warp_bits(k, &cfg, aligned);
+        for &b in cfg.rpo() {
+            for &i in &k.block(b).insts {
+                let Some(r) = k.inst(i).result else { continue };
+                let now = u.warp_pattern(k, i, &u.warp_bits, u.reqntid);
+                let then = u.warp_pattern(k, i, &hyp, aligned);
+                u.warp_uniform_if_aligned[r.index()] = then.is_some() && now.is_none();
+            }
+        }
 
         loop {
             u.propagate_values(k, &cfg);
@@ -326,11 +387,88 @@ impl Uniformity {
                 }
                 break;
             }
-            if !u.compute_regions(&cfg) {
+            let loads_changed = u.update_load_conflicts(k);
+            let regions_changed = u.compute_regions(&cfg);
+            if !loads_changed && !regions_changed {
                 break;
             }
         }
         u
+    }
+
+    /// Recomputes which loads may see a concurrent write, for the current branch levels (more
+    /// non-uniform branches can only add conflicts). Returns whether any load became unstable.
+    fn update_load_conflicts(&mut self, k: &Kernel) -> bool {
+        let Some(reach) = &self.reach else { return false };
+        let split_branches: Vec<BlockId> = k
+            .block_ids()
+            .filter(|b| self.reachable[b.index()] && self.branch_level[b.index()] > Level::Uniform)
+            .collect();
+        let mut changed = false;
+        for (l, conflict) in reach.conflicts(k, &split_branches) {
+            if let std::collections::hash_map::Entry::Vacant(e) = self.load_conflicts.entry(l) {
+                e.insert(conflict);
+                changed = true;
+            }
+        }
+        changed
+    }
+
+    /// The level `reqntid` and the warp-bits rules give the result of instruction `i` when they
+    /// apply (`None` otherwise): `tid.y` is warp-uniform when the block's x size is a multiple of
+    /// 32; `shr v, c` / `div v, c` / `and v, c` with a constant `c` that drops every bit of `v`
+    /// that may differ within a warp is warp-uniform; a thread index along a dimension of size 1
+    /// is uniform (it is 0).
+    fn warp_pattern(
+        &self,
+        k: &Kernel,
+        i: InstId,
+        bits: &[Option<u32>],
+        shape: Option<[u32; 3]>,
+    ) -> Option<(Level, Option<ValueReason>)> {
+        let inst = k.inst(i);
+        let rows_aligned = |upto: usize| shape.is_some_and(|d| d[..upto].iter().product::<u32>() % 32 == 0);
+        match &inst.op {
+            Op::Special(r @ (SpecialReg::Tid(d) | SpecialReg::GlobalId(d))) => {
+                let n = d.index();
+                if shape.is_some_and(|s| s[n] == 1) {
+                    // tid is 0; global_id is ctaid (wrapping `ctaid * 1 + 0`).
+                    Some((Level::Uniform, None))
+                } else if n > 0 && rows_aligned(n) {
+                    Some((Level::WarpUniform, Some(ValueReason::Special(*r))))
+                } else {
+                    None
+                }
+            }
+            Op::Bin(op @ (BinOp::Shr | BinOp::Div | BinOp::And), ty, _) if ty.is_unsigned_int() => {
+                let v = inst.args.first()?.as_value()?;
+                let c = self.known_const(k, inst.args.get(1)?, shape)?;
+                let kbits = bits.get(v.index()).copied().flatten()?;
+                let low = if kbits >= 64 { u64::MAX } else { (1u64 << kbits) - 1 };
+                let drops = match op {
+                    BinOp::Shr => c >= kbits as u64,
+                    BinOp::Div => c != 0 && kbits < 64 && c % (1u64 << kbits) == 0,
+                    _ => c & low == 0,
+                };
+                drops.then_some((Level::WarpUniform, Some(ValueReason::WarpBits { value: v })))
+            }
+            _ => None,
+        }
+    }
+
+    /// The value of a constant operand, or of `ntid.*` under `reqntid`, or of a `mov` of one.
+    fn known_const(&self, k: &Kernel, o: &Operand, shape: Option<[u32; 3]>) -> Option<u64> {
+        match o {
+            Operand::Const(c) => Some(c.bits),
+            Operand::Value(v) => match k.values.get(v.index())?.def {
+                ValueDef::Inst(i) => match &k.insts.get(i.index())?.op {
+                    Op::Special(SpecialReg::Ntid(d)) => shape.map(|s| s[d.index()] as u64),
+                    Op::Mov(_) => self.known_const(k, k.inst(i).args.first()?, shape),
+                    _ => None,
+                },
+                _ => None,
+            },
+        }
     }
 
     fn raise(&mut self, v: ValueId, level: Level, reason: Option<ValueReason>) -> bool {
@@ -402,6 +540,11 @@ impl Uniformity {
 
     fn inst_level(&self, k: &Kernel, i: InstId, b: BlockId) -> (Level, Option<ValueReason>) {
         let inst = k.inst(i);
+        if let Some(p) = self.warp_pattern(k, i, &self.warp_bits, self.reqntid) {
+            // A pure function of the thread's identity (and uniform constants): the same in every
+            // instance, so temporal divergence of its operands does not matter.
+            return p;
+        }
         match &inst.op {
             Op::Special(r) => match r {
                 SpecialReg::Tid(_) | SpecialReg::GlobalId(_) | SpecialReg::LaneId => {
@@ -734,129 +877,248 @@ fn pointer_objects(k: &Kernel, cfg: &Cfg) -> Vec<Option<MemObject>> {
     obj
 }
 
-/// The memory written by stores and atomics reachable from `(block, start)` without crossing a
-/// barrier.
-fn writes_until_barrier(
-    k: &Kernel,
-    cfg: &Cfg,
-    obj: &[Option<MemObject>],
-    block: BlockId,
-    start: usize,
-) -> Vec<MemObject> {
-    let mut out = vec![];
-    let mut visited = vec![false; k.blocks.len()];
-    let mut stack = vec![(block, start)];
-    'walk: while let Some((b, from)) = stack.pop() {
-        for &i in k.block(b).insts.iter().skip(from) {
+/// `Some(k)` for values whose bits above bit `k` are the same in all lanes of a warp, given the
+/// block shape `shape`: `laneid` (k = 5: it is below 32), `tid.x` and `global_id.x` when the x size
+/// is a multiple of 32 (a warp is 32 consecutive `tid.x` of one row; `global_id.x` adds the
+/// multiple of 32 `ctaid.x * ntid.x`, wrapping at 2^32, itself a multiple of 32), copies, and
+/// `shr` by a smaller constant (k - c).
+fn warp_bits(k: &Kernel, cfg: &Cfg, shape: Option<[u32; 3]>) -> Vec<Option<u32>> {
+    let mut out: Vec<Option<u32>> = vec![None; k.values.len()];
+    let x_aligned = shape.is_some_and(|s| s[0] % 32 == 0);
+    for &b in cfg.rpo() {
+        for &i in &k.block(b).insts {
             let inst = k.inst(i);
-            match inst.op {
-                Op::Barrier => continue 'walk,
-                Op::Store | Op::Atomic(_) | Op::AtomicCas => {
-                    let o = inst
-                        .args
+            let Some(r) = inst.result else { continue };
+            let arg = |n: usize| inst.args.get(n).and_then(|a| a.as_value()).and_then(|v| out[v.index()]);
+            let fact = match &inst.op {
+                Op::Special(SpecialReg::LaneId) => Some(5),
+                Op::Special(SpecialReg::Tid(kir_ir::Dim::X) | SpecialReg::GlobalId(kir_ir::Dim::X)) if x_aligned => {
+                    Some(5)
+                }
+                Op::Mov(ty) if ty.is_unsigned_int() => arg(0),
+                Op::Bin(BinOp::Shr, ty, _) if ty.is_unsigned_int() => match (arg(0), inst.args.get(1)) {
+                    (Some(kb), Some(Operand::Const(c))) if c.bits < kb as u64 => Some(kb - c.bits as u32),
+                    _ => None,
+                },
+                _ => None,
+            };
+            out[r.index()] = fact;
+        }
+    }
+    out
+}
+
+/// Why a load may observe a write another thread makes concurrently (in the same barrier
+/// interval), with the write that does.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LoadConflict {
+    /// The store or atomic (`None` for the global-memory rule: any write to global memory).
+    pub store: Option<InstId>,
+    pub kind: ConflictKind,
+}
+
+/// How a write and a load meet without a barrier between them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ConflictKind {
+    /// Global memory, which the kernel writes somewhere (pointer parameters may alias, and other
+    /// blocks are never ordered).
+    GlobalWritten,
+    /// The store reaches the load through these blocks (the store's first, the load's last) with
+    /// no barrier: a thread may store just before another thread loads.
+    StoreThenLoad(Vec<BlockId>),
+    /// The load reaches the store through these blocks with no barrier: a thread ahead of another
+    /// may already have stored when the other loads.
+    LoadThenStore(Vec<BlockId>),
+    /// Threads split at the non-uniform branch ending this block; from it, one side reaches the
+    /// store and one the load, neither through a barrier.
+    Split(BlockId),
+}
+
+/// A store, atomic or load in the layout.
+#[derive(Clone, Copy)]
+struct Access {
+    inst: InstId,
+    block: BlockId,
+    pos: usize,
+    obj: MemObject,
+}
+
+/// Barrier-free reachability between the kernel's memory accesses: the data the load rule needs.
+struct Reach {
+    writes: Vec<Access>,
+    loads: Vec<Access>,
+    /// Per block: index of its first barrier (`None`: none).
+    first_barrier: Vec<Option<usize>>,
+    /// Per block: index of its last barrier.
+    last_barrier: Vec<Option<usize>>,
+    succs: Vec<Vec<BlockId>>,
+    /// Whether the kernel writes global memory anywhere.
+    writes_global: bool,
+    /// Per write and per load: the blocks whose start is reached from just after it without a
+    /// barrier.
+    from_write: Vec<Vec<bool>>,
+    from_load: Vec<Vec<bool>>,
+}
+
+impl Reach {
+    fn new(k: &Kernel, cfg: &Cfg, obj: &[Option<MemObject>]) -> Reach {
+        let nb = k.blocks.len();
+        let mut r = Reach {
+            writes: vec![],
+            loads: vec![],
+            first_barrier: vec![None; nb],
+            last_barrier: vec![None; nb],
+            succs: (0..nb).map(|b| cfg.succs(BlockId(b as u32)).to_vec()).collect(),
+            writes_global: false,
+            from_write: vec![],
+            from_load: vec![],
+        };
+        for &b in cfg.rpo() {
+            for (pos, &i) in k.block(b).insts.iter().enumerate() {
+                let inst = k.inst(i);
+                let target = || {
+                    inst.args
                         .first()
                         .and_then(|a| a.as_value())
                         .and_then(|p| obj[p.index()])
-                        .unwrap_or(MemObject::Global);
-                    if !out.contains(&o) {
-                        out.push(o);
+                        .unwrap_or(MemObject::Global)
+                };
+                match inst.op {
+                    Op::Barrier => {
+                        r.first_barrier[b.index()].get_or_insert(pos);
+                        r.last_barrier[b.index()] = Some(pos);
                     }
+                    Op::Store | Op::Atomic(_) | Op::AtomicCas => {
+                        let o = target();
+                        r.writes_global |= o == MemObject::Global;
+                        r.writes.push(Access { inst: i, block: b, pos, obj: o });
+                    }
+                    Op::Load => r.loads.push(Access { inst: i, block: b, pos, obj: target() }),
+                    _ => {}
                 }
-                _ => {}
             }
         }
-        for &s in cfg.succs(b) {
-            if !visited[s.index()] {
-                visited[s.index()] = true;
-                stack.push((s, 0));
+        r.from_write = r.writes.iter().map(|a| r.starts_after(a.block, a.pos + 1, k)).collect();
+        r.from_load = r.loads.iter().map(|a| r.starts_after(a.block, a.pos + 1, k)).collect();
+        r
+    }
+
+    /// Whether a barrier sits in `block` at an index in `from..to`.
+    fn barrier_between(&self, k: &Kernel, block: BlockId, from: usize, to: usize) -> bool {
+        match (self.first_barrier[block.index()], self.last_barrier[block.index()]) {
+            (Some(f), Some(l)) if f < to && l >= from => {
+                k.block(block).insts[from..to].iter().any(|&i| k.inst(i).op == Op::Barrier)
             }
+            _ => false,
         }
     }
-    out
-}
 
-/// Where a barrier epoch starts: the kernel entry or just after a barrier.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-enum EpochStart {
-    Entry,
-    Barrier(BlockId, usize),
-}
-
-/// For each placed load: whether every epoch it can execute in is free of writes that may alias
-/// it (and, for global memory, whether the kernel writes global memory at all).
-fn stable_loads(k: &Kernel, cfg: &Cfg, obj: &[Option<MemObject>]) -> HashMap<InstId, bool> {
-    let mut out = HashMap::new();
-    let writes_global = cfg.rpo().iter().any(|&b| {
-        k.block(b).insts.iter().any(|&i| {
-            let inst = k.inst(i);
-            matches!(inst.op, Op::Store | Op::Atomic(_) | Op::AtomicCas)
-                && inst
-                    .args
-                    .first()
-                    .and_then(|a| a.as_value())
-                    .and_then(|p| obj[p.index()])
-                    .unwrap_or(MemObject::Global)
-                    == MemObject::Global
-        })
-    });
-    let mut memo: HashMap<EpochStart, Vec<MemObject>> = HashMap::new();
-    for &b in cfg.rpo() {
-        for (pos, &i) in k.block(b).insts.iter().enumerate() {
-            let inst = k.inst(i);
-            if inst.op != Op::Load {
+    /// The blocks whose start is reached from position `from` of `block` without a barrier.
+    fn starts_after(&self, block: BlockId, from: usize, k: &Kernel) -> Vec<bool> {
+        let mut seen = vec![false; self.succs.len()];
+        let len = k.block(block).insts.len();
+        if self.barrier_between(k, block, from.min(len), len) {
+            return seen;
+        }
+        let mut stack: Vec<BlockId> = self.succs[block.index()].clone();
+        while let Some(b) = stack.pop() {
+            if seen[b.index()] {
                 continue;
             }
-            let o =
-                inst.args.first().and_then(|a| a.as_value()).and_then(|p| obj[p.index()]).unwrap_or(MemObject::Global);
-            if o == MemObject::Global {
-                out.insert(i, !writes_global);
+            seen[b.index()] = true;
+            if self.first_barrier[b.index()].is_none() {
+                stack.extend(self.succs[b.index()].iter().copied());
+            }
+        }
+        seen
+    }
+
+    /// Whether the access `to` is reached without a barrier from just after `from`, whose
+    /// barrier-free block starts are `starts`.
+    fn reaches(&self, k: &Kernel, from: &Access, starts: &[bool], to: &Access) -> bool {
+        (from.block == to.block && from.pos < to.pos && !self.barrier_between(k, to.block, from.pos + 1, to.pos))
+            || (starts[to.block.index()] && !self.barrier_between(k, to.block, 0, to.pos))
+    }
+
+    /// A barrier-free path of blocks from `from` to `to` (both included), when [`Reach::reaches`].
+    fn path(&self, k: &Kernel, from: &Access, to: &Access) -> Vec<BlockId> {
+        if from.block == to.block && from.pos < to.pos && !self.barrier_between(k, to.block, from.pos + 1, to.pos) {
+            return vec![from.block];
+        }
+        // Breadth-first over barrier-free blocks, from the successors of `from`'s block.
+        let nb = self.succs.len();
+        let mut parent: Vec<Option<BlockId>> = vec![None; nb];
+        let mut seen = vec![false; nb];
+        let mut queue = std::collections::VecDeque::new();
+        for &s in &self.succs[from.block.index()] {
+            if !seen[s.index()] {
+                seen[s.index()] = true;
+                parent[s.index()] = Some(from.block);
+                queue.push_back(s);
+            }
+        }
+        while let Some(b) = queue.pop_front() {
+            if b == to.block {
+                let mut path = vec![b];
+                let mut cur = b;
+                while let Some(p) = parent[cur.index()] {
+                    path.push(p);
+                    if p == from.block && path.len() > 1 {
+                        break;
+                    }
+                    cur = p;
+                }
+                path.reverse();
+                return path;
+            }
+            if self.first_barrier[b.index()].is_some() {
                 continue;
             }
-            let starts = epoch_starts(k, cfg, b, pos);
-            let mut stable = true;
-            for s in starts {
-                let w = memo.entry(s).or_insert_with(|| match s {
-                    EpochStart::Entry => writes_until_barrier(k, cfg, obj, Kernel::ENTRY, 0),
-                    EpochStart::Barrier(bb, p) => writes_until_barrier(k, cfg, obj, bb, p + 1),
-                });
-                if w.iter().any(|w| w.may_alias(o)) {
-                    stable = false;
-                    break;
+            for &s in &self.succs[b.index()] {
+                if !seen[s.index()] {
+                    seen[s.index()] = true;
+                    parent[s.index()] = Some(b);
+                    queue.push_back(s);
                 }
             }
-            out.insert(i, stable);
         }
+        vec![from.block, to.block]
     }
-    out
-}
 
-/// The epoch starts that reach position `pos` of block `b` without crossing another barrier.
-fn epoch_starts(k: &Kernel, cfg: &Cfg, b: BlockId, pos: usize) -> Vec<EpochStart> {
-    let mut starts = vec![];
-    let mut visited = vec![false; k.blocks.len()];
-    let mut stack = vec![(b, pos)];
-    'walk: while let Some((b, upto)) = stack.pop() {
-        let insts = &k.block(b).insts;
-        for p in (0..upto.min(insts.len())).rev() {
-            if k.inst(insts[p]).op == Op::Barrier {
-                let s = EpochStart::Barrier(b, p);
-                if !starts.contains(&s) {
-                    starts.push(s);
+    /// The loads that may observe a concurrent aliasing write, given the blocks ending in a
+    /// non-uniform branch, each with the first such write found.
+    fn conflicts(&self, k: &Kernel, split_branches: &[BlockId]) -> HashMap<InstId, LoadConflict> {
+        let mut out = HashMap::new();
+        let splits: Vec<(BlockId, Vec<bool>)> =
+            split_branches.iter().map(|&y| (y, self.starts_after(y, k.block(y).insts.len(), k))).collect();
+        for (li, l) in self.loads.iter().enumerate() {
+            if l.obj == MemObject::Global {
+                if self.writes_global {
+                    let store = self.writes.iter().find(|w| w.obj == MemObject::Global).map(|w| w.inst);
+                    out.insert(l.inst, LoadConflict { store, kind: ConflictKind::GlobalWritten });
                 }
-                continue 'walk;
+                continue;
+            }
+            let found = self.writes.iter().enumerate().filter(|(_, w)| w.obj.may_alias(l.obj)).find_map(|(wi, w)| {
+                let kind = if self.reaches(k, w, &self.from_write[wi], l) {
+                    ConflictKind::StoreThenLoad(self.path(k, w, l))
+                } else if self.reaches(k, l, &self.from_load[li], w) {
+                    ConflictKind::LoadThenStore(self.path(k, l, w))
+                } else {
+                    let at_end = |y: BlockId| Access { inst: w.inst, block: y, pos: usize::MAX, obj: w.obj };
+                    let (y, _) = splits.iter().find(|(y, starts)| {
+                        self.reaches(k, &at_end(*y), starts, w) && self.reaches(k, &at_end(*y), starts, l)
+                    })?;
+                    ConflictKind::Split(*y)
+                };
+                Some(LoadConflict { store: Some(w.inst), kind })
+            });
+            if let Some(c) = found {
+                out.insert(l.inst, c);
             }
         }
-        if b == Kernel::ENTRY && !starts.contains(&EpochStart::Entry) {
-            starts.push(EpochStart::Entry);
-        }
-        for &q in cfg.preds(b) {
-            if cfg.is_reachable(q) && !visited[q.index()] {
-                visited[q.index()] = true;
-                stack.push((q, k.block(q).insts.len()));
-            }
-        }
+        out
     }
-    starts
 }
 
 /// One letter per level, as `--print-divergence` shows it.
@@ -886,6 +1148,7 @@ fn reason_text(k: &Kernel, r: Option<ValueReason>) -> String {
             "load from shared memory stored to without a barrier in between".into()
         }
         Some(ValueReason::Collective) => "shuffle/vote result".into(),
+        Some(ValueReason::WarpBits { value }) => format!("bits of {} that differ only between warps", vn(value)),
         Some(ValueReason::Operand { value, after_loop }) => format!("depends on {}{}", vn(value), after(after_loop)),
         Some(ValueReason::Incoming { value, from, after_loop }) => {
             format!("gets {} from {}{}", vn(value), bn(from), after(after_loop))
@@ -933,7 +1196,18 @@ pub fn annotate(k: &Kernel, u: &Uniformity) -> String {
             LineKind::Inst(i) => match k.inst(i).result {
                 Some(r) if u.inst_block(i).is_some_and(|b| u.is_reachable(b)) => {
                     let l = u.value_level(r);
-                    let why = reason_text(k, u.value_reason(r));
+                    let mut why = reason_text(k, u.value_reason(r));
+                    if let (Some(ValueReason::RacyLoad(_)), Some(c)) = (u.value_reason(r), u.load_conflict(i)) {
+                        if let Some(w) = c.store.and_then(|w| u.inst_block(w)) {
+                            let b = &k.block(w).name;
+                            why.push_str(&match c.kind {
+                                ConflictKind::StoreThenLoad(_) => format!(" (the write in {b} reaches this load)"),
+                                ConflictKind::LoadThenStore(_) => format!(" (the write in {b} follows this load)"),
+                                ConflictKind::Split(_) => format!(" (the write in {b} may run concurrently)"),
+                                ConflictKind::GlobalWritten => format!(" (e.g. in {b})"),
+                            });
+                        }
+                    }
                     if why.is_empty() {
                         level_letter(l).to_string()
                     } else {
@@ -1223,5 +1497,151 @@ out:
         let (k, u) = analyze(&src("%t"));
         assert_eq!(level(&k, &u, "z"), Level::Varying);
         assert_eq!(block(&k, &u, "out"), Level::Varying);
+    }
+    fn load_of<'k>(k: &'k Kernel, name: &str) -> InstId {
+        let v = k.values.iter().position(|d| d.name == name).unwrap();
+        match k.values[v].def {
+            ValueDef::Inst(i) => i,
+            _ => panic!("%{name} is not an instruction result"),
+        }
+    }
+
+    /// A loop whose trips store and then reach a barrier: the load after it is ordered.
+    fn store_loop(body_end: &str, before_store: &str) -> String {
+        format!(
+            "kernel @k(%n: u32) {{
+  shared @a: u32[64]
+entry:
+  %t = tid.x
+  %ap = addr @a
+  jmp head(0)
+head(%i: u32):
+  %more = lt.u32 %i, %n
+  br %more, body, after
+body:
+  {before_store}
+  store %ap[%t], %i
+  {body_end}
+  %i2 = add.u32 %i, 1
+  jmp head(%i2)
+after:
+  %v = load %ap[0]
+  ret
+}}"
+        )
+    }
+
+    #[test]
+    fn stores_in_a_loop_followed_by_a_barrier_do_not_race_with_a_load_after_it() {
+        let (k, u) = analyze(&store_loop("barrier", ""));
+        assert_eq!(level(&k, &u, "v"), Level::Uniform);
+        assert!(u.load_is_stable(load_of(&k, "v")));
+    }
+
+    #[test]
+    fn a_store_that_reaches_the_load_without_a_barrier_is_named_with_its_path() {
+        // No barrier in the loop, or only before the store: the last trip's store reaches the load.
+        for (end, before) in [("", ""), ("", "barrier")] {
+            let (k, u) = analyze(&store_loop(end, before));
+            assert_eq!(level(&k, &u, "v"), Level::Varying);
+            let c = u.load_conflict(load_of(&k, "v")).expect("a conflict");
+            let names = |p: &[BlockId]| p.iter().map(|b| k.block(*b).name.clone()).collect::<Vec<_>>();
+            match &c.kind {
+                ConflictKind::StoreThenLoad(path) => assert_eq!(names(path), ["body", "head", "after"]),
+                other => panic!("{other:?}"),
+            }
+            assert_eq!(k.inst(c.store.unwrap()).op, Op::Store);
+        }
+    }
+
+    #[test]
+    fn a_load_followed_by_a_store_in_the_same_barrier_interval_races() {
+        let (k, u) = analyze(
+            "kernel @k(%n: u32) {
+  shared @a: u32[64]
+entry:
+  %t = tid.x
+  %ap = addr @a
+  %v = load %ap[0]
+  store %ap[%t], 1
+  barrier
+  ret
+}",
+        );
+        assert_eq!(level(&k, &u, "v"), Level::Varying);
+        assert!(matches!(u.load_conflict(load_of(&k, "v")).unwrap().kind, ConflictKind::LoadThenStore(_)));
+    }
+
+    #[test]
+    fn threads_split_between_a_store_and_a_load_race_only_at_a_non_uniform_branch() {
+        let src = |cond: &str| {
+            format!(
+                "kernel @k(%n: u32) {{
+  shared @a: u32[64]
+entry:
+  %t = tid.x
+  %ap = addr @a
+  %c = lt.u32 {cond}, 3
+  br %c, st, ld
+st:
+  store %ap[0], 1
+  ret
+ld:
+  %v = load %ap[0]
+  ret
+}}"
+            )
+        };
+        let (k, u) = analyze(&src("%t"));
+        assert_eq!(level(&k, &u, "v"), Level::Varying);
+        let c = u.load_conflict(load_of(&k, "v")).unwrap();
+        assert_eq!(c.kind, ConflictKind::Split(Kernel::ENTRY));
+        // All threads take the same side: the store and the load never run in one launch.
+        let (k, u) = analyze(&src("%n"));
+        assert_eq!(level(&k, &u, "v"), Level::Uniform);
+    }
+
+    #[test]
+    fn reqntid_makes_warp_indices_warp_uniform() {
+        let src = |attr: &str| {
+            format!(
+                "kernel @k(%n: u32){attr} {{
+entry:
+  %t = tid.x
+  %ty = tid.y
+  %tz = tid.z
+  %g = global_id.x
+  %w = shr.u32 %t, 5
+  %w6 = shr.u32 %t, 6
+  %half = shr.u32 %t, 4
+  %gw = shr.u32 %g, 5
+  %d = div.u32 %t, 64
+  %m = and.u32 %t, 0xffffffe0
+  %nt = ntid.x
+  %dn = div.u32 %t, %nt
+  %l = laneid
+  %lw = shr.u32 %l, 5
+  ret
+}}"
+            )
+        };
+        let (k, u) = analyze(&src(" reqntid(64, 2)"));
+        for v in ["w", "w6", "gw", "d", "m", "ty", "lw", "dn"] {
+            assert_eq!(level(&k, &u, v), Level::WarpUniform, "%{v}");
+        }
+        assert_eq!(level(&k, &u, "tz"), Level::Uniform, "tid.z is 0 in a block of depth 1");
+        assert_eq!(level(&k, &u, "half"), Level::Varying);
+        assert_eq!(level(&k, &u, "t"), Level::Varying);
+        // Without the declaration (or with an x size that is not a multiple of 32) a warp may span
+        // two rows: nothing but `laneid >> 5` is warp-uniform, and the hint knows what would help.
+        for attr in ["", " reqntid(48, 2)"] {
+            let (k, u) = analyze(&src(attr));
+            for v in ["w", "gw", "d", "m", "ty"] {
+                assert_eq!(level(&k, &u, v), Level::Varying, "%{v} with `{attr}`");
+                let id = ValueId(k.values.iter().position(|d| d.name == v).unwrap() as u32);
+                assert!(u.warp_uniform_if_aligned(id), "%{v} with `{attr}`");
+            }
+            assert_eq!(level(&k, &u, "lw"), Level::WarpUniform);
+        }
     }
 }

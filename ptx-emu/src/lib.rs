@@ -58,6 +58,8 @@
 //!   a time in block-index order, so atomics are deterministic too). With several failing blocks
 //!   the lowest block index's error is reported.
 //! - Fuel: at most [`Options::fuel`] thread-instructions per launch.
+//! - An entry with `.reqntid x[, y[, z]]` runs only with exactly that block shape (omitted
+//!   dimensions 1); any other is an invalid launch, as the CUDA driver refuses it.
 //!
 //! Semantics of the approximate instructions are listed in [`float`].
 
@@ -236,6 +238,8 @@ pub struct Entry {
     pub static_shared_bytes: u32,
     /// 1-based PTX line of `.entry`.
     pub line: u32,
+    /// The block shape `.reqntid` requires (omitted dimensions 1), if the entry declares one.
+    pub reqntid: Option<[u32; 3]>,
 }
 
 /// A loaded PTX module: every entry parsed, every instruction decoded and checked.
@@ -358,6 +362,14 @@ pub fn launch(
         return Err(EmuError::invalid(format!("no entry `{entry}` in the module (entries: {})", names.join(", "))));
     };
     check_shape(cfg)?;
+    if let Some(r) = k.info.reqntid {
+        if r != cfg.block {
+            let ([x, y, z], [bx, by, bz]) = (r, cfg.block);
+            return Err(EmuError::invalid(format!(
+                "entry `{entry}` declares `.reqntid {x}, {y}, {z}` but is launched with block ({bx}, {by}, {bz})"
+            )));
+        }
+    }
     let params = param_bytes(k, args, mem)?;
     let shared_bytes = if cfg.dynamic_shared_bytes > 0 {
         k.dynamic_shared_offset as u64 + cfg.dynamic_shared_bytes as u64

@@ -361,11 +361,37 @@ impl Parser {
             }
             self.pos += 1;
         }
-        // Performance directives.
+        // Performance directives. `.reqntid` is kept (launches must match it); the others only
+        // advise the compiler and are skipped.
+        let mut reqntid: Option<[u32; 3]> = None;
         while let Some(Token { tok: Tok::Dot(d), .. }) = self.peek() {
             match d.as_str() {
-                "maxntid" | "reqntid" | "minnctapersm" | "maxnreg" | "maxclusterrank" | "reqnctapercluster"
-                | "explicitcluster" | "noreturn" => {
+                "reqntid" => {
+                    let t = self.next("`.reqntid`")?;
+                    let mut dims: Vec<u64> = vec![];
+                    while let Some(Token { tok: Tok::Int(v), .. }) = self.peek() {
+                        dims.push(*v);
+                        self.pos += 1;
+                        if self.is_punct(',') {
+                            self.pos += 1;
+                        } else {
+                            break;
+                        }
+                    }
+                    if dims.is_empty() || dims.len() > 3 || dims.iter().any(|&d| d == 0 || d > 1024) {
+                        return Err(err(&t, "`.reqntid` takes 1 to 3 dimensions from 1 to 1024"));
+                    }
+                    if reqntid.is_some() {
+                        return Err(err(&t, "`.reqntid` is given twice"));
+                    }
+                    let mut r = [1u32; 3];
+                    for (d, v) in r.iter_mut().zip(&dims) {
+                        *d = *v as u32;
+                    }
+                    reqntid = Some(r);
+                }
+                "maxntid" | "minnctapersm" | "maxnreg" | "maxclusterrank" | "reqnctapercluster" | "explicitcluster"
+                | "noreturn" => {
                     self.pos += 1;
                     while matches!(self.peek(), Some(Token { tok: Tok::Int(_) | Tok::Punct(','), .. })) {
                         self.pos += 1;
@@ -503,7 +529,7 @@ impl Parser {
         let global_atomics = insts
             .iter()
             .any(|i| matches!(i.op, Op::Atom { space: crate::prog::Space::Global | crate::prog::Space::Generic, .. }));
-        let info = Entry { name, params, static_shared_bytes: shared.size, line: at.line };
+        let info = Entry { name, params, static_shared_bytes: shared.size, line: at.line, reqntid };
         Ok(Kernel {
             info,
             insts,
