@@ -15,7 +15,7 @@
 //! ```text
 //! ; run: @kernel grid(X[,Y[,Z]]) block(X[,Y[,Z]]) [shared=BYTES] [tol=ulp:N|rel:X|abs:X] NAME=VALUE ...
 //! ; run: @graph NAME=VALUE ... [tol=...]
-//! ; run: @kernel ... [checks=none(REASON)|checks=no-races(REASON)|checks=no-uninit(REASON)]
+//! ; run: @kernel ... [checks=none(REASON)|checks=no-races(REASON)|checks=no-uninit(REASON)] [fuel=N]
 //! ; expect: @kernel NAME[A..B] == [v0, v1, ...] [tol=...]
 //! ; expect: @kernel NAME == @PATH.npy [tol=...]
 //! ; expect: @kernel NAME == @reference [grid(..) block(..)] [shared=BYTES] [tol=...]
@@ -170,6 +170,9 @@ pub struct RunDirective {
     pub tol: Option<Tolerance>,
     /// The interpreter's runtime checks (`checks=`).
     pub checks: Checks,
+    /// `fuel=N`: this directive's launches may run N thread-instructions in all and N per warp
+    /// (instead of `kir test`'s `--fuel` or the defaults).
+    pub fuel: Option<u64>,
     /// `NAME=VALUE` in order.
     pub args: Vec<(String, String)>,
     pub expects: Vec<Expect>,
@@ -265,6 +268,7 @@ fn parse_run(line: usize, body: &str) -> Result<RunDirective, String> {
         shared_bytes: 0,
         tol: None,
         checks: Checks::default(),
+        fuel: None,
         args: vec![],
         expects: vec![],
     };
@@ -289,6 +293,15 @@ fn parse_run(line: usize, body: &str) -> Result<RunDirective, String> {
         match key {
             "tol" => d.tol = Some(Tolerance::parse(value)?),
             "checks" => d.checks = Checks::parse(value)?,
+            "fuel" => {
+                d.fuel = Some(
+                    value
+                        .parse::<u64>()
+                        .ok()
+                        .filter(|n| *n > 0)
+                        .ok_or_else(|| format!("bad fuel `{value}` (a positive number of instructions)"))?,
+                )
+            }
             "shared" => {
                 d.shared_bytes =
                     value.parse::<u32>().map_err(|_| format!("bad shared memory size `{value}` (bytes)"))?
@@ -606,7 +619,10 @@ mod tests {
             vec![
                 (1, "`RUN:` looks like a directive but is not one: write `run:` (lowercase, no space before `:`)"),
                 (2, "`run :` looks like a directive but is not one: write `run:` (lowercase, no space before `:`)"),
-                (3, "`Expect:` looks like a directive but is not one: write `expect:` (lowercase, no space before `:`)"),
+                (
+                    3,
+                    "`Expect:` looks like a directive but is not one: write `expect:` (lowercase, no space before `:`)"
+                ),
                 (4, "`check-ptx:` needs the text the PTX must contain"),
             ]
         );

@@ -206,7 +206,7 @@ fn first_error(d: &[kir_ir::Diagnostic]) -> String {
 /// uninitialized-read detection.
 pub fn interpret(k: &Kernel, cfg: &LaunchConfig, bound: &args::Bound, fuel: u64) -> Result<Vec<Buffer>, Failure> {
     let mut buffers = bound.buffers.clone();
-    let opts = Options { races: true, uninit: true, fuel, threads: Some(1) };
+    let opts = Options { races: true, uninit: true, threads: Some(1), ..Options::default() }.with_fuel(fuel);
     match kir_interp::launch(k, cfg, &bound.args, &mut buffers, &opts) {
         Ok(_) => Ok(buffers),
         Err(e) => {

@@ -303,6 +303,11 @@ fn run_directive(
     };
     let opts =
         Options { races: ctx.checks && d.checks.races, uninit: ctx.checks && d.checks.uninit, ..ctx.interp.clone() };
+    let opts = match d.fuel {
+        Some(n) => opts.with_fuel(n),
+        None => opts,
+    };
+    let emu_opts = kir_ptx_emu::Options { fuel: d.fuel.unwrap_or(ctx.emu.fuel), ..ctx.emu.clone() };
     let is_graph = module.graph(&d.target).is_some();
     let (before, after) = if is_graph {
         match (
@@ -374,7 +379,7 @@ fn run_directive(
 
     // The PTX emulator: never skipped.
     let emu_label = format!("{label} ptx-emu");
-    let outcome = match run_in_emulator(emu_ptx, optimized, d, &before, &ctx.emu) {
+    let outcome = match run_in_emulator(emu_ptx, optimized, d, &before, &emu_opts) {
         Err(e) => Outcome::Fail(e.message),
         Ok(emu_buffers) => match first_difference(&before, &emu_buffers, cmp_tol, tol_source) {
             Some(msg) => Outcome::Fail(msg),

@@ -154,6 +154,51 @@ fn infinite_loop_with_default_fuel_in_many_blocks_stops() {
     )
     .unwrap_err();
     assert_eq!(e.fault_kind(), Some(FaultKind::FuelExhausted));
+    // Whichever worker notices, the error points at an instruction and a thread.
+    assert!(e.span.is_some() && e.thread.is_some(), "{e:?}");
+}
+
+/// One spinning warp stops at the per-warp limit long before the launch's fuel runs out (the
+/// default limits stop a single spinning thread within about a second instead of a minute).
+#[test]
+fn a_spinning_warp_is_stopped_by_the_warp_limit() {
+    let src = std::fs::read_to_string("tests/interp_faults/infinite_loop.kir").unwrap();
+    let m = kir_ir::parse(&src).unwrap();
+    let mut bufs = vec![u32s(1)];
+    let opts = Options { warp_fuel: 5_000, ..Options::default() };
+    let e = launch(
+        &m.kernels[0],
+        &LaunchConfig::linear(2, 64),
+        &[Arg::Buffer(0), Arg::Scalar(Constant::u32(5))],
+        &mut bufs,
+        &opts,
+    )
+    .unwrap_err();
+    assert_eq!(e.fault_kind(), Some(FaultKind::FuelExhausted));
+    assert_eq!(e.message, "warp 0 of this block ran more than 5000 instructions");
+    assert!(e.span.is_some() && e.thread.is_some(), "{e:?}");
+    assert!(e.notes.iter().any(|n| n.contains("--fuel N")), "{e:?}");
+    assert_eq!(kir_interp::DEFAULT_WARP_FUEL, 1 << 26);
+    // `--fuel N` raises (or lowers) both limits.
+    let o = Options::default().with_fuel(1 << 30);
+    assert_eq!((o.fuel, o.warp_fuel), (1 << 30, 1 << 30));
+}
+
+/// A fault in block 0 of a 2^31-block grid ends the launch at once on every host thread (it ran
+/// for a minute before: every other block index was still visited).
+#[test]
+fn a_fault_stops_a_huge_grid_promptly() {
+    let src = "kernel @k(%out: ptr<global, u32>) {\nentry:\n  %b = ctaid.x\n  %t = tid.x\n  %z = eq.u32 %b, 0\n  \
+               br %z, bad, exit\nbad:\n  %i = add.u32 %t, 100\n  store %out[%i], %t\n  jmp exit\nexit:\n  ret\n}\n";
+    let m = kir_ir::parse(src).unwrap();
+    for threads in [None, Some(2)] {
+        let mut bufs = vec![u32s(4)];
+        let opts = Options { threads, ..Options::default() };
+        let e = launch(&m.kernels[0], &LaunchConfig::linear(i32::MAX as u32, 1), &[Arg::Buffer(0)], &mut bufs, &opts)
+            .unwrap_err();
+        assert_eq!(e.fault_kind(), Some(FaultKind::OutOfBounds));
+        assert_eq!(e.block, Some([0, 0, 0]), "the lowest failing block is reported");
+    }
 }
 
 #[test]

@@ -70,6 +70,8 @@ pub(crate) struct LaunchCtx<'a> {
     pub global_names: Vec<String>,
     pub fuel_used: &'a AtomicU64,
     pub fuel: u64,
+    /// Instructions one warp may execute in one block ([`crate::Options::warp_fuel`]).
+    pub warp_fuel: u64,
 }
 
 impl LaunchCtx<'_> {
@@ -125,6 +127,11 @@ pub(crate) struct Worker {
     /// next report.
     pending: u64,
     pending_cap: u64,
+    /// The instruction, warp and lanes of the last charge: where a fuel fault found at the end of
+    /// a block points (the last instruction this worker ran).
+    last_charge: Option<(Span, usize, u32)>,
+    /// Instructions each warp has executed in the current block (for `warp_fuel`).
+    warp_steps: Vec<u64>,
     // Current block.
     linear: u64,
     ctaid: [u32; 3],
@@ -201,6 +208,8 @@ impl Worker {
             stats: Stats::default(),
             pending: 0,
             pending_cap: FUEL_CHUNK.min(cx.fuel),
+            last_charge: None,
+            warp_steps: vec![0; cx.nwarps],
             linear: 0,
             ctaid: [0; 3],
             epoch: 0,
@@ -226,6 +235,7 @@ impl Worker {
             self.stacks[w].clear();
             self.stacks[w].push(Entry { block: 0, ip: 0, mask: self.live0[w], rpc: EXIT });
             self.exited[w] = 0;
+            self.warp_steps[w] = 0;
             self.exit_block[w] = [EXIT; 32];
             self.state[w] = WarpState::Running;
         }
@@ -348,7 +358,7 @@ impl Worker {
                 format!("the launch ran more than its fuel of {} thread-instructions", cx.fuel),
             )
             .with_note("an infinite loop? raise the limit with --fuel N if the kernel is just long");
-            match at {
+            match at.or(self.last_charge) {
                 Some((span, w, mask)) => {
                     let l = mask.trailing_zeros();
                     e = e.at(span, "still running here").in_thread(self.ctaid, cx.tid_of(w as u32 * 32 + l));
@@ -366,8 +376,20 @@ impl Worker {
         self.stats.thread_instructions += n as u64;
         self.stats.warp_instructions += 1;
         self.pending += n as u64;
+        self.last_charge = Some((span, w, mask));
         if self.pending > self.pending_cap {
             self.flush_fuel(cx, Some((span, w, mask)))?;
+        }
+        self.warp_steps[w] += 1;
+        if self.warp_steps[w] > cx.warp_fuel {
+            let l = mask.trailing_zeros();
+            return Err(InterpError::fault(
+                FaultKind::FuelExhausted,
+                format!("warp {w} of this block ran more than {} instructions", cx.warp_fuel),
+            )
+            .with_note("an infinite loop? if the kernel is just long, raise the limit with --fuel N")
+            .at(span, "still running here")
+            .in_thread(self.ctaid, cx.tid_of(w as u32 * 32 + l)));
         }
         Ok(())
     }

@@ -36,7 +36,9 @@
 //! instruction named may vary with more than one host thread.
 //!
 //! # Limits (so an untrusted `.kir` file cannot exhaust the machine)
-//! [`Options::fuel`] caps thread-instructions per launch (default [`DEFAULT_FUEL`]); buffers are
+//! [`Options::fuel`] caps thread-instructions per launch (default [`DEFAULT_FUEL`]) and
+//! [`Options::warp_fuel`] the instructions of one warp in one block (default [`DEFAULT_WARP_FUEL`]),
+//! so a spinning thread is reported in about a second; buffers are
 //! capped at [`MAX_BUFFER_BYTES`] each (and [`MAX_RACE_BYTES`] in total with `--races`, whose
 //! shadow takes 16 bytes per granule of 1 to 8 bytes), shared memory at [`MAX_SHARED_BYTES`] per
 //! block, a block's register file at [`MAX_REGISTER_BYTES`].
@@ -62,8 +64,11 @@ use rayon::prelude::*;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
-/// Default fuel: 2^32 thread-instructions per launch (a few seconds of interpretation).
+/// Default fuel: 2^32 thread-instructions per launch (about a minute of interpretation).
 pub const DEFAULT_FUEL: u64 = 1 << 32;
+/// Default per-warp limit: 2^26 instructions of one warp in one block (about a second when a
+/// single thread spins; far more than any kernel of `kernels/` needs per warp).
+pub const DEFAULT_WARP_FUEL: u64 = 1 << 26;
 /// Largest buffer a launch accepts (4 GiB).
 pub const MAX_BUFFER_BYTES: u64 = 1 << 32;
 /// Largest total of global buffers with race detection on (256 MiB; the shadow is up to 16x that:
@@ -108,13 +113,26 @@ pub struct Options {
     /// Thread-instructions the launch may execute (instructions and terminators, counted per
     /// active lane).
     pub fuel: u64,
+    /// Instructions one warp may execute in one block (counted once per warp step, whatever its
+    /// active lanes): a thread that spins forever is reported within about a second, long before
+    /// the launch's `fuel` runs out. Default [`DEFAULT_WARP_FUEL`]; [`Options::with_fuel`] sets
+    /// both limits (what `--fuel N` does).
+    pub warp_fuel: u64,
     /// Host threads for blocks; `None` uses rayon's global pool (all cores).
     pub threads: Option<usize>,
 }
 
 impl Default for Options {
     fn default() -> Options {
-        Options { races: false, uninit: false, fuel: DEFAULT_FUEL, threads: None }
+        Options { races: false, uninit: false, fuel: DEFAULT_FUEL, warp_fuel: DEFAULT_WARP_FUEL, threads: None }
+    }
+}
+
+impl Options {
+    /// These options with the launch's fuel and the per-warp limit both `n` (`--fuel N`: a user
+    /// who raises the fuel for a long kernel means it for its longest warp too).
+    pub fn with_fuel(self, n: u64) -> Options {
+        Options { fuel: n, warp_fuel: n, ..self }
     }
 }
 
@@ -359,6 +377,7 @@ pub fn launch(
             global_names,
             fuel_used: &fuel_used,
             fuel: opts.fuel,
+            warp_fuel: opts.warp_fuel,
         };
         run_blocks(&cx, cfg)
     };
@@ -392,27 +411,36 @@ fn run_blocks(cx: &LaunchCtx, cfg: &LaunchConfig) -> Result<Stats, InterpError> 
     } else {
         let first_err: Mutex<Option<(u64, InterpError)>> = Mutex::new(None);
         let stop_at = AtomicU64::new(u64::MAX);
+        // Blocks go to host threads in contiguous chunks (a few per thread, to balance uneven
+        // blocks), each run in order by one worker. A failing block lowers `stop_at`; every chunk
+        // stops at its first block above it, so a fault ends the launch promptly however large the
+        // grid, and blocks below the lowest failure so far still run (the lowest one is reported,
+        // whatever the scheduling).
         let run = || {
-            (0..nblocks)
+            let nchunks = (rayon::current_num_threads() as u64 * 8).clamp(1, nblocks);
+            (0..nchunks)
                 .into_par_iter()
-                .fold(
-                    || None::<Worker>,
-                    |acc, b| {
+                .map(|c| {
+                    let (lo, hi) = (c * nblocks / nchunks, (c + 1) * nblocks / nchunks);
+                    if lo > stop_at.load(Ordering::Relaxed) {
+                        return Stats::default();
+                    }
+                    let mut w = Worker::new(cx);
+                    for b in lo..hi {
                         if b > stop_at.load(Ordering::Relaxed) {
-                            return acc;
+                            break;
                         }
-                        let mut w = acc.unwrap_or_else(|| Worker::new(cx));
                         if let Err(e) = w.run_block(cx, b) {
                             stop_at.fetch_min(b, Ordering::Relaxed);
                             let mut slot = first_err.lock().unwrap_or_else(|p| p.into_inner());
                             if slot.as_ref().map_or(true, |(eb, _)| b < *eb) {
                                 *slot = Some((b, e));
                             }
+                            break;
                         }
-                        Some(w)
-                    },
-                )
-                .map(|w| w.map(|w| w.stats).unwrap_or_default())
+                    }
+                    w.stats
+                })
                 .reduce(Stats::default, Stats::add)
         };
         let stats = match cx.opts.threads.and_then(|n| rayon::ThreadPoolBuilder::new().num_threads(n).build().ok()) {

@@ -37,7 +37,7 @@ use kir::compare::{compare_buffers, Strictness};
 use kir::directives::Tolerance;
 use kir::{emu_exec, gpu_exec};
 use kir_backend_ptx::gpu::{GpuError, GpuRunner};
-use kir_interp::{args, Arg, Buffer, ErrorKind, LaunchConfig, Options};
+use kir_interp::{args, Arg, Buffer, ErrorKind, LaunchConfig};
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
@@ -85,9 +85,10 @@ pub struct Args {
     /// Fail (exit 1) instead of skipping when there is no GPU (also: KIR_REQUIRE_GPU=1).
     #[arg(long)]
     pub require_gpu: bool,
-    /// Interpreter fuel (thread-instructions).
-    #[arg(long, default_value_t = kir_interp::DEFAULT_FUEL)]
-    pub fuel: u64,
+    /// Instructions each run may execute: N thread-instructions in all and N per warp (default
+    /// 2^32 in all, 2^26 per warp in the interpreter).
+    #[arg(long, value_name = "N")]
+    pub fuel: Option<u64>,
     /// Host threads for the interpreter (default: all cores).
     #[arg(long)]
     pub threads: Option<usize>,
@@ -205,7 +206,7 @@ pub fn run(a: &Args) -> ExitCode {
     };
 
     // Interpreter.
-    let opts = Options { races: false, uninit: false, fuel: a.fuel, threads: a.threads };
+    let opts = super::run::cli_options(false, false, a.fuel, a.threads);
     let mut interp = initial.clone();
     let run = match &target {
         Target::Kernel { k, cfg } => kir_interp::launch(k, cfg, &launch_args, &mut interp, &opts),
@@ -356,7 +357,7 @@ fn against_emulator(
             slot.clone_from(n);
         }
     }
-    let opts = kir_ptx_emu::Options { fuel: a.fuel, threads: a.threads };
+    let opts = kir_ptx_emu::Options { fuel: a.fuel.unwrap_or(kir_ptx_emu::DEFAULT_FUEL), threads: a.threads };
     let run = match target {
         Target::Kernel { k, cfg } => {
             let entry = gpu_exec::ptx_entry_name(&k.name);

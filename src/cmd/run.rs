@@ -57,10 +57,13 @@ pub struct Args {
     /// Report reads of uninitialized shared memory.
     #[arg(long)]
     pub uninit: bool,
-    /// Thread-instructions the launch may run.
-    #[arg(long, default_value_t = kir_interp::DEFAULT_FUEL)]
-    pub fuel: u64,
-    /// Host threads (default: all cores).
+    /// Instructions the launch may run: N thread-instructions in all, and N instructions of any
+    /// one warp (default 2^32 in all and 2^26 per warp, so a spinning thread stops within about a
+    /// second); raise it for a long kernel.
+    #[arg(long, value_name = "N")]
+    pub fuel: Option<u64>,
+    /// Host threads (default: all cores; more than the cores or the blocks cannot help and are
+    /// not started).
     #[arg(long)]
     pub threads: Option<usize>,
     /// Print instructions executed, global bytes read/written, barriers.
@@ -69,6 +72,16 @@ pub struct Args {
     /// Print the launch's wall time.
     #[arg(long)]
     pub time: bool,
+}
+
+/// The interpreter options of `kir run`/`kir diff`: `--fuel N` sets the launch's and each warp's
+/// limit; without it both are the defaults.
+pub fn cli_options(races: bool, uninit: bool, fuel: Option<u64>, threads: Option<usize>) -> Options {
+    let o = Options { races, uninit, threads, ..Options::default() };
+    match fuel {
+        Some(n) => o.with_fuel(n),
+        None => o,
+    }
 }
 
 pub fn run(a: &Args) -> ExitCode {
@@ -130,7 +143,7 @@ pub fn run(a: &Args) -> ExitCode {
         prints.push((n, buf, limit));
     }
     let cfg = LaunchConfig { grid, block, dynamic_shared_bytes: a.shared };
-    let opts = Options { races: a.races, uninit: a.uninit, fuel: a.fuel, threads: a.threads };
+    let opts = cli_options(a.races, a.uninit, a.fuel, a.threads);
     let start = Instant::now();
     let result = kir_interp::launch(kernel, &cfg, &bound.args, &mut bound.buffers, &opts);
     let elapsed = start.elapsed();

@@ -14,7 +14,6 @@
 use super::common::{self, split_named, usage};
 use super::run::Args;
 use kir_interp::graph::{bind_graph, run_graph};
-use kir_interp::Options;
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -66,7 +65,7 @@ pub fn run(a: &Args, name: &str) -> ExitCode {
             None => return usage(format!("--print {n}: graph @{} has no buffer parameter `{n}`", g.name)),
         }
     }
-    let opts = Options { races: a.races, uninit: a.uninit, fuel: a.fuel, threads: a.threads };
+    let opts = super::run::cli_options(a.races, a.uninit, a.fuel, a.threads);
     let start = Instant::now();
     let result = run_graph(m, g, &bound.args, &mut bound.buffers, &opts);
     let elapsed = start.elapsed();

@@ -26,8 +26,10 @@ pub struct Args {
     /// Also print what each passing row checked.
     #[arg(long, short)]
     pub verbose: bool,
-    /// Thread-instructions each launch may execute, in the interpreter and in the PTX emulator
-    /// (default 2^32): lower it to stop runaway kernels sooner, raise it for long ones.
+    /// Instructions each launch may execute, in the interpreter and in the PTX emulator: N
+    /// thread-instructions in all and N per warp (default 2^32 in all, 2^26 per warp in the
+    /// interpreter, so a spinning thread fails within about a second); a directive's `fuel=N`
+    /// overrides it for its launches.
     #[arg(long, value_name = "N")]
     pub fuel: Option<u64>,
     /// Turn off the interpreter's race and uninitialized-read detection everywhere (faster; by
@@ -63,7 +65,7 @@ pub fn run(args: &Args) -> ExitCode {
     ctx.checks = !args.no_checks;
     ctx.bless = args.bless;
     if let Some(fuel) = args.fuel {
-        ctx.interp.fuel = fuel;
+        ctx.interp = ctx.interp.clone().with_fuel(fuel);
         ctx.emu.fuel = fuel;
     }
     if ctx.ptxas.is_none() {
