@@ -118,7 +118,8 @@ pub struct Options {
     /// the launch's `fuel` runs out. Default [`DEFAULT_WARP_FUEL`]; [`Options::with_fuel`] sets
     /// both limits (what `--fuel N` does).
     pub warp_fuel: u64,
-    /// Host threads for blocks; `None` uses rayon's global pool (all cores).
+    /// Host threads for blocks; `None` uses rayon's global pool (all cores). Clamped to the cores
+    /// and the blocks ([`effective_threads`]).
     pub threads: Option<usize>,
 }
 
@@ -399,6 +400,14 @@ fn bytemuck_copy_in(dst: &mut [u64], src: &[u8]) {
     }
 }
 
+/// Host threads worth starting for `requested` and `nblocks` blocks: at least 1, at most the
+/// machine's cores and the number of blocks (more cannot run anything in parallel, and each costs
+/// a stack and a worker's buffers).
+pub fn effective_threads(requested: usize, nblocks: u64) -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    requested.clamp(1, cores.max(1)).min(usize::try_from(nblocks).unwrap_or(usize::MAX)).max(1)
+}
+
 fn run_blocks(cx: &LaunchCtx, cfg: &LaunchConfig) -> Result<Stats, InterpError> {
     let nblocks = cfg.grid.iter().map(|&g| g as u64).product::<u64>();
     let sequential = cx.prog.global_atomics || nblocks == 1 || cx.opts.threads == Some(1);
@@ -443,7 +452,12 @@ fn run_blocks(cx: &LaunchCtx, cfg: &LaunchConfig) -> Result<Stats, InterpError> 
                 })
                 .reduce(Stats::default, Stats::add)
         };
-        let stats = match cx.opts.threads.and_then(|n| rayon::ThreadPoolBuilder::new().num_threads(n).build().ok()) {
+        let stats = match cx
+            .opts
+            .threads
+            .map(|n| effective_threads(n, nblocks))
+            .and_then(|n| rayon::ThreadPoolBuilder::new().num_threads(n).build().ok())
+        {
             Some(pool) => pool.install(run),
             None => run(),
         };
@@ -455,4 +469,16 @@ fn run_blocks(cx: &LaunchCtx, cfg: &LaunchConfig) -> Result<Stats, InterpError> 
     stats.blocks = nblocks;
     stats.threads = nblocks * cx.nthreads as u64;
     Ok(stats)
+}
+
+#[cfg(test)]
+mod thread_count_tests {
+    #[test]
+    fn requested_threads_are_clamped_to_cores_and_blocks() {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        assert_eq!(super::effective_threads(100_000, 4), cores.min(4));
+        assert_eq!(super::effective_threads(1_000, 1 << 40), cores);
+        assert_eq!(super::effective_threads(0, 10), 1);
+        assert_eq!(super::effective_threads(3, 1), 1);
+    }
 }

@@ -115,7 +115,8 @@ impl LaunchConfig {
 pub struct Options {
     /// Thread-instructions the launch may execute (each instruction counts once per active lane).
     pub fuel: u64,
-    /// Host threads for blocks; `None` uses rayon's global pool.
+    /// Host threads for blocks; `None` uses rayon's global pool. Clamped to the cores and the
+    /// blocks ([`effective_threads`]).
     pub threads: Option<usize>,
 }
 
@@ -343,6 +344,13 @@ fn param_bytes(k: &prog::Kernel, args: &[Arg], mem: &Memory) -> Result<Vec<u8>, 
     Ok(out)
 }
 
+/// Host threads worth starting for `requested` and `nblocks` blocks: at least 1, at most the
+/// machine's cores and the number of blocks.
+pub fn effective_threads(requested: usize, nblocks: u64) -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    requested.clamp(1, cores.max(1)).min(usize::try_from(nblocks).unwrap_or(usize::MAX)).max(1)
+}
+
 /// Runs entry `entry` of `module` over the launch shape, with `args` (one per `.param`, in order)
 /// against the buffers of `mem`. On a fault, the buffers hold what the kernel wrote before it.
 pub fn launch(
@@ -440,7 +448,7 @@ pub fn launch(
                         }
                         first_fail.fetch_min(b, Ordering::Relaxed);
                         let mut f = failure.lock().unwrap_or_else(|p| p.into_inner());
-                        if f.as_ref().is_none_or(|(fb, _)| b < *fb) {
+                        if f.as_ref().map_or(true, |(fb, _)| b < *fb) {
                             *f = Some((b, e));
                         }
                         break;
@@ -454,7 +462,7 @@ pub fn launch(
         match opts.threads {
             Some(n) => {
                 pool = rayon::ThreadPoolBuilder::new()
-                    .num_threads(n.clamp(1, 256))
+                    .num_threads(effective_threads(n, nblocks))
                     .build()
                     .map_err(|e| EmuError::invalid(format!("cannot start {n} host threads: {e}")))?;
                 pool.install(body);
@@ -467,4 +475,16 @@ pub fn launch(
         total = stats.into_inner().unwrap_or_else(|p| p.into_inner());
     }
     Ok(total)
+}
+
+#[cfg(test)]
+mod thread_count_tests {
+    #[test]
+    fn requested_threads_are_clamped_to_cores_and_blocks() {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        assert_eq!(super::effective_threads(100_000, 4), cores.min(4));
+        assert_eq!(super::effective_threads(1_000, 1 << 40), cores);
+        assert_eq!(super::effective_threads(0, 10), 1);
+        assert_eq!(super::effective_threads(3, 1), 1);
+    }
 }

@@ -498,7 +498,7 @@ impl Parser {
             }
         }
         // A body that can fall off its end returns there.
-        if insts.last().is_none_or(|i| !matches!(i.op, Op::Exit | Op::Bra { .. }) || i.guard.is_some())
+        if insts.last().map_or(true, |i| !matches!(i.op, Op::Exit | Op::Bra { .. }) || i.guard.is_some())
             || labels.values().any(|&l| l as usize == insts.len())
         {
             insts.push(Inst {

@@ -89,7 +89,8 @@ pub struct Args {
     /// 2^32 in all, 2^26 per warp in the interpreter).
     #[arg(long, value_name = "N")]
     pub fuel: Option<u64>,
-    /// Host threads for the interpreter (default: all cores).
+    /// Host threads for the interpreter and the emulator (default: all cores; more than the cores
+    /// or the blocks cannot help and are not started).
     #[arg(long)]
     pub threads: Option<usize>,
 }
