@@ -41,3 +41,29 @@ fn a_negative_index_past_the_start_is_a_kernel_fault() {
         assert!(err.to_string().contains("out of bounds") || err.to_string().contains("out-of-bounds"), "{err}");
     }
 }
+
+/// A `u64` index whose product with the element size wraps modulo 2^64 addresses what the GPU
+/// addresses (the PTX computes `p + i * 4` in 64 bits): 0x4000_0000_0000_0001 * 4 = 4 (mod 2^64),
+/// element 1, the same as through `offset`. It used to fault in the interpreter only.
+#[test]
+fn u64_index_products_wrap_modulo_2_to_the_64() {
+    let out = run("  %w = mov.u64 0x4000000000000001\n  %a = load %p[%w]\n  store %out[0], %a\n  %r = offset %p, %w\n  %b = load %r[0]\n  store %out[1], %b\n  %x = mov.u64 0xc000000000000001\n  %c = load %q[%x]\n  store %out[2], %c\n")
+        .expect("no fault");
+    assert_eq!(&out[..3], &[101, 101, 111]);
+    // Wrapping to an address outside the buffer is still a fault.
+    let e = run("  %w = mov.u64 0x4000000000000100\n  %a = load %p[%w]\n  store %out[0], %a\n").unwrap_err();
+    assert_eq!(e.fault_kind(), Some(kir_interp::FaultKind::OutOfBounds));
+}
+
+/// A pointer moved before its buffer and indexed forward into it is an ordinary access (it was
+/// an internal error: the fast bounds check and the exact one disagreed on negative offsets).
+#[test]
+fn a_pointer_moved_before_the_buffer_may_be_indexed_forward_into_it() {
+    let out = run("  %m = mov.s32 -2\n  %r = offset %p, %m\n  %five = mov.u32 5\n  %a = load %r[%five]\n  store %out[0], %a\n  store %r[2], %a\n  %b = load %p[0]\n  store %out[1], %b\n")
+        .expect("no fault, no internal error");
+    assert_eq!(&out[..2], &[103, 103]);
+    let e =
+        run("  %m = mov.s32 -2\n  %r = offset %p, %m\n  %one = mov.u32 1\n  %a = load %r[%one]\n  store %out[0], %a\n")
+            .unwrap_err();
+    assert_eq!(e.fault_kind(), Some(kir_interp::FaultKind::OutOfBounds), "{e:?}");
+}

@@ -973,11 +973,13 @@ impl Worker {
         let (region, byte) = match mem::locate_fast(ptr, idx_bits, acc.idx_shift, size, lens) {
             Some(x) => x,
             None => {
+                // The fast path declines faults and index arithmetic that wraps modulo 2^64; the
+                // exact check decides.
                 let idx = mem::index_value(acc.idx_ty, idx_bits);
-                return Err(match mem::locate(ptr, idx, size, lens) {
-                    Err(f) => self.access_fault(cx, w, l, inst, acc, idx, kind, f),
-                    Ok(_) => InterpError::internal("the two address checks disagree").at(inst.span, "here"),
-                });
+                match mem::locate(ptr, idx, size, lens) {
+                    Ok(x) => x,
+                    Err(f) => return Err(self.access_fault(cx, w, l, inst, acc, idx, kind, f)),
+                }
             }
         };
         let tid = (w * 32 + l) as u64;

@@ -61,7 +61,9 @@ pub(crate) fn locate(ptr: u64, index: i128, size: u32, lens: &[u64]) -> Result<(
     let raw = ptr & OFF_MASK;
     // Offsets at or above 2^39 are negative (pointer moved before its region).
     let off = if raw >= 1 << (OFF_BITS - 1) { raw as i128 - (1i128 << OFF_BITS) } else { raw as i128 };
-    let byte = off + index * size as i128;
+    // 64-bit address arithmetic, as the GPU's: the index times the element size wraps modulo
+    // 2^64 (a `u64` index of 0x4000_0000_0000_0001 on 4-byte elements is element 1).
+    let byte = (off as i64).wrapping_add((index as i64).wrapping_mul(size as i64)) as i128;
     let Some(&len) = (region as usize).checked_sub(1).and_then(|r| lens.get(r)) else {
         return Err(AccessFault::NoRegion(region));
     };
@@ -86,13 +88,15 @@ pub(crate) fn locate_fast(
 ) -> Option<(usize, usize)> {
     let region = (ptr >> OFF_BITS) as usize;
     let len = *lens.get(region.wrapping_sub(1))?;
-    // Offsets at or above 2^39 (moved before the region) exceed every region length: refused below.
-    let off = (ptr & OFF_MASK) as i64;
+    // Offsets at or above 2^39 are negative (a pointer moved before its region), as in [`locate`].
+    let raw = (ptr & OFF_MASK) as i64;
+    let off = if raw >= 1 << (OFF_BITS - 1) { raw - (1i64 << OFF_BITS) } else { raw };
     // Sign-extended from the index type's width; with no shift (64-bit and narrower unsigned
     // types, whose zero-extended values are below 2^63) the bits read as `i64`, as
-    // [`index_value`] defines.
+    // [`index_value`] defines. The arithmetic wraps modulo 2^64 exactly as [`locate`]'s, so the
+    // two always agree.
     let idx = ((idx_bits << idx_signed_shift) as i64) >> idx_signed_shift;
-    let byte = off.checked_add(idx.checked_mul(size as i64)?)?;
+    let byte = off.wrapping_add(idx.wrapping_mul(size as i64));
     if byte < 0 || byte as u64 + size as u64 > len || byte as u64 & (size as u64 - 1) != 0 {
         return None;
     }
@@ -136,13 +140,15 @@ pub(crate) fn locate_warp(
     }
     let region = (p0 >> OFF_BITS) as usize;
     let len = *lens.get(region.wrapping_sub(1))?;
-    // An offset at or above 2^39 (a pointer moved before its region) exceeds every length.
-    let off = p0 & OFF_MASK;
-    let (off, size) = (off as i64, size as i64);
-    // With `lo` and `hi` bounded first, no product or sum below overflows.
+    // Offsets at or above 2^39 are negative (a pointer moved before its region), as in [`locate`].
+    let raw = (p0 & OFF_MASK) as i64;
+    let off = if raw >= 1 << (OFF_BITS - 1) { raw - (1i64 << OFF_BITS) } else { raw };
+    let size = size as i64;
+    // With `lo` and `hi` bounded first (|off| < 2^39, lengths < 2^40, size <= 8), no product or
+    // sum below overflows; indices beyond the bounds (wrapping products) go lane by lane.
     if diff != 0
         || lo < -(1 << OFF_BITS)
-        || hi > len as i64
+        || hi > len as i64 + (1 << OFF_BITS)
         || off & (size - 1) != 0
         || off + lo * size < 0
         || off + hi * size + size > len as i64
