@@ -225,6 +225,24 @@ fn fuel_bounds_the_launches_of_kir_test() {
     assert!(stdout.contains("fuel"), "{stdout}");
 }
 
+/// A directive's own `fuel=N` bounds its launches without a flag; a bad value is a located error.
+#[test]
+fn a_directive_sets_its_own_fuel() {
+    let dir = scratch("dirfuel");
+    let src = "; run: @spin grid(1) block(32) out=zeros:u32:1 n=10 fuel=50000\n\
+               kernel @spin(%out: ptr<global, u32>, %n: u32) {\nentry:\n  jmp loop(0)\nloop(%i: u32):\n  \
+               %c = lt.u32 %i, %n\n  br %c, body, done\nbody:\n  %i2 = add.u32 %i, 0\n  jmp loop(%i2)\ndone:\n  \
+               store %out[0], %i\n  ret\n}\n";
+    std::fs::write(dir.join("spin.kir"), src).unwrap();
+    let (code, out, _) = kir_in(&dir, &["test", "spin.kir"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("error: kernel fault (fuel exhausted): ") && out.contains(" 50000 "), "{out}");
+    std::fs::write(dir.join("spin.kir"), src.replace("fuel=50000", "fuel=lots")).unwrap();
+    let (_, out, _) = kir_in(&dir, &["test", "spin.kir"]);
+    assert!(out.contains("spin.kir:1: bad fuel `lots` (a positive number of instructions)"), "{out}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 /// Runs `kir ARGS` in `dir`: (exit code, stdout, stderr).
 fn kir_in(dir: &Path, args: &[&str]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_kir"))

@@ -141,7 +141,9 @@ pub fn number_constant(text: &str, ty: ScalarType) -> Result<Constant, String> {
     // A decimal that rounds to infinity is almost always a typo (and an integer that does not fit
     // is an error too); infinity is spelled `inf`.
     if decimal && c.as_f64().is_some_and(f64::is_infinite) {
-        return Err(format!("`{text}` is too large for {ty} (it would round to infinity; write `inf` if that is meant)"));
+        return Err(format!(
+            "`{text}` is too large for {ty} (it would round to infinity; write `inf` if that is meant)"
+        ));
     }
     Ok(c)
 }
