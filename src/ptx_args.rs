@@ -89,6 +89,7 @@ pub fn scalar_for(p: &Param, text: &str) -> Result<Constant, String> {
 /// Binds `named` arguments to `entry`'s parameters (see the module docs). Relative `.npy` paths
 /// are taken from `base_dir` when given.
 pub fn bind(entry: &Entry, named: &[(String, ArgSpec)], base_dir: Option<&Path>) -> Result<PtxBound, String> {
+    kir_interp::args::check_buffer_budget(named, base_dir)?;
     let list = || entry.params.iter().map(describe).collect::<Vec<_>>().join(", ");
     let mut given: Vec<Option<&ArgSpec>> = vec![None; entry.params.len()];
     for (name, spec) in named {

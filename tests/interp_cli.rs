@@ -204,3 +204,45 @@ fn out_refuses_to_overwrite_inputs_and_duplicates() {
     assert_eq!(std::fs::read_to_string(&src).unwrap(), std::fs::read_to_string("kernels/relu_backward.kir").unwrap());
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// One memory budget for the run's buffers together, checked before anything is allocated: four
+/// 4 GiB buffers used to end in an allocation failure and an abort.
+#[test]
+fn the_buffers_of_a_run_share_one_memory_budget() {
+    let dir = std::env::temp_dir().join(format!("kir-budget-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("four.kir");
+    std::fs::write(
+        &f,
+        "kernel @k(%a: ptr<global, u8>, %b: ptr<global, u8>, %c: ptr<global, u8>, %d: ptr<global, u8>) {\nentry:\n  ret\n}\n",
+    )
+    .unwrap();
+    let path = f.to_str().unwrap();
+    let big = ["a", "b", "c", "d"].map(|n| format!("{n}=zeros:u8:4294967296"));
+    let mut args = vec!["run", path, "--grid", "1", "--block", "1"];
+    for b in &big {
+        args.extend(["--arg", b.as_str()]);
+    }
+    let (code, _, err) = kir(&args);
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(
+        err,
+        "error: the arguments' buffers need 17179869184 bytes, more than the memory budget of 8589934592 bytes (raise it with --max-memory BYTES)\n"
+    );
+    let small = ["a", "b", "c", "d"].map(|n| format!("{n}=zeros:u8:4096"));
+    let mut args = vec!["run", path, "--grid", "1", "--block", "1", "--max-memory", "12K"];
+    for b in &small {
+        args.extend(["--arg", b.as_str()]);
+    }
+    let (code, _, err) = kir(&args);
+    assert_eq!(code, 2);
+    assert!(err.contains("need 16384 bytes, more than the memory budget of 12288 bytes"), "{err}");
+    args[7] = "16K";
+    let (code, _, err) = kir(&args);
+    assert_eq!(code, 0, "{err}");
+    args[7] = "lots";
+    let (code, _, err) = kir(&args);
+    assert_eq!(code, 2);
+    assert!(err.contains("--max-memory `lots`: expected a byte count"), "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -228,6 +228,31 @@ pub fn materialize(spec: &ArgSpec, ty: Type, base_dir: Option<&Path>) -> Result<
     }
 }
 
+/// Bytes the buffer of `spec` will take (a `.npy` file: its size, an upper bound); 0 for numbers.
+pub fn spec_bytes(spec: &ArgSpec, base_dir: Option<&Path>) -> u64 {
+    match spec {
+        ArgSpec::Number(_) => 0,
+        ArgSpec::Npy(path) => {
+            let full = match base_dir {
+                Some(d) if path.is_relative() => d.join(path),
+                _ => path.clone(),
+            };
+            std::fs::metadata(full).map_or(0, |m| m.len())
+        }
+        ArgSpec::Rand { elem, len, .. }
+        | ArgSpec::Zeros { elem, len }
+        | ArgSpec::Ones { elem, len }
+        | ArgSpec::Range { elem, len } => len.saturating_mul(elem.bytes() as u64),
+    }
+}
+
+/// Checks, before any buffer is made, that the buffers of `named` fit the run's memory budget
+/// together ([`crate::max_memory`]).
+pub fn check_buffer_budget(named: &[(String, ArgSpec)], base_dir: Option<&Path>) -> Result<(), String> {
+    let total = named.iter().fold(0u64, |t, (_, s)| t.saturating_add(spec_bytes(s, base_dir)));
+    crate::check_memory(total, "the arguments' buffers")
+}
+
 /// Arguments bound to a kernel by parameter name.
 #[derive(Clone, Debug)]
 pub struct Bound {
@@ -253,6 +278,7 @@ pub fn bind(kernel: &Kernel, named: &[(String, ArgSpec)], base_dir: Option<&Path
         }
         given[i] = Some(spec);
     }
+    check_buffer_budget(named, base_dir)?;
     let mut out = Bound { args: vec![], buffers: vec![], param_buffer: vec![] };
     for (i, p) in kernel.params.iter().enumerate() {
         let v = kernel.value(*p);

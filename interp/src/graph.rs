@@ -63,6 +63,7 @@ pub fn bind_graph(g: &Graph, named: &[(String, ArgSpec)], base_dir: Option<&Path
         }
         given[i] = Some(spec);
     }
+    crate::args::check_buffer_budget(named, base_dir)?;
     let mut out = BoundGraph { args: vec![], buffers: vec![] };
     for (p, spec) in g.params.iter().zip(given) {
         let Some(spec) = spec else {
@@ -123,15 +124,23 @@ pub fn plan_graph<'m>(
         e.eval(&scalar).map_err(|msg| InterpError::invalid(format!("graph @{}: {what}: {msg}", g.name)))
     };
     let mut temps = Vec::with_capacity(g.temps.len());
+    let mut lens = Vec::with_capacity(g.temps.len());
+    let mut total = 0u64;
     for t in &g.temps {
         let len = eval(&t.len, &format!("the length of %{}", t.name))?;
         let bytes = len.checked_mul(t.elem.bytes() as u64).filter(|b| *b <= MAX_BUFFER_BYTES);
-        if bytes.is_none() {
+        let Some(bytes) = bytes else {
             return Err(InterpError::invalid(format!(
                 "graph @{}: temporary %{} of {len} {} elements is larger than {MAX_BUFFER_BYTES} bytes",
                 g.name, t.name, t.elem
             )));
-        }
+        };
+        total = total.saturating_add(bytes);
+        lens.push(len);
+    }
+    // The temporaries are made only once they fit the budget together.
+    crate::check_memory(total, &format!("graph @{}'s temporaries", g.name)).map_err(InterpError::invalid)?;
+    for (t, len) in g.temps.iter().zip(lens) {
         temps.push(Buffer::zeros(t.elem, len as usize));
     }
     let mut launches = Vec::with_capacity(g.launches.len());

@@ -41,7 +41,10 @@
 //! so a spinning thread is reported in about a second; buffers are
 //! capped at [`MAX_BUFFER_BYTES`] each (and [`MAX_RACE_BYTES`] in total with `--races`, whose
 //! shadow takes 16 bytes per granule of 1 to 8 bytes), shared memory at [`MAX_SHARED_BYTES`] per
-//! block, a block's register file at [`MAX_REGISTER_BYTES`].
+//! block, a block's register file at [`MAX_REGISTER_BYTES`]. One memory budget per run
+//! ([`max_memory`], default [`DEFAULT_MAX_MEMORY`], `--max-memory`) bounds the arguments' buffers
+//! together (checked before any is made: [`args::check_buffer_budget`]), a graph's buffers with
+//! its temporaries, and a launch's buffers with its race shadow — an error, never an abort.
 
 pub mod args;
 pub mod buffer;
@@ -71,6 +74,32 @@ pub const DEFAULT_FUEL: u64 = 1 << 32;
 pub const DEFAULT_WARP_FUEL: u64 = 1 << 26;
 /// Largest buffer a launch accepts (4 GiB).
 pub const MAX_BUFFER_BYTES: u64 = 1 << 32;
+/// Default memory budget of one run: every buffer of its arguments (and a graph's temporaries)
+/// together, and a launch's buffers plus its race-detection shadow, at most 8 GiB.
+pub const DEFAULT_MAX_MEMORY: u64 = 8 << 30;
+
+static MAX_MEMORY: AtomicU64 = AtomicU64::new(DEFAULT_MAX_MEMORY);
+
+/// Sets the memory budget of every later run in this process (`--max-memory BYTES`).
+pub fn set_max_memory(bytes: u64) {
+    MAX_MEMORY.store(bytes, Ordering::Relaxed);
+}
+
+/// The memory budget of a run ([`DEFAULT_MAX_MEMORY`] unless [`set_max_memory`] changed it).
+pub fn max_memory() -> u64 {
+    MAX_MEMORY.load(Ordering::Relaxed)
+}
+
+/// `Err` naming `what` when `bytes` is over the memory budget.
+pub fn check_memory(bytes: u64, what: &str) -> Result<(), String> {
+    let limit = max_memory();
+    if bytes > limit {
+        return Err(format!(
+            "{what} need {bytes} bytes, more than the memory budget of {limit} bytes (raise it with --max-memory BYTES)"
+        ));
+    }
+    Ok(())
+}
 /// Largest total of global buffers with race detection on (256 MiB; the shadow is up to 16x that:
 /// 16 bytes per granule, the smallest global load/store size of the kernel).
 pub const MAX_RACE_BYTES: u64 = 1 << 28;
@@ -330,6 +359,10 @@ pub fn launch(
             "--races supports at most {MAX_RACE_BYTES} bytes of buffers per launch, given {total_global}"
         )));
     }
+    // The shadow of race detection: 16 bytes per granule (the smallest global access size).
+    let shadow = if opts.races { (total_global >> prog.race_shift[0]).saturating_mul(16) } else { 0 };
+    check_memory(total_global.saturating_add(shadow), "the launch's buffers and race-detection shadow")
+        .map_err(InterpError::invalid)?;
 
     // Global memory must be 8-byte aligned for atomic element access: copy misaligned buffers.
     let mut aligned: Vec<Option<Vec<u64>>> = buffers

@@ -154,6 +154,38 @@ pub fn print_buffers(prints: &[(String, usize, Option<usize>)], buffers: &[kir_i
     }
 }
 
+/// A byte count: digits, optionally followed by `K`, `M`, `G` (or `KiB`, `MiB`, `GiB`; powers of
+/// 1024), e.g. `--max-memory 2G`.
+pub fn parse_bytes(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(digits);
+    let shift = match unit.trim() {
+        "" | "B" => 0,
+        "K" | "KiB" | "k" => 10,
+        "M" | "MiB" => 20,
+        "G" | "GiB" => 30,
+        "T" | "TiB" => 40,
+        _ => return Err(format!("`{s}`: expected a byte count such as 4096, 512M or 8G")),
+    };
+    num.parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(1u64 << shift))
+        .filter(|n| *n > 0)
+        .ok_or_else(|| format!("`{s}`: expected a positive byte count such as 4096, 512M or 8G"))
+}
+
+/// Applies `--max-memory` (the budget of every run's buffers) when given.
+pub fn apply_max_memory(arg: Option<&str>) -> Result<(), ExitCode> {
+    if let Some(v) = arg {
+        match parse_bytes(v) {
+            Ok(n) => kir_interp::set_max_memory(n),
+            Err(e) => return Err(usage(format!("--max-memory {e}"))),
+        }
+    }
+    Ok(())
+}
+
 /// A usage error (bad flags or argument values): message on stderr, exit 2.
 pub fn usage(msg: impl std::fmt::Display) -> ExitCode {
     eprintln!("error: {msg}");
@@ -230,4 +262,17 @@ pub fn print_launch_stats(
         "stats: {thread_insts} thread-instructions ({warp_insts} warp-instructions), global memory {read} bytes read, {written} bytes written, {barriers} barriers, {blocks} blocks of {} threads",
         threads / blocks.max(1),
     );
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn byte_counts_with_units() {
+        assert_eq!(super::parse_bytes("4096"), Ok(4096));
+        assert_eq!(super::parse_bytes("512M"), Ok(512 << 20));
+        assert_eq!(super::parse_bytes("8GiB"), Ok(8 << 30));
+        for bad in ["", "0", "8X", "-1", "99999999999999999999T", "G"] {
+            assert!(super::parse_bytes(bad).is_err(), "{bad}");
+        }
+    }
 }

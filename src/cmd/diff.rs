@@ -93,6 +93,10 @@ pub struct Args {
     /// or the blocks cannot help and are not started).
     #[arg(long)]
     pub threads: Option<usize>,
+    /// Memory budget of the run: all buffers of the arguments together, and a launch's buffers
+    /// with its race-detection shadow (default 8G; accepts 4096, 512M, 8G).
+    #[arg(long, value_name = "BYTES")]
+    pub max_memory: Option<String>,
 }
 
 /// The engine the interpreter is compared with.
@@ -116,6 +120,9 @@ enum Target<'m> {
 }
 
 pub fn run(a: &Args) -> ExitCode {
+    if let Err(code) = super::common::apply_max_memory(a.max_memory.as_deref()) {
+        return code;
+    }
     let loaded = match common::load_checked(&a.file) {
         Ok(l) => l,
         Err(code) => return code,

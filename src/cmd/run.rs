@@ -66,6 +66,10 @@ pub struct Args {
     /// not started).
     #[arg(long)]
     pub threads: Option<usize>,
+    /// Memory budget of the run: all buffers of the arguments together, and a launch's buffers
+    /// with its race-detection shadow (default 8G; accepts 4096, 512M, 8G).
+    #[arg(long, value_name = "BYTES")]
+    pub max_memory: Option<String>,
     /// Print instructions executed, global bytes read/written, barriers.
     #[arg(long)]
     pub stats: bool,
@@ -85,6 +89,9 @@ pub fn cli_options(races: bool, uninit: bool, fuel: Option<u64>, threads: Option
 }
 
 pub fn run(a: &Args) -> ExitCode {
+    if let Err(code) = super::common::apply_max_memory(a.max_memory.as_deref()) {
+        return code;
+    }
     if super::run_ptx::is_ptx(&a.file) {
         return super::run_ptx::run(a);
     }

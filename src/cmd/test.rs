@@ -43,9 +43,16 @@ pub struct Args {
     /// interpreter's output, and list what was written.
     #[arg(long)]
     pub bless: bool,
+    /// Memory budget of the run: all buffers of the arguments together, and a launch's buffers
+    /// with its race-detection shadow (default 8G; accepts 4096, 512M, 8G).
+    #[arg(long, value_name = "BYTES")]
+    pub max_memory: Option<String>,
 }
 
 pub fn run(args: &Args) -> ExitCode {
+    if let Err(code) = super::common::apply_max_memory(args.max_memory.as_deref()) {
+        return code;
+    }
     let paths = if args.paths.is_empty() { vec!["kernels".to_string()] } else { args.paths.clone() };
     let roots: Vec<PathBuf> = paths.iter().map(PathBuf::from).collect();
     let walk = match kir::walk::kir_files(&roots) {
