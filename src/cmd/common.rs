@@ -130,6 +130,38 @@ pub fn write_outputs(outs: &[(String, usize, String)], buffers: &[kir_interp::Bu
     Ok(())
 }
 
+/// The buffers a run writes out (`--out NAME=PATH`: name, buffer, path) and prints (`--print
+/// NAME[:N]`: name, buffer, count).
+pub struct Outputs {
+    pub outs: Vec<(String, usize, String)>,
+    pub prints: Vec<(String, usize, Option<usize>)>,
+}
+
+/// Resolves `--out` and `--print` against the run's parameters — `buffer_of(NAME)` is the buffer
+/// of parameter NAME or why there is none — and checks the `--out` paths ([`check_out_paths`]);
+/// a problem is a usage error (printed, exit 2).
+pub fn resolve_outputs(
+    outs: &[String],
+    prints: &[String],
+    source: &str,
+    named: &[(String, kir_interp::args::ArgSpec)],
+    buffer_of: impl Fn(&str) -> Result<usize, String>,
+) -> Result<Outputs, ExitCode> {
+    let mut r = Outputs { outs: Vec::new(), prints: Vec::new() };
+    for s in outs {
+        let (n, path) = split_named(s, "out").map_err(usage)?;
+        let b = buffer_of(&n).map_err(|e| usage(format!("--out {n}: {e}")))?;
+        r.outs.push((n, b, path));
+    }
+    check_out_paths(&r.outs, source, named).map_err(usage)?;
+    for s in prints {
+        let (n, limit) = parse_print(s).map_err(usage)?;
+        let b = buffer_of(&n).map_err(|e| usage(format!("--print {n}: {e}")))?;
+        r.prints.push((n, b, limit));
+    }
+    Ok(r)
+}
+
 /// A `--print NAME[:N]` value: the parameter name and how many elements (all when no `:N`).
 pub fn parse_print(s: &str) -> Result<(String, Option<usize>), String> {
     let (name, limit) = match s.rsplit_once(':') {

@@ -15,7 +15,7 @@
 //! - `--stats` prints instructions, global bytes read/written and barriers; `--time` the launch's
 //!   wall time (both on stdout, after the outputs).
 
-use super::common::{self, parse_dims, split_named, usage};
+use super::common::{self, parse_dims, usage};
 use kir_interp::args;
 use kir_interp::{LaunchConfig, Options};
 use std::process::ExitCode;
@@ -118,37 +118,15 @@ pub fn run(a: &Args) -> ExitCode {
         Ok(b) => b,
         Err(e) => return usage(e),
     };
-    let mut outs = Vec::new();
-    for s in &a.outs {
-        let (n, path) = match split_named(s, "out") {
-            Ok(x) => x,
-            Err(e) => return usage(e),
-        };
-        let Some((i, _)) = kernel.param_by_name(&n) else {
-            return usage(format!("--out {n}: kernel @{} has no parameter `{n}`", kernel.name));
-        };
-        let Some(buf) = bound.param_buffer[i] else {
-            return usage(format!("--out {n}: parameter `{n}` is a scalar, not a buffer"));
-        };
-        outs.push((n, buf, path));
-    }
-    if let Err(e) = common::check_out_paths(&outs, &a.file, &named) {
-        return usage(e);
-    }
-    let mut prints = Vec::new();
-    for s in &a.prints {
-        let (n, limit) = match common::parse_print(s) {
-            Ok(x) => x,
-            Err(e) => return usage(e),
-        };
-        let Some((i, _)) = kernel.param_by_name(&n) else {
-            return usage(format!("--print {n}: kernel @{} has no parameter `{n}`", kernel.name));
-        };
-        let Some(buf) = bound.param_buffer[i] else {
-            return usage(format!("--print {n}: parameter `{n}` is a scalar, not a buffer"));
-        };
-        prints.push((n, buf, limit));
-    }
+    let resolved = common::resolve_outputs(&a.outs, &a.prints, &a.file, &named, |n| {
+        let (i, _) =
+            kernel.param_by_name(n).ok_or_else(|| format!("kernel @{} has no parameter `{n}`", kernel.name))?;
+        bound.param_buffer[i].ok_or_else(|| format!("parameter `{n}` is a scalar, not a buffer"))
+    });
+    let common::Outputs { outs, prints } = match resolved {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
     let cfg = LaunchConfig { grid, block, dynamic_shared_bytes: a.shared };
     let opts = cli_options(a.races, a.uninit, a.fuel, a.threads);
     let start = Instant::now();

@@ -11,7 +11,7 @@
 //! - `--stats` prints the number of launches and the global-memory bytes read and written, in total
 //!   and per launch; these are the interpreter's exact counts.
 
-use super::common::{self, split_named, usage};
+use super::common::{self, usage};
 use super::run::Args;
 use kir_interp::graph::{bind_graph, run_graph};
 use std::process::ExitCode;
@@ -40,31 +40,13 @@ pub fn run(a: &Args, name: &str) -> ExitCode {
         Some(kir_interp::Arg::Buffer(b)) => Some(b),
         _ => None,
     };
-    let mut outs = Vec::new();
-    for s in &a.outs {
-        let (n, path) = match split_named(s, "out") {
-            Ok(x) => x,
-            Err(e) => return usage(e),
-        };
-        match buffer_of(&n) {
-            Some(b) => outs.push((n, b, path)),
-            None => return usage(format!("--out {n}: graph @{} has no buffer parameter `{n}`", g.name)),
-        }
-    }
-    if let Err(e) = common::check_out_paths(&outs, &a.file, &named) {
-        return usage(e);
-    }
-    let mut prints = Vec::new();
-    for s in &a.prints {
-        let (n, limit) = match common::parse_print(s) {
-            Ok(x) => x,
-            Err(e) => return usage(e),
-        };
-        match buffer_of(&n) {
-            Some(b) => prints.push((n, b, limit)),
-            None => return usage(format!("--print {n}: graph @{} has no buffer parameter `{n}`", g.name)),
-        }
-    }
+    let resolved = common::resolve_outputs(&a.outs, &a.prints, &a.file, &named, |n| {
+        buffer_of(n).ok_or_else(|| format!("graph @{} has no buffer parameter `{n}`", g.name))
+    });
+    let common::Outputs { outs, prints } = match resolved {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
     let opts = super::run::cli_options(a.races, a.uninit, a.fuel, a.threads);
     let start = Instant::now();
     let result = run_graph(m, g, &bound.args, &mut bound.buffers, &opts);

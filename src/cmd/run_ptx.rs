@@ -16,7 +16,7 @@
 //!   the buffers it left unchanged are named; with `--out NAME=PATH.npy` that buffer is written.
 //! - `--stats` prints the emulator's counts in `kir run`'s format; `--time` the launch's wall time.
 
-use super::common::{self, parse_dims, split_named, usage};
+use super::common::{self, parse_dims, usage};
 use super::run::Args;
 use kir::emu_exec;
 use kir_ir::diag::Diagnostic;
@@ -107,37 +107,18 @@ pub fn run(a: &Args) -> ExitCode {
         Ok(b) => b,
         Err(e) => return usage(e),
     };
-    let mut outs = Vec::new();
-    for s in &a.outs {
-        let (n, path) = match split_named(s, "out") {
-            Ok(x) => x,
-            Err(e) => return usage(e),
-        };
-        let Some(i) = entry.params.iter().position(|p| p.name == n) else {
-            return usage(format!("--out {n}: entry `{}` has no parameter `{n}`", entry.name));
-        };
-        let Some(buf) = bound.param_buffer[i] else {
-            return usage(format!("--out {n}: parameter `{n}` is a scalar, not a buffer"));
-        };
-        outs.push((n, buf, path));
-    }
-    if let Err(e) = common::check_out_paths(&outs, &a.file, &named) {
-        return usage(e);
-    }
-    let mut prints = Vec::new();
-    for s in &a.prints {
-        let (n, limit) = match common::parse_print(s) {
-            Ok(x) => x,
-            Err(e) => return usage(e),
-        };
-        let Some(i) = entry.params.iter().position(|p| p.name == n) else {
-            return usage(format!("--print {n}: entry `{}` has no parameter `{n}`", entry.name));
-        };
-        let Some(buf) = bound.param_buffer[i] else {
-            return usage(format!("--print {n}: parameter `{n}` is a scalar, not a buffer"));
-        };
-        prints.push((n, buf, limit));
-    }
+    let resolved = common::resolve_outputs(&a.outs, &a.prints, &a.file, &named, |n| {
+        let i = entry
+            .params
+            .iter()
+            .position(|p| p.name == n)
+            .ok_or_else(|| format!("entry `{}` has no parameter `{n}`", entry.name))?;
+        bound.param_buffer[i].ok_or_else(|| format!("parameter `{n}` is a scalar, not a buffer"))
+    });
+    let common::Outputs { outs, prints } = match resolved {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
     let buffer_names: Vec<String> = {
         let mut v = vec![String::new(); bound.buffers.len()];
         for (p, b) in entry.params.iter().zip(&bound.param_buffer) {
