@@ -603,15 +603,20 @@ pub fn remove_block_param(k: &Kernel, b: BlockId, j: usize) -> Option<Kernel> {
 }
 
 /// A ready-to-run `.kir` file for a failing case.
-pub fn repro_file(
-    k: &Kernel,
-    seed: u64,
-    failure: &Failure,
-    contract: &LaunchContract,
-    named: &[(String, String)],
-) -> String {
+pub fn repro_file(k: &Kernel, seed: u64, failure: &Failure, cfg: &FuzzConfig, named: &[(String, String)]) -> String {
+    let contract = &cfg.contract;
+    // The command that regenerates this case: the seed, and every setting that differs from the
+    // defaults and changes what is generated or checked.
+    let mut cmd = format!("kir fuzz --cases 1 --seed {seed}");
+    let defaults = FuzzConfig::new();
+    if cfg.gen.insts != defaults.gen.insts {
+        cmd.push_str(&format!(" --insts {}", cfg.gen.insts));
+    }
+    if cfg.pipeline.spec() != defaults.pipeline.spec() {
+        cmd.push_str(&format!(" --pipeline {}", cfg.pipeline.spec()));
+    }
     let mut s = String::new();
-    s.push_str(&format!("; kir fuzz: case seed {seed} (reproduce: kir fuzz --cases 1 --seed {seed})\n"));
+    s.push_str(&format!("; kir fuzz: case seed {seed} (reproduce: {cmd})\n"));
     for (i, line) in failure.to_string().lines().enumerate() {
         s.push_str(if i == 0 { "; failure: " } else { ";   " });
         s.push_str(line);

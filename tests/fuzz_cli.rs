@@ -131,10 +131,47 @@ fn emulator_mismatches_are_reduced_to_a_ready_to_run_kir() {
     assert_eq!(last.kind, FailureKind::EmuMismatch);
     assert!(small.inst_count() < k.inst_count() && stats.kept > 0, "{stats:?}");
     assert!(small.inst_count() <= 12, "reduced to {} instructions", small.inst_count());
-    let text = fuzz::repro_file(&small, seed, &last, &cfg.contract, &named);
+    let text = fuzz::repro_file(&small, seed, &last, &cfg, &named);
     assert!(text.contains("; failure: interpreter and ptx-emu differ: "), "{text}");
     assert!(text.contains("\n; run: @fuzz grid(2) block(64) in=rand:u32:128:"), "{text}");
     let m = kir_ir::parse(&text).unwrap_or_else(|d| panic!("{d:?}\n{text}"));
     assert!(fuzz::verifies(&m.kernels[0]).is_ok(), "{text}");
     assert!(gpu_exec::ptx_for(&m.kernels[0], emu_exec::EMU_SM).unwrap().contains("mad.lo.u32"), "{text}");
+}
+
+/// The hostile-input report: `kir fuzz --pipeline fma-contract` passed 2,200 cases although the
+/// pass changes rounding by design — generated kernels had no `mul` whose only use is an `add`.
+/// Now the generator writes that shape, the rounding change is seen (bit-for-bit comparison), the
+/// header says why such cases fail, and the reproduction names the pipeline.
+#[test]
+fn fuzzing_a_rounding_changing_pass_sees_the_change() {
+    let dir = std::env::temp_dir().join(format!("kir-fuzz-fma-{}", std::process::id()));
+    let (code, out, err) = kir(&[
+        "fuzz",
+        "--cases",
+        "8",
+        "--seed",
+        "26",
+        "--pipeline",
+        "fma-contract",
+        "--no-ptxas",
+        "--no-emu",
+        "--out-dir",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1, "{out}\n{err}");
+    assert!(out.contains("note: fma-contract changes float rounding by design"), "{out}");
+    assert!(
+        out.contains("FAIL case seed 26: passes changed the interpreter's results: original vs optimized: "),
+        "{out}"
+    );
+    let repro = std::fs::read_to_string(dir.join("case-26.kir")).unwrap();
+    assert!(
+        repro.starts_with(
+            "; kir fuzz: case seed 26 (reproduce: kir fuzz --cases 1 --seed 26 --pipeline fma-contract)\n"
+        ),
+        "{repro}"
+    );
+    assert!(repro.contains("mul.f32") || repro.contains("mul.f64") || repro.contains("mul.f16"), "{repro}");
+    std::fs::remove_dir_all(&dir).ok();
 }

@@ -82,7 +82,7 @@ fn reduce_injected(name: &str, pred: &'static dyn Fn(&Op) -> bool, max_insts: us
 
     // The reproduction file parses, verifies and runs with its own `; run:` line.
     let failure = Failure::new(kind, "injected");
-    let file = fuzz::repro_file(&small, seed, &failure, &cfg.contract, &named);
+    let file = fuzz::repro_file(&small, seed, &failure, &cfg, &named);
     assert!(file.lines().any(|l| l.starts_with("; run: @fuzz grid(2) block(64) in=rand:u32:128:")), "{file}");
     let m = kir_ir::parse(&file).unwrap_or_else(|d| panic!("{d:?}\n{file}"));
     assert!(m.structurally_eq(&kir_ir::Module { kernels: vec![small.clone()], graphs: vec![] }), "{file}");

@@ -11,6 +11,8 @@
 //!   times (unless [`GenConfig::allow_divergent_barriers`] asks otherwise), and warp collectives
 //!   with the full mask only in control flow that is uniform over the block.
 //! - No approximate op is generated unless [`GenConfig::allow_approx`] is set.
+//! - Float arithmetic includes `mul` + `add` pairs whose `mul` has no other use (the shape a
+//!   contraction into `fma` rewrites), so a pass that changes rounding changes some outputs.
 //!
 //! # Signature and launch contract
 //!
@@ -609,6 +611,22 @@ impl<'c> Gen<'c> {
         }
     }
 
+    /// `%m = mul %a, %b` then `%r = add %m, %c` (or `%c, %m`), both rounding to nearest with one
+    /// flush-to-zero flag, and `%m` used by nothing else: the shape `fma-contract` fuses and a GPU
+    /// compiler may contract, so that a pass changing its rounding changes the kernel's output
+    /// (the mul's value never enters the scope, so no later op or sink gives it a second use).
+    fn mul_add(&mut self, t: ScalarType) {
+        let ftz = matches!(t, ScalarType::F16 | ScalarType::F32) && self.rng.chance(15);
+        let f = FloatFlags { mode: FloatMode::RN, ftz };
+        let (a, ua) = self.operand(t);
+        let (b, ub) = self.operand(t);
+        let m = self.emit(Op::Bin(BinOp::Mul, t, f), vec![a, b], Some(t), ua && ub);
+        self.scope[tidx(t)].pop();
+        let (c, uc) = self.operand(t);
+        let args = if self.rng.chance(50) { vec![m.v.into(), c] } else { vec![c, m.v.into()] };
+        self.emit(Op::Bin(BinOp::Add, t, f), args, Some(t), m.uniform && uc);
+    }
+
     fn float_flags(&mut self, t: ScalarType, approx_ok: bool) -> FloatFlags {
         use ScalarType::*;
         let mode = if approx_ok && self.cfg.allow_approx && self.rng.chance(30) {
@@ -626,11 +644,12 @@ impl<'c> Gen<'c> {
         use ScalarType::*;
         let wide = matches!(t, F32 | F64);
         match self.rng.below(20) {
-            0..=6 => {
+            0..=5 => {
                 let op = self.rng.pick(&[BinOp::Add, BinOp::Sub, BinOp::Mul]);
                 let f = self.float_flags(t, false);
                 self.binary(Op::Bin(op, t, f), t, t, t);
             }
+            6 => self.mul_add(t),
             7 if wide => {
                 let mut f = self.float_flags(t, t == F32);
                 if t == F32 && self.cfg.allow_approx && self.rng.chance(20) {
