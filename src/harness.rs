@@ -307,7 +307,10 @@ fn run_directive(
         Some(n) => opts.with_fuel(n),
         None => opts,
     };
-    let emu_opts = kir_ptx_emu::Options { fuel: d.fuel.unwrap_or(ctx.emu.fuel), ..ctx.emu.clone() };
+    let emu_opts = match d.fuel {
+        Some(n) => ctx.emu.clone().with_fuel(n),
+        None => ctx.emu.clone(),
+    };
     let is_graph = module.graph(&d.target).is_some();
     let (before, after) = if is_graph {
         match (

@@ -86,6 +86,8 @@ pub struct LaunchCtx<'a> {
     /// Bytes of shared memory per block (static + dynamic).
     pub shared_bytes: u32,
     pub fuel: u64,
+    /// Instructions one warp may execute in one block.
+    pub warp_fuel: u64,
     pub fuel_used: AtomicU64,
     /// Lowest index of a block that failed so far: blocks above it stop early.
     pub first_fail: AtomicU64,
@@ -106,6 +108,8 @@ struct Warp {
     exited: u32,
     /// The barrier instruction this warp waits at.
     waiting: Option<u32>,
+    /// Instructions this warp has executed in the current block (for `warp_fuel`).
+    steps: u64,
 }
 
 enum Stop {
@@ -329,6 +333,7 @@ impl Worker {
             warp.live = live;
             warp.exited = 0;
             warp.waiting = None;
+            warp.steps = 0;
         }
         self.stats.blocks += 1;
         self.stats.threads += nthreads as u64;
@@ -382,6 +387,17 @@ impl Worker {
         self.fuel_local += n as u64;
         self.stats.thread_instructions += n as u64;
         self.stats.warp_instructions += 1;
+        self.warps[w].steps += 1;
+        if self.warps[w].steps > cx.warp_fuel {
+            return Err(self.fault(
+                cx,
+                FaultKind::FuelExhausted,
+                pc,
+                w,
+                lane,
+                format!("warp {w} of the block executed more than {} instructions (an endless loop?)", cx.warp_fuel),
+            ));
+        }
         if self.fuel_local >= 1 << 16 {
             let used = cx.fuel_used.fetch_add(self.fuel_local, Relaxed) + self.fuel_local;
             self.fuel_local = 0;

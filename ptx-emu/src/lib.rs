@@ -79,6 +79,9 @@ pub use memory::{BufferId, Memory, GLOBAL_BASE, GUARD_BYTES, MAX_BUFFER_BYTES};
 
 /// Default fuel: 2^32 thread-instructions per launch.
 pub const DEFAULT_FUEL: u64 = 1 << 32;
+/// Default per-warp limit: 2^26 instructions of one warp in one block, so a thread that spins
+/// forever is reported within seconds, long before the launch's fuel runs out.
+pub const DEFAULT_WARP_FUEL: u64 = 1 << 26;
 /// Largest shared memory of a block, static and dynamic together (227 KiB, as on sm_90).
 pub const MAX_SHARED_BYTES: u32 = 227 * 1024;
 
@@ -115,6 +118,9 @@ impl LaunchConfig {
 pub struct Options {
     /// Thread-instructions the launch may execute (each instruction counts once per active lane).
     pub fuel: u64,
+    /// Instructions one warp may execute in one block (once per warp step, whatever its active
+    /// lanes; default [`DEFAULT_WARP_FUEL`]).
+    pub warp_fuel: u64,
     /// Host threads for blocks; `None` uses rayon's global pool. Clamped to the cores and the
     /// blocks ([`effective_threads`]).
     pub threads: Option<usize>,
@@ -122,7 +128,14 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Options {
-        Options { fuel: DEFAULT_FUEL, threads: None }
+        Options { fuel: DEFAULT_FUEL, warp_fuel: DEFAULT_WARP_FUEL, threads: None }
+    }
+}
+
+impl Options {
+    /// These options with the launch's fuel and the per-warp limit both `n`.
+    pub fn with_fuel(self, n: u64) -> Options {
+        Options { fuel: n, warp_fuel: n, ..self }
     }
 }
 
@@ -404,6 +417,7 @@ pub fn launch(
         global: exec::GlobalView { regions },
         shared_bytes: shared_bytes as u32,
         fuel: opts.fuel,
+        warp_fuel: opts.warp_fuel,
         fuel_used: AtomicU64::new(0),
         first_fail: AtomicU64::new(u64::MAX),
     };

@@ -293,6 +293,23 @@ fn an_endless_loop_runs_out_of_fuel() {
     assert_eq!(e.kind, ErrorKind::Fault(FaultKind::FuelExhausted), "{e}");
 }
 
+/// One spinning warp stops at the per-warp limit, long before the launch's fuel: the defaults
+/// (2^26 per warp) report a spinning thread within seconds instead of after 2^32 instructions.
+#[test]
+fn a_spinning_warp_stops_at_the_per_warp_limit() {
+    let src = ".visible .entry spin()\n{\n    .reg .pred %p<2>; .reg .b32 %r<2>;\n    mov.u32 %r1, %tid.x;\n    setp.ne.u32 %p1, %r1, 0;\n    @%p1 bra DONE;\nL:\n    bra.uni L;\nDONE:\n    ret;\n}\n";
+    let m = module(src);
+    let mut mem = Memory::new();
+    let opts = Options { warp_fuel: 5_000, ..Options::default() };
+    let e = launch(&m, "spin", &LaunchConfig::linear(1, 64), &[], &mut mem, &opts).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Fault(FaultKind::FuelExhausted), "{e}");
+    assert!(e.message.contains("warp 0 of the block executed more than 5000 instructions"), "{e}");
+    assert_eq!(e.line, Some(11), "{e}"); // `bra.uni L;` (the test module adds a 3-line header)
+    assert_eq!(kir_ptx_emu::DEFAULT_WARP_FUEL, 1 << 26);
+    let o = Options::default().with_fuel(7);
+    assert_eq!((o.fuel, o.warp_fuel), (7, 7));
+}
+
 #[test]
 fn seed_style_ptx_named_params_no_cvta_negated_guards() {
     // The style of Rust PTX builders: named parameters, ld.global straight on the parameter's

@@ -119,6 +119,15 @@ enum Target<'m> {
     Graph { g: &'m kir_ir::graph::Graph },
 }
 
+/// The PTX emulator's options for `--fuel N` (both its limits) and `--threads N`.
+pub fn emu_options(fuel: Option<u64>, threads: Option<usize>) -> kir_ptx_emu::Options {
+    let o = kir_ptx_emu::Options { threads, ..kir_ptx_emu::Options::default() };
+    match fuel {
+        Some(n) => o.with_fuel(n),
+        None => o,
+    }
+}
+
 pub fn run(a: &Args) -> ExitCode {
     if let Err(code) = super::common::apply_max_memory(a.max_memory.as_deref()) {
         return code;
@@ -365,7 +374,7 @@ fn against_emulator(
             slot.clone_from(n);
         }
     }
-    let opts = kir_ptx_emu::Options { fuel: a.fuel.unwrap_or(kir_ptx_emu::DEFAULT_FUEL), threads: a.threads };
+    let opts = emu_options(a.fuel, a.threads);
     let run = match target {
         Target::Kernel { k, cfg } => {
             let entry = gpu_exec::ptx_entry_name(&k.name);

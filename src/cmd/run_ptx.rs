@@ -129,7 +129,7 @@ pub fn run(a: &Args) -> ExitCode {
         v
     };
     let cfg = kir_interp::LaunchConfig { grid, block, dynamic_shared_bytes: a.shared };
-    let opts = kir_ptx_emu::Options { fuel: a.fuel.unwrap_or(kir_ptx_emu::DEFAULT_FUEL), threads: a.threads };
+    let opts = super::diff::emu_options(a.fuel, a.threads);
     let start = Instant::now();
     let result =
         emu_exec::run_kernel(&module, &text, &entry.name, &cfg, &bound.args, &bound.buffers, &buffer_names, &opts);

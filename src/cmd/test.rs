@@ -73,7 +73,7 @@ pub fn run(args: &Args) -> ExitCode {
     ctx.bless = args.bless;
     if let Some(fuel) = args.fuel {
         ctx.interp = ctx.interp.clone().with_fuel(fuel);
-        ctx.emu.fuel = fuel;
+        ctx.emu = ctx.emu.clone().with_fuel(fuel);
     }
     if ctx.ptxas.is_none() {
         eprintln!("note: ptxas not found ({}); PTX is emitted but not assembled", kir_backend_ptx::tools::INSTALL_HINT);

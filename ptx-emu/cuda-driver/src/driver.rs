@@ -655,7 +655,11 @@ impl State {
         }
         let cfg = LaunchConfig { grid: shape.grid, block: shape.block, dynamic_shared_bytes: shape.dynamic_shared };
         let args: Vec<Arg> = args.into_iter().map(Arg::Bytes).collect();
-        let opts = Options { fuel: self.fuel, threads: None };
+        let opts = if self.fuel == kir_ptx_emu::DEFAULT_FUEL {
+            Options::default()
+        } else {
+            Options::default().with_fuel(self.fuel)
+        };
         match kir_ptx_emu::launch(&emu_module, &entry_name, &cfg, &args, &mut self.mem, &opts) {
             Ok(_) => Ok(()),
             Err(e) => match e.kind {
