@@ -1,5 +1,6 @@
 //! kir: the library facade behind the `kir` command line tool.
 //!
+//! - [`cfg_svg`]: a kernel's CFG as an SVG picture with the divergence verdicts (`kir cfg --format svg`).
 //! - [`checks`]: what `kir check` runs (verifier, then barrier verification).
 //! - [`directives`]: `; run:` / `; expect:` / `; check-ptx:` test directives in `.kir` files.
 //! - [`compare`]: comparing output buffers (bitwise, or within ULP/relative/absolute tolerances).
@@ -9,7 +10,9 @@
 //! - [`emu_exec`]: running kernels and graphs in the PTX emulator with the interpreter's inputs.
 //! - [`ptx_args`]: binding `kir run FILE.ptx` arguments to a PTX entry's parameters.
 //! - [`fuzz`]: random-kernel differential fuzzing and test-case reduction (`kir fuzz`).
+//! - [`lsp`]: the language server behind `kir lsp` (diagnostics, hover, navigation, formatting, semantic tokens).
 pub use kir_ir as ir;
+pub mod cfg_svg;
 pub mod checks;
 pub mod compare;
 pub mod directives;
@@ -18,6 +21,7 @@ pub mod files;
 pub mod fuzz;
 pub mod gpu_exec;
 pub mod harness;
+pub mod lsp;
 pub mod ptx_args;
 pub mod tolerance;
 pub mod walk;

@@ -23,7 +23,7 @@ enum Command {
     Check(cmd::check::Args),
     /// Print the canonical form of .kir files (or check it with --check).
     Fmt(cmd::fmt::Args),
-    /// Print a kernel's control-flow graph as Graphviz DOT.
+    /// Print a kernel's control-flow graph as Graphviz DOT, or as an SVG picture with divergence marks.
     Cfg(cmd::cfg::Args),
     /// Check, optimize, emit PTX for and run (interpreter, PTX emulator, GPU when present) every .kir file.
     Test(cmd::test::Args),
@@ -40,6 +40,8 @@ enum Command {
     Diff(cmd::diff::Args),
     /// Generate random kernels and check verifier, passes, ptxas, PTX emulator and GPU against the interpreter.
     Fuzz(cmd::fuzz::Args),
+    /// Run the language server on stdin/stdout (for editors).
+    Lsp(cmd::lsp::Args),
 }
 
 /// Restores the default action for SIGPIPE, as Unix command-line tools have it: `kir test | head`
@@ -73,5 +75,6 @@ fn main() -> ExitCode {
         Command::Devices(a) => cmd::devices::run(a),
         Command::Diff(a) => cmd::diff::run(a),
         Command::Fuzz(a) => cmd::fuzz::run(a),
+        Command::Lsp(a) => cmd::lsp::run(a),
     }
 }

@@ -6,6 +6,7 @@ pub mod devices;
 pub mod diff;
 pub mod fmt;
 pub mod fuzz;
+pub mod lsp;
 pub mod opt;
 pub mod ptx;
 pub mod run;

@@ -11,6 +11,10 @@
 //! - `--list-passes` prints one line per registered pass (and one per option) and exits 0.
 //! - `--print-divergence` prints the uniformity verdict of every value and block of the input
 //!   (see `kir_passes::uniformity::annotate`) to stderr before the pipeline runs.
+//! - `--cfg-svg DIR` writes `DIR/<kernel>.svg` for every kernel of the result (after the pipeline):
+//!   the picture `kir cfg --format svg` draws, divergent branches, barriers and loops marked
+//!   (`kir::cfg_svg`). One file per kernel (a module often has several, and each picture is one
+//!   graph); DIR is created; the files are written only when every pass succeeded.
 
 use super::common;
 use kir_passes::{parse_pipeline, registry, run_pipeline, PassError, RunConfig, DEFAULT_PIPELINE};
@@ -66,6 +70,10 @@ pub struct Args {
     /// a `verify-barriers` / `kir check` verdict). Needs an input that verifies.
     #[arg(long)]
     pub print_divergence: bool,
+    /// Write DIR/<kernel>.svg for every kernel after the pipeline: its CFG with the uniformity
+    /// verdicts drawn (divergent branches, barriers, loops), as `kir cfg --format svg` does.
+    #[arg(long, value_name = "DIR")]
+    pub cfg_svg: Option<PathBuf>,
     /// Report every decision of the `fuse` pass (what was fused, and why each other candidate pair
     /// of launches was not) as notes on stderr; same as `fuse{explain}`.
     #[arg(long)]
@@ -153,6 +161,17 @@ pub fn run(args: &Args) -> ExitCode {
     }
     if args.time_passes {
         eprint!("{}", report.timing_text());
+    }
+    if let Some(dir) = &args.cfg_svg {
+        if let Err(e) = std::fs::create_dir_all(dir) {
+            return common::file_error(&dir.display().to_string(), e);
+        }
+        for k in &loaded.module.kernels {
+            let file = dir.join(format!("{}.svg", k.name));
+            if let Err(e) = std::fs::write(&file, kir::cfg_svg::render_kernel(k)) {
+                return common::file_error(&file.display().to_string(), e);
+            }
+        }
     }
     let text = kir_ir::print_module(&loaded.module);
     match &args.output {

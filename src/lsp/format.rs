@@ -1,0 +1,19 @@
+//! `textDocument/formatting` through `kir fmt`'s formatter ([`kir_ir::format::format_source`]).
+//!
+//! Guarantees: the edit's text is exactly what `kir fmt` prints for the document's text (comments
+//! kept); one edit replaces the whole document; a document already in canonical form gets no
+//! edit; a document that does not parse gets `None` (the server answers with no edits), never a
+//! partial or guessed format.
+
+use super::document::Document;
+
+/// `textDocument/formatting`: one edit replacing the whole text with `kir fmt`'s output; no edit
+/// when the text is already canonical; `None` when the text does not parse (nothing to format).
+pub fn format_document(doc: &Document) -> Option<Vec<lsp_types::TextEdit>> {
+    let module = doc.analysis.module.as_ref()?;
+    let formatted = kir_ir::format::format_source(&doc.text, module);
+    if formatted == doc.text {
+        return Some(vec![]);
+    }
+    Some(vec![lsp_types::TextEdit { range: doc.lines.full_range(&doc.text), new_text: formatted }])
+}

@@ -1,0 +1,284 @@
+//! The server loop: the LSP lifecycle (initialize, shutdown, exit), document synchronization and
+//! dispatch of requests to the feature modules.
+//!
+//! Guarantees:
+//! - Every request gets exactly one response: its result, or an error with the JSON-RPC code the
+//!   protocol prescribes: `ServerNotInitialized` before `initialize`, `InvalidRequest` after
+//!   `shutdown` (and for a second `initialize` or a frame that is no message), `MethodNotFound`
+//!   for an unknown method, `InvalidParams` for parameters that do not decode, `ParseError` for a
+//!   body that is not JSON, `InternalError` if a handler panicked (the server goes on).
+//! - Notifications before `initialize` are dropped (except `exit`); unknown notifications are
+//!   ignored.
+//! - After every `didOpen` and `didChange`, the document's diagnostics are published (an empty
+//!   list clears them), with the document's version; `didClose` clears them.
+//! - `exit` ends the loop: exit code 0 after `shutdown`, 1 otherwise (also when the input ends
+//!   without `exit`), as the protocol says.
+//! - Positions past the end of a line or of the document are clamped, never an error.
+
+use super::document::Document;
+use super::transport::{self, Incoming};
+use super::{diagnostics, format, hover, navigation, semantic_tokens, symbols};
+use lsp_server::{Message, Notification, Request, Response};
+use lsp_types::*;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::io::Write;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+const PARSE_ERROR: i32 = -32700;
+const INVALID_REQUEST: i32 = -32600;
+const METHOD_NOT_FOUND: i32 = -32601;
+const INVALID_PARAMS: i32 = -32602;
+const INTERNAL_ERROR: i32 = -32603;
+const SERVER_NOT_INITIALIZED: i32 = -32002;
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum State {
+    Uninitialized,
+    Running,
+    ShutDown,
+}
+
+/// What the server advertises in its `initialize` response.
+pub fn capabilities() -> ServerCapabilities {
+    ServerCapabilities {
+        position_encoding: Some(PositionEncodingKind::UTF16),
+        text_document_sync: Some(TextDocumentSyncCapability::Options(TextDocumentSyncOptions {
+            open_close: Some(true),
+            change: Some(TextDocumentSyncKind::FULL),
+            ..Default::default()
+        })),
+        hover_provider: Some(HoverProviderCapability::Simple(true)),
+        definition_provider: Some(OneOf::Left(true)),
+        references_provider: Some(OneOf::Left(true)),
+        document_symbol_provider: Some(OneOf::Left(true)),
+        document_formatting_provider: Some(OneOf::Left(true)),
+        semantic_tokens_provider: Some(SemanticTokensServerCapabilities::SemanticTokensOptions(
+            SemanticTokensOptions {
+                legend: semantic_tokens::legend(),
+                full: Some(SemanticTokensFullOptions::Bool(true)),
+                range: None,
+                ..Default::default()
+            },
+        )),
+        ..Default::default()
+    }
+}
+
+/// The server's state over one session.
+pub struct Server<W: Write> {
+    out: W,
+    state: State,
+    docs: HashMap<Uri, Document>,
+}
+
+/// A handler's failure: an error response.
+struct Failure(i32, String);
+
+impl From<serde_json::Error> for Failure {
+    fn from(e: serde_json::Error) -> Failure {
+        Failure(INVALID_PARAMS, format!("invalid params: {e}"))
+    }
+}
+
+impl<W: Write> Server<W> {
+    pub fn new(out: W) -> Server<W> {
+        Server { out, state: State::Uninitialized, docs: HashMap::new() }
+    }
+
+    /// Serves messages until `exit` or the end of the input; returns the process exit code.
+    pub fn run(mut self, incoming: std::sync::mpsc::Receiver<Incoming>) -> i32 {
+        for msg in incoming {
+            let sent = match msg {
+                Incoming::Malformed { id, code, message } => {
+                    eprintln!("kir lsp: {message}");
+                    let code = if code == PARSE_ERROR { PARSE_ERROR } else { INVALID_REQUEST };
+                    transport::write_error(&mut self.out, id, code, &message)
+                }
+                Incoming::Message(Message::Request(req)) => {
+                    let resp = self.request(req);
+                    self.send(resp.into())
+                }
+                Incoming::Message(Message::Notification(n)) => {
+                    if n.method == "exit" {
+                        return if self.state == State::ShutDown { 0 } else { 1 };
+                    }
+                    self.notification(n)
+                }
+                // The server sends no requests, so responses are unexpected: ignored.
+                Incoming::Message(Message::Response(_)) => Ok(()),
+            };
+            if let Err(e) = sent {
+                eprintln!("kir lsp: cannot write to the client: {e}");
+                return 1;
+            }
+        }
+        if self.state == State::ShutDown {
+            0
+        } else {
+            1
+        }
+    }
+
+    fn send(&mut self, msg: Message) -> std::io::Result<()> {
+        transport::write(&mut self.out, &msg)
+    }
+
+    fn request(&mut self, req: Request) -> Response {
+        let id = req.id.clone();
+        match (self.state, req.method.as_str()) {
+            (State::Uninitialized, "initialize") => {
+                self.state = State::Running;
+                let result = InitializeResult {
+                    capabilities: capabilities(),
+                    server_info: Some(ServerInfo {
+                        name: "kir".into(),
+                        version: Some(env!("CARGO_PKG_VERSION").into()),
+                    }),
+                };
+                return Response::new_ok(id, result);
+            }
+            (State::Uninitialized, _) => {
+                return Response::new_err(id, SERVER_NOT_INITIALIZED, "the server has not been initialized".into())
+            }
+            (State::ShutDown, _) => {
+                return Response::new_err(id, INVALID_REQUEST, "the server is shut down (send `exit`)".into())
+            }
+            (State::Running, "initialize") => {
+                return Response::new_err(id, INVALID_REQUEST, "the server is already initialized".into())
+            }
+            (State::Running, "shutdown") => {
+                self.state = State::ShutDown;
+                return Response::new_ok(id, Value::Null);
+            }
+            _ => {}
+        }
+        let method = req.method.clone();
+        match catch_unwind(AssertUnwindSafe(|| self.handle(&req.method, req.params))) {
+            Ok(Ok(v)) => Response::new_ok(id, v),
+            Ok(Err(Failure(code, msg))) => Response::new_err(id, code, msg),
+            Err(_) => Response::new_err(id, INTERNAL_ERROR, format!("internal error while handling `{method}`")),
+        }
+    }
+
+    fn doc(&self, uri: &Uri) -> Option<&Document> {
+        self.docs.get(uri)
+    }
+
+    /// Runs a request handler; the result as JSON.
+    fn handle(&mut self, method: &str, params: Value) -> Result<Value, Failure> {
+        let v = match method {
+            "textDocument/hover" => {
+                let p: HoverParams = serde_json::from_value(params)?;
+                let tp = p.text_document_position_params;
+                let r = self.doc(&tp.text_document.uri).and_then(|d| hover::hover(d, d.offset(tp.position)));
+                serde_json::to_value(r)?
+            }
+            "textDocument/definition" => {
+                let p: GotoDefinitionParams = serde_json::from_value(params)?;
+                let tp = p.text_document_position_params;
+                let uri = &tp.text_document.uri;
+                let r = self
+                    .doc(uri)
+                    .and_then(|d| navigation::definition(d, uri, d.offset(tp.position)))
+                    .map(GotoDefinitionResponse::Scalar);
+                serde_json::to_value(r)?
+            }
+            "textDocument/references" => {
+                let p: ReferenceParams = serde_json::from_value(params)?;
+                let tp = p.text_document_position;
+                let uri = &tp.text_document.uri;
+                let incl = p.context.include_declaration;
+                let r = self.doc(uri).map(|d| navigation::references(d, uri, d.offset(tp.position), incl));
+                serde_json::to_value(r)?
+            }
+            "textDocument/documentSymbol" => {
+                let p: DocumentSymbolParams = serde_json::from_value(params)?;
+                let r = self
+                    .doc(&p.text_document.uri)
+                    .map(|d| DocumentSymbolResponse::Nested(symbols::document_symbols(d)));
+                serde_json::to_value(r)?
+            }
+            "textDocument/formatting" => {
+                let p: DocumentFormattingParams = serde_json::from_value(params)?;
+                let r = self.doc(&p.text_document.uri).and_then(format::format_document);
+                serde_json::to_value(r)?
+            }
+            "textDocument/semanticTokens/full" => {
+                let p: SemanticTokensParams = serde_json::from_value(params)?;
+                let r = self.doc(&p.text_document.uri).map(|d| {
+                    SemanticTokensResult::Tokens(SemanticTokens { result_id: None, data: semantic_tokens::full(d) })
+                });
+                serde_json::to_value(r)?
+            }
+            _ => return Err(Failure(METHOD_NOT_FOUND, format!("unknown method `{method}`"))),
+        };
+        Ok(v)
+    }
+
+    fn notification(&mut self, n: Notification) -> std::io::Result<()> {
+        if self.state == State::Uninitialized {
+            return Ok(());
+        }
+        let method = n.method.clone();
+        let changed = catch_unwind(AssertUnwindSafe(|| self.sync(n)));
+        match changed {
+            Ok(Ok(Some(uri))) => self.publish(uri),
+            Ok(Ok(None)) => Ok(()),
+            Ok(Err(e)) => {
+                eprintln!("kir lsp: `{method}`: {e}");
+                Ok(())
+            }
+            Err(_) => {
+                eprintln!("kir lsp: internal error while handling `{method}`");
+                Ok(())
+            }
+        }
+    }
+
+    /// Applies a document notification; the document whose diagnostics to publish.
+    fn sync(&mut self, n: Notification) -> Result<Option<Uri>, serde_json::Error> {
+        match n.method.as_str() {
+            "textDocument/didOpen" => {
+                let p: DidOpenTextDocumentParams = serde_json::from_value(n.params)?;
+                let td = p.text_document;
+                self.docs.insert(td.uri.clone(), analyzed(td.text, td.version));
+                Ok(Some(td.uri))
+            }
+            "textDocument/didChange" => {
+                let p: DidChangeTextDocumentParams = serde_json::from_value(n.params)?;
+                let uri = p.text_document.uri;
+                let Some(doc) = self.docs.get_mut(&uri) else { return Ok(None) };
+                for c in &p.content_changes {
+                    doc.splice(c.range, &c.text);
+                }
+                let text = std::mem::take(&mut doc.text);
+                *doc = analyzed(text, p.text_document.version);
+                Ok(Some(uri))
+            }
+            "textDocument/didClose" => {
+                let p: DidCloseTextDocumentParams = serde_json::from_value(n.params)?;
+                self.docs.remove(&p.text_document.uri);
+                Ok(Some(p.text_document.uri))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    fn publish(&mut self, uri: Uri) -> std::io::Result<()> {
+        let (diagnostics, version) = match self.docs.get(&uri) {
+            Some(d) => (diagnostics::for_document(d, &uri), Some(d.version)),
+            None => (vec![], None),
+        };
+        let params = PublishDiagnosticsParams { uri, diagnostics, version };
+        self.send(Notification::new("textDocument/publishDiagnostics".into(), params).into())
+    }
+}
+
+/// A document analyzed, or, if the analysis panicked, with one diagnostic saying so.
+fn analyzed(text: String, version: i32) -> Document {
+    match catch_unwind(AssertUnwindSafe(|| Document::new(text.clone(), version))) {
+        Ok(d) => d,
+        Err(_) => Document::failed(text, version),
+    }
+}

@@ -1,0 +1,368 @@
+//! The name index of a document: every definition and use of a kernel, graph, shared
+//! declaration, value (`%x`) and block, with its scope, built from the syntax tree; and the
+//! document outline (`textDocument/documentSymbol`) built from it.
+//!
+//! Guarantees:
+//! - Every occurrence's span covers exactly the name as written, with its sigil (`%x`, `@k`) for
+//!   values and globals and without the `:` or `(` that follows a block label.
+//! - Names resolve as the parser resolves them: values, blocks and shared declarations within
+//!   their kernel (values and temps of a graph within the graph), kernels and graphs module-wide.
+//!   A name defined twice resolves to its first definition; a use of an undefined name is not
+//!   an occurrence of any symbol.
+//! - Occurrences are sorted by position and never overlap, so [`Index::at`] finds at most one.
+//! - Building walks the syntax tree without recursion (nested indexes and size expressions use an
+//!   explicit stack), so no input can overflow the stack here.
+
+use kir_ir::ast::{AstExpr, AstGraphArg, AstItem, AstModule, AstOperand, AstParam, AstStmtKind, AstType, Spanned};
+use kir_ir::Span;
+use std::collections::HashMap;
+
+/// What a name names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SymbolKind {
+    Kernel,
+    Graph,
+    /// A `shared @name` declaration of a kernel.
+    Shared,
+    /// A kernel parameter.
+    Param,
+    /// A block parameter.
+    BlockParam,
+    /// An instruction result.
+    Result,
+    Block,
+    /// A graph parameter.
+    GraphParam,
+    /// A graph's `temp %name`.
+    Temp,
+}
+
+/// A defined name.
+#[derive(Clone, Debug)]
+pub struct Symbol {
+    pub kind: SymbolKind,
+    /// The name without its sigil.
+    pub name: String,
+    /// The item (index in the module's items) whose scope holds the name; `None` for kernels and
+    /// graphs.
+    pub scope: Option<usize>,
+    /// The span of the name at its definition.
+    pub def: Span,
+    /// The span of the whole definition (a kernel, a block from its label to its last statement,
+    /// a declaration, an instruction).
+    pub full: Span,
+}
+
+/// One written name.
+#[derive(Clone, Copy, Debug)]
+pub struct Occurrence {
+    pub span: Span,
+    /// Index into [`Index::symbols`].
+    pub symbol: usize,
+    pub is_def: bool,
+}
+
+/// An op mnemonic as written in an instruction.
+#[derive(Clone, Debug)]
+pub struct OpUse {
+    pub span: Span,
+    pub mnemonic: String,
+    /// The type annotation after `:` (e.g. `ptrcast %p : ptr<global, u8>`), as written.
+    pub annot: Option<String>,
+}
+
+/// The names of a document.
+#[derive(Clone, Debug, Default)]
+pub struct Index {
+    pub symbols: Vec<Symbol>,
+    /// Sorted by span start.
+    pub occurrences: Vec<Occurrence>,
+    pub ops: Vec<OpUse>,
+    /// Per item: its name and whether it is a kernel (for the outline and scope names).
+    pub items: Vec<(String, bool)>,
+}
+
+/// The span of a name at the start of `s`: `len` bytes (the sigil included by the caller).
+fn name_at(s: Span, len: usize) -> Span {
+    Span::new(s.start as usize, (s.start as usize + len).min(s.end.max(s.start) as usize))
+}
+
+/// The text of a type as written.
+pub fn type_text(t: &AstType) -> String {
+    match t {
+        AstType::Named(n) => n.node.to_string(),
+        AstType::Ptr { space, elem } => format!("ptr<{}, {}>", space.node, elem.node),
+    }
+}
+
+/// Per-scope name tables while building.
+#[derive(Default)]
+struct Scope {
+    values: HashMap<String, usize>,
+    blocks: HashMap<String, usize>,
+    shared: HashMap<String, usize>,
+}
+
+struct Builder {
+    index: Index,
+    /// Unresolved uses: (span, scope item, namespace, name).
+    uses: Vec<(Span, Option<usize>, Ns, String)>,
+    scopes: Vec<Scope>,
+    globals: HashMap<String, usize>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Ns {
+    Value,
+    Block,
+    /// `@name` inside a kernel: a shared declaration.
+    Shared,
+    /// `@name` naming a kernel or graph.
+    Global,
+}
+
+impl Builder {
+    fn define(&mut self, kind: SymbolKind, name: &str, scope: Option<usize>, def: Span, full: Span) {
+        let id = self.index.symbols.len();
+        self.index.symbols.push(Symbol { kind, name: name.to_string(), scope, def, full });
+        self.index.occurrences.push(Occurrence { span: def, symbol: id, is_def: true });
+        let table = match (kind, scope) {
+            (SymbolKind::Kernel | SymbolKind::Graph, _) | (_, None) => &mut self.globals,
+            (SymbolKind::Block, Some(s)) => &mut self.scopes[s].blocks,
+            (SymbolKind::Shared, Some(s)) => &mut self.scopes[s].shared,
+            (_, Some(s)) => &mut self.scopes[s].values,
+        };
+        table.entry(name.to_string()).or_insert(id);
+    }
+
+    fn use_name(&mut self, span: Span, scope: Option<usize>, ns: Ns, name: &str) {
+        self.uses.push((span, scope, ns, name.to_string()));
+    }
+
+    fn param(&mut self, p: &AstParam, kind: SymbolKind, scope: usize) {
+        let def = name_at(p.name.span, 1 + p.name.node.len());
+        let full = p.name.span.to(p.ty.span());
+        self.define(kind, &p.name.node, Some(scope), def, full);
+    }
+
+    fn operand(&mut self, o: &Spanned<AstOperand>, scope: usize) {
+        let mut cur = o;
+        loop {
+            match &cur.node {
+                AstOperand::Value(n) => {
+                    self.use_name(name_at(cur.span, 1 + n.len()), Some(scope), Ns::Value, n);
+                    return;
+                }
+                AstOperand::Indexed(n, inner) => {
+                    self.use_name(name_at(cur.span, 1 + n.len()), Some(scope), Ns::Value, n);
+                    cur = inner;
+                }
+                AstOperand::Global(n) => {
+                    self.use_name(name_at(cur.span, 1 + n.len()), Some(scope), Ns::Shared, n);
+                    return;
+                }
+                _ => return,
+            }
+        }
+    }
+
+    fn expr(&mut self, e: &AstExpr, span: Span, scope: usize) {
+        let mut stack = vec![(e, span)];
+        while let Some((e, span)) = stack.pop() {
+            match e {
+                AstExpr::Value(n) => self.use_name(name_at(span, 1 + n.len()), Some(scope), Ns::Value, n),
+                AstExpr::Call(_, args, ..) => stack.extend(args.iter().map(|a| (&a.node, a.span))),
+                _ => {}
+            }
+        }
+    }
+}
+
+impl Index {
+    /// Builds the index of a syntax tree.
+    pub fn build(ast: &AstModule) -> Index {
+        let mut b = Builder { index: Index::default(), uses: vec![], scopes: vec![], globals: HashMap::new() };
+        for (item_no, item) in ast.items.iter().enumerate() {
+            b.scopes.push(Scope::default());
+            match item {
+                AstItem::Kernel(k) => {
+                    b.index.items.push((k.name.node.to_string(), true));
+                    b.define(SymbolKind::Kernel, &k.name.node, None, k.name.span, k.span);
+                    for p in &k.params {
+                        b.param(p, SymbolKind::Param, item_no);
+                    }
+                    for s in &k.shared {
+                        b.define(SymbolKind::Shared, &s.name.node, Some(item_no), s.name.span, s.span);
+                    }
+                    // Definitions first: a value or block may be used above its definition.
+                    for blk in &k.blocks {
+                        let label = name_at(blk.name.span, blk.name.node.len());
+                        let end = blk.stmts.last().map(|s| s.span).unwrap_or(blk.name.span);
+                        b.define(SymbolKind::Block, &blk.name.node, Some(item_no), label, blk.name.span.to(end));
+                        for p in &blk.params {
+                            b.param(p, SymbolKind::BlockParam, item_no);
+                        }
+                        for st in &blk.stmts {
+                            if let AstStmtKind::Inst { result: Some(r), .. } = &*st.kind {
+                                let def = name_at(r.span, 1 + r.node.len());
+                                b.define(SymbolKind::Result, &r.node, Some(item_no), def, st.span);
+                            }
+                        }
+                    }
+                    for blk in &k.blocks {
+                        for st in &blk.stmts {
+                            match &*st.kind {
+                                AstStmtKind::Inst { op, args, annot, .. } => {
+                                    b.index.ops.push(OpUse {
+                                        span: name_at(op.span, op.node.len()),
+                                        mnemonic: op.node.to_string(),
+                                        annot: annot.as_ref().map(type_text),
+                                    });
+                                    for a in args {
+                                        b.operand(a, item_no);
+                                    }
+                                }
+                                AstStmtKind::Br { cond, then_, else_ } => {
+                                    b.operand(cond, item_no);
+                                    for call in [then_, else_] {
+                                        let span = name_at(call.block.span, call.block.node.len());
+                                        b.use_name(span, Some(item_no), Ns::Block, &call.block.node);
+                                        for a in &call.args {
+                                            b.operand(a, item_no);
+                                        }
+                                    }
+                                }
+                                AstStmtKind::Jmp(call) => {
+                                    let span = name_at(call.block.span, call.block.node.len());
+                                    b.use_name(span, Some(item_no), Ns::Block, &call.block.node);
+                                    for a in &call.args {
+                                        b.operand(a, item_no);
+                                    }
+                                }
+                                AstStmtKind::Ret => {}
+                            }
+                        }
+                    }
+                }
+                AstItem::Graph(g) => {
+                    b.index.items.push((g.name.node.to_string(), false));
+                    b.define(SymbolKind::Graph, &g.name.node, None, g.name.span, g.span);
+                    for p in &g.params {
+                        b.param(p, SymbolKind::GraphParam, item_no);
+                    }
+                    for t in &g.temps {
+                        let def = name_at(t.name.span, 1 + t.name.node.len());
+                        b.define(SymbolKind::Temp, &t.name.node, Some(item_no), def, t.span);
+                    }
+                    for t in &g.temps {
+                        b.expr(&t.len.node, t.len.span, item_no);
+                    }
+                    for l in &g.launches {
+                        b.use_name(l.kernel.span, None, Ns::Global, &l.kernel.node);
+                        for c in &l.clauses {
+                            for a in &c.args {
+                                b.expr(&a.node, a.span, item_no);
+                            }
+                        }
+                        for a in &l.args {
+                            if let AstGraphArg::Expr(e) = &a.node {
+                                b.expr(e, a.span, item_no);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let uses = std::mem::take(&mut b.uses);
+        for (span, scope, ns, name) in uses {
+            let found = match (ns, scope) {
+                (Ns::Global, _) | (_, None) => b.globals.get(&name),
+                (Ns::Value, Some(s)) => b.scopes[s].values.get(&name),
+                (Ns::Block, Some(s)) => b.scopes[s].blocks.get(&name),
+                (Ns::Shared, Some(s)) => b.scopes[s].shared.get(&name),
+            };
+            if let Some(&symbol) = found {
+                b.index.occurrences.push(Occurrence { span, symbol, is_def: false });
+            }
+        }
+        let mut index = b.index;
+        index.occurrences.sort_by_key(|o| (o.span.start, o.span.end));
+        index.occurrences.dedup_by_key(|o| o.span.start);
+        index.ops.sort_by_key(|o| o.span.start);
+        index
+    }
+
+    /// The occurrence under a byte offset (a cursor just after a name counts as on it).
+    pub fn at(&self, offset: usize) -> Option<&Occurrence> {
+        let hit = |s: Span| (s.start as usize) <= offset && offset <= s.end as usize;
+        let i = self.occurrences.partition_point(|o| (o.span.start as usize) <= offset);
+        // The last occurrence starting at or before `offset`, or the one before it when the cursor
+        // sits between two adjacent names.
+        let cands = [i.checked_sub(1), i.checked_sub(2)];
+        cands.into_iter().flatten().map(|j| &self.occurrences[j]).find(|o| hit(o.span))
+    }
+
+    /// The op mnemonic under a byte offset.
+    pub fn op_at(&self, offset: usize) -> Option<&OpUse> {
+        let i = self.ops.partition_point(|o| (o.span.start as usize) <= offset);
+        i.checked_sub(1).map(|j| &self.ops[j]).filter(|o| offset <= o.span.end as usize)
+    }
+
+    /// Every occurrence of a symbol, in source order.
+    pub fn occurrences_of(&self, symbol: usize) -> impl Iterator<Item = &Occurrence> + '_ {
+        self.occurrences.iter().filter(move |o| o.symbol == symbol)
+    }
+
+    /// The symbol defined at item level (kernel or graph) with this name.
+    pub fn global(&self, name: &str) -> Option<(usize, &Symbol)> {
+        self.symbols.iter().enumerate().find(|(_, s)| {
+            s.scope.is_none() && s.name == name && matches!(s.kind, SymbolKind::Kernel | SymbolKind::Graph)
+        })
+    }
+}
+
+/// The outline of a document: kernels (with their shared declarations and blocks) and graphs
+/// (with their temps), in source order.
+pub fn document_symbols(doc: &super::document::Document) -> Vec<lsp_types::DocumentSymbol> {
+    use lsp_types::SymbolKind as K;
+    let index = &doc.analysis.index;
+    #[allow(deprecated)]
+    let make = |s: &Symbol, kind: K, detail: Option<String>, children: Option<Vec<lsp_types::DocumentSymbol>>| {
+        let range = doc.range(s.full.to(s.def));
+        let selection_range = doc.range(s.def);
+        lsp_types::DocumentSymbol {
+            name: match s.kind {
+                SymbolKind::Kernel | SymbolKind::Graph | SymbolKind::Shared => format!("@{}", s.name),
+                SymbolKind::Block => s.name.clone(),
+                _ => format!("%{}", s.name),
+            },
+            detail,
+            kind,
+            tags: None,
+            deprecated: None,
+            range,
+            selection_range,
+            children,
+        }
+    };
+    let mut out = vec![];
+    for (item_no, s) in index.symbols.iter().filter(|s| s.scope.is_none()).enumerate() {
+        let children: Vec<_> = index
+            .symbols
+            .iter()
+            .filter(|c| c.scope == Some(item_no))
+            .filter_map(|c| match c.kind {
+                SymbolKind::Block => Some(make(c, K::NAMESPACE, Some("block".into()), None)),
+                SymbolKind::Shared => Some(make(c, K::VARIABLE, Some("shared".into()), None)),
+                SymbolKind::Temp => Some(make(c, K::VARIABLE, Some("temp".into()), None)),
+                _ => None,
+            })
+            .collect();
+        let (kind, detail) = match s.kind {
+            SymbolKind::Kernel => (K::FUNCTION, "kernel"),
+            _ => (K::MODULE, "graph"),
+        };
+        out.push(make(s, kind, Some(detail.into()), Some(children)));
+    }
+    out
+}
