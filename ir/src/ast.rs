@@ -2,6 +2,14 @@
 //!
 //! Guarantees: every node keeps the byte span of its text. Nothing here is checked beyond the
 //! grammar; [`crate::parse`] lowers it to the IR and reports every resolution error.
+//!
+//! The grammar builds no tree deeper than [`MAX_NESTING`] levels (size expressions, indexed
+//! operands): deeper input is a located syntax error, so code that walks these trees recursively
+//! (lowering, printing, `Drop`, `Clone`) needs a bounded stack. Everything else is flat lists.
+
+/// The deepest nesting of size expressions (`add(add(...), 1)`) and indexed operands the grammar
+/// accepts.
+pub const MAX_NESTING: usize = 256;
 
 /// A name or literal spelling from the source. Nearly all fit inline (24 bytes), so building the
 /// syntax tree does not allocate per token.
@@ -104,6 +112,23 @@ pub enum AstOperand {
     Nan,
 }
 
+impl AstOperand {
+    /// How many `[`...`]` levels this operand nests (0 for a plain operand), counted up to
+    /// [`MAX_NESTING`] (so the walk is bounded).
+    pub fn index_depth(&self) -> usize {
+        let mut depth = 0;
+        let mut cur = self;
+        while let AstOperand::Indexed(_, inner) = cur {
+            depth += 1;
+            if depth >= MAX_NESTING {
+                break;
+            }
+            cur = &inner.node;
+        }
+        depth
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct AstBlockCall {
     pub block: Spanned<AstStr>,
@@ -196,11 +221,22 @@ pub struct AstClause {
 }
 
 /// A size expression of a graph: `%param`, an integer, or `fn(args)`. The name span includes `(`.
+/// A call keeps its depth (1 + its deepest argument's), at most [`MAX_NESTING`].
 #[derive(Clone, Debug)]
 pub enum AstExpr {
     Value(AstStr),
     Int(AstStr),
-    Call(Spanned<AstStr>, Vec<Spanned<AstExpr>>),
+    Call(Spanned<AstStr>, Vec<Spanned<AstExpr>>, u32),
+}
+
+impl AstExpr {
+    /// Levels of nesting: 1 for a name or an integer.
+    pub fn depth(&self) -> usize {
+        match self {
+            AstExpr::Value(_) | AstExpr::Int(_) => 1,
+            AstExpr::Call(_, _, d) => *d as usize,
+        }
+    }
 }
 
 /// A launch argument: an expression (a buffer or scalar name, an integer, a computed size) or

@@ -5,6 +5,10 @@
 //!   primary span; secondary labels and notes explain it.
 //! - [`render`] prints `file:line:col` headers, the source line and a caret under the span, in
 //!   plain text (no colour codes) unless colour is asked for, so snapshot tests are stable.
+//! - Characters that display as nothing (control characters other than tab and line breaks, a
+//!   byte order mark and other zero-width format characters) are shown as `?` (one-byte ones) or
+//!   `\u{FFFD}` in the quoted source line, so a caret under them is visible; line and column
+//!   numbers are those of the real source.
 
 use crate::span::Span;
 use codespan_reporting::diagnostic::{Diagnostic as CsDiagnostic, Label, Severity as CsSeverity};
@@ -78,7 +82,8 @@ pub fn has_errors(diags: &[Diagnostic]) -> bool {
 
 /// Renders diagnostics against the source they refer to.
 pub fn render(diags: &[Diagnostic], file_name: &str, source: &str, color: bool) -> String {
-    let file = SimpleFile::new(file_name, source);
+    let shown = visible_source(source);
+    let file = SimpleFile::new(file_name, shown.as_ref());
     let config = Config::default();
     let mut out = Vec::new();
     for d in diags {
@@ -111,4 +116,30 @@ pub fn render(diags: &[Diagnostic], file_name: &str, source: &str, color: bool) 
         }
     }
     String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Whether a character displays as nothing in a terminal (so a caret under it would have width 0).
+fn is_invisible(c: char) -> bool {
+    (c.is_control() && !matches!(c, '\t' | '\n' | '\r'))
+        || matches!(c, '\u{feff}' | '\u{200b}'..='\u{200f}' | '\u{2028}'..='\u{202e}' | '\u{2060}'..='\u{2064}')
+}
+
+/// The source with every invisible character replaced by a visible one of the same length in bytes
+/// and in characters (`?` for one byte, U+FFFD for three, `\u{00BF}` for two), so byte offsets,
+/// lines and columns are unchanged.
+fn visible_source(source: &str) -> std::borrow::Cow<'_, str> {
+    if !source.chars().any(is_invisible) {
+        return std::borrow::Cow::Borrowed(source);
+    }
+    let out: String = source
+        .chars()
+        .map(|c| match (is_invisible(c), c.len_utf8()) {
+            (false, _) => c,
+            (true, 1) => '?',
+            (true, 2) => '\u{bf}',
+            (true, _) => '\u{fffd}',
+        })
+        .collect();
+    debug_assert_eq!(out.len(), source.len());
+    std::borrow::Cow::Owned(out)
 }

@@ -6,7 +6,11 @@
 //! - Every `;` comment of the source appears in the output, in source order relative to the code:
 //!   a comment on its own line is placed before the first entity that follows it in the source
 //!   (indented like that entity), and a comment after code on the same line stays at the end of
-//!   the printed line of that code.
+//!   the printed line of that code. A comment after code that is only the start of the next
+//!   printed entity (`kernel ; c` with `@k(...)` on the next line) goes on its own line before
+//!   that entity. Only comments after the last entity end the output.
+//! - Linear in the size of the source and the output (comments are matched to printed lines by
+//!   position, not by a scan of all comments per line).
 //! - One or more blank lines between entities in the source become exactly one; kernels are
 //!   separated by one blank line.
 //! - Formatting is idempotent: formatting formatted text gives the same text.
@@ -172,6 +176,8 @@ pub fn format_source(src: &str, module: &Module) -> String {
         out.push('\n');
         *prev_line = Some(c.line);
     };
+    // Comments before `first_unused` are all placed.
+    let mut first_unused = 0;
     for (gi, group) in items.iter().enumerate() {
         if gi > 0 {
             out.push('\n');
@@ -179,10 +185,16 @@ pub fn format_source(src: &str, module: &Module) -> String {
         }
         for (ii, item) in group.iter().enumerate() {
             let item_line = lines.line_of(item.offset);
-            // Own-line comments before this item.
-            for c in comments.iter_mut().filter(|c| !c.used && !c.trailing && c.offset < item.offset) {
-                emit_own_line(&mut out, c, item.comment_indent, &mut prev_line);
-                c.used = true;
+            // Comments before this item not placed yet, in source order, on their own lines: the
+            // own-line ones, and trailing ones whose code belongs to this item (`kernel ; c` above
+            // `@k(...)`: the header's item starts at the name).
+            while first_unused < comments.len() && comments[first_unused].offset < item.offset {
+                let c = &mut comments[first_unused];
+                if !c.used {
+                    emit_own_line(&mut out, c, item.comment_indent, &mut prev_line);
+                    c.used = true;
+                }
+                first_unused += 1;
             }
             // `prev_line` is reset at each kernel, so this keeps blank lines inside a kernel and
             // between a kernel's leading comments and its header.
@@ -198,14 +210,13 @@ pub fn format_source(src: &str, module: &Module) -> String {
             // When the next item starts on the same line, the comment belongs to that later item.
             let shares_line = ii + 1 < group.len() && next_line == item_line;
             let own_end = next_line.saturating_sub(1).max(item_line);
-            for c in comments.iter_mut().filter(|c| {
-                !shares_line
-                    && !c.used
-                    && c.trailing
-                    && c.line >= item_line
-                    && c.line <= own_end
-                    && c.offset > item.offset
-            }) {
+            // Comments are in source order, so those on lines `item_line..=own_end` are a range.
+            let from = comments.partition_point(|c| c.line < item_line);
+            let to = comments.partition_point(|c| c.line <= own_end);
+            for c in comments[from..to.max(from)]
+                .iter_mut()
+                .filter(|c| !shares_line && !c.used && c.trailing && c.offset > item.offset)
+            {
                 out.push_str("  ");
                 out.push_str(&c.text);
                 c.used = true;

@@ -10,6 +10,9 @@
 //!   errors are reported too; a graph with errors is not added to the module.
 //! - A graph that launches a kernel that failed to lower is dropped silently (the kernel's own
 //!   errors are already reported), so one mistake is not reported twice.
+//! - Expression lowering recurses, but the grammar accepts no expression nested deeper than
+//!   [`crate::ast::MAX_NESTING`], so the depth of that recursion (and of the resulting
+//!   [`crate::graph::Expr`] trees' `Display`, `eval`, `Clone` and `Drop`) is bounded.
 
 use crate::ast::*;
 use crate::diag::Diagnostic;
@@ -113,7 +116,7 @@ impl Scope<'_> {
                 // The parameter's type failed to lower (reported already).
                 Some(None) => None,
             },
-            AstExpr::Call(f, args) => {
+            AstExpr::Call(f, args, _) => {
                 let lowered: Vec<Option<Expr>> = args.iter().map(|a| self.lower_expr(a, errs)).collect();
                 let Some(func) = ExprFn::from_name(&f.node) else {
                     let names: Vec<String> = ExprFn::ALL.iter().map(|f| format!("{}(a, b)", f.name())).collect();

@@ -2,7 +2,10 @@
 //! and literals to IR entities.
 //!
 //! Guarantees:
-//! - No input panics: every failure is a [`Diagnostic`] with a span into the input.
+//! - No input panics: every failure is a [`Diagnostic`] with a span into the input. A byte order
+//!   mark, a NUL byte or another control character is named in the message; nesting past
+//!   [`crate::ast::MAX_NESTING`] is an error naming the limit. Lowering walks flat lists (blocks,
+//!   statements) iteratively, so no input depth can overflow the stack.
 //! - Lowering reports every error it finds (not just the first): unknown ops, bad literals,
 //!   undefined or duplicate names, wrong operand counts, instructions after a terminator, blocks
 //!   without a terminator. Deeper checks (types of values, dominance) are the verifier's.
@@ -14,7 +17,7 @@
 use crate::ast::*;
 use crate::diag::Diagnostic;
 use crate::ir::*;
-use crate::lexer::{self, LexError, Token};
+use crate::lexer::{self, LexError, LexErrorKind, Token};
 use crate::op::*;
 use crate::span::Span;
 use crate::types::{AddrSpace, Constant, ScalarType, Type};
@@ -75,6 +78,28 @@ fn syntax_error(src: &str, e: lalrpop_util::ParseError<usize, Token<'_>, LexErro
             .at(Span::new(l, r), "extra token"),
         User { error } => {
             let text = src.get(error.start..error.end).unwrap_or("");
+            let span = Span::new(error.start, error.end);
+            match error.kind {
+                LexErrorKind::Invalid => {}
+                LexErrorKind::ByteOrderMark => {
+                    let d = Diagnostic::error("unexpected byte order mark (U+FEFF)").at(span, "byte order mark here");
+                    return if error.start == 0 {
+                        d.with_note("save the file as UTF-8 without a BOM (e.g. `sed -i '1s/^\\xEF\\xBB\\xBF//' FILE`)")
+                    } else {
+                        d.with_note("U+FEFF (zero-width no-break space) is not whitespace in .kir files")
+                    };
+                }
+                LexErrorKind::Control(b) => {
+                    let name = lexer::control_name(b);
+                    return Diagnostic::error(format!("unexpected {name}"))
+                        .at(span, format!("{name} here"))
+                        .with_note("control characters other than tab, line feed, CR before a line feed and form feed are not allowed outside comments");
+                }
+                LexErrorKind::TooDeep { what, limit } => {
+                    return Diagnostic::error(format!("{what} nested more than {limit} levels deep"))
+                        .at(span, format!("nesting exceeds the limit of {limit} here"));
+                }
+            }
             if error.start == error.end || text.is_empty() {
                 Diagnostic::error("invalid token").at(Span::new(error.start, error.end), "here")
             } else {

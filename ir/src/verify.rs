@@ -95,6 +95,11 @@
 //! - E: the static declarations, laid out in order with their alignment, total at most 48 KiB
 //!   (49152 bytes): PTX limits statically allocated shared memory to 48 KiB; more must be dynamic.
 //!
+//! Parameters
+//! - E: the parameters, laid out in order as the PTX backend declares them (each aligned to its
+//!   size: pointers 8 bytes, `pred` as `.u8`), take at most 4352 bytes ([`MAX_PARAM_BYTES`], what
+//!   ptxas accepts for a PTX ISA 8.0 entry); the error points at the first parameter past it.
+//!
 //! Block shape
 //! - E: `reqntid(x, y, z)`: every dimension at least 1, x and y at most 1024, z at most 64, and
 //!   `x * y * z` at most 1024 threads (CUDA's limits, which the interpreter enforces at launch).
@@ -107,6 +112,21 @@ use crate::printer::{print_constant, print_inst};
 use crate::span::Span;
 use crate::types::{AddrSpace, Constant, ScalarType, Type};
 use rustc_hash::FxHashMap as HashMap;
+
+/// The parameter space of a kernel entry in PTX ISA 8.0 (what the backend emits), in bytes:
+/// ptxas rejects more ("uses too much parameter space (0x1108 bytes, 0x1100 max)"), on sm_80 and
+/// sm_90 alike.
+pub const MAX_PARAM_BYTES: u64 = 0x1100;
+
+/// Bytes a parameter of type `ty` takes in the PTX parameter space, which is also its alignment:
+/// pointers are `.u64`, `pred` is passed as `.u8` (see `kir_backend_ptx::lower::param_type`).
+pub fn param_bytes(ty: Type) -> u64 {
+    match ty {
+        Type::Ptr(..) => 8,
+        Type::Scalar(ScalarType::Pred) => 1,
+        Type::Scalar(s) => s.bytes() as u64,
+    }
+}
 
 /// Statically allocated shared memory per kernel allowed by PTX, in bytes.
 pub const MAX_STATIC_SHARED_BYTES: u64 = 48 * 1024;
@@ -369,6 +389,7 @@ impl<'a> Verifier<'a> {
         self.check_entities();
         self.check_names();
         self.check_shared();
+        self.check_param_space();
         self.check_reqntid();
         self.check_entry();
         for b in k.block_ids() {
@@ -680,6 +701,32 @@ impl<'a> Verifier<'a> {
             .with_note("use dynamic shared memory (`shared @name: T[]`, sized at launch) for larger buffers");
             self.report(d, Entity::Kernel, "too much static shared memory");
         }
+    }
+
+    // ---------------------------------------------------------------- parameter space
+
+    fn check_param_space(&mut self) {
+        let k = self.k;
+        let mut offset: u64 = 0;
+        let mut first_over: Option<(ValueId, u64)> = None;
+        for &p in &k.params {
+            let Some(v) = k.values.get(p.index()) else { continue };
+            let size = param_bytes(v.ty);
+            offset = offset.div_ceil(size).saturating_mul(size).saturating_add(size);
+            if offset > MAX_PARAM_BYTES && first_over.is_none() {
+                first_over = Some((p, offset));
+            }
+        }
+        let Some((p, end)) = first_over else { return };
+        let d = Diagnostic::error(format!(
+            "kernel `@{}` has {offset} bytes of parameters ({} parameters), more than the {MAX_PARAM_BYTES} bytes (0x1100) of a PTX kernel's parameter space",
+            k.name,
+            k.params.len()
+        ))
+        .with_note(
+            "each parameter takes its size, aligned to its size (pointers 8 bytes, `pred` 1); pass large argument lists through a buffer",
+        );
+        self.report(d, Entity::Value(p), format!("this parameter ends at byte {end}, past the limit"));
     }
 
     // ---------------------------------------------------------------- entry block

@@ -26,6 +26,10 @@
 //!   such a multiple) gets a note saying so: declare `reqntid(N)` with N a multiple of 32, or use
 //!   `warpid`.
 //! - Never panics, whatever the kernel (an unverified kernel gets the all-varying verdict).
+//! - A kernel too large for the uniformity analysis ([`crate::uniformity::WORK_LIMIT`]) gets the
+//!   all-varying verdict too: a barrier or collective in it that is not in the entry's uniform
+//!   straight line is rejected with a note naming the limit. The explanation chain is at most
+//!   `MAX_STEPS` steps long, so its (mutually recursive) construction needs a bounded stack.
 //!
 //! Not checked: collectives whose member mask is not the constant full mask (which lanes must
 //! take part is then a run-time property), and whether the launch has full warps: a full-mask
@@ -554,6 +558,13 @@ fn explain(k: &Kernel, u: &Uniformity, b: BlockId, i: InstId, what: What) -> Dia
         chain.branch_cause(y, intro);
     } else if u.is_malformed() {
         d = d.with_note("the kernel is not well-formed (run the verifier): nothing can be proved uniform in it");
+    } else if u.is_too_large() {
+        d = d.with_note(format!(
+            "the kernel is too large for the uniformity analysis (it would take more than {} steps: \
+             non-uniform branches times the blocks they control, memory accesses times blocks, loads times stores), \
+             so nothing is proved uniform in it: split the kernel, or make fewer branches depend on the thread index",
+            crate::uniformity::WORK_LIMIT
+        ));
     } else {
         chain.irreducible = true;
     }

@@ -12,7 +12,8 @@
 //!   reached uniformly, which [`crate::barrier`] checks with this same analysis (the argument is an
 //!   induction over the barriers executed).
 //! - Every non-uniform value and block carries a reason ([`ValueReason`], [`Uniformity::block_reason`])
-//!   that leads, step by step, to a source of divergence: the chain diagnostics are built from.
+//!   that leads, step by step, to a source of divergence: the chain diagnostics are built from. (Not
+//!   when the analysis gave up, see COST below: then no value has a reason.)
 //!
 //! The rules, lattice `Uniform < WarpUniform < Varying`, an op's level the maximum of its inputs':
 //! - Sources. `tid.*`, `global_id.*`, `laneid`: varying. `warpid`: warp-uniform. Kernel parameters,
@@ -60,6 +61,14 @@
 //!   it (operands, and block arguments whose target is outside) is used at level `>= l`.
 //! - Irreducible control flow is outside what loops describe: when the CFG is irreducible and any
 //!   branch is non-uniform, every value and block is reported varying.
+//! - COST. No recursion (irreducibility is Kahn's algorithm, regions and reachability explicit
+//!   stacks). Each region costs its own size, temporal divergence asks only loops with a divergent
+//!   exit, and reachability from non-uniform branches is computed only when a shared-memory load
+//!   and a write exist. What stays superlinear (nested non-uniform branches: the sum of their
+//!   regions; memory accesses times blocks; loads times writes) is charged to a budget of
+//!   [`WORK_LIMIT`] steps: past it the analysis stops and gives the conservative answer (every
+//!   value, branch and reachable block varying, no reasons, [`Uniformity::is_too_large`]), which
+//!   is sound by the rule above.
 
 use kir_ir::cfg::Cfg;
 use kir_ir::{
@@ -148,6 +157,12 @@ pub enum ValueReason {
     Irreducible,
 }
 
+/// The most elementary steps (block and instruction visits, roughly) the analysis spends on one
+/// kernel before it gives up with the conservative all-varying answer ([`Uniformity::is_too_large`]).
+/// Its cost grows with non-uniform branches times the blocks they control, memory accesses times
+/// blocks, and loads times stores; 1e8 steps take about half a second on a 2-core x86-64.
+pub const WORK_LIMIT: u64 = 100_000_000;
+
 /// A natural loop (all back edges to one header).
 #[derive(Clone, Debug)]
 pub struct Loop {
@@ -177,6 +192,9 @@ pub struct Uniformity {
     /// Immediate post-dominator with non-exiting blocks treated as exits (`None` = virtual exit).
     ipdom: Vec<Option<BlockId>>,
     loops: Vec<Loop>,
+    /// Indices of the loops whose exit level is above `Uniform` (the only ones temporal
+    /// divergence asks about).
+    divergent_loops: Vec<usize>,
     /// Block of each placed instruction.
     inst_block: HashMap<InstId, BlockId>,
     /// Block defining each value (`None` for kernel parameters).
@@ -199,6 +217,10 @@ pub struct Uniformity {
     irreducible: bool,
     /// The kernel has dangling handles: every verdict is the conservative one.
     malformed: bool,
+    /// Steps left before the analysis gives up ([`WORK_LIMIT`]).
+    budget: u64,
+    /// The analysis ran out of `budget`: every verdict is the conservative one.
+    too_large: bool,
 }
 
 impl Uniformity {
@@ -222,7 +244,7 @@ impl Uniformity {
     pub fn use_level_of(&self, v: ValueId, at: BlockId) -> (Level, Option<BlockId>) {
         let mut best = (self.value_level(v), None);
         if let Some(def) = self.def_blocks.get(v.index()).copied().flatten() {
-            for l in &self.loops {
+            for l in self.divergent_loops.iter().filter_map(|&i| self.loops.get(i)) {
                 let inside_def = l.blocks.get(def.index()).copied().unwrap_or(false);
                 let inside_use = l.blocks.get(at.index()).copied().unwrap_or(false);
                 if l.exit_level > best.0 && inside_def && !inside_use {
@@ -281,7 +303,7 @@ impl Uniformity {
     }
     /// Whether the load `i` is ordered after every write that may alias it (see the module doc).
     pub fn load_is_stable(&self, i: InstId) -> bool {
-        !self.malformed && self.inst_block.contains_key(&i) && !self.load_conflicts.contains_key(&i)
+        !self.malformed && !self.too_large && self.inst_block.contains_key(&i) && !self.load_conflicts.contains_key(&i)
     }
     /// Why the load `i` may see another thread's concurrent write (`None` when it is stable).
     pub fn load_conflict(&self, i: InstId) -> Option<&LoadConflict> {
@@ -298,6 +320,19 @@ impl Uniformity {
     }
     pub fn is_irreducible(&self) -> bool {
         self.irreducible
+    }
+    /// Whether the analysis gave up on this kernel ([`WORK_LIMIT`]), so every verdict is "varying".
+    pub fn is_too_large(&self) -> bool {
+        self.too_large
+    }
+    /// Spends `n` steps of the budget; false (and `too_large`) when it does not suffice.
+    fn spend(&mut self, n: u64) -> bool {
+        if self.too_large || n > self.budget {
+            self.too_large = true;
+            return false;
+        }
+        self.budget -= n;
+        true
     }
     /// Whether the kernel has dangling handles (not verified), so every verdict is "varying".
     pub fn is_malformed(&self) -> bool {
@@ -320,6 +355,7 @@ impl Uniformity {
             reachable: vec![false; nb],
             ipdom: vec![None; nb],
             loops: vec![],
+            divergent_loops: vec![],
             inst_block: HashMap::new(),
             def_blocks: vec![None; nv],
             ptr_obj: vec![None; nv],
@@ -330,6 +366,8 @@ impl Uniformity {
             reqntid: k.reqntid.map(|r| r.dims),
             irreducible: false,
             malformed: false,
+            budget: WORK_LIMIT,
+            too_large: false,
         };
         if nb == 0 || !handles_ok(k) {
             u.value_level = vec![Level::Varying; nv];
@@ -357,6 +395,12 @@ impl Uniformity {
         u.loops = natural_loops(&cfg, nb);
         u.irreducible = is_irreducible(&cfg, nb);
         u.ptr_obj = pointer_objects(k, &cfg);
+        // Reach walks the CFG once per memory access.
+        let accesses =
+            k.insts.iter().filter(|i| matches!(i.op, Op::Load | Op::Store | Op::Atomic(_) | Op::AtomicCas)).count();
+        if !u.spend((accesses as u64 + 1) * nb as u64) {
+            return u.give_up(&cfg);
+        }
         u.reach = Some(Reach::new(k, &cfg, &u.ptr_obj));
         u.update_load_conflicts(k);
         u.warp_bits = warp_bits(k, &cfg, u.reqntid);
@@ -389,21 +433,63 @@ impl Uniformity {
             }
             let loads_changed = u.update_load_conflicts(k);
             let regions_changed = u.compute_regions(&cfg);
+            if u.too_large {
+                return u.give_up(&cfg);
+            }
             if !loads_changed && !regions_changed {
                 break;
             }
         }
+        if u.too_large {
+            return u.give_up(&cfg);
+        }
         u
+    }
+
+    /// The conservative answer when the work limit is reached: every value, branch and reachable
+    /// block varying.
+    fn give_up(mut self, cfg: &Cfg) -> Uniformity {
+        self.too_large = true;
+        for l in self.value_level.iter_mut() {
+            *l = Level::Varying;
+        }
+        for r in self.value_reason.iter_mut() {
+            *r = None;
+        }
+        for &b in cfg.rpo() {
+            self.block_level[b.index()] = Level::Varying;
+            self.block_reason[b.index()] = None;
+            self.branch_level[b.index()] = Level::Varying;
+            self.branch_reason[b.index()] = None;
+        }
+        for l in self.loops.iter_mut() {
+            l.exit_level = Level::Varying;
+        }
+        self.divergent_loops = (0..self.loops.len()).collect();
+        self
     }
 
     /// Recomputes which loads may see a concurrent write, for the current branch levels (more
     /// non-uniform branches can only add conflicts). Returns whether any load became unstable.
     fn update_load_conflicts(&mut self, k: &Kernel) -> bool {
-        let Some(reach) = &self.reach else { return false };
         let split_branches: Vec<BlockId> = k
             .block_ids()
             .filter(|b| self.reachable[b.index()] && self.branch_level[b.index()] > Level::Uniform)
             .collect();
+        let cost = match &self.reach {
+            Some(r) => {
+                // The walks from the non-uniform branches are only made for a shared-memory load
+                // with a write that may alias it.
+                let shared_pairs = r.loads.iter().any(|l| l.obj != MemObject::Global) && !r.writes.is_empty();
+                let splits = if shared_pairs { split_branches.len() as u64 * r.succs.len() as u64 } else { 0 };
+                (r.loads.len() as u64 + 1) * (r.writes.len() as u64 + 1) + splits
+            }
+            None => 0,
+        };
+        if !self.spend(cost) {
+            return false;
+        }
+        let Some(reach) = &self.reach else { return false };
         let mut changed = false;
         for (l, conflict) in reach.conflicts(k, &split_branches) {
             if let std::collections::hash_map::Entry::Vacant(e) = self.load_conflicts.entry(l) {
@@ -497,8 +583,13 @@ impl Uniformity {
 
     /// Data and sync dependence to a fixpoint, for the current joins and loop exits.
     fn propagate_values(&mut self, k: &Kernel, cfg: &Cfg) {
+        // One pass visits every instruction and edge, asking each use about every loop.
+        let pass = (k.insts.len() as u64 + 2 * k.blocks.len() as u64) * (1 + self.divergent_loops.len() as u64);
         let mut changed = true;
         while changed {
+            if !self.spend(pass) {
+                return;
+            }
             changed = false;
             for &b in cfg.rpo() {
                 let blk = k.block(b);
@@ -614,23 +705,29 @@ impl Uniformity {
         let mut block_level = vec![Level::Uniform; nb];
         let mut block_reason = vec![None; nb];
         let mut changed = false;
-        for &y in cfg.rpo() {
+        // `mark[x] == tag` when `x` is in the region of the branch being processed (tag = its
+        // position in the RPO), so each region costs its own size, not the kernel's.
+        let mut mark = vec![usize::MAX; nb];
+        for (tag, &y) in cfg.rpo().iter().enumerate() {
             let level = self.branch_level[y.index()];
             if level == Level::Uniform {
                 continue;
             }
             let p = self.ipdom[y.index()];
-            let region = region_of(cfg, y, p);
-            for (x, &inside) in region.iter().enumerate() {
-                if inside && level >= block_level[x] {
-                    block_level[x] = level;
-                    block_reason[x] = Some(y);
+            let region = region_list(cfg, y, p, &mut mark, tag);
+            let loops_here = self.loops.iter().filter(|l| l.blocks[y.index()]).count() as u64;
+            if !self.spend((region.len() as u64 + 1) * (1 + loops_here) + self.loops.len() as u64) {
+                return false;
+            }
+            for &x in &region {
+                if level >= block_level[x.index()] {
+                    block_level[x.index()] = level;
+                    block_reason[x.index()] = Some(y);
                 }
             }
             // Joins: blocks of the region, or P, entered by two edges from Y or the region.
-            let from_split = |q: BlockId| q == y || region[q.index()];
-            let candidates = (0..nb).filter(|&x| region[x]).map(|x| BlockId(x as u32)).chain(p);
-            for j in candidates {
+            let from_split = |q: BlockId| q == y || mark[q.index()] == tag;
+            for j in region.iter().copied().chain(p) {
                 let edges = cfg.preds(j).iter().filter(|q| from_split(**q)).count();
                 if edges >= 2 && level > self.join_level[j.index()] {
                     self.join_level[j.index()] = level;
@@ -641,12 +738,11 @@ impl Uniformity {
             // A loop containing Y has a divergent exit when threads split at Y can leave it: some
             // edge from Y or the region, inside the loop, goes outside it.
             for l in self.loops.iter_mut() {
-                let leaves = |a: usize| {
-                    (a == y.index() || region[a])
-                        && l.blocks[a]
-                        && cfg.succs(BlockId(a as u32)).iter().any(|s| !l.blocks[s.index()])
-                };
-                if l.blocks[y.index()] && level > l.exit_level && (0..nb).any(leaves) {
+                if !l.blocks[y.index()] || level <= l.exit_level {
+                    continue;
+                }
+                let leaves = |a: BlockId| l.blocks[a.index()] && cfg.succs(a).iter().any(|s| !l.blocks[s.index()]);
+                if std::iter::once(y).chain(region.iter().copied()).any(leaves) {
                     l.exit_level = level;
                     l.exit_branch = Some(y);
                     changed = true;
@@ -655,8 +751,25 @@ impl Uniformity {
         }
         self.block_level = block_level;
         self.block_reason = block_reason;
+        self.divergent_loops = (0..self.loops.len()).filter(|&i| self.loops[i].exit_level > Level::Uniform).collect();
         changed
     }
+}
+
+/// The blocks reachable from the successors of `y` without passing `p`, as a list, marking each
+/// with `tag` in `mark` (which must hold no `tag` yet).
+fn region_list(cfg: &Cfg, y: BlockId, p: Option<BlockId>, mark: &mut [usize], tag: usize) -> Vec<BlockId> {
+    let mut region = Vec::new();
+    let mut stack: Vec<BlockId> = cfg.succs(y).to_vec();
+    while let Some(b) = stack.pop() {
+        if Some(b) == p || mark[b.index()] == tag {
+            continue;
+        }
+        mark[b.index()] = tag;
+        region.push(b);
+        stack.extend(cfg.succs(b).iter().copied());
+    }
+    region
 }
 
 /// The blocks reachable from the successors of `y` without passing `p` (`None`: the virtual exit).
@@ -765,15 +878,13 @@ fn exiting_post_dominators(k: &Kernel, cfg: &Cfg) -> Vec<Option<BlockId>> {
 /// Natural loops, one per header (the union over its back edges), with uniform exits to start.
 fn natural_loops(cfg: &Cfg, nb: usize) -> Vec<Loop> {
     let mut loops: Vec<Loop> = vec![];
+    let mut by_header: HashMap<BlockId, usize> = HashMap::new();
     for (latch, header) in cfg.back_edges() {
         let body = cfg.natural_loop(header, latch);
-        let idx = match loops.iter().position(|l| l.header == header) {
-            Some(i) => i,
-            None => {
-                loops.push(Loop { header, blocks: vec![false; nb], exit_level: Level::Uniform, exit_branch: None });
-                loops.len() - 1
-            }
-        };
+        let idx = *by_header.entry(header).or_insert_with(|| {
+            loops.push(Loop { header, blocks: vec![false; nb], exit_level: Level::Uniform, exit_branch: None });
+            loops.len() - 1
+        });
         for b in body {
             loops[idx].blocks[b.index()] = true;
         }
@@ -782,21 +893,29 @@ fn natural_loops(cfg: &Cfg, nb: usize) -> Vec<Loop> {
 }
 
 /// Whether the reachable CFG has a cycle that is not a natural loop (a cycle left after removing
-/// every back edge).
+/// every back edge). Kahn's algorithm (no recursion, linear in the size of the CFG).
 fn is_irreducible(cfg: &Cfg, nb: usize) -> bool {
-    let back = cfg.back_edges();
-    let mut g = DiGraph::<(), ()>::with_capacity(nb, nb * 2);
-    for _ in 0..nb {
-        g.add_node(());
-    }
+    let back: std::collections::HashSet<(BlockId, BlockId)> = cfg.back_edges().into_iter().collect();
+    let back = &back;
+    let forward = |b: BlockId| cfg.succs(b).iter().copied().filter(move |&s| !back.contains(&(b, s)));
+    let mut indegree = vec![0usize; nb];
     for &b in cfg.rpo() {
-        for &s in cfg.succs(b) {
-            if !back.contains(&(b, s)) {
-                g.add_edge(NodeIndex::new(b.index()), NodeIndex::new(s.index()), ());
+        for s in forward(b) {
+            indegree[s.index()] += 1;
+        }
+    }
+    let mut ready: Vec<BlockId> = cfg.rpo().iter().copied().filter(|b| indegree[b.index()] == 0).collect();
+    let mut removed = 0;
+    while let Some(b) = ready.pop() {
+        removed += 1;
+        for s in forward(b) {
+            indegree[s.index()] -= 1;
+            if indegree[s.index()] == 0 {
+                ready.push(s);
             }
         }
     }
-    petgraph::algo::is_cyclic_directed(&g)
+    removed < cfg.rpo().len()
 }
 
 /// What memory each pointer value may point into (a fixpoint over block arguments).
@@ -1089,8 +1208,14 @@ impl Reach {
     /// non-uniform branch, each with the first such write found.
     fn conflicts(&self, k: &Kernel, split_branches: &[BlockId]) -> HashMap<InstId, LoadConflict> {
         let mut out = HashMap::new();
-        let splits: Vec<(BlockId, Vec<bool>)> =
-            split_branches.iter().map(|&y| (y, self.starts_after(y, k.block(y).insts.len(), k))).collect();
+        // Computed on first use: a kernel without a load of shared memory that some write may
+        // alias never needs it (it costs a walk of the CFG per non-uniform branch).
+        let splits: std::cell::OnceCell<Vec<(BlockId, Vec<bool>)>> = std::cell::OnceCell::new();
+        let splits = || {
+            splits.get_or_init(|| {
+                split_branches.iter().map(|&y| (y, self.starts_after(y, k.block(y).insts.len(), k))).collect()
+            })
+        };
         for (li, l) in self.loads.iter().enumerate() {
             if l.obj == MemObject::Global {
                 if self.writes_global {
@@ -1106,7 +1231,7 @@ impl Reach {
                     ConflictKind::LoadThenStore(self.path(k, l, w))
                 } else {
                     let at_end = |y: BlockId| Access { inst: w.inst, block: y, pos: usize::MAX, obj: w.obj };
-                    let (y, _) = splits.iter().find(|(y, starts)| {
+                    let (y, _) = splits().iter().find(|(y, starts)| {
                         self.reaches(k, &at_end(*y), starts, w) && self.reaches(k, &at_end(*y), starts, l)
                     })?;
                     ConflictKind::Split(*y)
@@ -1164,6 +1289,14 @@ fn reason_text(k: &Kernel, r: Option<ValueReason>) -> String {
 pub fn annotate(k: &Kernel, u: &Uniformity) -> String {
     use kir_ir::printer::{kernel_lines, LineKind};
     let mut rows: Vec<(String, String)> = vec![];
+    if u.is_too_large() {
+        rows.push((
+            format!(
+                "; the kernel is too large for the analysis (more than {WORK_LIMIT} steps): everything is reported varying"
+            ),
+            String::new(),
+        ));
+    }
     for line in kernel_lines(k) {
         let note = match line.kind {
             LineKind::Header => {

@@ -17,7 +17,8 @@
 //!   summary (cases, failures, checks run — ptxas, ptx-emu, GPU — emulator failures, cases per
 //!   second) go to stdout.
 //! - Exit 0 when every case passes, 1 when any fails (or a required tool is missing), 2 on a usage
-//!   error.
+//!   error. `--insts` above [`MAX_INSTS`] is a usage error naming the limit (a case's cost grows
+//!   faster than its size: the reducer and the analyses are not linear in it).
 
 use super::common::usage;
 use kir::fuzz::{self, FuzzConfig, Ran};
@@ -25,6 +26,9 @@ use kir_backend_ptx::gpu::{GpuError, GpuRunner};
 use kir_backend_ptx::SmVersion;
 use std::process::ExitCode;
 use std::time::Instant;
+
+/// The largest `--insts` accepted.
+pub const MAX_INSTS: usize = 20_000;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -77,6 +81,12 @@ pub fn run(a: &Args) -> ExitCode {
     };
     if a.insts == 0 {
         return usage("--insts must be at least 1");
+    }
+    if a.insts > MAX_INSTS {
+        return usage(format!(
+            "--insts {}: at most {MAX_INSTS} instructions per kernel (the interpreter, ptxas and the reducer run on every case; larger kernels belong in benchmarks, not fuzzing)",
+            a.insts
+        ));
     }
     let mut cfg = FuzzConfig::new();
     cfg.set_insts(a.insts);
