@@ -59,7 +59,8 @@
 //!   the lowest block index's error is reported.
 //! - Fuel: at most [`Options::fuel`] thread-instructions per launch.
 //! - An entry with `.reqntid x[, y[, z]]` runs only with exactly that block shape (omitted
-//!   dimensions 1); any other is an invalid launch, as the CUDA driver refuses it.
+//!   dimensions 1); one with `.maxntid x[, y[, z]]` only with at most `x * y * z` threads per block;
+//!   any other is an invalid launch, as the CUDA driver refuses it.
 //!
 //! Semantics of the approximate instructions are listed in [`float`].
 
@@ -254,6 +255,9 @@ pub struct Entry {
     pub line: u32,
     /// The block shape `.reqntid` requires (omitted dimensions 1), if the entry declares one.
     pub reqntid: Option<[u32; 3]>,
+    /// The extents `.maxntid` allows (omitted dimensions 1): a block may have at most their
+    /// product of threads.
+    pub maxntid: Option<[u32; 3]>,
 }
 
 /// A loaded PTX module: every entry parsed, every instruction decoded and checked.
@@ -388,6 +392,16 @@ pub fn launch(
             let ([x, y, z], [bx, by, bz]) = (r, cfg.block);
             return Err(EmuError::invalid(format!(
                 "entry `{entry}` declares `.reqntid {x}, {y}, {z}` but is launched with block ({bx}, {by}, {bz})"
+            )));
+        }
+    }
+    if let Some(m) = k.info.maxntid {
+        let max: u64 = m.iter().map(|&d| d as u64).product();
+        let threads: u64 = cfg.block.iter().map(|&d| d as u64).product();
+        if threads > max {
+            let ([x, y, z], [bx, by, bz]) = (m, cfg.block);
+            return Err(EmuError::invalid(format!(
+                "entry `{entry}` declares `.maxntid {x}, {y}, {z}` (at most {max} threads per block) but is launched with block ({bx}, {by}, {bz}) = {threads} threads"
             )));
         }
     }

@@ -361,13 +361,15 @@ impl Parser {
             }
             self.pos += 1;
         }
-        // Performance directives. `.reqntid` is kept (launches must match it); the others only
-        // advise the compiler and are skipped.
+        // Performance directives. `.reqntid` and `.maxntid` are kept (launches must match or stay
+        // within them); the others only advise the compiler and are skipped.
         let mut reqntid: Option<[u32; 3]> = None;
+        let mut maxntid: Option<[u32; 3]> = None;
         while let Some(Token { tok: Tok::Dot(d), .. }) = self.peek() {
             match d.as_str() {
-                "reqntid" => {
-                    let t = self.next("`.reqntid`")?;
+                "reqntid" | "maxntid" => {
+                    let which = if d == "reqntid" { "`.reqntid`" } else { "`.maxntid`" };
+                    let t = self.next(which)?;
                     let mut dims: Vec<u64> = vec![];
                     while let Some(Token { tok: Tok::Int(v), .. }) = self.peek() {
                         dims.push(*v);
@@ -379,18 +381,19 @@ impl Parser {
                         }
                     }
                     if dims.is_empty() || dims.len() > 3 || dims.iter().any(|&d| d == 0 || d > 1024) {
-                        return Err(err(&t, "`.reqntid` takes 1 to 3 dimensions from 1 to 1024"));
+                        return Err(err(&t, &format!("{which} takes 1 to 3 dimensions from 1 to 1024")));
                     }
-                    if reqntid.is_some() {
-                        return Err(err(&t, "`.reqntid` is given twice"));
+                    let slot = if which == "`.reqntid`" { &mut reqntid } else { &mut maxntid };
+                    if slot.is_some() {
+                        return Err(err(&t, &format!("{which} is given twice")));
                     }
                     let mut r = [1u32; 3];
                     for (d, v) in r.iter_mut().zip(&dims) {
                         *d = *v as u32;
                     }
-                    reqntid = Some(r);
+                    *slot = Some(r);
                 }
-                "maxntid" | "minnctapersm" | "maxnreg" | "maxclusterrank" | "reqnctapercluster" | "explicitcluster"
+                "minnctapersm" | "maxnreg" | "maxclusterrank" | "reqnctapercluster" | "explicitcluster"
                 | "noreturn" => {
                     self.pos += 1;
                     while matches!(self.peek(), Some(Token { tok: Tok::Int(_) | Tok::Punct(','), .. })) {
@@ -529,7 +532,7 @@ impl Parser {
         let global_atomics = insts
             .iter()
             .any(|i| matches!(i.op, Op::Atom { space: crate::prog::Space::Global | crate::prog::Space::Generic, .. }));
-        let info = Entry { name, params, static_shared_bytes: shared.size, line: at.line, reqntid };
+        let info = Entry { name, params, static_shared_bytes: shared.size, line: at.line, reqntid, maxntid };
         Ok(Kernel {
             info,
             insts,

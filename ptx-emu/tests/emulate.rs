@@ -572,3 +572,25 @@ fn a_short_module_cannot_declare_unbounded_registers() {
     let e = Module::parse(&format!("{HEADER}{text}")).err().expect("rejected");
     assert!(e.message.contains("too many registers"), "{e}");
 }
+
+/// `.maxntid x, y, z` bounds the threads of a block by `x * y * z` (the PTX ISA: exceeding it is a
+/// launch failure); it used to be skipped.
+#[test]
+fn maxntid_bounds_the_threads_per_block() {
+    let src = ".visible .entry k() .maxntid 8, 8\n{\n    ret;\n}\n";
+    let m = module(src);
+    let mut mem = Memory::new();
+    let run = |block: [u32; 3], mem: &mut Memory| {
+        let cfg = LaunchConfig { grid: [1, 1, 1], block, dynamic_shared_bytes: 0 };
+        launch(&m, "k", &cfg, &[], mem, &Options::default())
+    };
+    run([64, 1, 1], &mut mem).unwrap();
+    run([16, 4, 1], &mut mem).unwrap();
+    let e = run([16, 8, 1], &mut mem).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::InvalidLaunch, "{e}");
+    assert!(e.message.contains("declares `.maxntid 8, 8, 1` (at most 64 threads per block) but is launched with block (16, 8, 1) = 128 threads"), "{e}");
+    assert!(Module::parse(
+        ".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry k() .maxntid 0\n{\n    ret;\n}\n"
+    )
+    .is_err());
+}

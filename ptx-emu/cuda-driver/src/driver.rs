@@ -567,7 +567,14 @@ impl State {
         self.require_ctx(cur)?;
         let (func, module) = self.function(f)?;
         Ok(match attr {
-            CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK => device::MAX_THREADS_PER_BLOCK as c_int,
+            // The device's limit, lowered by the entry's `.maxntid` / `.reqntid` (as the driver does).
+            CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK => {
+                let entry = module.module.entry(&func.entry);
+                let bound = |d: Option<[u32; 3]>| d.map(|d| d.iter().map(|&x| x as u64).product::<u64>());
+                let declared = entry.and_then(|e| bound(e.maxntid).into_iter().chain(bound(e.reqntid)).min());
+                declared.map_or(device::MAX_THREADS_PER_BLOCK as u64, |d| d.min(device::MAX_THREADS_PER_BLOCK as u64))
+                    as c_int
+            }
             CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES => func.static_shared as c_int,
             CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES | CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES => 0,
             // The emulator has no register allocation; a typical count for small kernels.
@@ -946,6 +953,20 @@ DONE:
         assert_eq!(s.get_function(c, m, "nope").unwrap_err().code, CUDA_ERROR_NOT_FOUND);
         s.module_unload(c, m).unwrap();
         assert_eq!(s.func_attribute(c, 0, f).unwrap_err().code, CUDA_ERROR_INVALID_HANDLE);
+    }
+
+    #[test]
+    fn maxntid_lowers_the_functions_thread_limit_and_bounds_launches() {
+        let (mut s, c) = ready();
+        let src = ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k() .maxntid 128\n{\n    ret;\n}\n";
+        let m = s.module_load(c, src.as_bytes()).unwrap();
+        let f = s.get_function(c, m, "k").unwrap();
+        assert_eq!(s.func_attribute(c, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f), Ok(128));
+        let shape = |x| Shape { grid: [1, 1, 1], block: [x, 1, 1], dynamic_shared: 0 };
+        s.launch(c, f, shape(128), 0, vec![]).unwrap();
+        let err = s.launch(c, f, shape(256), 0, vec![]).unwrap_err();
+        assert_eq!(err.code, CUDA_ERROR_INVALID_VALUE, "{}", err.message);
+        assert!(err.message.contains(".maxntid 128, 1, 1"), "{}", err.message);
     }
 
     #[test]
