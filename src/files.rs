@@ -55,8 +55,14 @@ pub fn same_file(a: &Path, b: &Path) -> bool {
     }
 }
 
-/// Writes `bytes` to `path` atomically (see the module header); the error names the path.
+/// Writes `bytes` to `path` atomically (see the module header); the error names the path. An
+/// existing file keeps its permissions, and a symbolic link is followed (its target is replaced,
+/// not the link).
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    let shown = path;
+    let target = std::fs::canonicalize(path).ok();
+    let path = target.as_deref().unwrap_or(path);
+    let old_permissions = std::fs::metadata(path).ok().map(|m| m.permissions());
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let name = path
         .file_name()
@@ -65,11 +71,14 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), String> {
     let tmp = dir.join(format!(".{name}.kir-tmp-{}", std::process::id()));
     std::fs::write(&tmp, bytes).map_err(|e| {
         let _ = std::fs::remove_file(&tmp);
-        format!("cannot write {}: {e}", path.display())
+        format!("cannot write {}: {e}", shown.display())
     })?;
+    if let Some(p) = old_permissions {
+        let _ = std::fs::set_permissions(&tmp, p);
+    }
     std::fs::rename(&tmp, path).map_err(|e| {
         let _ = std::fs::remove_file(&tmp);
-        format!("cannot write {}: {e}", path.display())
+        format!("cannot write {}: {e}", shown.display())
     })
 }
 
@@ -108,6 +117,22 @@ mod tests {
         assert_eq!(read_source(&d).unwrap_err(), format!("{}: is a directory", d.display()));
         std::fs::write(d.join("ok.kir"), "x").unwrap();
         assert_eq!(read_source(&d.join("ok.kir")).unwrap(), "x");
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn links_are_followed_and_permissions_kept() {
+        use std::os::unix::fs::{symlink, PermissionsExt};
+        let d = std::env::temp_dir().join(format!("kir-files-link-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("real.kir"), "old").unwrap();
+        std::fs::set_permissions(d.join("real.kir"), std::fs::Permissions::from_mode(0o600)).unwrap();
+        symlink("real.kir", d.join("link.kir")).unwrap();
+        write_atomically(&d.join("link.kir"), b"new").unwrap();
+        assert!(std::fs::symlink_metadata(d.join("link.kir")).unwrap().file_type().is_symlink());
+        assert_eq!(std::fs::read_to_string(d.join("real.kir")).unwrap(), "new");
+        assert_eq!(std::fs::metadata(d.join("real.kir")).unwrap().permissions().mode() & 0o777, 0o600);
         std::fs::remove_dir_all(&d).unwrap();
     }
 }

@@ -1,5 +1,7 @@
-//! Barrier-divergence verification (`verify-barriers`), run by `kir opt`, `kir check` and before
-//! PTX emission.
+//! Barrier-divergence verification (the `verify-barriers` pass), run by `kir check`, by the CLI
+//! before it emits PTX or runs a kernel (`load_checked` in `src/cmd/common.rs`), by `kir test`, and
+//! by `kir opt` when `verify-barriers` is in `--passes` (it is not in the default pipeline;
+//! `emit_module` itself does not run it).
 //!
 //! Guarantees:
 //! - [`verify_barriers`] reports an error at every `barrier` that some threads of a block may not

@@ -8,10 +8,12 @@
 //!   verifies after each pass (keeping the IR from before a pass that breaks it), and produces
 //!   the `--print-ir-*` dumps, per-step dump files, statistics and timings.
 //! - Every pass preserves the behaviour of a verified kernel, as defined by the interpreter, bit
-//!   for bit (the property tests in `tests/` check this on random kernels).
+//!   for bit (the property tests in `tests/` check this on random kernels) — except `fma-contract`,
+//!   which exists to change rounding (fusing `mul` + `add` into `fma`) and says so in its header.
 //!
 //! Modules: [`pass`] (the `Pass` trait, stats, options), [`pipeline`], [`registry`], [`manager`],
-//! [`edit`] (IR editing helpers), and the passes [`fold`], [`dce`], [`simplify_cfg`].
+//! [`edit`] (IR editing helpers), the passes [`fold`], [`dce`], [`simplify_cfg`], [`fuse`],
+//! [`fma_contract`], and the analyses behind barrier verification: [`uniformity`] and [`barrier`].
 
 pub mod barrier;
 pub mod dce;

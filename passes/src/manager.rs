@@ -11,7 +11,8 @@
 //!   that leaves an invalid kernel, or that reports "unchanged" while it changed the kernel, stops
 //!   the pipeline with [`PassError::Broken`] naming the pass and kernel with the verifier's errors;
 //!   the kernel is restored to its IR from before that pass. A pass that reports error
-//!   diagnostics stops the pipeline the same way with [`PassError::Rejected`].
+//!   diagnostics stops the pipeline the same way with [`PassError::Rejected`]; a kernel pass's IR
+//!   is restored only with `verify_each` (the copy is taken only then), a module pass's always.
 //! - Dumps go to the given writer, each headed `*** IR Dump After fold (kernel @name) ***` (or
 //!   `Before`), followed by the kernel's text, which is valid `.kir`. `dump_dir` gets one file per
 //!   step, `00-input.kir`, `01-fold.kir`, ..., each the whole module as valid `.kir`.

@@ -1,4 +1,4 @@
-//! `kir check FILE...`: parse and verify every file; report every problem.
+//! `kir check FILE...`: parse, verify and barrier-verify every file; report every problem.
 //!
 //! Guarantees: exit 0 only when every file parses and verifies without errors (warnings are printed
 //! but do not fail); exit 1 otherwise, with every diagnostic of every file rendered to stderr.

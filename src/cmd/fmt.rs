@@ -1,8 +1,10 @@
-//! `kir fmt FILE [--check]`: print the canonical form of a module.
+//! `kir fmt FILE... [--check | --write]`: print the canonical form of a module.
 //!
-//! Guarantees: the output is what the printer produces, which re-parses to the same module. With
-//! `--check`, nothing is printed on success; a file whose text differs from its canonical form is
-//! reported (with the first differing line) and the exit code is 1.
+//! Guarantees: the output is the printer's text with the source's comments kept
+//! ([`kir_ir::format::format_source`]), which re-parses to the same module. With `--check`, nothing
+//! is printed on success; a file whose text differs from its canonical form is reported (with the
+//! first differing line) and the exit code is 1. With `--write`, files not in canonical form are
+//! rewritten atomically (a temporary file and a rename: an interrupted write never loses the file).
 
 use super::common;
 use std::process::ExitCode;
@@ -46,7 +48,7 @@ pub fn run(args: &Args) -> ExitCode {
             }
         } else if args.write {
             if text != loaded.source {
-                if let Err(e) = std::fs::write(path, &text) {
+                if let Err(e) = kir::files::write_atomically(std::path::Path::new(path), text.as_bytes()) {
                     return common::file_error(path, e);
                 }
             }
