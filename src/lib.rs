@@ -1,5 +1,8 @@
 //! kir: the library facade behind the `kir` command line tool.
 //!
+//! - [`api`]: kir as a library for users: parse and check a module, launch kernels in the
+//!   interpreter with Rust values bound by parameter name, read results, emit PTX, run passes
+//!   (see `docs/api.md`).
 //! - [`cfg_svg`]: a kernel's CFG as an SVG picture with the divergence verdicts (`kir cfg --format svg`).
 //! - [`checks`]: what `kir check` runs (verifier, then barrier verification).
 //! - [`directives`]: `; run:` / `; expect:` / `; check-ptx:` test directives in `.kir` files.
@@ -12,6 +15,7 @@
 //! - [`fuzz`]: random-kernel differential fuzzing and test-case reduction (`kir fuzz`).
 //! - [`lsp`]: the language server behind `kir lsp` (diagnostics, hover, navigation, formatting, semantic tokens).
 pub use kir_ir as ir;
+pub mod api;
 pub mod cfg_svg;
 pub mod checks;
 pub mod compare;

@@ -3,8 +3,8 @@
 //! - Unset or empty: nothing happens here; cudarc looks up NVIDIA's `libcuda` by its usual names.
 //! - `emu`: kir's emulated CUDA driver (`libkir_cuda_emu.so`, package `kir-cuda-emu`, built with
 //!   kir), found next to the running executable (`deps/` below its directory, where cargo builds
-//!   it with kir; its directory; or the directory above when the executable itself sits in `deps/`,
-//!   as test binaries do). Its device is
+//!   it with kir; its directory; or, when the executable itself sits in `deps/` or `examples/` as
+//!   test binaries and examples do, the same two one level up). Its device is
 //!   `kir-ptx-emu (sm_90, CPU)`: every kernel runs in the PTX emulator.
 //! - Anything else: the path of a driver library to use instead of the system's.
 //!
@@ -80,8 +80,10 @@ fn emu_search_dirs() -> Vec<PathBuf> {
     // `deps/` first: cargo rebuilds the library there whenever kir is built; a copy next to the
     // executable may be left over from an earlier build.
     let mut dirs = vec![dir.join("deps"), dir.clone()];
-    if dir.file_name().is_some_and(|n| n == "deps") {
+    // Test binaries sit in `deps/`, examples in `examples/`: cargo's build of kir is one level up.
+    if dir.file_name().is_some_and(|n| n == "deps" || n == "examples") {
         if let Some(up) = dir.parent() {
+            dirs.push(up.join("deps"));
             dirs.push(up.to_path_buf());
         }
     }

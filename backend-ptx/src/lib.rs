@@ -26,10 +26,14 @@
 //! Tools: [`tools`] finds and runs `ptxas` (installed by `scripts/setup-tools.sh`); [`gpu`] lists
 //! CUDA devices and runs kernels through the driver API (cudarc, loaded dynamically: without a
 //! driver it reports "no CUDA driver found" instead of failing to start); [`driver_lib`] selects
-//! the driver library (`KIR_CUDA_DRIVER`: the system's, kir's emulated one, or a path).
+//! the driver library (`KIR_CUDA_DRIVER`: the system's, kir's emulated one, or a path). Those two
+//! modules are the `gpu` feature (on by default); `--no-default-features` builds the emitter and
+//! `tools` alone, without cudarc.
 
+#[cfg(feature = "gpu")]
 pub mod driver_lib;
 pub mod emit;
+#[cfg(feature = "gpu")]
 pub mod gpu;
 pub mod lower;
 pub mod pcopy;
