@@ -163,10 +163,8 @@ impl Error {
         let source = self.source.as_deref()?;
         let span = self.diagnostics.iter().find_map(|d| d.primary.as_ref())?.span;
         let at = (span.start as usize).min(source.len());
-        let before = source.get(..at)?;
-        let line = before.matches('\n').count() + 1;
-        let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-        Some((line, col))
+        // An offset inside a character has no location.
+        source.is_char_boundary(at).then(|| kir_ir::span::line_col(source, at))
     }
 }
 

@@ -35,11 +35,8 @@ pub fn read_source(path: &Path) -> Result<String, String> {
     String::from_utf8(bytes).map_err(|e| {
         let at = e.utf8_error().valid_up_to();
         let bytes = e.as_bytes();
-        let before = &bytes[..at];
-        let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
-        let line_start = before.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1);
-        // Columns count characters, as the diagnostics do; the prefix of the line is valid UTF-8.
-        let col = std::str::from_utf8(&bytes[line_start..at]).map_or(at - line_start, |t| t.chars().count()) + 1;
+        // Columns count characters, as the diagnostics do; the text before `at` is valid UTF-8.
+        let (line, col) = kir_ir::span::line_col(std::str::from_utf8(&bytes[..at]).unwrap_or(""), at);
         format!(
             "{shown}:{line}:{col}: not valid UTF-8 (byte 0x{:02x} at offset {at}); .kir files are UTF-8 text",
             bytes[at]

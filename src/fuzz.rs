@@ -34,7 +34,7 @@ use kir_interp::{args, Buffer, ErrorKind, LaunchConfig, Options};
 use kir_ir::diag::has_errors;
 use kir_ir::gen::{GenConfig, LaunchContract};
 use kir_ir::{BlockId, Constant, InstId, Kernel, Operand, Terminator, Type};
-use kir_passes::Pipeline;
+use kir_passes::{edit, Pipeline};
 use std::fmt;
 
 /// What went wrong, coarsely: the reducer keeps a candidate only if the kind stays the same.
@@ -542,41 +542,11 @@ pub fn branch_to_jump(k: &Kernel, b: BlockId, side: usize) -> Option<Kernel> {
 }
 
 /// Deletes blocks unreachable from the entry (their values can only have been used in blocks they
-/// dominate, which are unreachable too).
+/// dominate, which are unreachable too), with [`edit::remove_unreachable`].
 fn without_unreachable(mut k: Kernel) -> Kernel {
-    let n = k.blocks.len();
-    let mut reach = vec![false; n];
-    let mut stack = vec![0usize];
-    while let Some(b) = stack.pop() {
-        if b >= n || reach[b] {
-            continue;
-        }
-        reach[b] = true;
-        stack.extend(k.blocks[b].term.successors().map(|c| c.block.index()));
+    if edit::remove_unreachable(&mut k).0 > 0 {
+        k.compact();
     }
-    if reach.iter().all(|r| *r) {
-        return k;
-    }
-    let mut map = vec![None; n];
-    let mut next = 0u32;
-    for (b, r) in reach.iter().enumerate() {
-        if *r {
-            map[b] = Some(BlockId(next));
-            next += 1;
-        }
-    }
-    let old = std::mem::take(&mut k.blocks);
-    for (b, mut block) in old.into_iter().enumerate() {
-        if !reach[b] {
-            continue;
-        }
-        for call in block.term.successors_mut() {
-            // Successors of a reachable block are reachable.
-            call.block = map[call.block.index()].unwrap_or(call.block);
-        }
-        k.blocks.push(block);
-    }
-    k.compact();
     k
 }
 
@@ -590,14 +560,9 @@ pub fn remove_block_param(k: &Kernel, b: BlockId, j: usize) -> Option<Kernel> {
     let Type::Scalar(t) = k.value_type(p) else { return None };
     let mut c = k.clone();
     c.replace_uses(p, Operand::Const(Constant::from_bits(t, 0)));
-    c.block_mut(b).params.remove(j);
-    for blk in &mut c.blocks {
-        for call in blk.term.successors_mut() {
-            if call.block == b && j < call.args.len() {
-                call.args.remove(j);
-            }
-        }
-    }
+    let mut keep: Vec<Vec<bool>> = vec![Vec::new(); c.blocks.len()];
+    keep[b.index()] = (0..c.block(b).params.len()).map(|i| i != j).collect();
+    edit::retain_block_params(&mut c, &keep);
     c.compact();
     Some(c)
 }

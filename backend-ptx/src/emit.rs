@@ -50,21 +50,7 @@ impl std::fmt::Display for PtxIdent<'_> {
     }
 }
 
-/// Byte offsets of line starts, for source line comments.
-pub(crate) struct LineIndex {
-    starts: Vec<u32>,
-}
-
-impl LineIndex {
-    pub fn new(src: &str) -> LineIndex {
-        let mut starts = vec![0];
-        starts.extend(src.bytes().enumerate().filter(|(_, b)| *b == b'\n').map(|(i, _)| i as u32 + 1));
-        LineIndex { starts }
-    }
-    pub fn line(&self, offset: u32) -> usize {
-        self.starts.partition_point(|&s| s <= offset)
-    }
-}
+pub(crate) use kir_ir::span::LineIndex;
 
 pub(crate) struct KernelEmitter<'a> {
     pub k: &'a Kernel,

@@ -12,70 +12,13 @@
 //!   with the index of its first element.
 
 use crate::buffer::Buffer;
-use kir_ir::op::Op;
-use kir_ir::{Kernel, Operand};
-use std::collections::BTreeSet;
+use kir_ir::graph::param_access;
+use kir_ir::Kernel;
 
-/// For each kernel parameter, whether the kernel may write memory through it.
+/// For each kernel parameter, whether the kernel may write memory through it (the `write` flag of
+/// [`kir_ir::graph::param_access`], over [`kir_ir::provenance`]).
 pub fn written_params(k: &Kernel) -> Vec<bool> {
-    let n = k.values.len();
-    let mut roots: Vec<BTreeSet<usize>> = vec![BTreeSet::new(); n];
-    for (i, p) in k.params.iter().enumerate() {
-        if p.index() < n {
-            roots[p.index()].insert(i);
-        }
-    }
-    let of = |roots: &Vec<BTreeSet<usize>>, o: &Operand| -> BTreeSet<usize> {
-        match o {
-            Operand::Value(v) if v.index() < n => roots[v.index()].clone(),
-            _ => BTreeSet::new(),
-        }
-    };
-    // Fixed point: each round only grows the sets, bounded by params x values.
-    loop {
-        let mut changed = false;
-        for b in &k.blocks {
-            for &i in &b.insts {
-                let Some(d) = k.insts.get(i.index()) else { continue };
-                if let (Op::PtrOffset | Op::PtrOffsetBytes | Op::PtrCast(_), Some(r), Some(a)) =
-                    (&d.op, d.result, d.args.first())
-                {
-                    let add = of(&roots, a);
-                    if r.index() < n && !add.is_subset(&roots[r.index()]) {
-                        roots[r.index()].extend(add);
-                        changed = true;
-                    }
-                }
-            }
-            for call in b.term.successors() {
-                let Some(target) = k.blocks.get(call.block.index()) else { continue };
-                for (p, a) in target.params.iter().zip(&call.args) {
-                    let add = of(&roots, a);
-                    if p.index() < n && !add.is_subset(&roots[p.index()]) {
-                        roots[p.index()].extend(add);
-                        changed = true;
-                    }
-                }
-            }
-        }
-        if !changed {
-            break;
-        }
-    }
-    let mut written = vec![false; k.params.len()];
-    for b in &k.blocks {
-        for &i in &b.insts {
-            let Some(d) = k.insts.get(i.index()) else { continue };
-            if matches!(d.op, Op::Store | Op::Atomic(_) | Op::AtomicCas) {
-                if let Some(a) = d.args.first() {
-                    for r in of(&roots, a) {
-                        written[r] = true;
-                    }
-                }
-            }
-        }
-    }
-    written
+    param_access(k).iter().map(|a| a.write).collect()
 }
 
 fn fmt_value(v: f64, float: bool) -> String {

@@ -8,6 +8,10 @@
 //! - Post-dominators are computed (on first use) on the reversed graph with a virtual exit node that every `ret`
 //!   block flows to. [`Cfg::ipdom`] returns `None` when the immediate post-dominator is the virtual
 //!   exit, or when the block cannot reach any `ret` (an infinite loop).
+//! - [`Cfg::post_dominators`] gives every block's immediate post-dominator under an explicit
+//!   [`ExitPolicy`]: [`ExitPolicy::Ret`] is [`Cfg::ipdom`]'s; [`ExitPolicy::RetOrStuck`] also lets
+//!   every block that cannot reach a `ret` flow to the virtual exit (a thread stuck in an infinite
+//!   loop counts as having left), as the uniformity analysis needs.
 //! - [`Cfg::dominates`] and [`Cfg::post_dominates`] answer in O(1) (intervals of a DFS over the
 //!   dominator trees), so analyses that ask per use stay linear.
 //! - [`Cfg::to_dot`] output is deterministic.
@@ -21,6 +25,15 @@ use petgraph::algo::dominators::{simple_fast, Dominators};
 use petgraph::graph::{DiGraph, NodeIndex};
 use petgraph::visit::{DfsPostOrder, Walker};
 use std::fmt::Write;
+
+/// Which blocks flow to the virtual exit when post-dominators are computed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExitPolicy {
+    /// Only `ret` blocks; a block that cannot reach a `ret` has no post-dominator.
+    Ret,
+    /// `ret` blocks and every block that cannot reach a `ret` (infinite loops exit).
+    RetOrStuck,
+}
 
 /// The CFG of one kernel.
 pub struct Cfg {
@@ -139,23 +152,30 @@ impl Cfg {
         Cfg { graph, succs, preds, rpo: post, reachable, doms, dom_interval, post: std::sync::OnceLock::new(), returns }
     }
 
+    /// The reversed graph plus a virtual exit (its last node), with edges from the exit to the
+    /// blocks `to_exit` selects.
+    fn reversed_with_exit(&self, to_exit: impl Fn(usize) -> bool) -> (DiGraph<(), ()>, NodeIndex) {
+        let n = self.succs.len();
+        let mut rev = DiGraph::<(), ()>::with_capacity(n + 1, n * 2 + 1);
+        for _ in 0..=n {
+            rev.add_node(());
+        }
+        let exit = NodeIndex::new(n);
+        for b in 0..n {
+            if to_exit(b) {
+                rev.add_edge(exit, NodeIndex::new(b), ());
+            }
+            for s in &self.succs[b] {
+                rev.add_edge(NodeIndex::new(s.index()), NodeIndex::new(b), ());
+            }
+        }
+        (rev, exit)
+    }
+
     fn post(&self) -> &PostDominance {
         self.post.get_or_init(|| {
             let n = self.succs.len();
-            // Reversed graph with a virtual exit.
-            let mut rev = DiGraph::<(), ()>::with_capacity(n + 1, n * 2 + 1);
-            for _ in 0..=n {
-                rev.add_node(());
-            }
-            let exit = NodeIndex::new(n);
-            for b in 0..n {
-                if self.returns[b] {
-                    rev.add_edge(exit, NodeIndex::new(b), ());
-                }
-                for s in &self.succs[b] {
-                    rev.add_edge(NodeIndex::new(s.index()), NodeIndex::new(b), ());
-                }
-            }
+            let (rev, exit) = self.reversed_with_exit(|b| self.returns[b]);
             let pdoms = simple_fast(&rev, exit);
             let mut reaches_exit = vec![false; n];
             for node in DfsPostOrder::new(&rev, exit).iter(&rev) {
@@ -178,6 +198,26 @@ impl Cfg {
             let pdom_interval = pdom_all[..n].to_vec();
             PostDominance { pdoms, exit, reaches_exit, pdom_interval }
         })
+    }
+
+    /// Every block's immediate post-dominator under `policy` (`None` when it is the virtual exit or
+    /// the block does not reach it). With [`ExitPolicy::Ret`] entry `b` is [`Cfg::ipdom`]`(b)`.
+    pub fn post_dominators(&self, policy: ExitPolicy) -> Vec<Option<BlockId>> {
+        let n = self.succs.len();
+        let ids = (0..n).map(|b| BlockId(b as u32));
+        match policy {
+            ExitPolicy::Ret => ids.map(|b| self.ipdom(b)).collect(),
+            ExitPolicy::RetOrStuck => {
+                let (rev, exit) = self.reversed_with_exit(|b| self.returns[b] || !self.reaches_exit(BlockId(b as u32)));
+                let doms = simple_fast(&rev, exit);
+                (0..n)
+                    .map(|b| match doms.immediate_dominator(NodeIndex::new(b)) {
+                        Some(d) if d != exit => Some(BlockId(d.index() as u32)),
+                        _ => None,
+                    })
+                    .collect()
+            }
+        }
     }
 
     pub fn len(&self) -> usize {

@@ -12,13 +12,14 @@
 //!   errors.
 //! - [`dependency_graph`] is a DAG over launch indices with an edge `i -> j` (`i < j`) exactly when
 //!   launch `j` reads a buffer `i` writes, writes a buffer `i` reads, or writes a buffer `i` writes.
-//!   Buffer accesses come from [`param_access`], a flow-insensitive analysis that over-approximates
-//!   (a parameter is "read" if any load may use a pointer derived from it). Distinct buffer names are
+//!   Buffer accesses come from [`param_access`], over [`crate::provenance`]'s flow-insensitive
+//!   analysis that over-approximates (a parameter is "read" if any load may use a pointer derived
+//!   from it). Distinct buffer names are
 //!   assumed not to alias: a graph's buffer parameters must be distinct allocations.
 //! - [`print_graph`] output re-parses to a structurally equal graph.
 
 use crate::diag::Diagnostic;
-use crate::ir::{Kernel, Module, Operand, ValueId};
+use crate::ir::{Kernel, Module, Operand};
 use crate::op::Op;
 use crate::printer::print_constant;
 use crate::span::Span;
@@ -259,60 +260,14 @@ pub struct ParamAccess {
     pub atomic: bool,
 }
 
-/// For each value of `k`, the kernel parameters (indices) its pointer may be derived from, through
-/// `offset`, `offset.bytes`, `ptrcast` and block arguments.
-pub fn pointer_origins(k: &Kernel) -> Vec<BTreeSet<u32>> {
-    let mut origin: Vec<BTreeSet<u32>> = vec![BTreeSet::new(); k.values.len()];
-    for (i, p) in k.params.iter().enumerate() {
-        if let Some(o) = origin.get_mut(p.index()) {
-            o.insert(i as u32);
-        }
-    }
-    let add = |origin: &mut Vec<BTreeSet<u32>>, to: ValueId, from: Operand| -> bool {
-        let Operand::Value(f) = from else { return false };
-        let src = match origin.get(f.index()) {
-            Some(s) if !s.is_empty() => s.clone(),
-            _ => return false,
-        };
-        match origin.get_mut(to.index()) {
-            Some(dst) => {
-                let before = dst.len();
-                dst.extend(src);
-                dst.len() != before
-            }
-            None => false,
-        }
-    };
-    loop {
-        let mut changed = false;
-        for (_, i) in k.placed_insts() {
-            let d = k.inst(i);
-            if let (Op::PtrOffset | Op::PtrOffsetBytes | Op::PtrCast(_), Some(r), Some(&a)) =
-                (&d.op, d.result, d.args.first())
-            {
-                changed |= add(&mut origin, r, a);
-            }
-        }
-        for b in &k.blocks {
-            for call in b.term.successors() {
-                let Some(target) = k.blocks.get(call.block.index()) else { continue };
-                for (&p, &a) in target.params.iter().zip(&call.args) {
-                    changed |= add(&mut origin, p, a);
-                }
-            }
-        }
-        if !changed {
-            return origin;
-        }
-    }
-}
+pub use crate::provenance::pointer_origins;
 
 /// How `k` accesses each of its parameters (all-false for scalars).
 pub fn param_access(k: &Kernel) -> Vec<ParamAccess> {
     let origin = pointer_origins(k);
     let mut acc = vec![ParamAccess::default(); k.params.len()];
-    for (_, i) in k.placed_insts() {
-        let d = k.inst(i);
+    for i in k.blocks.iter().flat_map(|b| &b.insts) {
+        let Some(d) = k.insts.get(i.index()) else { continue };
         let (read, write, atomic) = match d.op {
             Op::Load => (true, false, false),
             Op::Store => (false, true, false),

@@ -466,20 +466,13 @@ impl Kernel {
         self.blocks.iter().map(|b| b.insts.len()).sum()
     }
 
-    /// Replaces every use of `from` (instruction operands and block arguments) by `to`.
+    /// Replaces every use of `from` (operands of placed instructions and block arguments) by `to`:
+    /// shorthand for a one-value [`crate::subst::Subst`], so a constant put in an index position
+    /// becomes the `u64` the text format uses there.
     pub fn replace_uses(&mut self, from: ValueId, to: Operand) {
-        let sub = |o: &mut Operand| {
-            if *o == Operand::Value(from) {
-                *o = to;
-            }
-        };
-        for b in 0..self.blocks.len() {
-            let insts = self.blocks[b].insts.clone();
-            for i in insts {
-                self.insts[i.index()].args.iter_mut().for_each(sub);
-            }
-            self.blocks[b].term.operands_mut().for_each(sub);
-        }
+        let mut s = crate::subst::Subst::new(self);
+        s.set(from, to);
+        s.apply(self);
     }
 
     /// Rebuilds the arenas so that they hold only placed instructions and live values, renumbered in
@@ -494,6 +487,41 @@ impl Kernel {
         if !self.compact_in_place() {
             self.compact_into_new_arenas();
         }
+    }
+
+    /// Whether [`Kernel::compact`] would leave this kernel equal to what it is: the arenas hold
+    /// exactly the placed instructions and live values, numbered in layout order, and every value
+    /// records where it is defined. Reads the kernel once; allocates nothing.
+    pub fn is_compact(&self) -> bool {
+        let mut nv = 0u32;
+        let mut next = |v: ValueId, def: ValueDef| -> bool {
+            let ok = v.0 == nv && self.values.get(v.index()).is_some_and(|d| d.def == def);
+            nv += 1;
+            ok
+        };
+        if !self.params.iter().enumerate().all(|(n, &p)| next(p, ValueDef::Param(n as u32))) {
+            return false;
+        }
+        for (bi, b) in self.blocks.iter().enumerate() {
+            if !b.params.iter().enumerate().all(|(n, &p)| next(p, ValueDef::BlockParam(BlockId(bi as u32), n as u32))) {
+                return false;
+            }
+        }
+        let mut ni = 0u32;
+        for b in &self.blocks {
+            for &i in &b.insts {
+                if i.0 != ni || i.index() >= self.insts.len() {
+                    return false;
+                }
+                if let Some(r) = self.insts[i.index()].result {
+                    if !next(r, ValueDef::Inst(i)) {
+                        return false;
+                    }
+                }
+                ni += 1;
+            }
+        }
+        self.values.len() == nv as usize && self.insts.len() == ni as usize
     }
 
     /// The renumbering of [`Kernel::compact`] (old value index to new id, [`ValueId`]`(u32::MAX)`

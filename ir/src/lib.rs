@@ -22,7 +22,9 @@ pub mod lexer;
 pub mod op;
 pub mod parse;
 pub mod printer;
+pub mod provenance;
 pub mod span;
+pub mod subst;
 pub mod types;
 pub mod verify;
 

@@ -627,7 +627,9 @@ body:
         let m = kir_ir::parse(BOUNDS_EXIT).unwrap();
         let mut k = m.kernels[0].clone();
         let pass = crate::registry::lookup("verify-barriers").unwrap();
-        let p = (pass.create)(&Default::default()).unwrap();
+        let crate::pass::PassKind::Kernel(p) = (pass.create)(&Default::default()).unwrap() else {
+            panic!("verify-barriers is a kernel pass")
+        };
         let mut cx = PassContext::default();
         assert!(!p.run(&mut k, &mut cx));
         assert_eq!(k, m.kernels[0]);

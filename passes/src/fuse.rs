@@ -32,7 +32,7 @@
 //!   returned).
 //! - Interpreter results of the graph before and after the pass are bit-identical (tests).
 
-use crate::pass::{Pass, PassContext};
+use crate::pass::{ModulePass, PassContext};
 use kir_ir::cfg::Cfg;
 use kir_ir::graph::{dependency_graph, pointer_origins, Hazard, Launch, LaunchArg};
 use kir_ir::op::{BinOp, Dim, Op, SpecialReg};
@@ -48,23 +48,23 @@ pub struct Fuse {
     pub explain: bool,
 }
 
-impl Pass for Fuse {
+impl ModulePass for Fuse {
     fn name(&self) -> &'static str {
         "fuse"
     }
 
-    /// Fusion works on graphs, not on single kernels.
-    fn run(&self, _k: &mut Kernel, _cx: &mut PassContext) -> bool {
-        false
-    }
-
-    fn run_module(&self, m: &mut Module, cx: &mut PassContext) -> Option<bool> {
+    fn run(&self, m: &mut Module, cx: &mut PassContext) -> bool {
         let report = fuse_module(m);
         report.add_stats(&mut cx.stats);
         if self.explain {
             cx.diagnostics.extend(report.notes());
         }
-        Some(report.changed())
+        report.changed()
+    }
+
+    /// Fusion only reports warnings (its `explain` notes): it never rejects a module.
+    fn may_reject(&self) -> bool {
+        false
     }
 }
 

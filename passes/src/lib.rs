@@ -4,16 +4,18 @@
 //! - Passes are registered by name in [`registry::registry`]; a pipeline is a string such as
 //!   `fold,simplify-cfg,dce` or `fold{approx},dce` ([`pipeline::parse_pipeline`]);
 //!   [`pipeline::DEFAULT_PIPELINE`] is what `kir opt` runs without `--passes`.
-//! - [`manager::run_pipeline`] verifies its input, runs every step on every kernel, optionally
-//!   verifies after each pass (keeping the IR from before a pass that breaks it), and produces
-//!   the `--print-ir-*` dumps, per-step dump files, statistics and timings.
+//! - [`manager::run_pipeline`] verifies its input, runs every kernel pass on every kernel and
+//!   every module pass once on the module, optionally verifies after each pass (keeping the IR
+//!   from before a pass that breaks it), and produces the `--print-ir-*` dumps, per-step dump
+//!   files, statistics and timings.
 //! - Every pass preserves the behaviour of a verified kernel, as defined by the interpreter, bit
 //!   for bit (the property tests in `tests/` check this on random kernels) — except `fma-contract`,
 //!   which exists to change rounding (fusing `mul` + `add` into `fma`) and says so in its header.
 //!
-//! Modules: [`pass`] (the `Pass` trait, stats, options), [`pipeline`], [`registry`], [`manager`],
-//! [`edit`] (IR editing helpers), the passes [`fold`], [`dce`], [`simplify_cfg`], [`fuse`],
-//! [`fma_contract`], and the analyses behind barrier verification: [`uniformity`] and [`barrier`].
+//! Modules: [`pass`] (the two kinds of pass, `Pass` and `ModulePass`, held as a `PassKind`; stats;
+//! options), [`pipeline`], [`registry`], [`manager`], [`edit`] (IR editing helpers), the passes
+//! [`fold`], [`dce`], [`simplify_cfg`], [`fuse`], [`fma_contract`], and the analyses behind
+//! barrier verification: [`uniformity`] and [`barrier`].
 
 pub mod barrier;
 pub mod dce;
@@ -29,6 +31,6 @@ pub mod simplify_cfg;
 pub mod uniformity;
 
 pub use manager::{run_on_kernel, run_pipeline, PassError, Report, RunConfig, StepReport};
-pub use pass::{Pass, PassContext, PassOptions, PassStats};
+pub use pass::{ModulePass, Pass, PassContext, PassKind, PassOptions, PassStats};
 pub use pipeline::{parse_pipeline, Pipeline, Step, DEFAULT_PIPELINE};
 pub use registry::{registry, PassInfo};

@@ -4,23 +4,36 @@
 //! Guarantees:
 //! - The input is verified first (unless [`RunConfig::verify_input`] is off); passes only ever see
 //!   verified IR.
-//! - Steps run in order; each step runs on every kernel (in module order) before the next step.
-//!   At the end every kernel is compacted ([`kir_ir::Kernel::compact`]), so what is returned is
-//!   canonical; dumps print the block layout, which is the same text either way.
+//! - Steps run in order, dispatched on the pass's kind ([`PassKind`]): a kernel pass runs on every
+//!   kernel (in module order), a module pass once on the module, before the next step starts. At
+//!   the end every kernel is compacted ([`kir_ir::Kernel::compact`]), so what is returned is
+//!   canonical; dumps print the block layout, which is the same text either way. A module pass
+//!   that changed the module has every kernel compacted right after it; it counts as changing
+//!   each kernel it added and each existing kernel that this compaction renumbered (at least one).
 //! - With [`RunConfig::verify_each`], the verifier runs after every pass on every kernel. A pass
 //!   that leaves an invalid kernel, or that reports "unchanged" while it changed the kernel, stops
 //!   the pipeline with [`PassError::Broken`] naming the pass and kernel with the verifier's errors;
-//!   the kernel is restored to its IR from before that pass. A pass that reports error
-//!   diagnostics stops the pipeline the same way with [`PassError::Rejected`]; a kernel pass's IR
-//!   is restored only with `verify_each` (the copy is taken only then), a module pass's always.
+//!   the kernel is restored to its IR from before that pass. After a module pass the whole module
+//!   (kernels and graphs) is verified, and a module pass that changed or removed a kernel that was
+//!   in the module before it (which [`crate::ModulePass`] forbids) is `Broken` too; the whole
+//!   module is restored. A pass that reports error diagnostics stops the pipeline the same way
+//!   with [`PassError::Rejected`].
+//! - What is copied to make those restores possible, and when: for a kernel pass, each kernel
+//!   just before the pass runs on it, only with `verify_each`. For a module pass, the whole module
+//!   just before the pass, only with `verify_each` or when the pass may reject
+//!   ([`crate::ModulePass::may_reject`]; `fuse` may not); without `verify_each` nothing is copied
+//!   for `fuse`. Hence a kernel pass's IR is restored after error diagnostics only with
+//!   `verify_each`, a module pass's always when it may reject (and with `verify_each`).
 //! - Dumps go to the given writer, each headed `*** IR Dump After fold (kernel @name) ***` (or
-//!   `Before`), followed by the kernel's text, which is valid `.kir`. `dump_dir` gets one file per
-//!   step, `00-input.kir`, `01-fold.kir`, ..., each the whole module as valid `.kir`.
-//! - Timings measure the passes only (not verification or dumps).
+//!   `Before`), followed by the kernel's text, which is valid `.kir`; module passes print none.
+//!   `dump_dir` gets one file per step, `00-input.kir`, `01-fold.kir`, ..., each the whole module
+//!   as valid `.kir`.
+//! - Timings measure the passes only (not verification, copies, compaction or dumps).
 
-use crate::pass::{PassContext, PassStats};
+use crate::pass::{ModulePass, Pass, PassContext, PassKind, PassStats};
 use crate::pipeline::Pipeline;
 use kir_ir::{diag, print_kernel, print_module, Diagnostic, Kernel, Module};
+use std::collections::HashSet;
 use std::fmt;
 use std::io::Write;
 use std::path::PathBuf;
@@ -220,57 +233,9 @@ pub fn run_pipeline(m: &mut Module, p: &Pipeline, cfg: &RunConfig, dumps: &mut d
             changed_kernels: 0,
             time: Duration::ZERO,
         };
-        if run_module_step(step, m, cfg, &mut sr, &mut report)? {
-            if let Some(dir) = &cfg.dump_dir {
-                write_dump_file(dir, si + 1, name, m)?;
-            }
-            report.steps.push(sr);
-            continue;
-        }
-        for k in m.kernels.iter_mut() {
-            if cfg.wants_before(name) {
-                dump(dumps, "Before", name, k)?;
-            }
-            let before = cfg.verify_each.then(|| k.clone());
-            let mut cx = PassContext::default();
-            let start = Instant::now();
-            let changed = step.pass.run(k, &mut cx);
-            sr.time += start.elapsed();
-            if changed {
-                sr.changed_kernels += 1;
-            }
-            sr.stats.merge(&cx.stats);
-            let (errors, warnings): (Vec<Diagnostic>, Vec<Diagnostic>) =
-                cx.diagnostics.into_iter().partition(Diagnostic::is_error);
-            report.warnings.extend(warnings);
-            if !errors.is_empty() {
-                if let Some(b) = before {
-                    *k = b;
-                }
-                return Err(PassError::Rejected {
-                    pass: step.spec.clone(),
-                    kernel: k.name.clone(),
-                    diagnostics: errors,
-                });
-            }
-            if let Some(b) = before {
-                let mut errs = verify_errors(k);
-                if !changed && *k != b {
-                    errs.push(Diagnostic::error(format!(
-                        "pass `{}` reported no change but changed kernel @{}",
-                        step.spec, k.name
-                    )));
-                }
-                if !errs.is_empty() {
-                    let ir_after = print_kernel(k);
-                    let kernel = k.name.clone();
-                    *k = b;
-                    return Err(PassError::Broken { pass: step.spec.clone(), kernel, diagnostics: errs, ir_after });
-                }
-            }
-            if cfg.wants_after(name, changed) {
-                dump(dumps, "After", name, k)?;
-            }
+        match &step.pass {
+            PassKind::Kernel(pass) => run_kernel_step(&**pass, &step.spec, m, cfg, dumps, &mut sr, &mut report)?,
+            PassKind::Module(pass) => run_module_step(&**pass, &step.spec, m, cfg, &mut sr, &mut report)?,
         }
         if let Some(dir) = &cfg.dump_dir {
             write_dump_file(dir, si + 1, name, m)?;
@@ -283,51 +248,130 @@ pub fn run_pipeline(m: &mut Module, p: &Pipeline, cfg: &RunConfig, dumps: &mut d
     Ok(report)
 }
 
-/// Runs `step` as a module pass if it is one (see [`crate::Pass::run_module`]); returns whether it
-/// was. With `verify_each`, the whole module (kernels and graphs) is verified after it, and the
-/// module from before the pass is restored if it fails; error diagnostics restore it too.
+/// Runs kernel pass `pass` (written `spec` in the pipeline) on every kernel of `m`, in order.
+fn run_kernel_step(
+    pass: &dyn Pass,
+    spec: &str,
+    m: &mut Module,
+    cfg: &RunConfig,
+    dumps: &mut dyn Write,
+    sr: &mut StepReport,
+    report: &mut Report,
+) -> Result<(), PassError> {
+    let name = pass.name();
+    for k in m.kernels.iter_mut() {
+        if cfg.wants_before(name) {
+            dump(dumps, "Before", name, k)?;
+        }
+        let before = cfg.verify_each.then(|| k.clone());
+        let mut cx = PassContext::default();
+        let start = Instant::now();
+        let changed = pass.run(k, &mut cx);
+        sr.time += start.elapsed();
+        if changed {
+            sr.changed_kernels += 1;
+        }
+        sr.stats.merge(&cx.stats);
+        let (errors, warnings): (Vec<Diagnostic>, Vec<Diagnostic>) =
+            cx.diagnostics.into_iter().partition(Diagnostic::is_error);
+        report.warnings.extend(warnings);
+        if !errors.is_empty() {
+            if let Some(b) = before {
+                *k = b;
+            }
+            return Err(PassError::Rejected { pass: spec.to_string(), kernel: k.name.clone(), diagnostics: errors });
+        }
+        if let Some(b) = before {
+            let mut errs = verify_errors(k);
+            if !changed && *k != b {
+                errs.push(Diagnostic::error(format!(
+                    "pass `{spec}` reported no change but changed kernel @{}",
+                    k.name
+                )));
+            }
+            if !errs.is_empty() {
+                let ir_after = print_kernel(k);
+                let kernel = k.name.clone();
+                *k = b;
+                return Err(PassError::Broken { pass: spec.to_string(), kernel, diagnostics: errs, ir_after });
+            }
+        }
+        if cfg.wants_after(name, changed) {
+            dump(dumps, "After", name, k)?;
+        }
+    }
+    Ok(())
+}
+
+/// Runs module pass `pass` (written `spec` in the pipeline) once on `m`. The module is copied
+/// first only when the copy may be needed: with `verify_each` (the module is verified after the
+/// pass and restored if that fails) or when the pass may reject (error diagnostics restore it).
 fn run_module_step(
-    step: &crate::pipeline::Step,
+    pass: &dyn ModulePass,
+    spec: &str,
     m: &mut Module,
     cfg: &RunConfig,
     sr: &mut StepReport,
     report: &mut Report,
-) -> Result<bool, PassError> {
-    if !step.module {
-        return Ok(false);
-    }
-    let before = m.clone();
+) -> Result<(), PassError> {
+    let before = (cfg.verify_each || pass.may_reject()).then(|| m.clone());
+    // The kernels the pass is given. It must leave them as they are (checked below with
+    // `verify_each`), so after it they can still tell which kernels it added and which ones the
+    // compaction below renumbers: the kernels it changed, as counted without a copy.
+    let existing: HashSet<String> = m.kernels.iter().map(|k| k.name.clone()).collect();
     let mut cx = PassContext::default();
     let start = Instant::now();
-    let Some(changed) = step.pass.run_module(m, &mut cx) else { return Ok(false) };
+    let changed = pass.run(m, &mut cx);
     sr.time += start.elapsed();
     if changed {
-        m.kernels.iter_mut().for_each(Kernel::compact);
-        sr.changed_kernels += m.kernels.iter().filter(|k| !before.kernels.contains(k)).count().max(1);
+        let mut n = 0;
+        for k in m.kernels.iter_mut() {
+            if !(existing.contains(&k.name) && k.is_compact()) {
+                n += 1;
+            }
+            k.compact();
+        }
+        sr.changed_kernels += n.max(1);
     }
     sr.stats.merge(&cx.stats);
     let (errors, warnings): (Vec<Diagnostic>, Vec<Diagnostic>) =
         cx.diagnostics.into_iter().partition(Diagnostic::is_error);
     report.warnings.extend(warnings);
-    let module_name = || m.kernels.first().map(|k| k.name.clone()).unwrap_or_default();
+    let module_name = |m: &Module| m.kernels.first().map(|k| k.name.clone()).unwrap_or_default();
     if !errors.is_empty() {
-        let kernel = module_name();
-        *m = before;
-        return Err(PassError::Rejected { pass: step.spec.clone(), kernel, diagnostics: errors });
+        let kernel = module_name(m);
+        if let Some(b) = before {
+            *m = b;
+        }
+        return Err(PassError::Rejected { pass: spec.to_string(), kernel, diagnostics: errors });
     }
-    if cfg.verify_each {
-        let errs: Vec<Diagnostic> = kir_ir::verify::verify_module(m)
+    if let (true, Some(b)) = (cfg.verify_each, before) {
+        let mut errs: Vec<Diagnostic> = kir_ir::verify::verify_module(m)
             .into_iter()
             .chain(m.graphs.iter().flat_map(|g| kir_ir::graph::verify_graph(m, g)))
             .filter(Diagnostic::is_error)
             .collect();
+        for old in &b.kernels {
+            let mut expected = old.clone();
+            expected.compact();
+            let what = match m.kernel(&old.name) {
+                None => "removed",
+                Some(k) if changed && *k != expected => "changed",
+                Some(k) if !changed && k != old => "changed",
+                Some(_) => continue,
+            };
+            errs.push(Diagnostic::error(format!(
+                "module pass `{spec}` {what} kernel @{}, which was in the module before it (a module pass may only add kernels and rewrite graphs)",
+                old.name
+            )));
+        }
         if !errs.is_empty() {
-            let (kernel, ir_after) = (module_name(), print_module(m));
-            *m = before;
-            return Err(PassError::Broken { pass: step.spec.clone(), kernel, diagnostics: errs, ir_after });
+            let (kernel, ir_after) = (module_name(m), print_module(m));
+            *m = b;
+            return Err(PassError::Broken { pass: spec.to_string(), kernel, diagnostics: errs, ir_after });
         }
     }
-    Ok(true)
+    Ok(())
 }
 
 /// Runs a pipeline on one kernel with the verifier after every pass and no dumps: what tests use.

@@ -1,27 +1,69 @@
-//! The pass interface: what a pass is given, what it reports, and how its options are read.
+//! The pass interface: the two kinds of pass, what a pass is given, what it reports, and how its
+//! options are read.
 //!
 //! Guarantees:
-//! - A pass runs on one kernel at a time and says whether it changed it; a pass that returns
-//!   `false` has left the kernel structurally unchanged (the pass manager's tests check this).
-//! - A pass that must reject a kernel (an analysis such as barrier verification) reports error
+//! - A pass is one of two kinds, stated once, by the [`PassKind`] its registry factory returns: a
+//!   kernel pass ([`Pass`]) runs on one kernel at a time; a module pass ([`ModulePass`], launch
+//!   fusion) runs once on the whole module. The pass manager dispatches on the kind.
+//! - A pass says whether it changed its input; a pass that returns `false` has left it
+//!   structurally unchanged (the pass manager's tests check this for kernel passes).
+//! - A module pass may add kernels (and remove kernels it added) and rewrite graphs, but never
+//!   changes or removes a kernel that was in the module when it started (the pass manager counts
+//!   changed kernels on that basis, and checks it under `verify_each`).
+//! - A pass that must reject its input (an analysis such as barrier verification) reports error
 //!   diagnostics in [`PassContext::diagnostics`]; the pass manager then stops the pipeline and
-//!   keeps the IR from before the pass. Warnings are passed on to the caller.
+//!   (as its header says) keeps the IR from before the pass. A module pass that can never report
+//!   errors says so ([`ModulePass::may_reject`]), which spares the manager a copy of the module.
+//!   Warnings are passed on to the caller.
 //! - Statistics are named counters, kept in the order they were first bumped, so reports are
 //!   deterministic.
 
-use kir_ir::{Diagnostic, Kernel};
+use kir_ir::{Diagnostic, Kernel, Module};
 
-/// A transformation or analysis over one kernel.
+/// A kernel pass: a transformation or analysis over one kernel.
 pub trait Pass {
     /// The registered name (`fold`, `dce`, ...).
     fn name(&self) -> &'static str;
     /// Runs on `k`; returns whether `k` changed.
     fn run(&self, k: &mut Kernel, cx: &mut PassContext) -> bool;
-    /// A module pass (launch fusion, which rewrites graphs and adds kernels) overrides this and
-    /// returns `Some(changed)`; the pass manager then calls it once per step instead of
-    /// [`Pass::run`] on each kernel. Kernel passes keep this default.
-    fn run_module(&self, _m: &mut kir_ir::Module, _cx: &mut PassContext) -> Option<bool> {
-        None
+}
+
+/// A module pass: a transformation over the whole module (launch fusion, which rewrites graphs and
+/// adds kernels). It may add kernels and rewrite graphs but must not change or remove a kernel
+/// that was in the module when it started (see the module header).
+pub trait ModulePass {
+    /// The registered name (`fuse`).
+    fn name(&self) -> &'static str;
+    /// Runs once on `m`; returns whether `m` (a kernel or a graph) changed.
+    fn run(&self, m: &mut Module, cx: &mut PassContext) -> bool;
+    /// Whether the pass may report error diagnostics (reject the module). When it may, the pass
+    /// manager copies the module before the pass so that it can restore it; a pass that only ever
+    /// reports warnings returns `false` and is run without the copy (unless `verify_each` needs
+    /// one). Errors from a pass that returned `false` still stop the pipeline, without the restore.
+    fn may_reject(&self) -> bool {
+        true
+    }
+}
+
+/// A pass of either kind, as the registry makes it and a pipeline step holds it.
+pub enum PassKind {
+    /// Run on each kernel, in module order ([`Pass::run`]).
+    Kernel(Box<dyn Pass>),
+    /// Run once on the module ([`ModulePass::run`]).
+    Module(Box<dyn ModulePass>),
+}
+
+impl PassKind {
+    /// The pass's registered name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            PassKind::Kernel(p) => p.name(),
+            PassKind::Module(p) => p.name(),
+        }
+    }
+    /// Whether this is a module pass.
+    pub fn is_module(&self) -> bool {
+        matches!(self, PassKind::Module(_))
     }
 }
 

@@ -5,7 +5,7 @@
 //! built with its options, or an error message naming the offending pass or option (unknown
 //! pass, unknown option, unbalanced braces, empty step). It never panics.
 
-use crate::pass::{Pass, PassOptions};
+use crate::pass::{PassKind, PassOptions};
 use crate::registry::{lookup, registry};
 
 /// The pipeline `kir opt` runs when `--passes` is absent.
@@ -15,9 +15,8 @@ pub const DEFAULT_PIPELINE: &str = "fold,simplify-cfg,dce";
 pub struct Step {
     /// The step as written, normalized (`fold{approx}`).
     pub spec: String,
-    pub pass: Box<dyn Pass>,
-    /// Whether the pass is a module pass (see [`crate::registry::PassInfo::module`]).
-    pub module: bool,
+    /// The pass, of either kind.
+    pub pass: PassKind,
 }
 
 impl Step {
@@ -126,7 +125,7 @@ pub fn parse_step(text: &str) -> Result<Step, String> {
             .collect();
         format!("{name}{{{}}}", items.join(" "))
     };
-    Ok(Step { spec, pass, module: info.module })
+    Ok(Step { spec, pass })
 }
 
 /// Parses a comma-separated pipeline. An empty string is the empty pipeline.

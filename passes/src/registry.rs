@@ -1,13 +1,14 @@
 //! The pass registry: every pass by name, with a one-line description and its options.
 //!
 //! Guarantees: names are unique; [`registry`] lists passes in a fixed order (the order of
-//! `kir opt --list-passes`). A new pass registers by adding one entry to [`registry`].
+//! `kir opt --list-passes`). A new pass registers by adding one entry to [`registry`]; its kind
+//! (kernel or module pass) is the [`PassKind`] variant its factory returns, and nothing else.
 
-use crate::pass::{Pass, PassOptions};
+use crate::pass::{PassKind, PassOptions};
 use crate::{dce, fold, simplify_cfg};
 
 /// How to make a pass from its options.
-pub type PassFactory = fn(&PassOptions) -> Result<Box<dyn Pass>, String>;
+pub type PassFactory = fn(&PassOptions) -> Result<PassKind, String>;
 
 /// One registered pass.
 pub struct PassInfo {
@@ -16,9 +17,6 @@ pub struct PassInfo {
     pub description: &'static str,
     /// The options it takes in braces, each with a one-line description.
     pub options: &'static [(&'static str, &'static str)],
-    /// A module pass ([`Pass::run_module`]: runs once on the whole module, e.g. launch fusion)
-    /// rather than a kernel pass ([`Pass::run`] on each kernel).
-    pub module: bool,
     pub create: PassFactory,
 }
 
@@ -27,63 +25,57 @@ pub fn registry() -> Vec<PassInfo> {
     vec![
         PassInfo {
             name: "fold",
-            module: false,
             description: "evaluate ops whose operands are constants (exactly as the interpreter does) and apply exact algebraic identities",
             options: &[("approx", "also fold approximate ops (.approx, .full) with their exact result")],
             create: |o| {
                 o.expect_only("fold", &["approx"])?;
-                Ok(Box::new(fold::Fold { approx: o.flag("fold", "approx", false)? }))
+                Ok(PassKind::Kernel(Box::new(fold::Fold { approx: o.flag("fold", "approx", false)? })))
             },
         },
         PassInfo {
             name: "dce",
-            module: false,
             description: "remove side-effect-free instructions whose results are unused, and unused block parameters",
             options: &[],
             create: |o| {
                 o.expect_only("dce", &[])?;
-                Ok(Box::new(dce::Dce))
+                Ok(PassKind::Kernel(Box::new(dce::Dce)))
             },
         },
         PassInfo {
             name: "simplify-cfg",
-            module: false,
             description:
                 "fold constant branches, remove unreachable blocks, merge straight-line blocks, drop block arguments equal on every edge",
             options: &[],
             create: |o| {
                 o.expect_only("simplify-cfg", &[])?;
-                Ok(Box::new(simplify_cfg::SimplifyCfg))
+                Ok(PassKind::Kernel(Box::new(simplify_cfg::SimplifyCfg)))
             },
         },
         PassInfo {
             name: "verify-barriers",
-            module: false,
             description: "reject barriers and full-mask warp collectives that some threads may not reach together (uniformity analysis)",
             options: &[],
             create: |o| {
                 o.expect_only("verify-barriers", &[])?;
-                Ok(Box::new(crate::barrier::VerifyBarriers))
+                Ok(PassKind::Kernel(Box::new(crate::barrier::VerifyBarriers)))
             },
         },
         PassInfo {
             name: "fuse",
-            module: true,
             description: "fuse launches of each launch graph (vertical: producer into consumer with store forwarding; horizontal: independent launches) where every shared buffer is thread-private",
             options: &[("explain", "report every fusion decision (and why each candidate pair was not fused) as a note")],
             create: |o| {
                 o.expect_only("fuse", &["explain"])?;
-                Ok(Box::new(crate::fuse::Fuse { explain: o.flag("fuse", "explain", false)? }))
+                Ok(PassKind::Module(Box::new(crate::fuse::Fuse { explain: o.flag("fuse", "explain", false)? })))
             },
         },
         PassInfo {
             name: "fma-contract",
-            module: false,
             description: "contract mul.rn followed by add.rn into fma (opt-in: rounds once, so results may change in the last bit)",
             options: &[],
             create: |o| {
                 o.expect_only("fma-contract", &[])?;
-                Ok(Box::new(crate::fma_contract::FmaContract))
+                Ok(PassKind::Kernel(Box::new(crate::fma_contract::FmaContract)))
             },
         },
     ]

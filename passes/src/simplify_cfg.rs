@@ -20,7 +20,9 @@
 //! - Each round is linear in the number of blocks and edges; instructions are rewritten once, at
 //!   the end.
 
-use crate::edit::{incoming_edges, remove_blocks, retain_block_params, succ_call, IncomingEdges, Subst};
+use crate::edit::{
+    incoming_edges, remove_blocks, remove_unreachable, retain_block_params, succ_call, IncomingEdges, Subst,
+};
 use crate::pass::{Pass, PassContext};
 use kir_ir::{BlockId, Kernel, Operand, Terminator};
 
@@ -127,24 +129,6 @@ fn fold_branches(k: &mut Kernel, subst: &mut Subst) -> (usize, Vec<BlockId>) {
         n += 1;
     }
     (n, rewritten)
-}
-
-/// Removes blocks not reachable from the entry. Returns how many, and the reverse post-order of
-/// the remaining blocks (in their new numbering).
-fn remove_unreachable(k: &mut Kernel) -> (usize, Vec<BlockId>) {
-    let mut rpo = k.reverse_post_order();
-    if rpo.len() == k.blocks.len() {
-        return (0, rpo);
-    }
-    let mut keep = vec![false; k.blocks.len()];
-    for b in &rpo {
-        keep[b.index()] = true;
-    }
-    let old_len = k.blocks.len();
-    if let Some(new_index) = remove_blocks(k, &keep) {
-        rpo.iter_mut().for_each(|b| *b = BlockId(new_index[b.index()]));
-    }
-    (old_len - k.blocks.len(), rpo)
 }
 
 /// Drops block parameters that receive the same operand on every incoming edge. The replacements

@@ -70,13 +70,11 @@
 //!   value, branch and reachable block varying, no reasons, [`Uniformity::is_too_large`]), which
 //!   is sound by the rule above.
 
-use kir_ir::cfg::Cfg;
+use kir_ir::cfg::{Cfg, ExitPolicy};
 use kir_ir::{
     AddrSpace, BinOp, BlockId, InstId, Kernel, Op, Operand, ShflMode, SpecialReg, Terminator, Type, ValueDef, ValueId,
     VoteMode,
 };
-use petgraph::algo::dominators::simple_fast;
-use petgraph::graph::{DiGraph, NodeIndex};
 use std::collections::HashMap;
 
 /// How much a value or a block's execution may differ between threads of a block.
@@ -391,7 +389,7 @@ impl Uniformity {
                 ValueDef::Inst(i) => u.inst_block.get(&i).copied(),
             };
         }
-        u.ipdom = exiting_post_dominators(k, &cfg);
+        u.ipdom = cfg.post_dominators(ExitPolicy::RetOrStuck);
         u.loops = natural_loops(&cfg, nb);
         u.irreducible = is_irreducible(&cfg, nb);
         u.ptr_obj = pointer_objects(k, &cfg);
@@ -847,32 +845,6 @@ fn handles_ok(k: &Kernel) -> bool {
         }
     }
     k.params.iter().all(|p| p.index() < nv)
-}
-
-/// Immediate post-dominators where `ret` blocks and blocks that cannot reach a `ret` flow to a
-/// virtual exit (so a thread stuck in an infinite loop counts as having left).
-fn exiting_post_dominators(k: &Kernel, cfg: &Cfg) -> Vec<Option<BlockId>> {
-    let n = k.blocks.len();
-    let mut rev = DiGraph::<(), ()>::with_capacity(n + 1, n * 3);
-    for _ in 0..=n {
-        rev.add_node(());
-    }
-    let exit = NodeIndex::new(n);
-    for b in k.block_ids() {
-        if matches!(k.block(b).term, Terminator::Ret) || !cfg.reaches_exit(b) {
-            rev.add_edge(exit, NodeIndex::new(b.index()), ());
-        }
-        for s in cfg.succs(b) {
-            rev.add_edge(NodeIndex::new(s.index()), NodeIndex::new(b.index()), ());
-        }
-    }
-    let doms = simple_fast(&rev, exit);
-    (0..n)
-        .map(|b| match doms.immediate_dominator(NodeIndex::new(b)) {
-            Some(d) if d != exit => Some(BlockId(d.index() as u32)),
-            _ => None,
-        })
-        .collect()
 }
 
 /// Natural loops, one per header (the union over its back edges), with uniform exits to start.

@@ -3,7 +3,7 @@
 //! files, statistics.
 
 use kir_ir::{parse, print_module, Kernel, Module};
-use kir_passes::pass::{Pass, PassContext};
+use kir_passes::pass::{ModulePass, Pass, PassContext, PassKind};
 use kir_passes::pipeline::Step;
 use kir_passes::{parse_pipeline, registry, run_pipeline, PassError, Pipeline, RunConfig, DEFAULT_PIPELINE};
 
@@ -81,7 +81,7 @@ impl Pass for Liar {
 
 fn with(pass: Box<dyn Pass>, spec: &str) -> Pipeline {
     let mut p = parse_pipeline("fold").unwrap();
-    p.steps.push(Step { spec: spec.into(), pass, module: false });
+    p.steps.push(Step { spec: spec.into(), pass: PassKind::Kernel(pass) });
     p
 }
 
@@ -194,4 +194,85 @@ fn output_is_compacted_and_round_trips() {
     let reparsed = parse(&print_module(&m)).unwrap();
     assert!(m.structurally_eq(&reparsed));
     assert_eq!(m.kernels[0].insts.len(), m.kernels[0].inst_count());
+}
+
+/// A module pass: adds a copy of the first kernel (`@<name>.copy`); with `edit`, also drops an
+/// instruction from the first kernel (which a module pass must not do); with `reject`, reports an
+/// error after doing so.
+struct AddCopy {
+    edit: bool,
+    reject: bool,
+}
+impl ModulePass for AddCopy {
+    fn name(&self) -> &'static str {
+        "add-copy"
+    }
+    fn run(&self, m: &mut Module, cx: &mut PassContext) -> bool {
+        let mut copy = m.kernels[0].clone();
+        copy.name = format!("{}.copy", copy.name);
+        m.kernels.push(copy);
+        if self.edit {
+            m.kernels[0].blocks[0].insts.pop();
+        }
+        if self.reject {
+            cx.diagnostics.push(kir_ir::Diagnostic::error("add-copy rejects this module"));
+        }
+        true
+    }
+    fn may_reject(&self) -> bool {
+        self.reject
+    }
+}
+
+fn with_module_pass(pass: AddCopy, front: &str) -> Pipeline {
+    let mut p = parse_pipeline(front).unwrap();
+    p.steps.push(Step { spec: "add-copy".into(), pass: PassKind::Module(Box::new(pass)) });
+    p
+}
+
+#[test]
+fn a_module_pass_counts_the_kernels_it_added_and_those_compaction_renumbered() {
+    // Right after parsing, @k is compact: only the added kernel changed.
+    let mut m = module();
+    let r = run_pipeline(
+        &mut m,
+        &with_module_pass(AddCopy { edit: false, reject: false }, ""),
+        &RunConfig::default(),
+        &mut std::io::sink(),
+    )
+    .unwrap();
+    assert_eq!(r.steps[0].changed_kernels, 1);
+    assert_eq!(m.kernels.len(), 2);
+    // `fold,dce` leave a dead instruction in @k's arena: the compaction after the module pass changes @k too.
+    for verify_each in [false, true] {
+        let mut m = module();
+        let cfg = RunConfig { verify_each, ..RunConfig::default() };
+        let p = with_module_pass(AddCopy { edit: false, reject: false }, "fold,dce");
+        let r = run_pipeline(&mut m, &p, &cfg, &mut std::io::sink()).unwrap();
+        assert_eq!(r.steps[2].changed_kernels, 2, "verify_each {verify_each}");
+    }
+}
+
+#[test]
+fn a_module_pass_that_changes_a_kernel_it_was_given_is_caught_and_the_module_restored() {
+    let mut m = module();
+    let cfg = RunConfig { verify_each: true, ..RunConfig::default() };
+    let p = with_module_pass(AddCopy { edit: true, reject: false }, "");
+    let err = run_pipeline(&mut m, &p, &cfg, &mut std::io::sink()).unwrap_err();
+    let PassError::Broken { pass, .. } = &err else { panic!("{err}") };
+    assert_eq!(pass, "add-copy");
+    assert!(
+        err.diagnostics().iter().any(|d| d.message.starts_with("module pass `add-copy` changed kernel @k,")),
+        "{err:?}"
+    );
+    assert_eq!(m, module());
+}
+
+#[test]
+fn a_module_pass_that_may_reject_is_undone_without_verify_each() {
+    let mut m = module();
+    let p = with_module_pass(AddCopy { edit: true, reject: true }, "");
+    let err = run_pipeline(&mut m, &p, &RunConfig::default(), &mut std::io::sink()).unwrap_err();
+    assert!(matches!(err, PassError::Rejected { .. }), "{err}");
+    assert_eq!(m, module());
 }

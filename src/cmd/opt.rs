@@ -112,7 +112,7 @@ pub fn run(args: &Args) -> ExitCode {
     let mut pipeline = pipeline;
     if args.print_fusion {
         for step in pipeline.steps.iter_mut().filter(|s| s.name() == "fuse") {
-            step.pass = Box::new(kir_passes::fuse::Fuse { explain: true });
+            step.pass = kir_passes::PassKind::Module(Box::new(kir_passes::fuse::Fuse { explain: true }));
         }
     }
     let known: Vec<&str> = registry().iter().map(|p| p.name).collect();
