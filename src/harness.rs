@@ -522,7 +522,7 @@ fn check_npy(
     let full = env.base_dir.map_or_else(|| PathBuf::from(path), |d| d.join(path));
     let shown = full.display().to_string();
     let is_input = env.specs.iter().any(|(_, s)| match s {
-        ArgSpec::Npy(p) => env.base_dir.map_or_else(|| p.clone(), |d| d.join(p)) == full,
+        ArgSpec::Npy(p) => crate::files::same_file(&env.base_dir.map_or_else(|| p.clone(), |d| d.join(p)), &full),
         _ => false,
     });
     if is_input {
