@@ -1,4 +1,4 @@
-//! Random-kernel fuzzing: generated kernels ([`kir_ir::gen`]) checked through every stage of kir,
+//! Random-kernel fuzzing: generated kernels ([`kir_ir::generate`]) checked through every stage of kir,
 //! and a delta-debugging reducer for the failures found.
 //!
 //! Guarantees:
@@ -32,7 +32,7 @@ use kir_backend_ptx::gpu::GpuRunner;
 use kir_backend_ptx::SmVersion;
 use kir_interp::{args, Buffer, ErrorKind, LaunchConfig, Options};
 use kir_ir::diag::has_errors;
-use kir_ir::gen::{GenConfig, LaunchContract};
+use kir_ir::generate::{GenConfig, LaunchContract};
 use kir_ir::{BlockId, Constant, InstId, Kernel, Operand, Terminator, Type};
 use kir_passes::{edit, Pipeline};
 use std::fmt;
@@ -340,7 +340,7 @@ pub fn emulate(
 
 /// A case: the kernel generated from `seed` and its arguments.
 pub fn generate_case(seed: u64, cfg: &FuzzConfig) -> (Kernel, Vec<(String, String)>) {
-    (kir_ir::gen::random_kernel(seed, &cfg.gen), case_args(&cfg.contract, seed))
+    (kir_ir::generate::random_kernel(seed, &cfg.gen), case_args(&cfg.contract, seed))
 }
 
 /// What [`reduce`] did.

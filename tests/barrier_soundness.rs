@@ -1,6 +1,6 @@
 //! Soundness of barrier verification against the interpreter, on random kernels.
 //!
-//! The kernel generator (`kir_ir::gen`) is asked for kernels with shared memory, barriers, warp
+//! The kernel generator (`kir_ir::generate`) is asked for kernels with shared memory, barriers, warp
 //! collectives, loops and thread-dependent branches, and for half of them also for barriers in
 //! thread-dependent control flow. For each of [`KERNELS`] kernels, [`LAUNCHES`] launches with
 //! random block sizes (multiples of 32, as the generator's contract asks), grid sizes, `%n` and
@@ -41,7 +41,7 @@
 //!   cannot), which its explanation must then name.
 
 use kir_interp::{launch, Arg, Buffer, ErrorKind, FaultKind, LaunchConfig, Options};
-use kir_ir::gen::{generate, GenConfig, Rng, SHARED_LEN};
+use kir_ir::generate::{generate, GenConfig, Rng, SHARED_LEN};
 use kir_ir::{Constant, ScalarType};
 use kir_passes::barrier::verify_barriers;
 

@@ -1,21 +1,21 @@
-//! Property tests of the passes on random valid kernels (`kir_ir::gen`): for random kernels and
+//! Property tests of the passes on random valid kernels (`kir_ir::generate`): for random kernels and
 //! random inputs, the interpreter's outputs before and after the default pipeline (and random
 //! pipelines of fold / dce / simplify-cfg) are bit-identical, and the IR verifies after every pass
 //! (the pipelines run with `verify_each`, which also checks that a pass reporting "unchanged" left
 //! the kernel untouched).
 
 use kir_interp::{launch, Arg, Buffer, LaunchConfig, Options};
-use kir_ir::gen::{self, GenConfig, LaunchContract};
+use kir_ir::generate::{self, GenConfig, LaunchContract};
 use kir_ir::{Constant, Kernel, ScalarType};
 use kir_passes::{parse_pipeline, run_on_kernel, DEFAULT_PIPELINE};
 use proptest::prelude::*;
 
 /// Random input buffers for the generated signature, from a seed.
 fn inputs(seed: u64) -> Vec<Buffer> {
-    let mut rng = gen::Rng::new(seed);
+    let mut rng = generate::Rng::new(seed);
     let n = LaunchContract::DEFAULT.n as usize;
-    let ins: Vec<u64> = (0..n).map(|_| gen::random_constant(&mut rng, ScalarType::U32).bits).collect();
-    let fins: Vec<u64> = (0..n).map(|_| gen::random_constant(&mut rng, ScalarType::F32).bits).collect();
+    let ins: Vec<u64> = (0..n).map(|_| generate::random_constant(&mut rng, ScalarType::U32).bits).collect();
+    let fins: Vec<u64> = (0..n).map(|_| generate::random_constant(&mut rng, ScalarType::F32).bits).collect();
     let outs: Vec<u64> = (0..n).map(|_| rng.next_u64() & 0xffff_ffff).collect();
     let fouts: Vec<u64> = (0..n).map(|_| rng.next_u64() & 0xffff_ffff).collect();
     vec![
@@ -39,7 +39,7 @@ fn run(k: &Kernel, input_seed: u64, checks: bool) -> Vec<Buffer> {
 }
 
 fn check_pipeline(seed: u64, cfg: &GenConfig, input_seed: u64, pipeline: &str) -> Result<(), TestCaseError> {
-    let original = gen::random_kernel(seed, cfg);
+    let original = generate::random_kernel(seed, cfg);
     let before = run(&original, input_seed, false);
     let mut k = original.clone();
     let p = parse_pipeline(pipeline).map_err(TestCaseError::fail)?;
@@ -88,7 +88,7 @@ proptest! {
     #[test]
     fn simplify_cfg_reaches_a_fixed_point(seed in any::<u64>(), insts in 20usize..400, const_percent in 20u32..80) {
         let cfg = GenConfig { insts, const_percent, divergent_branches: seed % 2 == 0, ..GenConfig::default() };
-        let mut once = gen::random_kernel(seed, &cfg);
+        let mut once = generate::random_kernel(seed, &cfg);
         let p = parse_pipeline("simplify-cfg").map_err(TestCaseError::fail)?;
         run_on_kernel(&mut once, &p).map_err(|e| TestCaseError::fail(e.to_string()))?;
         let mut twice = once.clone();
@@ -100,7 +100,7 @@ proptest! {
 #[test]
 fn generated_kernels_run_clean_under_race_and_uninit_checks() {
     for seed in 0..40u64 {
-        let k = gen::random_kernel(seed, &GenConfig::default());
+        let k = generate::random_kernel(seed, &GenConfig::default());
         run(&k, seed, true);
     }
 }

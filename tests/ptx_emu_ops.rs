@@ -60,7 +60,7 @@ struct Rng(u64);
 
 impl Rng {
     fn next(&mut self) -> u64 {
-        kir_ir::gen::splitmix64(&mut self.0)
+        kir_ir::generate::splitmix64(&mut self.0)
     }
     fn below(&mut self, n: usize) -> usize {
         (self.next() % n as u64) as usize

@@ -1,7 +1,7 @@
 //! Compile speed: `.kir` text → parse → verify → default passes → PTX.
 //!
 //! - `kernels_dir`: every file of `kernels/` (the seed kernel library), one after another.
-//! - `generated/N`: one generated kernel (`kir_ir::gen`, default config) of about N instructions,
+//! - `generated/N`: one generated kernel (`kir_ir::generate`, default config) of about N instructions,
 //!   printed to text first, for N = 1k, 10k, 100k (time should grow linearly in N).
 //!
 //! NVRTC's time for the CUDA C equivalents is measured by `examples/codequality.rs` (it needs the
@@ -45,8 +45,8 @@ fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("generated");
     g.sample_size(10);
     for n in [1_000usize, 10_000, 100_000] {
-        let cfg = kir_ir::gen::GenConfig { insts: n, ..Default::default() };
-        let k = kir_ir::gen::random_kernel(7, &cfg);
+        let cfg = kir_ir::generate::GenConfig { insts: n, ..Default::default() };
+        let k = kir_ir::generate::random_kernel(7, &cfg);
         let insts = k.inst_count();
         let text = kir_ir::print_kernel(&k);
         g.throughput(Throughput::Elements(insts as u64));

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 fn main() {
     for n in [1_000usize, 10_000, 100_000] {
-        let k = kir_ir::gen::random_kernel(7, &kir_ir::gen::GenConfig { insts: n, ..Default::default() });
+        let k = kir_ir::generate::random_kernel(7, &kir_ir::generate::GenConfig { insts: n, ..Default::default() });
         let text = kir_ir::print_kernel(&k);
         let t = Instant::now();
         let mut m = kir_ir::parse(&text).expect("parses");

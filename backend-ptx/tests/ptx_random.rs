@@ -1,9 +1,9 @@
-//! Randomly generated valid kernels (`kir_ir::gen`: loops with block parameters, divergent
+//! Randomly generated valid kernels (`kir_ir::generate`: loops with block parameters, divergent
 //! branches, shared memory and barriers, shuffles, votes, atomics, every scalar type, approximate
 //! ops) emitted to PTX and assembled by the real `ptxas` for sm_80 and sm_90. Any ptxas error fails.
 
 use kir_backend_ptx::{emit_module, tools, PtxOptions, SmVersion};
-use kir_ir::gen::{random_kernel, GenConfig};
+use kir_ir::generate::{random_kernel, GenConfig};
 use kir_ir::Module;
 
 fn module(seeds: std::ops::Range<u64>, cfg: &GenConfig) -> Module {

@@ -1,5 +1,5 @@
 //! Prints a generated kernel: `SEED=7 INSTS=80 cargo run -p kir-ir --example gen_show`.
-use kir_ir::gen::{random_kernel, GenConfig};
+use kir_ir::generate::{random_kernel, GenConfig};
 
 fn main() {
     let seed = std::env::var("SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(1);

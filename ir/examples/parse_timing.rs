@@ -3,7 +3,7 @@
 use std::time::Instant;
 fn main() {
     for n in [1_000usize, 10_000, 100_000] {
-        let k = kir_ir::gen::random_kernel(7, &kir_ir::gen::GenConfig { insts: n, ..Default::default() });
+        let k = kir_ir::generate::random_kernel(7, &kir_ir::generate::GenConfig { insts: n, ..Default::default() });
         let text = kir_ir::print_kernel(&k);
         // Best of 5, to see through the noise of a shared machine.
         let (mut a, mut b) = (std::time::Duration::MAX, std::time::Duration::MAX);

@@ -688,7 +688,7 @@ fn renumber(vmap: &[ValueId], o: &mut Operand) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gen::{random_kernel, GenConfig};
+    use crate::generate::{random_kernel, GenConfig};
 
     /// Generated kernels, compacted (as the parser returns them), with every third instruction
     /// unplaced (as passes leave them): the layout order stays increasing, so `compact` works in

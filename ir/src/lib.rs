@@ -14,7 +14,7 @@ pub mod cfg;
 pub mod diag;
 pub mod eval;
 pub mod format;
-pub mod gen;
+pub mod generate;
 pub mod graph;
 mod graph_parse;
 pub mod ir;

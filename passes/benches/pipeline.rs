@@ -1,5 +1,5 @@
 //! Throughput of the default pipeline (`fold,simplify-cfg,dce`) on generated kernels of 25k to
-//! 200k instructions (`kir_ir::gen`, default config: all types, branches, loops, shared memory,
+//! 200k instructions (`kir_ir::generate`, default config: all types, branches, loops, shared memory,
 //! shuffles). The input is verified once outside the timed region; the timed region is what the
 //! passes do (`verify_input: false`). Time should grow linearly: 2x instructions, at most 2.2x
 //! time. Numbers are recorded in BENCHMARKS.md ("Passes").
@@ -9,7 +9,7 @@
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
-use kir_ir::gen::{random_kernel, GenConfig};
+use kir_ir::generate::{random_kernel, GenConfig};
 use kir_ir::Module;
 use kir_passes::{parse_pipeline, run_pipeline, RunConfig, DEFAULT_PIPELINE};
 

@@ -2,7 +2,7 @@
 //! dce's instructions with callgrind: `--toggle-collect='*Dce*'`).
 fn main() {
     let insts: usize = std::env::var("INSTS").ok().and_then(|v| v.parse().ok()).unwrap_or(50_000);
-    let mut k = kir_ir::gen::random_kernel(42, &kir_ir::gen::GenConfig { insts, ..Default::default() });
+    let mut k = kir_ir::generate::random_kernel(42, &kir_ir::generate::GenConfig { insts, ..Default::default() });
     // Numbered in layout order, as the parser returns kernels.
     k.compact();
     let mut m = kir_ir::Module { kernels: vec![k], ..Default::default() };

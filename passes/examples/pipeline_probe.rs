@@ -8,7 +8,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
     let insts: usize = std::env::var("INSTS").ok().and_then(|v| v.parse().ok()).unwrap_or(100_000);
-    let mut k = kir_ir::gen::random_kernel(42, &kir_ir::gen::GenConfig { insts, ..Default::default() });
+    let mut k = kir_ir::generate::random_kernel(42, &kir_ir::generate::GenConfig { insts, ..Default::default() });
     // Numbered in layout order, as the parser returns kernels.
     k.compact();
     eprintln!("blocks {} values {} insts {}", k.blocks.len(), k.values.len(), k.insts.len());

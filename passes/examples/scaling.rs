@@ -9,7 +9,7 @@
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-use kir_ir::gen::{random_kernel, GenConfig};
+use kir_ir::generate::{random_kernel, GenConfig};
 use kir_ir::Module;
 use kir_passes::{parse_pipeline, run_pipeline, RunConfig, DEFAULT_PIPELINE};
 use std::time::{Duration, Instant};

@@ -239,7 +239,7 @@ fn merge_blocks(k: &mut Kernel, rpo: &[BlockId], incoming: &IncomingEdges, subst
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kir_ir::gen::{random_kernel, GenConfig};
+    use kir_ir::generate::{random_kernel, GenConfig};
 
     /// The order `remove_unreachable` returns is the reverse post-order of the kernel it leaves.
     #[test]

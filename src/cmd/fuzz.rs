@@ -3,7 +3,7 @@
 //! valid kernels and check each through every stage of kir (see [`kir::fuzz`]).
 //!
 //! Guarantees:
-//! - Case i (0-based) is the kernel [`kir_ir::gen`] makes from seed `S + i`, so
+//! - Case i (0-based) is the kernel [`kir_ir::generate`] makes from seed `S + i`, so
 //!   `kir fuzz --cases 1 --seed S+i` reproduces it alone. Per case: the verifiers accept it, the
 //!   interpreter runs it without a fault (races and uninitialized reads checked), the pipeline
 //!   preserves its results bit for bit, `ptxas` accepts its PTX (when found), the PTX emulator
@@ -39,7 +39,7 @@ pub struct Args {
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     /// Target instructions per kernel.
-    #[arg(long, default_value_t = kir_ir::gen::GenConfig::default().insts)]
+    #[arg(long, default_value_t = kir_ir::generate::GenConfig::default().insts)]
     pub insts: usize,
     /// The pass pipeline whose results must equal the unoptimized kernel's.
     #[arg(long, default_value = kir_passes::DEFAULT_PIPELINE)]

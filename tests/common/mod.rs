@@ -59,7 +59,7 @@ impl Rng {
         Rng(seed)
     }
     pub fn next_u64(&mut self) -> u64 {
-        kir_ir::gen::splitmix64(&mut self.0)
+        kir_ir::generate::splitmix64(&mut self.0)
     }
     /// Uniform in [-1, 1) on a 2^-23 grid (exact in f32).
     pub fn unit(&mut self) -> f32 {
