@@ -322,12 +322,7 @@ impl Module {
         let mut ir = self.ir.clone();
         let cfg = kir_passes::RunConfig { verify_each: true, ..kir_passes::RunConfig::default() };
         kir_passes::run_pipeline(&mut ir, &p, &cfg, &mut std::io::sink()).map_err(|e| {
-            let diags = match &e {
-                kir_passes::PassError::InvalidInput { diagnostics, .. }
-                | kir_passes::PassError::Broken { diagnostics, .. }
-                | kir_passes::PassError::Rejected { diagnostics, .. } => diagnostics.clone(),
-                kir_passes::PassError::Io { .. } => vec![],
-            };
+            let diags = e.diagnostics().to_vec();
             let mut err = Error::located(ErrorKind::Pass, e.to_string(), diags, &self.file, &self.source);
             err.headline = true;
             err
@@ -366,7 +361,7 @@ impl<'m> Kernel<'m> {
 
     /// The name of the kernel's `.entry` in the PTX (`.` becomes `$`).
     pub fn ptx_entry_name(&self) -> String {
-        self.ir.name.replace('.', "$")
+        crate::gpu_exec::ptx_entry_name(&self.ir.name)
     }
 
     /// The parameters: name (without `%`) and type, in order.
