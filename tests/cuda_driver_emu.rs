@@ -8,23 +8,12 @@
 //! the driver rejects (its JIT log), a launch with too many threads per block, an out-of-bounds
 //! kernel (a launch failure that names the buffer, not a hang).
 
+mod cli;
 use kir_backend_ptx::gpu::{GpuError, GpuRunner, Launch, Param};
-use std::process::Command;
 
+/// `kir ARGS` with `KIR_CUDA_DRIVER=driver` (and the driver's own failure log off).
 fn kir_with_driver(driver: &str, args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_kir"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env("KIR_CUDA_DRIVER", driver)
-        .env_remove("KIR_REQUIRE_GPU")
-        .env_remove("KIR_CUDA_EMU_LOG")
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    cli::kir_with_env(args, &[("KIR_CUDA_DRIVER", driver), ("KIR_CUDA_EMU_LOG", "")])
 }
 
 fn kir(args: &[&str]) -> (i32, String, String) {

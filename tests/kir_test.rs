@@ -117,14 +117,8 @@ fn scratch(name: &str) -> PathBuf {
 
 /// Runs `kir test FILE` in `dir` (so the rows name FILE as given): (exit code, stdout).
 fn kir_test_in(dir: &Path, file: &str) -> (i32, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_kir"))
-        .args(["test", file])
-        .current_dir(dir)
-        .env_remove("KIR_REQUIRE_GPU")
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap();
-    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned())
+    let (code, stdout, _) = cli::kir_in_dir(dir, &["test", file], &[]);
+    (code, stdout)
 }
 
 /// A kernel that reads shared memory no thread wrote: the interpreter's shared memory starts at
@@ -243,21 +237,9 @@ fn a_directive_sets_its_own_fuel() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
-/// Runs `kir ARGS` in `dir`: (exit code, stdout, stderr).
+/// Runs `kir ARGS` in `dir` with the system's CUDA driver lookup: (exit code, stdout, stderr).
 fn kir_in(dir: &Path, args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_kir"))
-        .args(args)
-        .current_dir(dir)
-        .env_remove("KIR_REQUIRE_GPU")
-        .env_remove("KIR_CUDA_DRIVER")
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    cli::kir_in_dir(dir, args, &[("KIR_CUDA_DRIVER", "")])
 }
 
 /// The user's report: a tiled transpose with its barrier removed passed `kir test`. With the

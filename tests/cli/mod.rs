@@ -14,8 +14,13 @@ pub fn kir(args: &[&str]) -> (i32, String, String) {
 
 /// Runs `kir ARGS...` with extra environment variables.
 pub fn kir_with_env(args: &[&str], envs: &[(&str, &str)]) -> (i32, String, String) {
+    kir_in_dir(std::path::Path::new(env!("CARGO_MANIFEST_DIR")), args, envs)
+}
+
+/// Runs `kir ARGS...` in `dir` (so the rows name files as given) with extra environment variables.
+pub fn kir_in_dir(dir: &std::path::Path, args: &[&str], envs: &[(&str, &str)]) -> (i32, String, String) {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_kir"));
-    cmd.args(args).current_dir(env!("CARGO_MANIFEST_DIR")).env_remove("KIR_REQUIRE_GPU").env("NO_COLOR", "1");
+    cmd.args(args).current_dir(dir).env_remove("KIR_REQUIRE_GPU").env("NO_COLOR", "1");
     for (k, v) in envs {
         cmd.env(k, v);
     }
