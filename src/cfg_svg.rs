@@ -108,7 +108,7 @@ impl BlockFacts {
             let i = b.index();
             let blk = k.block(b);
             f.entry[i] = i == 0;
-            f.exit[i] = matches!(blk.term, Terminator::Ret);
+            f.exit[i] = matches!(blk.term, Terminator::Ret(_));
             f.barrier[i] = blk.insts.iter().any(|&x| matches!(k.inst(x).op, Op::Barrier));
             f.reachable[i] = cfg.is_reachable(b);
             if let Some(u) = u {

@@ -309,7 +309,7 @@ impl<'a> KernelEmitter<'a> {
 
     fn terminator(&mut self, t: &Terminator, next: Option<BlockId>) {
         match t {
-            Terminator::Ret => self.ins("ret"),
+            Terminator::Ret(_) => self.ins("ret"),
             Terminator::Jmp(c) => self.jump(c, next),
             Terminator::Br { cond, then_, else_ } => {
                 let p = match cond {

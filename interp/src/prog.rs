@@ -275,7 +275,7 @@ impl Prog {
                 Ok(XEdge { block: c.block.0, moves })
             };
             let term = match &block.term {
-                Terminator::Ret => XTerm::Ret,
+                Terminator::Ret(_) => XTerm::Ret,
                 Terminator::Jmp(c) => XTerm::Jmp(edge(c)?),
                 Terminator::Br { cond, then_, else_ } => {
                     let (then_, else_) = (edge(then_)?, edge(else_)?);

@@ -47,7 +47,10 @@ pub struct AstModule {
 
 #[derive(Clone, Debug)]
 pub enum AstItem {
+    /// A kernel or (with [`AstKernel::func`]) a device function.
     Kernel(Box<AstKernel>),
+    Func(Box<AstKernel>),
+    Import(AstImport),
     Graph(Box<AstGraph>),
 }
 
@@ -76,8 +79,26 @@ pub struct AstAttr {
     pub span: Span,
 }
 
+/// `import "path"`.
+#[derive(Clone, Debug)]
+pub struct AstImport {
+    /// The path as written, without quotes.
+    pub path: Spanned<AstStr>,
+    pub span: Span,
+}
+
+/// What a function header adds to a kernel's: `-> T`.
+#[derive(Clone, Debug)]
+pub struct AstFuncSig {
+    pub ret: Option<AstType>,
+    /// The `)` closing the parameter list.
+    pub params_end: Span,
+}
+
 #[derive(Clone, Debug)]
 pub struct AstKernel {
+    /// `Some` for `func`.
+    pub func: Option<AstFuncSig>,
     pub name: Spanned<AstStr>,
     pub params: Vec<AstParam>,
     /// Attributes between the parameter list and `{`.
@@ -110,6 +131,8 @@ pub enum AstOperand {
         negative: bool,
     },
     Nan,
+    /// `@f(args)` (only as the operand of `call`).
+    Call(Spanned<AstStr>, Vec<Spanned<AstOperand>>),
 }
 
 impl AstOperand {
@@ -150,7 +173,8 @@ pub enum AstStmtKind {
         else_: AstBlockCall,
     },
     Jmp(AstBlockCall),
-    Ret,
+    /// `ret` or `ret %v`.
+    Ret(Option<Spanned<AstOperand>>),
 }
 
 #[derive(Clone, Debug)]

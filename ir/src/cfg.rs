@@ -148,7 +148,7 @@ impl Cfg {
         } else {
             vec![]
         };
-        let returns = k.blocks.iter().map(|b| matches!(b.term, Terminator::Ret)).collect();
+        let returns = k.blocks.iter().map(|b| matches!(b.term, Terminator::Ret(_))).collect();
         Cfg { graph, succs, preds, rpo: post, reachable, doms, dom_interval, post: std::sync::OnceLock::new(), returns }
     }
 

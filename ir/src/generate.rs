@@ -342,7 +342,7 @@ impl<'c> Gen<'c> {
         let end = self.cfg.insts.saturating_sub(12).max(self.count + 1);
         self.region(end, 0);
         self.sink_all();
-        self.k.block_mut(self.cur).term = Terminator::Ret;
+        self.k.block_mut(self.cur).term = Terminator::Ret(None);
         let mut stats = self.stats;
         stats.kernel = self.k;
         stats

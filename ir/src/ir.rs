@@ -44,10 +44,14 @@ entity!(
     BlockId
 );
 
-/// A translation unit: kernels (and the launch graphs that use them).
+/// A translation unit: kernels, the device functions they call, and the launch graphs that use
+/// the kernels.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Module {
     pub kernels: Vec<Kernel>,
+    /// Device functions (`func @name(...) -> T { ... }`): the same body representation as a
+    /// kernel, with [`Kernel::func`] set. Imported functions are here too.
+    pub funcs: Vec<Kernel>,
     /// Launch graphs over the kernels ([`crate::graph`]).
     pub graphs: Vec<crate::graph::Graph>,
 }
@@ -59,13 +63,32 @@ impl Module {
     pub fn kernel_mut(&mut self, name: &str) -> Option<&mut Kernel> {
         self.kernels.iter_mut().find(|k| k.name == name)
     }
+    pub fn func(&self, name: &str) -> Option<&Kernel> {
+        self.funcs.iter().find(|k| k.name == name)
+    }
+    /// The index of function `name` in [`Module::funcs`].
+    pub fn func_index(&self, name: &str) -> Option<usize> {
+        self.funcs.iter().position(|k| k.name == name)
+    }
+    /// Every body of the module: kernels first, then functions.
+    pub fn bodies(&self) -> impl Iterator<Item = &Kernel> + '_ {
+        self.kernels.iter().chain(&self.funcs)
+    }
+    /// Every body of the module, mutably: kernels first, then functions.
+    pub fn bodies_mut(&mut self) -> impl Iterator<Item = &mut Kernel> + '_ {
+        self.kernels.iter_mut().chain(&mut self.funcs)
+    }
+    /// Whether any kernel or function calls a function.
+    pub fn has_calls(&self) -> bool {
+        self.bodies().any(|k| !k.callees.is_empty())
+    }
     pub fn graph(&self, name: &str) -> Option<&crate::graph::Graph> {
         self.graphs.iter().find(|g| g.name == name)
     }
     /// A copy with every span replaced by [`Span::DUMMY`].
     pub fn without_spans(&self) -> Module {
         let mut m = self.clone();
-        for k in &mut m.kernels {
+        for k in m.kernels.iter_mut().chain(&mut m.funcs) {
             k.clear_spans();
         }
         for g in &mut m.graphs {
@@ -163,8 +186,9 @@ pub enum Terminator {
     Br { cond: Operand, then_: BlockCall, else_: BlockCall },
     /// `jmp target(args)`.
     Jmp(BlockCall),
-    /// `ret`: the thread exits.
-    Ret,
+    /// `ret`: in a kernel the thread exits; in a function the thread returns to its caller, with
+    /// the value when the function has a result (`ret %v`).
+    Ret(Option<Operand>),
 }
 
 impl Terminator {
@@ -173,7 +197,7 @@ impl Terminator {
         let (a, b) = match self {
             Terminator::Br { then_, else_, .. } => (Some(then_), Some(else_)),
             Terminator::Jmp(c) => (Some(c), None),
-            Terminator::Ret => (None, None),
+            Terminator::Ret(_) => (None, None),
         };
         a.into_iter().chain(b)
     }
@@ -181,17 +205,18 @@ impl Terminator {
         let (a, b) = match self {
             Terminator::Br { then_, else_, .. } => (Some(then_), Some(else_)),
             Terminator::Jmp(c) => (Some(c), None),
-            Terminator::Ret => (None, None),
+            Terminator::Ret(_) => (None, None),
         };
         a.into_iter().chain(b)
     }
-    /// Every operand the terminator reads, mutably, in the order of [`Terminator::operands`].
+    /// Every operand the terminator reads, mutably, in the order of [`Terminator::operands`] (the
+    /// returned value of `ret %v` first, like a branch condition).
     /// Allocates nothing.
     pub fn operands_mut(&mut self) -> impl Iterator<Item = &mut Operand> + '_ {
         let (cond, a, b) = match self {
             Terminator::Br { cond, then_, else_ } => (Some(cond), Some(then_), Some(else_)),
             Terminator::Jmp(c) => (None, Some(c), None),
-            Terminator::Ret => (None, None, None),
+            Terminator::Ret(v) => (v.as_mut(), None, None),
         };
         cond.into_iter().chain(a.into_iter().chain(b).flat_map(|c| c.args.iter_mut()))
     }
@@ -200,6 +225,7 @@ impl Terminator {
     pub fn operands(&self) -> impl Iterator<Item = Operand> + '_ {
         let cond = match self {
             Terminator::Br { cond, .. } => Some(*cond),
+            Terminator::Ret(v) => *v,
             _ => None,
         };
         cond.into_iter().chain(self.successors().flat_map(|c| c.args.iter().copied()))
@@ -269,10 +295,36 @@ impl ReqNtid {
     }
 }
 
+/// What makes a body a device function rather than a kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FuncInfo {
+    /// The result type (`-> T`), `None` for a function without a result.
+    pub ret: Option<Type>,
+    /// The span of `-> T` (or of the parameter list's `)` when there is none).
+    pub ret_span: Span,
+}
+
+/// A function a body calls, by name: `Op::Call(n)` calls `callees[n]`. Resolved against
+/// [`Module::funcs`] by name (the verifier reports unknown names), so a body prints and parses
+/// on its own.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Callee {
+    /// The name without `@`.
+    pub name: String,
+    /// The first call that names it.
+    pub span: Span,
+}
+
+/// A kernel or, with [`Kernel::func`] set, a device function: both are bodies of blocks in the
+/// same representation, so every pass that works on a kernel's body works on a function's.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Kernel {
     /// The name without `@`.
     pub name: String,
+    /// `Some` for a device function (`func @name(...) -> T`).
+    pub func: Option<FuncInfo>,
+    /// The functions this body calls (`Op::Call(n)` names `callees[n]`).
+    pub callees: Vec<Callee>,
     pub params: Vec<ValueId>,
     /// The declared block shape, if any.
     pub reqntid: Option<ReqNtid>,
@@ -289,6 +341,8 @@ impl Kernel {
     pub fn new(name: impl Into<String>) -> Kernel {
         Kernel {
             name: name.into(),
+            func: None,
+            callees: vec![],
             params: vec![],
             reqntid: None,
             shared: vec![],
@@ -328,6 +382,24 @@ impl Kernel {
     pub fn param_by_name(&self, name: &str) -> Option<(usize, ValueId)> {
         self.params.iter().enumerate().find(|(_, v)| self.value(**v).name == name).map(|(i, v)| (i, *v))
     }
+    /// Whether this body is a device function.
+    pub fn is_func(&self) -> bool {
+        self.func.is_some()
+    }
+    /// The result type of a function (`None` for kernels and functions without a result).
+    pub fn ret_type(&self) -> Option<Type> {
+        self.func.and_then(|f| f.ret)
+    }
+    /// The index of callee `name`, added to [`Kernel::callees`] when new.
+    pub fn callee_index(&mut self, name: &str, span: Span) -> u32 {
+        match self.callees.iter().position(|c| c.name == name) {
+            Some(i) => i as u32,
+            None => {
+                self.callees.push(Callee { name: name.to_string(), span });
+                (self.callees.len() - 1) as u32
+            }
+        }
+    }
     pub fn shared_by_name(&self, name: &str) -> Option<u32> {
         self.shared.iter().position(|s| s.name == name).map(|i| i as u32)
     }
@@ -362,7 +434,7 @@ impl Kernel {
             name: name.into(),
             params: vec![],
             insts: vec![],
-            term: Terminator::Ret,
+            term: Terminator::Ret(None),
             span: Span::DUMMY,
             term_span: Span::DUMMY,
         });
@@ -656,22 +728,34 @@ impl Kernel {
     }
 
     fn clear_spans(&mut self) {
-        self.span = Span::DUMMY;
+        self.map_spans(|_| Span::DUMMY);
+    }
+
+    /// Rewrites every span of the body (its own, values, instructions, blocks, shared
+    /// declarations, callees, `reqntid`, the function header) through `f`.
+    pub fn map_spans(&mut self, f: impl Fn(Span) -> Span) {
+        self.span = f(self.span);
         if let Some(r) = &mut self.reqntid {
-            r.span = Span::DUMMY;
+            r.span = f(r.span);
+        }
+        if let Some(info) = &mut self.func {
+            info.ret_span = f(info.ret_span);
+        }
+        for c in &mut self.callees {
+            c.span = f(c.span);
         }
         for v in &mut self.values {
-            v.span = Span::DUMMY;
+            v.span = f(v.span);
         }
         for i in &mut self.insts {
-            i.span = Span::DUMMY;
+            i.span = f(i.span);
         }
         for b in &mut self.blocks {
-            b.span = Span::DUMMY;
-            b.term_span = Span::DUMMY;
+            b.span = f(b.span);
+            b.term_span = f(b.term_span);
         }
         for s in &mut self.shared {
-            s.span = Span::DUMMY;
+            s.span = f(s.span);
         }
     }
 }

@@ -22,6 +22,10 @@ use std::fmt;
 pub enum Token<'a> {
     #[token("kernel")]
     Kernel,
+    #[token("func")]
+    Func,
+    #[token("import")]
+    Import,
     #[token("shared")]
     Shared,
     #[token("graph")]
@@ -97,6 +101,11 @@ pub enum Token<'a> {
     Colon,
     #[token("=")]
     Eq,
+    #[token("->")]
+    Arrow,
+    /// `"text"`: a string on one line (import paths), without the quotes. No escapes.
+    #[regex(r#""[^"\n]*""#, |lex| { let t = lex.slice(); &t[1..t.len() - 1] })]
+    Str(&'a str),
 }
 
 impl fmt::Display for Token<'_> {
@@ -108,6 +117,7 @@ impl fmt::Display for Token<'_> {
             Token::CallOpen(s) => write!(f, "`{s}(`"),
             Token::Global(s) => write!(f, "`@{s}`"),
             Token::Ident(s) | Token::Int(s) | Token::Float(s) | Token::HexFloat(s) => write!(f, "`{s}`"),
+            Token::Str(s) => write!(f, "`\"{s}\"`"),
             other => write!(f, "`{}`", token_text(other)),
         }
     }
@@ -117,6 +127,9 @@ impl fmt::Display for Token<'_> {
 pub fn token_text(t: &Token<'_>) -> &'static str {
     match t {
         Token::Kernel => "kernel",
+        Token::Func => "func",
+        Token::Import => "import",
+        Token::Arrow => "->",
         Token::Shared => "shared",
         Token::Graph => "graph",
         Token::Launch => "launch",
@@ -149,7 +162,8 @@ pub fn token_text(t: &Token<'_>) -> &'static str {
         | Token::Ident(_)
         | Token::Int(_)
         | Token::Float(_)
-        | Token::HexFloat(_) => "",
+        | Token::HexFloat(_)
+        | Token::Str(_) => "",
     }
 }
 

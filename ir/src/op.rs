@@ -489,6 +489,10 @@ pub enum Op {
     Shfl(ShflMode, ScalarType),
     /// `vote.MODE p, mask`.
     Vote(VoteMode),
+    /// `call @f(args)`: calls the body's callee `n` ([`crate::Kernel::callees`]). Its operand and
+    /// result types are the callee's, which the op does not know: [`Op::signature`] and
+    /// [`Op::arity`] describe no operands, and the verifier checks calls against the callee.
+    Call(u32),
 }
 
 /// What an op needs of its operands and gives as its result, where the op alone determines it.
@@ -525,7 +529,10 @@ impl Op {
     /// Whether removing an unused instance could change behaviour (memory writes, atomics,
     /// synchronization, collectives). Loads are side-effect free.
     pub fn has_side_effects(&self) -> bool {
-        matches!(self, Op::Store | Op::Atomic(_) | Op::AtomicCas | Op::Barrier | Op::Shfl(..) | Op::Vote(_))
+        matches!(
+            self,
+            Op::Store | Op::Atomic(_) | Op::AtomicCas | Op::Barrier | Op::Shfl(..) | Op::Vote(_) | Op::Call(_)
+        )
     }
 
     /// Whether the op is an approximation whose GPU result may differ from the exact one.
@@ -541,10 +548,11 @@ impl Op {
         matches!(self, Op::Shfl(..) | Op::Vote(_))
     }
 
-    /// Number of operands the op takes.
+    /// Number of operands the op takes (for `Call`, 0: a call takes as many as its callee has
+    /// parameters, which only the module knows).
     pub fn arity(&self) -> usize {
         match self {
-            Op::Special(_) | Op::SharedAddr(_) | Op::Barrier => 0,
+            Op::Special(_) | Op::SharedAddr(_) | Op::Barrier | Op::Call(_) => 0,
             Op::Mov(_) | Op::Unary(..) | Op::Cvt { .. } | Op::Bitcast { .. } | Op::PtrCast(_) => 1,
             Op::Bin(..) | Op::MulWide(_) | Op::Cmp(..) | Op::Load | Op::PtrOffset | Op::PtrOffsetBytes => 2,
             Op::Vote(_) => 2,
@@ -583,6 +591,7 @@ impl Op {
             Op::PtrCast(to) => (smallvec::smallvec![None], Some(*to), true),
             Op::SharedAddr(_) => (smallvec::smallvec![], None, true),
             Op::Barrier => (smallvec::smallvec![], None, false),
+            Op::Call(_) => (smallvec::smallvec![], None, false),
             Op::Shfl(_, ty) => {
                 (smallvec::smallvec![Some(t(*ty)), Some(Type::U32), Some(Type::U32)], Some(t(*ty)), true)
             }
@@ -668,6 +677,7 @@ impl Op {
             Op::Barrier => "barrier".into(),
             Op::Shfl(m, ty) => format!("shfl.{}.{ty}", m.name()),
             Op::Vote(m) => format!("vote.{}", m.name()),
+            Op::Call(_) => "call".into(),
         }
     }
 }

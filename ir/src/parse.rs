@@ -28,11 +28,43 @@ mod grammar {
     include!(concat!(env!("OUT_DIR"), "/grammar.rs"));
 }
 
-/// Parses source text into a module. On failure, returns every error found.
+/// Parses source text into a module. On failure, returns every error found. A file with
+/// `import` lines needs its location to resolve them: load it with [`crate::load`] instead (here
+/// an `import` is an error that says so).
 pub fn parse(src: &str) -> Result<Module, Vec<Diagnostic>> {
     let ast = parse_ast(src).map_err(|d| vec![d])?;
-    lower_module(&ast)
+    let mut errs = Vec::new();
+    for item in &ast.items {
+        if let AstItem::Import(i) = item {
+            errs.push(
+                Diagnostic::error(format!("cannot resolve `import \"{}\"` without the file's location", i.path.node))
+                    .at(i.span, "import here")
+                    .with_note("imports are resolved relative to the importing file: load it from a file (`kir` commands do)"),
+            );
+        }
+    }
+    if !errs.is_empty() {
+        return Err(errs);
+    }
+    lower_module(&ast, &FuncSigs::default())
 }
+
+/// What a call needs to know of a function: its parameter types and result type.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FuncSig {
+    pub params: Vec<Type>,
+    pub ret: Option<Type>,
+}
+
+impl FuncSig {
+    /// The signature of a function body.
+    pub fn of(f: &Kernel) -> FuncSig {
+        FuncSig { params: f.params.iter().map(|p| f.value_type(*p)).collect(), ret: f.ret_type() }
+    }
+}
+
+/// Functions defined outside the text being lowered (imported), by name without `@`.
+pub type FuncSigs = HashMap<String, FuncSig>;
 
 /// Parses source text into the syntax tree only.
 pub fn parse_ast(src: &str) -> Result<AstModule, Diagnostic> {
@@ -317,6 +349,10 @@ pub fn parse_mnemonic(m: &str, annot: Option<Type>) -> Result<Op, String> {
             exact_len(1)?;
             Op::Barrier
         }
+        "call" => {
+            exact_len(1)?;
+            Op::Call(0)
+        }
         "shfl" => {
             exact_len(3)?;
             let mode = match parts[1] {
@@ -395,7 +431,9 @@ pub fn literal_constant(lit: &AstOperand, ty: ScalarType) -> Result<Constant, St
             }
             Ok(canonical_nan(ty))
         }
-        AstOperand::Value(_) | AstOperand::Indexed(..) | AstOperand::Global(_) => Err("not a literal".into()),
+        AstOperand::Value(_) | AstOperand::Indexed(..) | AstOperand::Global(_) | AstOperand::Call(..) => {
+            Err("not a literal".into())
+        }
     }
 }
 
@@ -530,27 +568,50 @@ fn name_span(s: &Spanned<AstStr>, sigil: bool) -> Span {
     Span { start: s.span.start, end: s.span.start + s.node.len() as u32 + sigil as u32 }
 }
 
-fn lower_module(ast: &AstModule) -> Result<Module, Vec<Diagnostic>> {
+/// Lowers a syntax tree whose calls may also name the functions of `external` (imports). The
+/// imported functions themselves are not added to the module (the loader does that).
+pub(crate) fn lower_module(ast: &AstModule, external: &FuncSigs) -> Result<Module, Vec<Diagnostic>> {
     let mut errs = Vec::new();
     let mut module = Module::default();
-    let mut seen: HashMap<&str, Span> = HashMap::default();
+    // Function signatures first: a call may precede the function it calls.
+    let mut sigs = external.clone();
     for item in &ast.items {
-        match item {
-            AstItem::Kernel(k) => {
-                if let Some(prev) = seen.get(k.name.node.as_str()) {
-                    errs.push(
-                        Diagnostic::error(format!("duplicate kernel name `@{}`", k.name.node))
-                            .at(k.name.span, "defined again here")
-                            .with_label(*prev, "first defined here"),
-                    );
-                } else {
-                    seen.insert(&k.name.node, k.name.span);
-                }
-                if let Some(kernel) = KernelLowering::new(k, &mut errs).run() {
-                    module.kernels.push(kernel);
-                }
+        if let AstItem::Func(f) = item {
+            let mut scratch = Vec::new();
+            let params = f.params.iter().map(|p| lower_type(&p.ty, &mut scratch).unwrap_or(Type::U32)).collect();
+            let ret = f.func.as_ref().and_then(|s| s.ret.as_ref()).and_then(|t| lower_type(t, &mut scratch));
+            sigs.entry(f.name.node.to_string()).or_insert(FuncSig { params, ret });
+        }
+    }
+    let mut seen: HashMap<&str, (Span, &str)> = HashMap::default();
+    for item in &ast.items {
+        let (k, what) = match item {
+            AstItem::Kernel(k) => (k, "kernel"),
+            AstItem::Func(k) => (k, "function"),
+            AstItem::Graph(_) | AstItem::Import(_) => continue,
+        };
+        if let Some((prev, prev_what)) = seen.get(k.name.node.as_str()) {
+            let msg = if *prev_what == what {
+                format!("duplicate {what} name `@{}`", k.name.node)
+            } else {
+                format!("`@{}` names both a {prev_what} and a {what}", k.name.node)
+            };
+            errs.push(Diagnostic::error(msg).at(k.name.span, "defined again here").with_label(*prev, "first defined here"));
+        } else if external.contains_key(k.name.node.as_str()) && what == "function" {
+            errs.push(
+                Diagnostic::error(format!("function `@{}` is also defined by an import", k.name.node))
+                    .at(k.name.span, "defined here")
+                    .with_note("function names are shared by a file and everything it imports; rename one"),
+            );
+        } else {
+            seen.insert(&k.name.node, (k.name.span, what));
+        }
+        if let Some(body) = KernelLowering::new(k, &sigs, &mut errs).run() {
+            if body.is_func() {
+                module.funcs.push(body);
+            } else {
+                module.kernels.push(body);
             }
-            AstItem::Graph(_) => {}
         }
     }
     crate::graph_parse::lower_graphs(ast, &mut module, &mut errs);
@@ -564,6 +625,8 @@ fn lower_module(ast: &AstModule) -> Result<Module, Vec<Diagnostic>> {
 
 struct KernelLowering<'a, 'e> {
     ast: &'a AstKernel,
+    /// Every function a call may name (this file's and imported ones).
+    sigs: &'a FuncSigs,
     errs: &'e mut Vec<Diagnostic>,
     kernel: Kernel,
     names: HashMap<AstStr, ValueId>,
@@ -582,11 +645,17 @@ struct Pending<'a> {
 }
 
 impl<'a, 'e> KernelLowering<'a, 'e> {
-    fn new(ast: &'a AstKernel, errs: &'e mut Vec<Diagnostic>) -> Self {
+    fn new(ast: &'a AstKernel, sigs: &'a FuncSigs, errs: &'e mut Vec<Diagnostic>) -> Self {
         let mut kernel = Kernel::new(ast.name.node.clone());
         kernel.span = ast.name.span;
+        if let Some(f) = &ast.func {
+            let ret = f.ret.as_ref().and_then(|t| lower_type(t, errs));
+            let ret_span = f.ret.as_ref().map(|t| t.span()).unwrap_or(f.params_end);
+            kernel.func = Some(FuncInfo { ret, ret_span });
+        }
         KernelLowering {
             ast,
+            sigs,
             errs,
             kernel,
             names: HashMap::default(),
@@ -729,10 +798,11 @@ impl<'a, 'e> KernelLowering<'a, 'e> {
         }
         // Blocks and their parameters.
         if ast.blocks.is_empty() {
+            let what = if ast.func.is_some() { "function" } else { "kernel" };
             self.errs.push(
-                Diagnostic::error(format!("kernel `@{}` has no blocks", ast.name.node))
-                    .at(ast.name.span, "empty kernel")
-                    .with_note("a kernel body needs at least an entry block, e.g. `entry:` followed by `ret`"),
+                Diagnostic::error(format!("{what} `@{}` has no blocks", ast.name.node))
+                    .at(ast.name.span, format!("empty {what}"))
+                    .with_note(format!("a {what} body needs at least an entry block, e.g. `entry:` followed by `ret`")),
             );
             return None;
         }
@@ -793,6 +863,34 @@ impl<'a, 'e> KernelLowering<'a, 'e> {
                         };
                         if let Op::SharedAddr(_) = op_val {
                             op_val = Op::SharedAddr(self.shared_operand(stmt).unwrap_or(0));
+                        }
+                        if let Op::Call(_) = op_val {
+                            let Some((index, sig)) = self.callee(stmt) else {
+                                if let Some(r) = result {
+                                    self.poisoned.insert(r.node.clone());
+                                }
+                                continue;
+                            };
+                            op_val = Op::Call(index);
+                            let inst = match (result, sig.ret) {
+                                (Some(r), Some(t)) => {
+                                    let id = self.new_inst(bid, op_val, r, t, stmt);
+                                    self.check_annot(annot.as_ref(), annot_ty, t);
+                                    id
+                                }
+                                (Some(r), None) => {
+                                    let callee = &self.kernel.callees[index as usize].name;
+                                    self.errs.push(
+                                        Diagnostic::error(format!("`@{callee}` returns no value"))
+                                            .at(stmt.span, "remove the `%name =`"),
+                                    );
+                                    self.poisoned.insert(r.node.clone());
+                                    continue;
+                                }
+                                (None, _) => self.kernel.create_inst(op_val, vec![], None, stmt.span),
+                            };
+                            placed.push((bid, stmt, op_val, Some(inst)));
+                            continue;
                         }
                         let sig = op_val.signature();
                         if result.is_some() && !sig.has_result {
@@ -896,7 +994,14 @@ impl<'a, 'e> KernelLowering<'a, 'e> {
             let bid = BlockId(bi as u32);
             let Some(stmt) = b.stmts.iter().find(|s| s.is_terminator()) else { continue };
             let term = match &*stmt.kind {
-                AstStmtKind::Ret => Terminator::Ret,
+                AstStmtKind::Ret(None) => Terminator::Ret(None),
+                AstStmtKind::Ret(Some(v)) => {
+                    let expected = self.kernel.ret_type().and_then(|t| t.scalar());
+                    match self.lower_operand(v, expected) {
+                        Some(o) => Terminator::Ret(Some(o)),
+                        None => continue,
+                    }
+                }
                 AstStmtKind::Jmp(c) => match self.lower_call(c) {
                     Some(c) => Terminator::Jmp(c),
                     None => continue,
@@ -942,6 +1047,35 @@ impl<'a, 'e> KernelLowering<'a, 'e> {
                 );
             }
         }
+    }
+
+    /// Resolves the callee of a `call` statement: its index in the body's callee table and its
+    /// signature. Reports a malformed call or an unknown function.
+    fn callee(&mut self, stmt: &AstStmt) -> Option<(u32, FuncSig)> {
+        let AstStmtKind::Inst { args, op, .. } = &*stmt.kind else { return None };
+        let [Spanned { node: AstOperand::Call(name, _), .. }] = args.as_slice() else {
+            self.errs.push(
+                Diagnostic::error("`call` takes a function and its arguments: `call @f(%a, %b)`")
+                    .at(op.span.to(stmt.span), "here"),
+            );
+            return None;
+        };
+        let Some(sig) = self.sigs.get(name.node.as_str()) else {
+            let mut known: Vec<&str> = self.sigs.keys().map(|k| k.as_str()).collect();
+            known.sort_unstable();
+            let mut d = Diagnostic::error(format!("unknown function `@{}`", name.node))
+                .at(name_span(name, true), "no function with this name");
+            d = if known.is_empty() {
+                d.with_note("define it with `func @name(...) -> T { ... }` or import a file that does")
+            } else {
+                let list: Vec<String> = known.iter().map(|k| format!("`@{k}`")).collect();
+                d.with_note(format!("functions here: {}", list.join(", ")))
+            };
+            self.errs.push(d);
+            return None;
+        };
+        let sig = sig.clone();
+        Some((self.kernel.callee_index(&name.node, name_span(name, true)), sig))
     }
 
     fn shared_operand(&mut self, stmt: &AstStmt) -> Option<u32> {
@@ -1014,6 +1148,14 @@ impl<'a, 'e> KernelLowering<'a, 'e> {
                 );
                 None
             }
+            AstOperand::Call(g, _) => {
+                self.errs.push(
+                    Diagnostic::error(format!("`@{}(...)` is only allowed as the operand of `call`", g.node))
+                        .at(o.span, "here")
+                        .with_note(format!("write `%r = call @{}(...)`", g.node)),
+                );
+                None
+            }
             lit => {
                 let Some(ty) = expected else {
                     self.errs.push(
@@ -1036,6 +1178,9 @@ impl<'a, 'e> KernelLowering<'a, 'e> {
         // `addr @name` takes its operand through `shared_operand`, which reports a bad operand count.
         if matches!(op, Op::SharedAddr(_)) {
             return Args::new();
+        }
+        if let Op::Call(c) = op {
+            return self.lower_call_args(*c, args);
         }
         let is_mem = matches!(op, Op::Load | Op::Store | Op::Atomic(_) | Op::AtomicCas);
         let expected_count = if is_mem { op.arity() - 1 } else { op.arity() };
@@ -1091,6 +1236,31 @@ impl<'a, 'e> KernelLowering<'a, 'e> {
             }
         }
         out.into_iter().collect::<Option<Args>>().unwrap_or_default()
+    }
+
+    /// The arguments of `call @f(args)`, literals typed by the callee's parameters.
+    fn lower_call_args(&mut self, callee: u32, args: &[Spanned<AstOperand>]) -> Args {
+        let [Spanned { node: AstOperand::Call(name, cargs), span }] = args else { return Args::new() };
+        let Some(sig) = self.sigs.get(name.node.as_str()) else { return Args::new() };
+        let params = sig.params.clone();
+        if cargs.len() != params.len() {
+            let n = params.len();
+            self.errs.push(
+                Diagnostic::error(format!(
+                    "`@{}` takes {n} argument{}, but {} {} given",
+                    name.node,
+                    if n == 1 { "" } else { "s" },
+                    cargs.len(),
+                    if cargs.len() == 1 { "is" } else { "are" }
+                ))
+                .at(*span, "wrong number of arguments"),
+            );
+            return Args::new();
+        }
+        let _ = callee;
+        let out: Option<Args> =
+            cargs.iter().zip(&params).map(|(a, t)| self.lower_operand(a, t.scalar())).collect::<Vec<_>>().into_iter().collect();
+        out.unwrap_or_default()
     }
 
     fn lower_call(&mut self, c: &AstBlockCall) -> Option<BlockCall> {

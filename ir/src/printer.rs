@@ -14,17 +14,18 @@ use crate::op::Op;
 use crate::types::{Constant, ScalarType};
 use std::fmt::Write;
 
-/// Prints a whole module.
+/// Prints a whole module: functions (imported ones included, so the output stands alone), then
+/// kernels, then graphs.
 pub fn print_module(m: &Module) -> String {
     let mut out = String::new();
-    for (i, k) in m.kernels.iter().enumerate() {
-        if i > 0 {
+    for k in m.funcs.iter().chain(&m.kernels) {
+        if !out.is_empty() {
             out.push('\n');
         }
         out.push_str(&print_kernel(k));
     }
-    for (i, g) in m.graphs.iter().enumerate() {
-        if i > 0 || !m.kernels.is_empty() {
+    for g in &m.graphs {
+        if !out.is_empty() {
             out.push('\n');
         }
         out.push_str(&crate::graph::print_graph(g));
@@ -32,7 +33,7 @@ pub fn print_module(m: &Module) -> String {
     out
 }
 
-/// Prints one kernel.
+/// Prints one kernel or function.
 pub fn print_kernel(k: &Kernel) -> String {
     let mut out = String::new();
     for line in kernel_lines(k) {
@@ -45,7 +46,7 @@ pub fn print_kernel(k: &Kernel) -> String {
 /// What a printed line of a kernel shows (for tools that interleave source comments).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LineKind {
-    /// `kernel @name(...) {`
+    /// `kernel @name(...) {` or `func @name(...) -> T {`
     Header,
     /// `  shared @name: T[N]`
     Shared(usize),
@@ -71,10 +72,14 @@ pub fn kernel_lines(k: &Kernel) -> Vec<PrintedLine> {
     let mut lines = Vec::new();
     let params: Vec<String> = k.params.iter().map(|p| format!("%{}: {}", k.value(*p).name, k.value(*p).ty)).collect();
     let attrs = k.reqntid.map(|r| format!(" {}", r.to_text())).unwrap_or_default();
-    lines.push(PrintedLine {
-        kind: LineKind::Header,
-        text: format!("kernel @{}({}){attrs} {{", k.name, params.join(", ")),
-    });
+    let text = match k.func {
+        Some(f) => {
+            let ret = f.ret.map(|t| format!(" -> {t}")).unwrap_or_default();
+            format!("func @{}({}){ret} {{", k.name, params.join(", "))
+        }
+        None => format!("kernel @{}({}){attrs} {{", k.name, params.join(", ")),
+    };
+    lines.push(PrintedLine { kind: LineKind::Header, text });
     for (i, s) in k.shared.iter().enumerate() {
         let len = s.len.map(|n| n.to_string()).unwrap_or_default();
         let mut text = format!("  shared @{}: {}[{}]", s.name, s.elem, len);
@@ -189,6 +194,11 @@ pub fn print_inst(k: &Kernel, i: InstId) -> String {
         Op::SharedAddr(idx) => {
             vec![format!("@{}", k.shared.get(*idx as usize).map(|s| s.name.as_str()).unwrap_or("<undeclared>"))]
         }
+        Op::Call(idx) => {
+            let args: Vec<String> = d.args.iter().map(|a| print_operand(k, *a)).collect();
+            let name = k.callees.get(*idx as usize).map(|c| c.name.as_str()).unwrap_or("<undeclared>");
+            vec![format!("@{name}({})", args.join(", "))]
+        }
         _ => d.args.iter().map(|a| print_operand(k, *a)).collect(),
     };
     if !ops.is_empty() {
@@ -214,7 +224,8 @@ fn print_call(k: &Kernel, c: &BlockCall) -> String {
 /// Prints a terminator.
 pub fn print_terminator(k: &Kernel, t: &Terminator) -> String {
     match t {
-        Terminator::Ret => "ret".into(),
+        Terminator::Ret(None) => "ret".into(),
+        Terminator::Ret(Some(v)) => format!("ret {}", print_operand(k, *v)),
         Terminator::Jmp(c) => format!("jmp {}", print_call(k, c)),
         Terminator::Br { cond, then_, else_ } => {
             format!("br {}, {}, {}", print_operand(k, *cond), print_call(k, then_), print_call(k, else_))

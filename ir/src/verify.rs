@@ -100,6 +100,17 @@
 //!   size: pointers 8 bytes, `pred` as `.u8`), take at most 4352 bytes ([`MAX_PARAM_BYTES`], what
 //!   ptxas accepts for a PTX ISA 8.0 entry); the error points at the first parameter past it.
 //!
+//! Functions and calls
+//! - E: names are unique across the kernels and functions of a module.
+//! - E: a function declares no shared memory (it reaches shared memory through pointers passed to
+//!   it) and no `reqntid`.
+//! - E: `ret %v` only in a function with a result, and `%v` has the result type; a function with a
+//!   result returns one on every `ret`; a kernel's `ret` carries no value.
+//! - E: `call @f(args)`: `@f` is a function of the module (not a kernel); as many arguments as it
+//!   has parameters, each of the parameter's type; a result only when `@f` has one, of its type.
+//! - E: no function calls itself, directly or through others: the cycle is named, call by call.
+//!   ([`verify_kernel`] alone, without the module, checks calls only for a valid callee index.)
+//!
 //! Block shape
 //! - E: `reqntid(x, y, z)`: every dimension at least 1, x and y at most 1024, z at most 64, and
 //!   `x * y * z` at most 1024 threads (CUDA's limits, which the interpreter enforces at launch).
@@ -131,13 +142,20 @@ pub fn param_bytes(ty: Type) -> u64 {
 /// Statically allocated shared memory per kernel allowed by PTX, in bytes.
 pub const MAX_STATIC_SHARED_BYTES: u64 = 48 * 1024;
 
-/// Verifies every kernel of a module; returns all errors and warnings (empty = clean).
+/// Verifies every kernel and function of a module; returns all errors and warnings (empty =
+/// clean).
 pub fn verify_module(m: &Module) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     let mut seen: HashMap<&str, &Kernel> = HashMap::default();
-    for k in &m.kernels {
+    for k in m.kernels.iter().chain(&m.funcs) {
         if let Some(prev) = seen.get(k.name.as_str()) {
-            let mut d = Diagnostic::error(format!("duplicate kernel name `@{}`", k.name));
+            let what = |k: &Kernel| if k.is_func() { "function" } else { "kernel" };
+            let msg = if what(prev) == what(k) {
+                format!("duplicate {} name `@{}`", what(k), k.name)
+            } else {
+                format!("`@{}` names both a {} and a {}", k.name, what(prev), what(k))
+            };
+            let mut d = Diagnostic::error(msg);
             d = match real(k.span) {
                 Some(s) => d.at(s, "defined again here"),
                 None => d,
@@ -145,18 +163,31 @@ pub fn verify_module(m: &Module) -> Vec<Diagnostic> {
             if let Some(s) = real(prev.span) {
                 d = d.with_label(s, "first defined here");
             }
-            out.push(d.with_note("kernel names must be unique in a module"));
+            out.push(d.with_note("kernel and function names must be unique in a module"));
         } else {
             seen.insert(&k.name, k);
         }
-        out.extend(verify_kernel(k));
+        out.extend(verify_body(k, Some(m)));
     }
+    out.extend(check_recursion(m));
     out
 }
 
-/// Verifies one kernel.
+/// Verifies one kernel or function on its own: calls are checked only for a valid callee index
+/// (their types need the module: [`verify_module`]).
 pub fn verify_kernel(k: &Kernel) -> Vec<Diagnostic> {
-    let mut v = Verifier { k, diags: Vec::new(), sites: vec![None; k.values.len()], placed: vec![None; k.insts.len()] };
+    verify_body(k, None)
+}
+
+/// Verifies one body; with the module, calls are checked against their callees.
+pub fn verify_body(k: &Kernel, module: Option<&Module>) -> Vec<Diagnostic> {
+    let mut v = Verifier {
+        k,
+        module,
+        diags: Vec::new(),
+        sites: vec![None; k.values.len()],
+        placed: vec![None; k.insts.len()],
+    };
     v.run();
     let mut diags = v.diags;
     diags.sort_by_key(|d| d.span().map(|s| s.start).unwrap_or(u32::MAX));
@@ -165,6 +196,94 @@ pub fn verify_kernel(k: &Kernel) -> Vec<Diagnostic> {
 
 fn real(s: Span) -> Option<Span> {
     (!s.is_dummy()).then_some(s)
+}
+
+/// The call graph of a module's functions: for each function, the functions it calls (index into
+/// `m.funcs`) with the span of a call. Calls to unknown names are left out (reported elsewhere).
+pub fn call_graph(m: &Module) -> Vec<Vec<(usize, Span)>> {
+    let index: HashMap<&str, usize> = m.funcs.iter().enumerate().map(|(i, f)| (f.name.as_str(), i)).collect();
+    m.funcs
+        .iter()
+        .map(|f| {
+            let mut out: Vec<(usize, Span)> = Vec::new();
+            for (_, i) in f.placed_insts() {
+                let Some(d) = f.insts.get(i.index()) else { continue };
+                if let Op::Call(c) = d.op {
+                    if let Some(&t) = f.callees.get(c as usize).and_then(|c| index.get(c.name.as_str())) {
+                        if !out.iter().any(|(x, _)| *x == t) {
+                            out.push((t, d.span));
+                        }
+                    }
+                }
+            }
+            out
+        })
+        .collect()
+}
+
+/// The functions of `m` in an order where every function comes after the functions it calls, or
+/// the first call cycle found (as function indices, the cycle's first function repeated at the
+/// end is left out). Iterative (no recursion on deep call chains).
+pub fn callee_order(m: &Module) -> Result<Vec<usize>, Vec<(usize, Span)>> {
+    let graph = call_graph(m);
+    let n = graph.len();
+    // 0 = unvisited, 1 = on the stack, 2 = done.
+    let mut state = vec![0u8; n];
+    let mut order = Vec::with_capacity(n);
+    for root in 0..n {
+        if state[root] != 0 {
+            continue;
+        }
+        let mut stack: Vec<(usize, usize)> = vec![(root, 0)];
+        state[root] = 1;
+        while let Some(&mut (f, ref mut next)) = stack.last_mut() {
+            if let Some(&(g, _)) = graph[f].get(*next) {
+                *next += 1;
+                match state[g] {
+                    0 => {
+                        state[g] = 1;
+                        stack.push((g, 0));
+                    }
+                    1 => {
+                        // A cycle: the stack from `g` to the top, each with the call it makes.
+                        let start = stack.iter().position(|(x, _)| *x == g).unwrap_or(0);
+                        return Err(stack[start..]
+                            .iter()
+                            .map(|&(x, nx)| (x, graph[x].get(nx.saturating_sub(1)).map(|c| c.1).unwrap_or(Span::DUMMY)))
+                            .collect());
+                    }
+                    _ => {}
+                }
+            } else {
+                state[f] = 2;
+                order.push(f);
+                stack.pop();
+            }
+        }
+    }
+    Ok(order)
+}
+
+/// Rejects recursion: one error naming the cycle, with every call of it labelled.
+fn check_recursion(m: &Module) -> Vec<Diagnostic> {
+    let Err(cycle) = callee_order(m) else { return vec![] };
+    let names: Vec<String> = cycle.iter().map(|(f, _)| format!("`@{}`", m.funcs[*f].name)).collect();
+    let first = &names[0];
+    let msg = if cycle.len() == 1 {
+        format!("function {first} calls itself")
+    } else {
+        format!("recursive functions: {} -> {first}", names.join(" -> "))
+    };
+    let mut d = Diagnostic::error(msg);
+    for (i, (f, call)) in cycle.iter().enumerate() {
+        let to = &names[(i + 1) % names.len()];
+        if let Some(s) = real(*call) {
+            d = if i == 0 { d.at(s, format!("calls {to}")) } else { d.with_label(s, format!("calls {to}")) };
+        } else {
+            d = d.with_note(format!("`@{}` calls {to}", m.funcs[*f].name));
+        }
+    }
+    vec![d.with_note("kir functions cannot recurse: every call is inlined for the GPU and has a fixed frame")]
 }
 
 /// Where a value is defined, as found in the block layout.
@@ -188,13 +307,16 @@ enum Entity {
 
 struct Verifier<'a> {
     k: &'a Kernel,
+    /// The module, when known: calls are checked against their callees.
+    module: Option<&'a Module>,
     diags: Vec<Diagnostic>,
     sites: Vec<Option<Site>>,
     /// The (first) placement of every placed instruction.
     placed: Vec<Option<(BlockId, usize)>>,
 }
 
-const RESERVED: [&str; 10] = ["kernel", "shared", "align", "br", "jmp", "ret", "true", "false", "inf", "nan"];
+const RESERVED: [&str; 12] =
+    ["kernel", "func", "import", "shared", "align", "br", "jmp", "ret", "true", "false", "inf", "nan"];
 
 fn is_value_name(s: &str) -> bool {
     let mut cs = s.chars();
@@ -380,16 +502,33 @@ impl<'a> Verifier<'a> {
 
     fn run(&mut self) {
         let k = self.k;
+        let what = if k.is_func() { "function" } else { "kernel" };
         if k.blocks.is_empty() {
-            let d = Diagnostic::error(format!("kernel `@{}` has no blocks", k.name))
-                .with_note("a kernel needs at least an entry block, e.g. `entry:` followed by `ret`");
-            self.report(d, Entity::Kernel, "empty kernel");
+            let d = Diagnostic::error(format!("{what} `@{}` has no blocks", k.name))
+                .with_note(format!("a {what} needs at least an entry block, e.g. `entry:` followed by `ret`"));
+            self.report(d, Entity::Kernel, format!("empty {what}"));
             return;
+        }
+        if k.is_func() {
+            if let Some(s) = k.shared.first() {
+                let d = Diagnostic::error(format!("function `@{}` declares shared memory `@{}`", k.name, s.name))
+                    .with_note("declare shared memory in the kernel and pass the function a pointer (`ptr<shared, T>`)");
+                self.report_shared(d, 0, "declared in a function");
+            }
+            if let Some(r) = k.reqntid {
+                let d = Diagnostic::error(format!("function `@{}` has `reqntid`: only kernels declare a block shape", k.name));
+                match real(r.span) {
+                    Some(s) => self.diags.push(d.at(s, "kernel attribute on a function")),
+                    None => self.report(d, Entity::Kernel, "kernel attribute on a function"),
+                }
+            }
         }
         self.check_entities();
         self.check_names();
         self.check_shared();
-        self.check_param_space();
+        if !k.is_func() {
+            self.check_param_space();
+        }
         self.check_reqntid();
         self.check_entry();
         for b in k.block_ids() {
@@ -788,6 +927,10 @@ impl<'a> Verifier<'a> {
         let k = self.k;
         let inst = k.inst(i);
         let e = Entity::Inst(b, i);
+        if let Op::Call(c) = inst.op {
+            self.check_call(e, c, inst);
+            return;
+        }
         // Formatted only when a message needs it: valid code allocates no strings.
         let m = &inst.op;
         let sig = inst.op.signature();
@@ -922,6 +1065,96 @@ impl<'a> Verifier<'a> {
                     self.report(d, e, format!("produces `{want}`"));
                 }
             }
+        }
+    }
+
+    /// `call @f(args)`: a known callee, then (with the module) arity, argument and result types.
+    fn check_call(&mut self, e: Entity, c: u32, inst: &InstData) {
+        let k = self.k;
+        let mut tys = Vec::with_capacity(inst.args.len());
+        for (n, &a) in inst.args.iter().enumerate() {
+            tys.push(self.check_operand(a, e, &|| format!("argument {} of `call`", n + 1)));
+        }
+        let Some(callee) = k.callees.get(c as usize) else {
+            let d = Diagnostic::error(format!(
+                "`call` refers to callee #{c}, but `@{}` has {}",
+                k.name,
+                plural(k.callees.len(), "callee", "callees")
+            ));
+            self.report(d, e, "no such callee");
+            return;
+        };
+        let Some(m) = self.module else { return };
+        let Some(f) = m.func(&callee.name) else {
+            let mut d = if m.kernel(&callee.name).is_some() {
+                Diagnostic::error(format!("`@{}` is a kernel: kernels are launched, not called", callee.name))
+                    .with_note("move the shared code into a `func` that both call")
+            } else {
+                Diagnostic::error(format!("unknown function `@{}`", callee.name))
+            };
+            if m.funcs.is_empty() {
+                d = d.with_note("define it with `func @name(...) -> T { ... }` or import a file that does");
+            }
+            self.report(d, e, "called here");
+            return;
+        };
+        let params: Vec<Type> = f.params.iter().filter_map(|p| f.values.get(p.index()).map(|v| v.ty)).collect();
+        if inst.args.len() != params.len() {
+            let d = Diagnostic::error(format!(
+                "`@{}` takes {}, but this call passes {}",
+                f.name,
+                plural(params.len(), "argument", "arguments"),
+                inst.args.len()
+            ));
+            let d = match real(f.span) {
+                Some(s) => d.with_label(s, "function defined here"),
+                None => d,
+            };
+            self.report(d, e, "wrong number of arguments");
+            return;
+        }
+        for (n, (want, have)) in params.iter().zip(&tys).enumerate() {
+            let Some(have) = have else { continue };
+            if want != have {
+                let a = inst.args[n];
+                let pname = f.params.get(n).and_then(|p| f.values.get(p.index())).map(|v| v.name.to_string());
+                let mut d = Diagnostic::error(format!(
+                    "type mismatch: argument {} of `@{}`{} must be `{want}`, but {} has type `{have}`",
+                    n + 1,
+                    f.name,
+                    pname.map(|p| format!(" (`%{p}`)")).unwrap_or_default(),
+                    self.quoted_operand(a)
+                ));
+                d = self.def_label(d, a);
+                if let Some(s) = f.params.get(n).and_then(|p| f.values.get(p.index())).and_then(|v| real(v.span)) {
+                    d = d.with_label(s, "parameter declared here");
+                }
+                self.report(d, e, format!("argument {} has type `{have}`, expected `{want}`", n + 1));
+            }
+        }
+        match (inst.result, f.ret_type()) {
+            (Some(r), None) => {
+                let d = Diagnostic::error(format!(
+                    "`@{}` returns no value, but this call defines `{}`",
+                    f.name,
+                    self.value_name(r)
+                ));
+                self.report(d, e, "remove the `%name =`");
+            }
+            (Some(r), Some(want)) => {
+                if let Some(have) = self.value_ty(r) {
+                    if have != want {
+                        let d = Diagnostic::error(format!(
+                            "the result `{}` of `call @{}` has type `{have}`, but `@{}` returns `{want}`",
+                            self.value_name(r),
+                            f.name,
+                            f.name
+                        ));
+                        self.report(d, e, format!("returns `{want}`"));
+                    }
+                }
+            }
+            (None, _) => {}
         }
     }
 
@@ -1141,6 +1374,7 @@ impl<'a> Verifier<'a> {
             | Op::PtrCast(_)
             | Op::SharedAddr(_)
             | Op::Barrier
+            | Op::Call(_)
             | Op::Vote(_) => {}
         }
     }
@@ -1326,10 +1560,13 @@ impl<'a> Verifier<'a> {
                 }
             }
         }
+        if let Terminator::Ret(v) = term {
+            self.check_ret(e, *v);
+        }
         let kind = match term {
             Terminator::Br { .. } => "br",
             Terminator::Jmp(_) => "jmp",
-            Terminator::Ret => "ret",
+            Terminator::Ret(_) => "ret",
         };
         for (pos, call) in term.successors().enumerate() {
             let edge = match (term, pos) {
@@ -1381,6 +1618,51 @@ impl<'a> Verifier<'a> {
 
     // ---------------------------------------------------------------- dominance
 
+    /// `ret` and `ret %v` against the body's result type.
+    fn check_ret(&mut self, e: Entity, v: Option<Operand>) {
+        let k = self.k;
+        match (k.func, v) {
+            (None, Some(v)) => {
+                let d = Diagnostic::error(format!("kernel `@{}` returns {}: kernels return no value", k.name, self.quoted_operand(v)))
+                    .with_note("write results through a pointer parameter, and end the kernel with a bare `ret`");
+                self.report(d, e, "a kernel's `ret` takes no value");
+            }
+            (Some(FuncInfo { ret: None, .. }), Some(v)) => {
+                let d = Diagnostic::error(format!(
+                    "function `@{}` has no result, but this `ret` returns {}",
+                    k.name,
+                    self.quoted_operand(v)
+                ))
+                .with_note("declare the result type after the parameters: `func @f(...) -> T`");
+                self.report(d, e, "returns a value");
+            }
+            (Some(FuncInfo { ret: Some(t), ret_span }), None) => {
+                let mut d = Diagnostic::error(format!("function `@{}` must return a `{t}`, but this `ret` has no value", k.name));
+                if let Some(s) = real(ret_span) {
+                    d = d.with_label(s, "result type declared here");
+                }
+                self.report(d, e, format!("expected `ret %v` with a `{t}`"));
+            }
+            (Some(FuncInfo { ret: Some(t), ret_span }), Some(v)) => {
+                if let Some(have) = self.check_operand(v, e, &|| "the value of `ret`".to_string()) {
+                    if have != t {
+                        let mut d = Diagnostic::error(format!(
+                            "type mismatch: function `@{}` returns `{t}`, but {} has type `{have}`",
+                            k.name,
+                            self.quoted_operand(v)
+                        ));
+                        d = self.def_label(d, v);
+                        if let Some(s) = real(ret_span) {
+                            d = d.with_label(s, "result type declared here");
+                        }
+                        self.report(d, e, format!("returns a `{have}`"));
+                    }
+                }
+            }
+            (_, None) => {}
+        }
+    }
+
     fn check_dominance(&mut self) {
         let k = self.k;
         let cfg = Cfg::new(k);
@@ -1407,6 +1689,7 @@ impl<'a> Verifier<'a> {
                 if let Operand::Value(v) = a {
                     let what = || match &k.block(b).term {
                         Terminator::Br { cond, .. } if *cond == a => "the branch condition".to_string(),
+                        Terminator::Ret(_) => "the returned value".to_string(),
                         _ => "a block argument".to_string(),
                     };
                     self.check_use(&cfg, v, b, end, Entity::Term(b), &what);

@@ -14,7 +14,7 @@ fn kernel(shapes: &[(u8, usize, usize)]) -> Kernel {
     for (i, &(kind, t0, t1)) in shapes.iter().enumerate() {
         let call = |t: usize| BlockCall { block: blocks[t % n], args: vec![] };
         k.block_mut(blocks[i]).term = match kind % 3 {
-            0 => Terminator::Ret,
+            0 => Terminator::Ret(None),
             1 => Terminator::Jmp(call(t0)),
             _ => Terminator::Br { cond: Operand::Const(Constant::pred(true)), then_: call(t0), else_: call(t1) },
         };
@@ -49,7 +49,7 @@ proptest! {
         let cfg = Cfg::new(&k);
         let n = k.blocks.len();
         let entry_reach = reach(&cfg, BlockId(0), None);
-        let rets: Vec<BlockId> = k.block_ids().filter(|b| matches!(k.block(*b).term, Terminator::Ret)).collect();
+        let rets: Vec<BlockId> = k.block_ids().filter(|b| matches!(k.block(*b).term, Terminator::Ret(_))).collect();
         let reaches_ret = |from: BlockId, removed: Option<BlockId>| {
             let r = reach(&cfg, from, removed);
             rets.iter().any(|x| r[x.index()])

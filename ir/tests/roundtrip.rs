@@ -203,7 +203,7 @@ fn generate(c: &mut Chooser, kernel_name: &str) -> Kernel {
             BlockCall { block: target, args }
         };
         let term = match c.below(3) {
-            0 => Terminator::Ret,
+            0 => Terminator::Ret(None),
             1 => Terminator::Jmp(call(c, &k, &pool)),
             _ => {
                 let preds: Vec<&Val> = pool.iter().filter(|v| v.ty == Type::PRED).collect();

@@ -913,7 +913,7 @@ impl<'a> Builder<'a> {
                 continue;
             }
             let term = match &s.block(b).term {
-                Terminator::Ret => Terminator::Ret,
+                Terminator::Ret(_) => Terminator::Ret(None),
                 Terminator::Jmp(c) => Terminator::Jmp(side.call(c)),
                 Terminator::Br { cond, then_, else_ } => {
                     Terminator::Br { cond: side.operand(*cond), then_: side.call(then_), else_: side.call(else_) }
@@ -930,7 +930,7 @@ impl<'a> Builder<'a> {
         let entry = k.blocks.first()?;
         let Terminator::Br { cond: Operand::Value(g), then_, else_ } = &entry.term else { return None };
         let exit = k.blocks.get(else_.block.index())?;
-        let plain_exit = exit.params.is_empty() && exit.insts.is_empty() && exit.term == Terminator::Ret;
+        let plain_exit = exit.params.is_empty() && exit.insts.is_empty() && exit.term == Terminator::Ret(None);
         let ok = plain_exit
             && then_.args.is_empty()
             && else_.args.is_empty()
@@ -993,7 +993,7 @@ impl<'a> Builder<'a> {
             }
         }
         for &b in &self.p.created {
-            if f.block(b).term == Terminator::Ret {
+            if f.block(b).term == Terminator::Ret(None) {
                 f.block_mut(b).term = Terminator::Jmp(BlockCall { block: self.c_start, args: vec![] });
             }
         }

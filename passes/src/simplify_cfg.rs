@@ -118,7 +118,7 @@ fn fold_branches(k: &mut Kernel, subst: &mut Subst) -> (usize, Vec<BlockId>) {
             continue;
         }
         // Moved, not cloned: the taken edge keeps its argument list.
-        let Terminator::Br { cond, then_, else_ } = std::mem::replace(&mut b.term, Terminator::Ret) else {
+        let Terminator::Br { cond, then_, else_ } = std::mem::replace(&mut b.term, Terminator::Ret(None)) else {
             continue;
         };
         let taken = match cond {
@@ -220,7 +220,7 @@ fn merge_blocks(k: &mut Kernel, rpo: &[BlockId], incoming: &IncomingEdges, subst
             subst.set(p, a);
         }
         let moved = std::mem::take(&mut k.blocks[b.index()].insts);
-        let term = std::mem::replace(&mut k.blocks[b.index()].term, Terminator::Ret);
+        let term = std::mem::replace(&mut k.blocks[b.index()].term, Terminator::Ret(None));
         let term_span = k.blocks[b.index()].term_span;
         let h = &mut k.blocks[host.index()];
         h.insts.extend(moved);

@@ -198,6 +198,7 @@ fn key_of(op: &Op) -> (String, Option<bool>) {
         Op::PtrCast(_) => ("ptrcast".into(), None),
         Op::SharedAddr(_) => ("addr".into(), None),
         Op::Barrier => ("barrier".into(), None),
+        Op::Call(_) => ("call".into(), None),
         Op::Shfl(..) => ("shfl".into(), None),
         Op::Vote(m) => (format!("vote.{}", m.name()), None),
     }

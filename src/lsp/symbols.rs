@@ -161,6 +161,13 @@ impl Builder {
                     self.use_name(name_at(cur.span, 1 + n.len()), Some(scope), Ns::Shared, n);
                     return;
                 }
+                AstOperand::Call(f, args) => {
+                    self.use_name(name_at(f.span, 1 + f.node.len()), None, Ns::Global, &f.node);
+                    for a in args {
+                        self.operand(a, scope);
+                    }
+                    return;
+                }
                 _ => return,
             }
         }
@@ -185,7 +192,8 @@ impl Index {
         for (item_no, item) in ast.items.iter().enumerate() {
             b.scopes.push(Scope::default());
             match item {
-                AstItem::Kernel(k) => {
+                AstItem::Import(_) => {}
+                AstItem::Kernel(k) | AstItem::Func(k) => {
                     b.index.items.push((k.name.node.to_string(), true));
                     b.define(SymbolKind::Kernel, &k.name.node, None, k.name.span, k.span);
                     for p in &k.params {
@@ -239,7 +247,11 @@ impl Index {
                                         b.operand(a, item_no);
                                     }
                                 }
-                                AstStmtKind::Ret => {}
+                                AstStmtKind::Ret(v) => {
+                                    if let Some(v) = v {
+                                        b.operand(v, item_no);
+                                    }
+                                }
                             }
                         }
                     }
