@@ -16,6 +16,7 @@ pub mod eval;
 pub mod format;
 pub mod generate;
 pub mod graph;
+pub mod inline;
 mod graph_parse;
 pub mod ir;
 pub mod lexer;
