@@ -125,8 +125,8 @@ fn indent(text: &str) -> String {
     text.lines().map(|l| format!("    {l}")).collect::<Vec<_>>().join("\n")
 }
 
-fn rendered(diags: &[Diagnostic], path: &str, source: &str) -> String {
-    indent(diag::render(diags, path, source, false).trim_end())
+fn rendered(diags: &[Diagnostic], sources: &diag::SourceMap) -> String {
+    indent(diag::render_map(diags, sources, false).trim_end())
 }
 
 /// Tests one file; `emit` receives each row as soon as it is decided.
@@ -138,12 +138,12 @@ pub fn test_file(path: &Path, ctx: &mut Context, emit: &mut dyn FnMut(Row)) {
             return emit(Row { label: label.clone(), outcome: Outcome::Fail(format!("cannot read: {e}")), note: None })
         }
     };
-    let module = match kir_ir::parse(&source) {
-        Ok(m) => m,
-        Err(d) => {
+    let (module, sources) = match kir_ir::load::load_source(path, source.clone()) {
+        Ok(l) => (l.module, l.sources),
+        Err(e) => {
             return emit(Row {
                 label: label.clone(),
-                outcome: Outcome::Fail(format!("does not parse:\n{}", rendered(&d, &label, &source))),
+                outcome: Outcome::Fail(format!("does not parse:\n{}", indent(e.render(false).trim_end()))),
                 note: None,
             })
         }
@@ -163,7 +163,10 @@ pub fn test_file(path: &Path, ctx: &mut Context, emit: &mut dyn FnMut(Row)) {
     if diag::has_errors(&diags) {
         return emit(Row {
             label: label.clone(),
-            outcome: Outcome::Fail(format!("does not check:\n{}", rendered(&diags, &label, &source))),
+            outcome: Outcome::Fail(format!(
+                "does not check:\n{}",
+                indent(diag::render_map(&diags, &sources, false).trim_end())
+            )),
             note: None,
         });
     }
@@ -180,7 +183,7 @@ pub fn test_file(path: &Path, ctx: &mut Context, emit: &mut dyn FnMut(Row)) {
     };
     let run_cfg = kir_passes::RunConfig { verify_each: true, ..Default::default() };
     if let Err(e) = kir_passes::run_pipeline(&mut optimized, &pipeline, &run_cfg, &mut std::io::sink()) {
-        let detail = rendered(e.diagnostics(), &label, &source);
+        let detail = rendered(e.diagnostics(), &sources);
         return emit(Row {
             label: label.clone(),
             outcome: Outcome::Fail(format!("pass pipeline `{}` failed: {e}\n{detail}", kir_passes::DEFAULT_PIPELINE)),
@@ -197,7 +200,7 @@ pub fn test_file(path: &Path, ctx: &mut Context, emit: &mut dyn FnMut(Row)) {
             Err(d) => {
                 return emit(Row {
                     label: label.clone(),
-                    outcome: Outcome::Fail(format!("PTX emission failed:\n{}", rendered(&d, &label, &source))),
+                    outcome: Outcome::Fail(format!("PTX emission failed:\n{}", rendered(&d, &sources))),
                     note: None,
                 })
             }
@@ -217,7 +220,7 @@ pub fn test_file(path: &Path, ctx: &mut Context, emit: &mut dyn FnMut(Row)) {
                                 outcome: Outcome::Fail(format!(
                                     "PTX emission for {} failed:\n{}",
                                     sm.name(),
-                                    rendered(&d, &label, &source)
+                                    rendered(&d, &sources)
                                 )),
                                 note: None,
                             })
@@ -267,7 +270,7 @@ pub fn test_file(path: &Path, ctx: &mut Context, emit: &mut dyn FnMut(Row)) {
     }
     let emu_ptx = emu_module(&optimized, &source, ctx);
     for d in &directives.runs {
-        run_directive(d, &label, &source, &module, &optimized, &emu_ptx, base_dir.as_deref(), ctx, emit);
+        run_directive(d, &label, &sources, &module, &optimized, &emu_ptx, base_dir.as_deref(), ctx, emit);
     }
 }
 
@@ -283,7 +286,7 @@ fn named_specs(d: &RunDirective) -> Result<Vec<(String, ArgSpec)>, String> {
 fn run_directive(
     d: &RunDirective,
     file: &str,
-    source: &str,
+    sources: &diag::SourceMap,
     module: &Module,
     optimized: &Module,
     emu_ptx: &EmuPtx,
@@ -318,8 +321,8 @@ fn run_directive(
             run_graph(optimized, &d.target, &specs, base_dir, &opts),
         ) {
             (Ok(a), Ok(b)) => (a, b),
-            (Err(e), _) => return emit(fail(render_run_error(e, file, source))),
-            (_, Err(e)) => return emit(fail(format!("after passes: {}", render_run_error(e, file, source)))),
+            (Err(e), _) => return emit(fail(render_run_error(e, sources))),
+            (_, Err(e)) => return emit(fail(format!("after passes: {}", render_run_error(e, sources)))),
         }
     } else {
         let (Some(k), Some(ko)) = (module.kernel(&d.target), optimized.kernel(&d.target)) else {
@@ -331,8 +334,8 @@ fn run_directive(
         let cfg = LaunchConfig { grid, block, dynamic_shared_bytes: d.shared_bytes };
         match (run_kernel(k, &cfg, &specs, base_dir, &opts), run_kernel(ko, &cfg, &specs, base_dir, &opts)) {
             (Ok(a), Ok(b)) => (a, b),
-            (Err(e), _) => return emit(fail(render_run_error(e, file, source))),
-            (_, Err(e)) => return emit(fail(format!("after passes: {}", render_run_error(e, file, source)))),
+            (Err(e), _) => return emit(fail(render_run_error(e, sources))),
+            (_, Err(e)) => return emit(fail(format!("after passes: {}", render_run_error(e, sources)))),
         }
     };
     for (i, (a, b)) in before.buffers.iter().zip(&after.buffers).enumerate() {
@@ -487,7 +490,7 @@ fn check_expectation(e: &Expect, outputs: &Outputs, env: &ExpectEnv, ctx: &mut C
                 return Err(format!("{file}:{line}: no kernel or graph `@{target}` in this file to compare with"));
             };
             let reference = ran.map_err(|err| {
-                format!("{file}:{line}: reference @{target}: {}", render_run_error(err, file, "").trim_end())
+                format!("{file}:{line}: reference @{target}: {}", render_run_error(err, &diag::SourceMap::single(file, "")).trim_end())
             })?;
             let Some(ri) = reference.names.iter().position(|n| *n == e.buffer) else {
                 return Err(format!("{file}:{line}: reference @{target} has no buffer parameter `{}`", e.buffer));
@@ -663,10 +666,10 @@ enum RunError {
     Interp(Box<kir_interp::InterpError>),
 }
 
-fn render_run_error(e: RunError, file: &str, source: &str) -> String {
+fn render_run_error(e: RunError, sources: &diag::SourceMap) -> String {
     match e {
         RunError::Args(msg) => msg,
-        RunError::Interp(err) => format!("interpreter:\n{}", rendered(&[err.to_diagnostic()], file, source)),
+        RunError::Interp(err) => format!("interpreter:\n{}", rendered(&[err.to_diagnostic()], sources)),
     }
 }
 

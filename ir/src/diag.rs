@@ -12,7 +12,7 @@
 
 use crate::span::Span;
 use codespan_reporting::diagnostic::{Diagnostic as CsDiagnostic, Label, Severity as CsSeverity};
-use codespan_reporting::files::SimpleFile;
+use codespan_reporting::files::SimpleFiles;
 use codespan_reporting::term::{self, Config};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -82,8 +82,68 @@ pub fn has_errors(diags: &[Diagnostic]) -> bool {
 
 /// Renders diagnostics against the source they refer to.
 pub fn render(diags: &[Diagnostic], file_name: &str, source: &str, color: bool) -> String {
-    let shown = visible_source(source);
-    let file = SimpleFile::new(file_name, shown.as_ref());
+    render_map(diags, &SourceMap::single(file_name, source), color)
+}
+
+/// One source file of a [`SourceMap`]: its spans are `base..base + text.len()`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SourceFile {
+    /// The name shown in diagnostics (the path as the user gave it, or relative to them).
+    pub name: String,
+    pub text: String,
+    pub base: u32,
+}
+
+/// The files of a loaded program (a file and what it imports), each at its own range of offsets,
+/// so a [`Span`] identifies its file: the first file starts at 0, each later one after the end of
+/// the one before (plus one, so an empty file has a range of its own).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SourceMap {
+    pub files: Vec<SourceFile>,
+}
+
+impl SourceMap {
+    /// A map of one file at base 0.
+    pub fn single(name: &str, text: &str) -> SourceMap {
+        SourceMap { files: vec![SourceFile { name: name.to_string(), text: text.to_string(), base: 0 }] }
+    }
+    /// The base offset the next file added gets.
+    pub fn next_base(&self) -> u64 {
+        self.files.last().map(|f| f.base as u64 + f.text.len() as u64 + 1).unwrap_or(0)
+    }
+    /// Adds a file at [`SourceMap::next_base`]; `None` when the offsets would pass 4 GiB.
+    pub fn add(&mut self, name: String, text: String) -> Option<u32> {
+        let base = self.next_base();
+        if base + text.len() as u64 >= u32::MAX as u64 {
+            return None;
+        }
+        self.files.push(SourceFile { name, text, base: base as u32 });
+        Some(base as u32)
+    }
+    /// The file a span lies in (the last file starting at or before it) and the span's range
+    /// within that file, clamped to the file's text.
+    pub fn locate(&self, s: Span) -> Option<(usize, std::ops::Range<usize>)> {
+        let i = self.files.partition_point(|f| f.base <= s.start).checked_sub(1)?;
+        let f = &self.files[i];
+        let len = f.text.len();
+        let end = ((s.end.saturating_sub(f.base)) as usize).min(len);
+        let start = ((s.start - f.base) as usize).min(end);
+        Some((i, start..end))
+    }
+    /// `name:line:col` of a span's start.
+    pub fn position(&self, s: Span) -> Option<String> {
+        let (i, r) = self.locate(s)?;
+        let f = &self.files[i];
+        let (line, col) = crate::span::line_col(&f.text, r.start);
+        Some(format!("{}:{line}:{col}", f.name))
+    }
+}
+
+/// Renders diagnostics whose spans may lie in any file of `map`.
+pub fn render_map(diags: &[Diagnostic], map: &SourceMap, color: bool) -> String {
+    let mut files = SimpleFiles::new();
+    let shown: Vec<String> = map.files.iter().map(|f| visible_source(&f.text).into_owned()).collect();
+    let ids: Vec<usize> = map.files.iter().zip(&shown).map(|(f, text)| files.add(f.name.as_str(), text.as_str())).collect();
     let config = Config::default();
     let mut out = Vec::new();
     for d in diags {
@@ -92,28 +152,21 @@ pub fn render(diags: &[Diagnostic], file_name: &str, source: &str, color: bool) 
             Severity::Warning => CsSeverity::Warning,
             Severity::Error => CsSeverity::Error,
         };
-        let clamp = |s: Span| {
-            let end = (s.end as usize).min(source.len());
-            let start = (s.start as usize).min(end);
-            start..end
-        };
+        let at = |s: Span| map.locate(s).map(|(i, r)| (ids[i], r));
         let mut labels = Vec::new();
-        if let Some(p) = &d.primary {
-            labels.push(Label::primary((), clamp(p.span)).with_message(&p.message));
+        if let Some((f, r)) = d.primary.as_ref().and_then(|p| at(p.span)) {
+            labels.push(Label::primary(f, r).with_message(&d.primary.as_ref().map(|p| p.message.as_str()).unwrap_or("")));
         }
         for s in &d.secondary {
-            labels.push(Label::secondary((), clamp(s.span)).with_message(&s.message));
+            if let Some((f, r)) = at(s.span) {
+                labels.push(Label::secondary(f, r).with_message(&s.message));
+            }
         }
         let cs = CsDiagnostic::new(severity).with_message(&d.message).with_labels(labels).with_notes(d.notes.clone());
-        if color {
-            let mut buf = term::termcolor::Buffer::ansi();
-            let _ = term::emit(&mut buf, &config, &file, &cs);
-            out.extend_from_slice(buf.as_slice());
-        } else {
-            let mut buf = term::termcolor::Buffer::no_color();
-            let _ = term::emit(&mut buf, &config, &file, &cs);
-            out.extend_from_slice(buf.as_slice());
-        }
+        let mut buf =
+            if color { term::termcolor::Buffer::ansi() } else { term::termcolor::Buffer::no_color() };
+        let _ = term::emit(&mut buf, &config, &files, &cs);
+        out.extend_from_slice(buf.as_slice());
     }
     String::from_utf8_lossy(&out).into_owned()
 }

@@ -11,8 +11,10 @@
 //!   that entity. Only comments after the last entity end the output.
 //! - Linear in the size of the source and the output (comments are matched to printed lines by
 //!   position, not by a scan of all comments per line).
-//! - One or more blank lines between entities in the source become exactly one; kernels are
-//!   separated by one blank line.
+//! - One or more blank lines between entities in the source become exactly one; kernels,
+//!   functions and graphs are separated by one blank line; the `import` lines are one group
+//!   (where the first one is), separated from the rest by a blank line. Functions imported into the module
+//!   are not printed (their import line is).
 //! - Formatting is idempotent: formatting formatted text gives the same text.
 //!
 //! Precondition: `module` was parsed from `src` (spans point into it).
@@ -95,7 +97,23 @@ pub fn format_source(src: &str, module: &Module) -> String {
     let lines = Lines::new(src);
     let mut comments = collect_comments(src);
     let mut items: Vec<Vec<Item>> = Vec::new();
-    for k in &module.kernels {
+    // `import` lines, as written (the module holds what they import, not the lines).
+    if let Ok(ast) = crate::parse::parse_ast(src) {
+        let imports: Vec<Item> = crate::load::imports_of(&ast)
+            .into_iter()
+            .map(|(path, span)| Item {
+                text: format!("import \"{path}\""),
+                offset: span.start as usize,
+                indent: "",
+                comment_indent: "",
+            })
+            .collect();
+        if !imports.is_empty() {
+            items.push(imports);
+        }
+    }
+    // Kernels and this file's functions (imported functions have spans past the end of `src`).
+    for k in module.kernels.iter().chain(module.funcs.iter().filter(|f| (f.span.start as usize) < src.len())) {
         let mut group = Vec::new();
         let mut max_end = k.span.end as usize;
         let start_of = |s: Span| s.start as usize;

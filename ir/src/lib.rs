@@ -20,6 +20,7 @@ pub mod inline;
 mod graph_parse;
 pub mod ir;
 pub mod lexer;
+pub mod load;
 pub mod op;
 pub mod parse;
 pub mod printer;

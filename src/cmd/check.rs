@@ -25,7 +25,7 @@ pub fn run(args: &Args) -> ExitCode {
             }
         };
         let diags = checks::check_module(&loaded.module);
-        common::emit(&diags, path, &loaded.source);
+        loaded.emit(&diags);
         if kir_ir::diag::has_errors(&diags) {
             failed += 1;
         }

@@ -8,11 +8,22 @@ use kir_ir::Module;
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
-/// A parsed source file.
+/// A parsed source file, with the files it imports.
 pub struct Loaded {
     pub path: String,
     pub source: String,
     pub module: Module,
+    /// The file and everything it imports: spans of the module point into these.
+    pub sources: diag::SourceMap,
+}
+
+impl Loaded {
+    /// Prints diagnostics about the module (their spans may lie in imported files) to stderr.
+    pub fn emit(&self, diags: &[Diagnostic]) {
+        if !diags.is_empty() {
+            eprint!("{}", diag::render_map(diags, &self.sources, stderr_color()));
+        }
+    }
 }
 
 /// Whether stderr is a terminal (colour diagnostics only then).
@@ -41,13 +52,14 @@ pub fn read_source(path: &str) -> Result<String, ExitCode> {
     })
 }
 
-/// Reads and parses a file; prints diagnostics and returns exit code 1 on failure.
+/// Reads and parses a file and its imports; prints diagnostics and returns exit code 1 on
+/// failure.
 pub fn load(path: &str) -> Result<Loaded, ExitCode> {
     let source = read_source(path)?;
-    match kir_ir::parse(&source) {
-        Ok(module) => Ok(Loaded { path: path.to_string(), source, module }),
-        Err(diags) => {
-            emit(&diags, path, &source);
+    match kir_ir::load::load_source(std::path::Path::new(path), source.clone()) {
+        Ok(l) => Ok(Loaded { path: path.to_string(), source, module: l.module, sources: l.sources }),
+        Err(e) => {
+            eprint!("{}", e.render(stderr_color()));
             Err(ExitCode::from(1))
         }
     }
@@ -87,7 +99,7 @@ pub fn select_kernel<'m>(loaded: &'m Loaded, name: Option<&str>) -> Result<&'m k
 /// Reports an interpreter error located in the source: exit 2 for an invalid launch (a usage
 /// problem), 1 for a kernel fault or an interpreter bug.
 pub fn interp_failure(e: &kir_interp::InterpError, loaded: &Loaded) -> ExitCode {
-    emit(&[e.to_diagnostic()], &loaded.path, &loaded.source);
+    loaded.emit(&[e.to_diagnostic()]);
     ExitCode::from(if e.kind == kir_interp::ErrorKind::InvalidLaunch { 2 } else { 1 })
 }
 
@@ -263,7 +275,7 @@ pub fn named_args(args: &[String]) -> Result<Vec<(String, kir_interp::args::ArgS
 pub fn load_checked(path: &str) -> Result<Loaded, ExitCode> {
     let loaded = load(path)?;
     let diags = kir::checks::check_module(&loaded.module);
-    emit(&diags, path, &loaded.source);
+    loaded.emit(&diags);
     if diag::has_errors(&diags) {
         return Err(ExitCode::from(1));
     }

@@ -232,7 +232,7 @@ pub fn run(a: &Args) -> ExitCode {
     let stats = match run {
         Ok(s) => s,
         Err(e) => {
-            common::emit(&[e.to_diagnostic()], &loaded.path, &loaded.source);
+            loaded.emit(&[e.to_diagnostic()]);
             return ExitCode::from(if e.kind == ErrorKind::InvalidLaunch { 2 } else { 1 });
         }
     };

@@ -148,14 +148,14 @@ pub fn run(args: &Args) -> ExitCode {
         Ok(r) => r,
         Err(e) => {
             eprintln!("error: {e}");
-            common::emit(e.diagnostics(), path, &loaded.source);
+            loaded.emit(e.diagnostics());
             if let PassError::Broken { ir_after, .. } = &e {
                 eprintln!("note: the kernel as the pass left it:\n{ir_after}");
             }
             return ExitCode::from(1);
         }
     };
-    common::emit(&report.warnings, path, &loaded.source);
+    loaded.emit(&report.warnings);
     if args.stats {
         eprint!("{}", report.stats_text());
     }

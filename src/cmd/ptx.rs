@@ -47,7 +47,7 @@ pub fn run(args: &Args) -> ExitCode {
     let ptx = match result {
         Ok(p) => p,
         Err(diags) => {
-            common::emit(&diags, &loaded.path, &loaded.source);
+            loaded.emit(&diags);
             return ExitCode::from(1);
         }
     };
