@@ -332,7 +332,10 @@ fn run_directive(
             return emit(fail(format!("@{} is a kernel: the directive needs grid(..) and block(..)", d.target)));
         };
         let cfg = LaunchConfig { grid, block, dynamic_shared_bytes: d.shared_bytes };
-        match (run_kernel(k, &cfg, &specs, base_dir, &opts), run_kernel(ko, &cfg, &specs, base_dir, &opts)) {
+        match (
+            run_kernel(&module.funcs, k, &cfg, &specs, base_dir, &opts),
+            run_kernel(&optimized.funcs, ko, &cfg, &specs, base_dir, &opts),
+        ) {
             (Ok(a), Ok(b)) => (a, b),
             (Err(e), _) => return emit(fail(render_run_error(e, sources))),
             (_, Err(e)) => return emit(fail(format!("after passes: {}", render_run_error(e, sources)))),
@@ -485,7 +488,7 @@ fn check_expectation(e: &Expect, outputs: &Outputs, env: &ExpectEnv, ctx: &mut C
                 let names: Vec<&str> = k.params.iter().map(|p| k.value(*p).name.as_str()).collect();
                 let specs: Vec<(String, ArgSpec)> =
                     env.specs.iter().filter(|(n, _)| names.contains(&n.as_str())).cloned().collect();
-                run_kernel(k, &cfg, &specs, env.base_dir, env.opts)
+                run_kernel(&m.funcs, k, &cfg, &specs, env.base_dir, env.opts)
             } else {
                 return Err(format!("{file}:{line}: no kernel or graph `@{target}` in this file to compare with"));
             };
@@ -674,6 +677,7 @@ fn render_run_error(e: RunError, sources: &diag::SourceMap) -> String {
 }
 
 fn run_kernel(
+    funcs: &[Kernel],
     k: &Kernel,
     cfg: &LaunchConfig,
     specs: &[(String, ArgSpec)],
@@ -682,7 +686,8 @@ fn run_kernel(
 ) -> Result<Outputs, RunError> {
     let mut bound = kir_interp::args::bind(k, specs, base_dir).map_err(RunError::Args)?;
     let initial = bound.buffers.clone();
-    kir_interp::launch(k, cfg, &bound.args, &mut bound.buffers, opts).map_err(|e| RunError::Interp(Box::new(e)))?;
+    kir_interp::launch_in(funcs, k, cfg, &bound.args, &mut bound.buffers, opts)
+        .map_err(|e| RunError::Interp(Box::new(e)))?;
     let mut names = vec![String::new(); bound.buffers.len()];
     for (p, b) in bound.param_buffer.iter().enumerate() {
         if let Some(b) = b {

@@ -226,7 +226,7 @@ pub fn run(a: &Args) -> ExitCode {
     let opts = super::run::cli_options(false, false, a.fuel, a.threads);
     let mut interp = initial.clone();
     let run = match &target {
-        Target::Kernel { k, cfg } => kir_interp::launch(k, cfg, &launch_args, &mut interp, &opts),
+        Target::Kernel { k, cfg } => kir_interp::launch_in(&m.funcs, k, cfg, &launch_args, &mut interp, &opts),
         Target::Graph { g } => kir_interp::graph::run_graph(m, g, &launch_args, &mut interp, &opts).map(|s| s.total),
     };
     let stats = match run {

@@ -130,7 +130,7 @@ pub fn run(a: &Args) -> ExitCode {
     let cfg = LaunchConfig { grid, block, dynamic_shared_bytes: a.shared };
     let opts = cli_options(a.races, a.uninit, a.fuel, a.threads);
     let start = Instant::now();
-    let result = kir_interp::launch(kernel, &cfg, &bound.args, &mut bound.buffers, &opts);
+    let result = kir_interp::launch_in(&loaded.module.funcs, kernel, &cfg, &bound.args, &mut bound.buffers, &opts);
     let elapsed = start.elapsed();
     let stats = match result {
         Ok(s) => s,

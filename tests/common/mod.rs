@@ -1,7 +1,7 @@
 //! Shared helpers for the kernel reference tests (`tests/kernels_*.rs`).
 //!
 //! Guarantees:
-//! - [`load`] parses a file of `kernels/` and panics with the rendered diagnostics if it does not
+//! - [`load`] loads a file of `kernels/` (with its imports) and panics with the rendered diagnostics if it does not
 //!   parse; [`launch`] runs a kernel in the interpreter and panics with the rendered interpreter
 //!   error if the launch fails. Tests therefore fail loudly, never pass on an error.
 //! - [`check`] compares element by element against an f64 reference with a per-element bound and
@@ -20,10 +20,9 @@ pub const EPS: f64 = 1.0 / 16_777_216.0;
 /// Parses `kernels/<file>`.
 pub fn load(file: &str) -> Module {
     let path = format!("{}/kernels/{file}", env!("CARGO_MANIFEST_DIR"));
-    let src = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    match kir_ir::parse(&src) {
-        Ok(m) => m,
-        Err(d) => panic!("{}", kir_ir::diag::render(&d, &path, &src, false)),
+    match kir_ir::load::load_file(std::path::Path::new(&path)) {
+        Ok(l) => l.module,
+        Err(e) => panic!("{}", e.render(false)),
     }
 }
 
@@ -31,7 +30,7 @@ pub fn load(file: &str) -> Module {
 pub fn launch(module: &Module, kernel: &str, grid: [u32; 3], block: [u32; 3], args: &[Arg], bufs: &mut [Buffer]) {
     let k = module.kernel(kernel).unwrap_or_else(|| panic!("no kernel @{kernel}"));
     let cfg = LaunchConfig { grid, block, dynamic_shared_bytes: 0 };
-    if let Err(e) = kir_interp::launch(k, &cfg, args, bufs, &Options::default()) {
+    if let Err(e) = kir_interp::launch_in(&module.funcs, k, &cfg, args, bufs, &Options::default()) {
         panic!("@{kernel} failed: {}", kir_ir::diag::render(&[e.to_diagnostic()], kernel, "", false));
     }
 }
