@@ -6,7 +6,7 @@
 //! one error, except `unreachable_block.kir`, which must produce exactly one warning and no error.
 
 use kir::checks::check_module;
-use kir_ir::diag::{render, Diagnostic, Severity};
+use kir_ir::diag::{render_map, Diagnostic, Severity, SourceMap};
 use std::path::{Path, PathBuf};
 
 fn malformed_files() -> Vec<PathBuf> {
@@ -20,11 +20,12 @@ fn malformed_files() -> Vec<PathBuf> {
     files
 }
 
-/// Parse, then check: the diagnostics `kir check` would print.
-fn diagnose(src: &str) -> Vec<Diagnostic> {
-    match kir_ir::parse(src) {
-        Ok(m) => check_module(&m),
-        Err(diags) => diags,
+/// Load (with imports, relative to `path`), then check: the diagnostics `kir check` would print,
+/// and the files they point into.
+fn diagnose(path: &str, src: &str) -> (Vec<Diagnostic>, SourceMap) {
+    match kir_ir::load::load_source(Path::new(path), src.to_string()) {
+        Ok(l) => (check_module(&l.module), l.sources),
+        Err(e) => (e.diagnostics, e.sources),
     }
 }
 
@@ -35,7 +36,8 @@ fn malformed_inputs_render_located_diagnostics() {
     for path in files {
         let name = path.file_stem().unwrap().to_string_lossy().into_owned();
         let src = std::fs::read_to_string(&path).unwrap();
-        let diags = diagnose(&src);
+        let rel = format!("tests/malformed/{name}.kir");
+        let (diags, sources) = diagnose(&rel, &src);
         let errors = diags.iter().filter(|d| d.severity == Severity::Error).count();
         let warnings = diags.iter().filter(|d| d.severity == Severity::Warning).count();
         if name == "unreachable_block" {
@@ -46,10 +48,11 @@ fn malformed_inputs_render_located_diagnostics() {
         for d in &diags {
             let span = d.span().unwrap_or_else(|| panic!("{name}: diagnostic without a location: {d:?}"));
             assert!(!span.is_dummy(), "{name}: diagnostic points at 0..0: {d:?}");
-            assert!((span.end as usize) <= src.len(), "{name}: span past the end of the file: {d:?}");
+            let (file, range) = sources.locate(span).unwrap_or_else(|| panic!("{name}: span in no file: {d:?}"));
+            let text = &sources.files[file].text;
+            assert!(range.end <= text.len(), "{name}: span past the end of its file: {d:?}");
         }
-        let rel = format!("tests/malformed/{name}.kir");
-        let rendered = render(&diags, &rel, &src, false);
+        let rendered = render_map(&diags, &sources, false);
         insta::assert_snapshot!(name.clone(), rendered);
     }
 }
@@ -58,17 +61,21 @@ fn malformed_inputs_render_located_diagnostics() {
 #[test]
 fn shipped_kernels_verify_cleanly() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .expect("kernels/ exists")
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "kir"))
-        .collect();
+    let mut files: Vec<PathBuf> = Vec::new();
+    for d in [dir.clone(), dir.join("lib")] {
+        files.extend(
+            std::fs::read_dir(&d)
+                .expect("kernels/ and kernels/lib/ exist")
+                .map(|e| e.unwrap().path())
+                .filter(|p| p.extension().is_some_and(|e| e == "kir")),
+        );
+    }
     files.sort();
-    assert!(!files.is_empty());
+    assert!(files.iter().any(|p| p.ends_with("lib/reduce.kir")));
     for path in files {
         let src = std::fs::read_to_string(&path).unwrap();
-        let diags = diagnose(&src);
-        let shown = render(&diags, &path.display().to_string(), &src, false);
+        let (diags, sources) = diagnose(&path.display().to_string(), &src);
+        let shown = render_map(&diags, &sources, false);
         assert!(diags.is_empty(), "{} does not verify cleanly:\n{shown}", path.display());
     }
 }

@@ -583,6 +583,14 @@ pub(crate) fn lower_module(ast: &AstModule, external: &FuncSigs) -> Result<Modul
             sigs.entry(f.name.node.to_string()).or_insert(FuncSig { params, ret });
         }
     }
+    let kernel_names: rustc_hash::FxHashSet<&str> = ast
+        .items
+        .iter()
+        .filter_map(|i| match i {
+            AstItem::Kernel(k) => Some(k.name.node.as_str()),
+            _ => None,
+        })
+        .collect();
     let mut seen: HashMap<&str, (Span, &str)> = HashMap::default();
     for item in &ast.items {
         let (k, what) = match item {
@@ -597,16 +605,10 @@ pub(crate) fn lower_module(ast: &AstModule, external: &FuncSigs) -> Result<Modul
                 format!("`@{}` names both a {prev_what} and a {what}", k.name.node)
             };
             errs.push(Diagnostic::error(msg).at(k.name.span, "defined again here").with_label(*prev, "first defined here"));
-        } else if external.contains_key(k.name.node.as_str()) && what == "function" {
-            errs.push(
-                Diagnostic::error(format!("function `@{}` is also defined by an import", k.name.node))
-                    .at(k.name.span, "defined here")
-                    .with_note("function names are shared by a file and everything it imports; rename one"),
-            );
         } else {
             seen.insert(&k.name.node, (k.name.span, what));
         }
-        if let Some(body) = KernelLowering::new(k, &sigs, &mut errs).run() {
+        if let Some(body) = KernelLowering::new(k, &sigs, &kernel_names, &mut errs).run() {
             if body.is_func() {
                 module.funcs.push(body);
             } else {
@@ -627,6 +629,8 @@ struct KernelLowering<'a, 'e> {
     ast: &'a AstKernel,
     /// Every function a call may name (this file's and imported ones).
     sigs: &'a FuncSigs,
+    /// The kernels of the file (named in an error when a call names one).
+    kernel_names: &'a rustc_hash::FxHashSet<&'a str>,
     errs: &'e mut Vec<Diagnostic>,
     kernel: Kernel,
     names: HashMap<AstStr, ValueId>,
@@ -645,7 +649,12 @@ struct Pending<'a> {
 }
 
 impl<'a, 'e> KernelLowering<'a, 'e> {
-    fn new(ast: &'a AstKernel, sigs: &'a FuncSigs, errs: &'e mut Vec<Diagnostic>) -> Self {
+    fn new(
+        ast: &'a AstKernel,
+        sigs: &'a FuncSigs,
+        kernel_names: &'a rustc_hash::FxHashSet<&'a str>,
+        errs: &'e mut Vec<Diagnostic>,
+    ) -> Self {
         let mut kernel = Kernel::new(ast.name.node.clone());
         kernel.span = ast.name.span;
         if let Some(f) = &ast.func {
@@ -656,6 +665,7 @@ impl<'a, 'e> KernelLowering<'a, 'e> {
         KernelLowering {
             ast,
             sigs,
+            kernel_names,
             errs,
             kernel,
             names: HashMap::default(),
@@ -1060,6 +1070,14 @@ impl<'a, 'e> KernelLowering<'a, 'e> {
             );
             return None;
         };
+        if self.kernel_names.contains(name.node.as_str()) && !self.sigs.contains_key(name.node.as_str()) {
+            self.errs.push(
+                Diagnostic::error(format!("`@{}` is a kernel: kernels are launched, not called", name.node))
+                    .at(name_span(name, true), "a kernel")
+                    .with_note("move the shared code into a `func` that both call"),
+            );
+            return None;
+        }
         let Some(sig) = self.sigs.get(name.node.as_str()) else {
             let mut known: Vec<&str> = self.sigs.keys().map(|k| k.as_str()).collect();
             known.sort_unstable();

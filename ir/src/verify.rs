@@ -459,7 +459,7 @@ impl<'a> Verifier<'a> {
         } else {
             d.with_note(label)
         };
-        let mut ctx = format!("in kernel `@{}`", self.k.name);
+        let mut ctx = format!("in {} `@{}`", if self.k.is_func() { "function" } else { "kernel" }, self.k.name);
         if let Some(b) = block {
             ctx.push_str(&format!(", block `{}`", self.block_name(b)));
         }
@@ -754,7 +754,7 @@ impl<'a> Verifier<'a> {
     fn report_shared(&mut self, d: Diagnostic, n: usize, label: &str) {
         match real(self.k.shared[n].span) {
             Some(s) => {
-                let d = d.at(s, label).with_note(format!("in kernel `@{}`", self.k.name));
+                let d = d.at(s, label).with_note(format!("in {} `@{}`", if self.k.is_func() { "function" } else { "kernel" }, self.k.name));
                 self.diags.push(d);
             }
             None => self.report(
@@ -782,7 +782,7 @@ impl<'a> Verifier<'a> {
         let Some(problem) = problem else { return };
         let d = Diagnostic::error(format!("invalid block shape `{}`", r.to_text()));
         match real(r.span) {
-            Some(s) => self.diags.push(d.at(s, problem).with_note(format!("in kernel `@{}`", self.k.name))),
+            Some(s) => self.diags.push(d.at(s, problem).with_note(format!("in {} `@{}`", if self.k.is_func() { "function" } else { "kernel" }, self.k.name))),
             None => self.report(d, Entity::Kernel, format!("`{}` of this kernel: {problem}", r.to_text())),
         }
     }
