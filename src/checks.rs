@@ -17,8 +17,7 @@ pub fn check_module(m: &Module) -> Vec<Diagnostic> {
     }
     // Analyses that need well-formed IR (e.g. barrier verification) append their diagnostics here.
     let mut diags = diags;
-    for k in &m.kernels {
-        diags.extend(kir_passes::barrier::verify_barriers(k));
-    }
+    // Per kernel, following calls: a function's barriers are checked at each call site.
+    diags.extend(kir_passes::barrier::verify_module_barriers(m));
     diags
 }

@@ -81,3 +81,77 @@ fn graph_errors_are_clear() {
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("in launch 0 (@relu_deriv) of graph @act_chain"), "{err}");
 }
+
+/// A producer whose store is inside a device function, and its consumer.
+const CALLING_GRAPH: &str = "func @put(%p: ptr<global, f32>, %i: u32, %v: f32) {
+entry:
+  store %p[%i], %v
+  ret
+}
+
+kernel @produce(%x: ptr<global, f32>, %d: ptr<global, f32>, %n: u32) {
+entry:
+  %i = global_id.x
+  %inb = lt.u32 %i, %n
+  br %inb, body, exit
+body:
+  %xv = load %x[%i]
+  %r = mul.f32 %xv, 2.0
+  call @put(%d, %i, %r)
+  jmp exit
+exit:
+  ret
+}
+
+kernel @consume(%d: ptr<global, f32>, %out: ptr<global, f32>, %n: u32) {
+entry:
+  %i = global_id.x
+  %inb = lt.u32 %i, %n
+  br %inb, body, exit
+body:
+  %dv = load %d[%i]
+  %r = add.f32 %dv, 1.0
+  store %out[%i], %r
+  jmp exit
+exit:
+  ret
+}
+
+graph @g(%x: ptr<global, f32>, %out: ptr<global, f32>, %n: u32) {
+  temp %d: f32[%n]
+  launch @produce grid(ceil_div(%n, 256)) block(256) (%x, %d, %n)
+  launch @consume grid(ceil_div(%n, 256)) block(256) (%d, %out, %n)
+}
+";
+
+#[test]
+fn fusion_sees_through_calls_and_keeps_the_results() {
+    let dir = std::env::temp_dir().join(format!("kir-fusion-calls-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let input = dir.join("calls.kir");
+    std::fs::write(&input, CALLING_GRAPH).unwrap();
+    let fused = dir.join("fused.kir");
+    let (code, _, err) =
+        kir(&["opt", input.to_str().unwrap(), "--passes", "fuse", "--print-fusion", "-o", fused.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    // The store inside @put makes the pair vertical: the consumer reads what the call wrote.
+    assert!(err.contains("fused launch 0 @produce + launch 1 @consume (vertical) into @produce.consume"), "{err}");
+    let text = std::fs::read_to_string(&fused).unwrap();
+    let fused_kernel = text.split("kernel @produce.consume(").nth(1).expect("the fused kernel");
+    assert!(!fused_kernel.split("\ngraph").next().unwrap().contains("call @"), "{text}");
+    // The original kernel keeps its call; the function stays.
+    assert!(text.contains("  call @put(%d, %i, %r)\n") && text.starts_with("func @put("), "{text}");
+    let args =
+        ["--graph", "g", "--arg", "x=rand:f32:1000:3", "--arg", "out=zeros:f32:1000", "--arg", "n=1000", "--stats"];
+    let mut a = vec!["run", input.to_str().unwrap()];
+    a.extend(args);
+    let (code, before, err) = kir(&a);
+    assert_eq!(code, 0, "{err}");
+    let mut a = vec!["run", fused.to_str().unwrap()];
+    a.extend(args);
+    let (code, after, err) = kir(&a);
+    assert_eq!(code, 0, "{err}");
+    assert!(after.contains("stats: 1 launches"), "{after}");
+    assert_eq!(before.lines().next(), after.lines().next(), "{before}\n{after}");
+    std::fs::remove_dir_all(&dir).ok();
+}

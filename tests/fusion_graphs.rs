@@ -9,12 +9,12 @@ use kir_interp::{Buffer, Options};
 use kir_ir::Module;
 use kir_passes::fuse::{fuse_module, FusionReport};
 
+/// Loads a library file with its imports (`kernels/lib/`).
 fn load(file: &str) -> Module {
     let path = format!("{}/kernels/{file}", env!("CARGO_MANIFEST_DIR"));
-    let src = std::fs::read_to_string(&path).unwrap();
-    match kir_ir::parse(&src) {
-        Ok(m) => m,
-        Err(d) => panic!("{}", kir_ir::diag::render(&d, &path, &src, false)),
+    match kir_ir::load::load_file(std::path::Path::new(&path)) {
+        Ok(l) => l.module,
+        Err(e) => panic!("{}", e.render(false)),
     }
 }
 

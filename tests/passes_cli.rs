@@ -28,11 +28,11 @@ fn list_passes() {
     let o = kir(&["opt", "--list-passes"]);
     assert!(o.status.success());
     let text = String::from_utf8_lossy(&o.stdout);
-    for name in ["fold", "dce", "simplify-cfg"] {
+    for name in ["inline", "fold", "dce", "simplify-cfg"] {
         assert!(text.lines().any(|l| l.trim_start().starts_with(name)), "{name} missing:\n{text}");
     }
     assert!(text.contains("{approx}"), "{text}");
-    assert!(text.contains("Default pipeline: fold,simplify-cfg,dce"), "{text}");
+    assert!(text.contains("Default pipeline: inline,fold,simplify-cfg,dce"), "{text}");
 }
 
 #[test]
@@ -54,12 +54,62 @@ fn dump_dir_and_stats() {
     let o = kir(&["opt", &input, "--stats", "--time-passes", "--dump-dir", dir.to_str().unwrap()]);
     assert!(o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains(" 1. fold (changed 1 kernel)\n             1  instructions folded\n"), "{err}");
+    // `inline` comes first; without a call it has nothing to do.
+    assert!(err.contains(" 1. inline (changed 0 kernels)\n 2. fold (changed 1 kernel)\n"), "{err}");
+    assert!(err.contains(" 2. fold (changed 1 kernel)\n             1  instructions folded\n"), "{err}");
     assert!(err.contains("*** Pass execution timing ***"), "{err}");
     let mut names: Vec<String> =
         std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
     names.sort();
-    assert_eq!(names, ["00-input.kir", "01-fold.kir", "02-simplify-cfg.kir", "03-dce.kir"]);
+    assert_eq!(names, ["00-input.kir", "01-inline.kir", "02-fold.kir", "03-simplify-cfg.kir", "04-dce.kir"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+const WITH_FUNCS: &str = "func @twice(%x: u32) -> u32 {
+entry:
+  %y = add.u32 %x, %x
+  ret %y
+}
+
+kernel @k(%out: ptr<global, u32>) {
+entry:
+  %v = call @twice(21)
+  store %out[0], %v
+  ret
+}
+";
+
+#[test]
+fn functions_are_inlined_first_and_dumped() {
+    let input = write_tmp("funcs.kir", WITH_FUNCS);
+    let dir = std::env::temp_dir().join(format!("kir-opt-cli-func-dumps-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let o = kir(&[
+        "opt",
+        &input,
+        "--verify-each",
+        "--stats",
+        "--print-ir-after",
+        "inline",
+        "--dump-dir",
+        dir.to_str().unwrap(),
+    ]);
+    let (out, err) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert!(o.status.success(), "{err}");
+    // The result: the function stays; the kernel has no call and the constant is folded through it.
+    assert_eq!(
+        out,
+        "func @twice(%x: u32) -> u32 {\nentry:\n  %y = add.u32 %x, %x\n  ret %y\n}\n\n\
+         kernel @k(%out: ptr<global, u32>) {\nentry:\n  store %out[0], 42\n  ret\n}\n"
+    );
+    // The dump after `inline` shows the inlined kernel, then the function.
+    assert!(err.contains("*** IR Dump After inline (kernel @k) ***\nkernel @k(%out: ptr<global, u32>) {\nentry:\n  jmp twice.entry\n"), "{err}");
+    assert!(err.contains("  %twice.y = add.u32 21, 21\n"), "{err}");
+    assert!(err.contains("*** IR Dump After inline (function @twice) ***"), "{err}");
+    assert!(err.contains(" 1. inline (changed 1 kernel)\n             1  calls inlined\n"), "{err}");
+    // Each dump file is the whole module, functions included.
+    let inlined = std::fs::read_to_string(dir.join("01-inline.kir")).unwrap();
+    assert!(inlined.starts_with("func @twice(") && !inlined.contains("call @"), "{inlined}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -1,9 +1,31 @@
-//! Barrier-divergence verification (the `verify-barriers` pass), run by `kir check`, by the CLI
-//! before it emits PTX or runs a kernel (`load_checked` in `src/cmd/common.rs`), by `kir test`, and
-//! by `kir opt` when `verify-barriers` is in `--passes` (it is not in the default pipeline;
-//! `emit_module` itself does not run it).
+//! Barrier-divergence verification (the `verify-barriers` pass, a module pass), run by `kir check`,
+//! by the CLI before it emits PTX or runs a kernel (`load_checked` in `src/cmd/common.rs`), by
+//! `kir test`, and by `kir opt` when `verify-barriers` is in `--passes` (it is not in the default
+//! pipeline; `emit_module` itself does not run it). [`verify_module_barriers`] is the entry point
+//! for a module; [`verify_barriers`] looks at one body alone.
 //!
 //! Guarantees:
+//! - Calls are followed. A barrier or full-mask collective inside a device function is checked at
+//!   every call site, directly or through other functions: [`verify_kernel_barriers`] analyses a
+//!   copy of the kernel with every call inlined ([`crate::inlined`], the code `inline` produces),
+//!   so the call's control dependence and the uniformity of its arguments (a function branching
+//!   on a parameter) are judged exactly as if the function's code were written at the call, and
+//!   the guarantees below (soundness included) hold for the kernel with its calls. Each error is
+//!   located in the function's source; its chain of labels runs through the caller into the
+//!   function (a parameter's step names the call that passes the argument, a returned value's the
+//!   `ret` that returns it), and every call site on the way to the rejected instruction gets a
+//!   label ("`@f` is called here from `@k`"; the call that only some threads make says it is
+//!   "under a thread-dependent branch"), with a note stating the chain `@k → @g → @f`. The same
+//!   function reached divergently through two call sites under different branches gives two
+//!   errors; through two call sites under the same branch, one error with an "also rejected"
+//!   label at the second call.
+//! - A function that no kernel calls is not checked for barrier divergence (there is no call site
+//!   to judge it by; a function alone would have to assume any argument), nor is a function's own
+//!   body apart from its call sites. If a kernel's calls cannot be inlined (growth past
+//!   [`kir_ir::inline::MAX_INLINED_INSTS`]), that kernel gets an error saying its calls cannot be
+//!   verified, never an unsound acceptance. [`verify_barriers`] alone on a body with calls treats a
+//!   call as opaque (result varying, callee's barriers not seen); on a function alone it treats
+//!   the parameters as varying.
 //! - [`verify_barriers`] reports an error at every `barrier` that some threads of a block may not
 //!   reach together (its block is in the region of a branch whose condition is not block-uniform,
 //!   per [`crate::uniformity`]: such a barrier fails to post-dominate a divergent branch, a divergent
@@ -38,22 +60,24 @@
 //! collective in a block whose size is not a multiple of 32 names lanes that do not exist, whatever
 //! the control flow (the interpreter reports it at run time).
 
-use crate::pass::{Pass, PassContext};
+use crate::inlined::{CallSite, InlinedModule, Provenance};
+use crate::pass::{ModulePass, PassContext};
 use crate::uniformity::{ConflictKind, Level, LoadConflict, MemObject, Uniformity, ValueReason};
 use kir_ir::cfg::Cfg;
 use kir_ir::diag::Diagnostic;
-use kir_ir::{BlockId, InstId, Kernel, Op, Operand, Span, SpecialReg, Terminator, ValueDef, ValueId};
+use kir_ir::{BlockId, InstId, Kernel, Module, Op, Operand, Span, SpecialReg, Terminator, ValueDef, ValueId};
 
-/// The `verify-barriers` pass: reports [`verify_barriers`]'s errors and never changes the kernel.
+/// The `verify-barriers` pass (a module pass, since a function's barriers are checked at its call
+/// sites): reports [`verify_module_barriers`]'s errors and never changes the module.
 pub struct VerifyBarriers;
 
-impl Pass for VerifyBarriers {
+impl ModulePass for VerifyBarriers {
     fn name(&self) -> &'static str {
         "verify-barriers"
     }
-    fn run(&self, k: &mut Kernel, cx: &mut PassContext) -> bool {
-        let diags = verify_barriers(k);
-        cx.stats.add("barriers checked", count_barriers(k) as u64);
+    fn run(&self, m: &mut Module, cx: &mut PassContext) -> bool {
+        let diags = verify_module_barriers(m);
+        cx.stats.add("barriers checked", m.kernels.iter().map(count_barriers).sum::<usize>() as u64);
         cx.stats.add("divergent barriers or collectives", diags.len() as u64);
         cx.diagnostics.extend(diags);
         false
@@ -64,8 +88,72 @@ fn count_barriers(k: &Kernel) -> usize {
     k.placed_insts().filter(|(_, i)| k.insts.get(i.index()).is_some_and(|d| d.op == Op::Barrier)).count()
 }
 
+/// Barrier verification of a whole module: [`verify_kernel_barriers`] for every kernel, in module
+/// order. This is the entry point for modules with functions (`kir check` runs it).
+pub fn verify_module_barriers(m: &Module) -> Vec<Diagnostic> {
+    let with_calls: Vec<&Kernel> = m.kernels.iter().filter(|k| !k.callees.is_empty()).collect();
+    if with_calls.is_empty() {
+        return m.kernels.iter().flat_map(verify_barriers).collect();
+    }
+    let im = InlinedModule::new(m, &with_calls);
+    let mut n = 0;
+    let mut out = vec![];
+    for k in &m.kernels {
+        if k.callees.is_empty() {
+            out.extend(verify_barriers(k));
+        } else {
+            out.extend(verify_inlined(&im, n, k));
+            n += 1;
+        }
+    }
+    out
+}
+
+/// Every barrier and full-mask collective that kernel `k` may reach divergently, its own and those
+/// of the functions of `m` it calls (directly or not), one error per cause. `k` need not be in `m`.
+/// A kernel without calls gets exactly [`verify_barriers`]'s answer; otherwise the analysis runs on
+/// a copy with every call inlined ([`crate::inlined`]) and each error also names the chain of call
+/// sites (see the module header).
+pub fn verify_kernel_barriers(m: &Module, k: &Kernel) -> Vec<Diagnostic> {
+    if k.callees.is_empty() {
+        return verify_barriers(k);
+    }
+    let im = InlinedModule::new(m, &[k]);
+    verify_inlined(&im, 0, k)
+}
+
+fn verify_inlined(im: &InlinedModule<'_>, n: usize, k: &Kernel) -> Vec<Diagnostic> {
+    let Some(r) = im.kernel(n) else { return verify_barriers(k) };
+    match r {
+        Ok(inl) => {
+            let p = Provenance { im, k: inl };
+            let u = Uniformity::compute(&inl.body);
+            verify_impl(&inl.body, &u, Some(&p))
+        }
+        Err(e) => {
+            let mut d = Diagnostic::error(format!(
+                "cannot verify the barriers of `@{}` across its calls: {}",
+                k.name, e.message
+            ));
+            d.primary = e.primary.clone();
+            d.secondary = e.secondary.clone();
+            if d.primary.is_none() && !k.span.is_dummy() {
+                d = d.at(k.span, "in this kernel");
+            }
+            d.notes = e.notes.clone();
+            vec![d.with_note(
+                "barrier verification analyses each kernel with its calls inlined, so that a barrier or full-mask \
+                 collective in a function is checked at every call site; without that copy nothing in the functions is proved",
+            )]
+        }
+    }
+}
+
 /// Every barrier and full-mask warp collective of `k` that may be reached divergently, one error
-/// each, in layout order.
+/// per cause, in layout order. Only `k`'s own instructions: a `call` is opaque (its result is
+/// varying, see [`crate::uniformity`]) and the barriers of its callee are not looked at; use
+/// [`verify_kernel_barriers`] / [`verify_module_barriers`] to follow calls. On a device function
+/// alone, its parameters count as varying.
 pub fn verify_barriers(k: &Kernel) -> Vec<Diagnostic> {
     let u = Uniformity::compute(k);
     verify_with(k, &u)
@@ -73,6 +161,11 @@ pub fn verify_barriers(k: &Kernel) -> Vec<Diagnostic> {
 
 /// [`verify_barriers`] with an analysis already computed.
 pub fn verify_with(k: &Kernel, u: &Uniformity) -> Vec<Diagnostic> {
+    verify_impl(k, u, None)
+}
+
+/// The errors, for `k` itself or (with `prov`) for the inlined copy of a kernel.
+fn verify_impl(k: &Kernel, u: &Uniformity, prov: Option<&Provenance<'_, '_>>) -> Vec<Diagnostic> {
     let sites = divergent_sites(k, u);
     // One root cause, one error: sites under the same divergent branch are reported together.
     let mut groups: Vec<(Option<BlockId>, Vec<Site>)> = vec![];
@@ -87,15 +180,35 @@ pub fn verify_with(k: &Kernel, u: &Uniformity) -> Vec<Diagnostic> {
         .into_iter()
         .map(|(_, sites)| {
             let (b, i, what) = sites[0];
-            let mut d = explain(k, u, b, i, what);
+            let mut d = explain(k, u, b, i, what, prov);
             let others = &sites[1..];
             if others.is_empty() {
                 return d;
             }
+            let mut used: Vec<Span> = d.span().into_iter().collect();
             for &(ob, oi, ow) in others {
                 let inst = &k.insts[oi.index()];
                 let m = inst.op.mnemonic();
                 let reach = if ow == What::Barrier { "threads of the block" } else { "lanes of the warp" };
+                let span = site_span(k, ob, oi);
+                if let (Some(p), true) = (prov, used.contains(&span)) {
+                    // The same source instruction, reached through another call: point at the
+                    // first call where the two paths differ.
+                    let (mine, theirs) = (p.inst_chain(i), p.inst_chain(oi));
+                    let differ = theirs.iter().enumerate().find(|(n, c)| mine.get(*n) != Some(*c)).map(|(_, c)| c);
+                    if let Some(c) = differ.filter(|c| !c.span.is_dummy() && !used.contains(&c.span)) {
+                        used.push(c.span);
+                        d = d.with_label(
+                            c.span,
+                            format!(
+                                "also rejected for the same cause: through this call of `@{}`, some {reach} may not reach the same `{m}`",
+                                c.callee
+                            ),
+                        );
+                        continue;
+                    }
+                }
+                used.push(span);
                 if inst.span.is_dummy() {
                     d = d.with_note(format!(
                         "also rejected for the same cause: `{m}` in block `{}`: some {reach} may not reach it",
@@ -184,6 +297,8 @@ enum What {
 struct Chain<'a> {
     k: &'a Kernel,
     u: &'a Uniformity,
+    /// For the inlined copy of a kernel: where its entities come from.
+    prov: Option<&'a Provenance<'a, 'a>>,
     labels: Vec<(Span, String)>,
     /// Steps whose entity has no source span (made by a pass), told in notes instead.
     unlocated: Vec<String>,
@@ -249,16 +364,64 @@ impl<'a> Chain<'a> {
         self.step(span, intro);
         match self.u.branch_reason(y) {
             Some(ValueReason::Operand { value, after_loop: Some(h) }) => self.after_loop(value, h, None),
-            Some(ValueReason::Operand { value, after_loop: None }) => self.value_cause(value),
+            Some(ValueReason::Operand { value, after_loop: None }) => {
+                if let Some(path) = self.block_param_path(y, value) {
+                    self.passed_down(&path, value);
+                }
+                self.value_cause(value)
+            }
             _ => {}
         }
     }
 
     fn cond_name(&self, y: BlockId) -> String {
         match self.k.blocks.get(y.index()).map(|b| &b.term) {
-            Some(Terminator::Br { cond: Operand::Value(c), .. }) => self.vname(*c),
+            Some(Terminator::Br { cond: Operand::Value(c), .. }) => match self.block_param_path(y, *c) {
+                Some(path) => format!("`%{}`", path.last().map(|p| p.1.as_str()).unwrap_or("?")),
+                None => self.vname(*c),
+            },
             _ => "its condition".into(),
         }
+    }
+
+    /// In an inlined copy: when block `y` (in a function) uses `w`, a value of a caller, through
+    /// parameters: each call below `w`'s instance with the parameter receiving it.
+    fn block_param_path(&self, y: BlockId, w: ValueId) -> Option<Vec<(CallSite, String)>> {
+        let p = self.prov?;
+        p.param_path(w, p.block_instance(y)?)
+    }
+
+    /// In an inlined copy: when `v` (in a function) uses `w`, a value of a caller.
+    fn value_param_path(&self, v: ValueId, w: ValueId) -> Option<Vec<(CallSite, String)>> {
+        let p = self.prov?;
+        p.param_path(w, p.value_instance(v)?)
+    }
+
+    /// One step per call through which `w` was passed down as an argument, innermost first (the
+    /// direction the explanation walks in).
+    fn passed_down(&mut self, path: &[(CallSite, String)], w: ValueId) {
+        for j in (0..path.len()).rev() {
+            if self.full() {
+                return;
+            }
+            let (site, param) = &path[j];
+            let arg = if j == 0 { self.vname(w) } else { format!("`%{}`", path[j - 1].1) };
+            self.step(
+                site.span,
+                format!(
+                    "`@{}` is called here from `@{}` with {arg} for its parameter `%{param}`",
+                    site.callee, site.caller
+                ),
+            );
+        }
+    }
+
+    /// In an inlined copy: when `v` (in a caller) receives `w` from block `from` of the function it
+    /// called (the returned value), that call.
+    fn returned_by(&self, v: ValueId, from: BlockId) -> Option<CallSite> {
+        let p = self.prov?;
+        let below = p.calls_below(p.value_instance(v)?, p.block_instance(from)?)?;
+        (below.len() == 1).then(|| below.into_iter().next()).flatten()
     }
 
     /// `user` (or the branch) uses `value` after the loop at `header`, whose exit is divergent.
@@ -334,7 +497,14 @@ impl<'a> Chain<'a> {
             }
             Some(ValueReason::Operand { value, after_loop: None }) => {
                 let how = if self.is_load(v) { "is loaded from an address that depends on" } else { "depends on" };
-                self.step(span, format!("{name} {how} {}", self.vname(value)));
+                match self.value_param_path(v, value) {
+                    Some(path) => {
+                        let param = path.last().map(|p| p.1.clone()).unwrap_or_default();
+                        self.step(span, format!("{name} {how} `%{param}`"));
+                        self.passed_down(&path, value);
+                    }
+                    None => self.step(span, format!("{name} {how} {}", self.vname(value))),
+                }
                 self.value_cause(value);
             }
             Some(ValueReason::Operand { value, after_loop: Some(h) })
@@ -342,7 +512,17 @@ impl<'a> Chain<'a> {
                 self.after_loop(value, h, Some(v));
             }
             Some(ValueReason::Incoming { value, from, after_loop: None }) => {
-                self.step(span, format!("{name} receives {} from block {}", self.vname(value), self.bname(from)));
+                if let Some(site) = self.returned_by(v, from) {
+                    self.step(span, format!("{name} is the value `@{}` returns", site.callee));
+                    let ret = self.k.blocks.get(from.index()).map(|b| b.term_span).unwrap_or(Span::DUMMY);
+                    self.step(ret, format!("`@{}` returns {} here", site.callee, self.vname(value)));
+                } else if let Some(path) = self.value_param_path(v, value) {
+                    let param = path.last().map(|p| p.1.clone()).unwrap_or_default();
+                    self.step(span, format!("{name} receives `%{param}` from block {}", self.bname(from)));
+                    self.passed_down(&path, value);
+                } else {
+                    self.step(span, format!("{name} receives {} from block {}", self.vname(value), self.bname(from)));
+                }
                 self.value_cause(value);
             }
             Some(ValueReason::Join { branch }) => {
@@ -357,6 +537,20 @@ impl<'a> Chain<'a> {
                 self.branch_cause(branch, format!("threads take different paths here, depending on {c}"));
             }
             Some(ValueReason::Irreducible) => self.irreducible = true,
+            Some(ValueReason::Call) => self.step(
+                span,
+                format!(
+                    "{name} is the result of a call, and the callee is not analysed here, so it may differ between threads \
+                     (verify the module, or inline the call, to follow it)"
+                ),
+            ),
+            Some(ValueReason::FuncParam) => self.step(
+                span,
+                format!(
+                    "{name} is a parameter of function `@{}`, analysed here on its own: a caller may pass a value that differs between threads",
+                    self.k.name
+                ),
+            ),
         }
     }
 }
@@ -497,7 +691,14 @@ fn sides_reaching(cfg: &Cfg, y: BlockId, p: Option<BlockId>, x: BlockId) -> Vec<
         .collect()
 }
 
-fn explain(k: &Kernel, u: &Uniformity, b: BlockId, i: InstId, what: What) -> Diagnostic {
+fn explain(
+    k: &Kernel,
+    u: &Uniformity,
+    b: BlockId,
+    i: InstId,
+    what: What,
+    prov: Option<&Provenance<'_, '_>>,
+) -> Diagnostic {
     let inst = &k.insts[i.index()];
     let mnemonic = inst.op.mnemonic();
     let level = u.block_level(b);
@@ -516,19 +717,22 @@ fn explain(k: &Kernel, u: &Uniformity, b: BlockId, i: InstId, what: What) -> Dia
             "some lanes of the warp may not reach this collective".to_string(),
         ),
     };
+    let calls = prov.map(|p| p.inst_chain(i)).unwrap_or_default();
     let mut d = if span.is_dummy() {
         // IR made by a pass, without source: say where in words instead of pointing at 0..0.
-        Diagnostic::error(message).with_note(format!(
-            "at `{mnemonic}` in block `{}` of kernel `@{}`: {label}",
-            k.block(b).name,
-            k.name
-        ))
+        let body = match calls.last() {
+            Some(c) => format!("function `@{}` (inlined into kernel `@{}`)", c.callee, k.name),
+            None => format!("kernel `@{}`", k.name),
+        };
+        Diagnostic::error(message)
+            .with_note(format!("at `{mnemonic}` in block `{}` of {body}: {label}", k.block(b).name))
     } else {
         Diagnostic::error(message).at(span, label)
     };
     let mut chain = Chain {
         k,
         u,
+        prov,
         labels: vec![],
         unlocated: vec![],
         seen_values: vec![],
@@ -576,6 +780,9 @@ fn explain(k: &Kernel, u: &Uniformity, b: BlockId, i: InstId, what: What) -> Dia
     for n in &chain.unlocated {
         d = d.with_note(n.clone());
     }
+    if let (Some(p), false) = (prov, calls.is_empty()) {
+        d = call_sites(d, k, u, p, (b, i, what), &calls, &chain.labels);
+    }
     if what == What::Collective {
         for h in &chain.hints {
             d = d.with_note(h.clone());
@@ -606,6 +813,75 @@ fn explain(k: &Kernel, u: &Uniformity, b: BlockId, i: InstId, what: What) -> Dia
     )
 }
 
+/// Labels the call sites through which a rejected barrier or collective inside a function is
+/// reached (`calls`, outermost first), naming the call that only some threads make, and notes the
+/// rule for functions.
+fn call_sites(
+    mut d: Diagnostic,
+    k: &Kernel,
+    u: &Uniformity,
+    p: &Provenance<'_, '_>,
+    (b, i, what): Site,
+    calls: &[CallSite],
+    taken: &[(Span, String)],
+) -> Diagnostic {
+    // The call made in the body that holds the divergent branch is the one only some threads
+    // make; the calls below it are made by whoever enters it.
+    let y = u.block_reason(b);
+    let under = y.and_then(|y| {
+        let below = p.calls_below(p.block_instance(y)?, p.inst_instance(i)?)?;
+        Some(calls.len() - below.len())
+    });
+    let in_loop = y.and_then(|y| {
+        let min = if what == What::Barrier { Level::WarpUniform } else { Level::Varying };
+        u.divergent_loop_containing(b, y, min).map(|l| l.header)
+    });
+    let who = match (what, u.block_level(b)) {
+        (What::Barrier, Level::WarpUniform) => "some warps of the block",
+        (What::Barrier, _) => "some threads of the block",
+        (What::Collective, _) => "some lanes of the warp",
+    };
+    for (n, c) in calls.iter().enumerate() {
+        let msg = if Some(n) == under {
+            match in_loop {
+                Some(_) => format!(
+                    "`@{}` is called here from `@{}`, inside a loop that threads leave after different numbers of iterations: {who} make this call more often than others",
+                    c.callee, c.caller
+                ),
+                None => format!(
+                    "`@{}` is called here from `@{}` under a thread-dependent branch: {who} do not make this call",
+                    c.callee, c.caller
+                ),
+            }
+        } else {
+            format!("`@{}` is called here from `@{}`", c.callee, c.caller)
+        };
+        if taken.iter().any(|(s, _)| *s == c.span) {
+            // A step of the chain already points at this call (it passes the argument).
+            continue;
+        }
+        if c.span.is_dummy() {
+            d = d.with_note(msg);
+        } else {
+            d = d.with_label(c.span, msg);
+        }
+    }
+    let path: Vec<String> =
+        std::iter::once(format!("`@{}`", k.name)).chain(calls.iter().map(|c| format!("`@{}`", c.callee))).collect();
+    let (thing, reach) = match what {
+        What::Barrier => ("barrier", "the threads of the block"),
+        What::Collective => ("collective", "the lanes of the warp"),
+    };
+    let func = calls.last().map(|c| c.callee.as_str()).unwrap_or("");
+    d.with_note(format!(
+        "the {thing} is in function `@{func}`, reached from kernel `@{}` through the calls {} (each labelled \"called here\"); \
+         a barrier or full-mask collective in a function is checked at each of its call sites, as if the function's code were written there: \
+         {reach} must make the call together, and the function's own branches are judged with that call's arguments",
+        k.name,
+        path.join(" → ")
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -625,14 +901,14 @@ body:
     #[test]
     fn the_pass_reports_and_leaves_the_kernel_unchanged() {
         let m = kir_ir::parse(BOUNDS_EXIT).unwrap();
-        let mut k = m.kernels[0].clone();
+        let mut copy = m.clone();
         let pass = crate::registry::lookup("verify-barriers").unwrap();
-        let crate::pass::PassKind::Kernel(p) = (pass.create)(&Default::default()).unwrap() else {
-            panic!("verify-barriers is a kernel pass")
+        let crate::pass::PassKind::Module(p) = (pass.create)(&Default::default()).unwrap() else {
+            panic!("verify-barriers is a module pass (it follows calls)")
         };
         let mut cx = PassContext::default();
-        assert!(!p.run(&mut k, &mut cx));
-        assert_eq!(k, m.kernels[0]);
+        assert!(!p.run(&mut copy, &mut cx));
+        assert_eq!(copy, m);
         assert_eq!(cx.diagnostics.len(), 1);
         assert!(cx.diagnostics[0].is_error());
         assert_eq!(cx.stats.get("barriers checked"), 1);

@@ -3,12 +3,15 @@
 //! Guarantees:
 //! - Removes every instruction without side effects ([`kir_ir::Op::has_side_effects`] is false)
 //!   whose result does not, directly or through other instructions and block arguments, reach an
-//!   instruction with side effects or a branch condition; and every block parameter that is dead
-//!   in the same sense, together with the matching argument on every edge into its block. Dead
-//!   cycles through loop parameters (`%acc` feeding only `%acc.next`) are removed too.
-//! - Keeps every instruction with side effects (stores, atomics, barriers, warp collectives), every
-//!   terminator and every block; the kernel's observable behaviour is unchanged (loads may be
-//!   removed: a load has no effect besides its result).
+//!   instruction with side effects, a branch condition or, in a device function, a returned value
+//!   (`ret %v`: the caller uses it); and every block parameter that is dead in the same sense,
+//!   together with the matching argument on every edge into its block. Dead cycles through loop
+//!   parameters (`%acc` feeding only `%acc.next`) are removed too.
+//! - Keeps every instruction with side effects (stores, atomics, barriers, warp collectives, and
+//!   `call`, whose callee may have any of those, even when its result is unused), every terminator
+//!   and every block; the kernel's or function's observable behaviour is unchanged (loads may be
+//!   removed: a load has no effect besides its result). Function parameters are never removed
+//!   (callers pass them).
 //! - Runs in time linear in the size of the kernel.
 
 use crate::edit::{incoming_edges, retain_block_params, succ_call};
@@ -24,7 +27,7 @@ impl Pass for Dce {
 
     fn run(&self, k: &mut Kernel, cx: &mut PassContext) -> bool {
         let Liveness { flags, kept_if } = liveness(k);
-        let is_live = |v: ValueId| flags.get(v.index()).map_or(true, |f| f & LIVE != 0);
+        let is_live = |v: ValueId| flags.get(v.index()).is_none_or(|f| f & LIVE != 0);
         // Decided from the 4-byte summary the sweep left per instruction, without reading the
         // instruction arena a second time.
         let mut removed_insts = 0u64;
@@ -105,8 +108,11 @@ fn liveness(k: &Kernel) -> Liveness {
     // Built on the first work item that is a block parameter (a loop-carried one, usually).
     let mut incoming = None;
     for b in k.blocks.iter().rev() {
-        if let Terminator::Br { cond, .. } = &b.term {
-            mark(*cond, &mut flags, &mut work);
+        match &b.term {
+            Terminator::Br { cond, .. } => mark(*cond, &mut flags, &mut work),
+            // A function's returned value is used by its caller.
+            Terminator::Ret(Some(v)) => mark(*v, &mut flags, &mut work),
+            _ => {}
         }
         for c in b.term.successors() {
             let Some(target) = k.blocks.get(c.block.index()) else { continue };

@@ -13,6 +13,10 @@
 //!   integer `min`/`max` of `x, x`; shifts by 0; `mov x → x`; `select` with a constant condition or
 //!   two equal operands. No float identity is applied (`x+0.0` is wrong for `-0.0`, `x*1.0` changes
 //!   NaN payloads and flushes subnormals under `.ftz`).
+//! - Kernels and device functions alike: every use of a folded value is rewritten, terminator
+//!   operands included (a branch condition, block arguments, and a function's `ret %v`, which may
+//!   become `ret 3`). A `call` is never folded (it is not pure), but its arguments are rewritten;
+//!   function parameters are not constants (each call passes its own).
 //! - Only pure ops are touched; instructions in unreachable blocks are not folded, but their uses
 //!   of folded values are rewritten. One pass visits reachable blocks in reverse post-order, so
 //!   chains of constants fold completely; the pass runs in linear time.

@@ -30,6 +30,12 @@
 //!   not only the first). The original kernels stay in the module; fused kernels are added, named
 //!   `@first.second` (intermediate ones that a later fusion absorbed are not kept). A fused kernel that fails the verifier is discarded (reported, never
 //!   returned).
+//! - Kernels that call device functions are seen through: decisions are taken on a copy of the
+//!   module with every call inlined (`kir_ir::inline::inline_module`), so a callee's loads,
+//!   stores, barriers and collectives count as the kernel's, and a fused kernel is built from the
+//!   inlined code (it has no call). The module's kernels and functions themselves are unchanged.
+//!   When inlining fails (growth past its limit), no pair of a graph launching a kernel with calls
+//!   is fused, and each refusal says why ([`Reason::Calls`]).
 //! - Interpreter results of the graph before and after the pass are bit-identical (tests).
 
 use crate::pass::{ModulePass, PassContext};
@@ -130,6 +136,13 @@ pub enum Reason {
     },
     /// The fused kernel did not verify (a bug in this pass; the pair is left alone).
     Internal(String),
+    /// A kernel of the graph calls functions that could not be inlined for the analysis, so what
+    /// its launch reads and writes is not known.
+    Calls {
+        kernel: String,
+        callee: String,
+        why: String,
+    },
 }
 
 impl fmt::Display for Reason {
@@ -166,6 +179,10 @@ impl fmt::Display for Reason {
                 )
             }
             Reason::Internal(msg) => write!(f, "internal: the fused kernel does not verify ({msg})"),
+            Reason::Calls { kernel, callee, why } => write!(
+                f,
+                "calls: @{kernel} calls @{callee}, and the calls could not be inlined to see what the launch reads and writes ({why})"
+            ),
         }
     }
 }
@@ -321,12 +338,56 @@ impl FusionReport {
 }
 
 /// Fuses every graph of `m` until no candidate pair can be fused.
+///
+/// Kernels that call functions are seen through: the decisions are taken on a copy of the module
+/// with every call inlined (a call's loads and stores are its callee's, which the dependency graph
+/// and the thread-privacy proof must see), and the fused kernels, built from the inlined code, are
+/// call-free. The module's own kernels and functions are left as they are. When that copy cannot
+/// be made, no pair of a graph that launches a kernel with calls is fused ([`Reason::Calls`]).
 pub fn fuse_module(m: &mut Module) -> FusionReport {
+    let launched: BTreeSet<&str> = m.graphs.iter().flat_map(|g| g.launches.iter().map(|l| l.kernel.as_str())).collect();
+    if !m.kernels.iter().any(|k| !k.callees.is_empty() && launched.contains(k.name.as_str())) {
+        return fuse_module_with(m, &[]);
+    }
+    let mut view = m.clone();
+    match kir_ir::inline::inline_module(&mut view) {
+        Ok(_) => {
+            let report = fuse_module_with(&mut view, &[]);
+            let original: BTreeSet<String> = m.kernels.iter().map(|k| k.name.clone()).collect();
+            m.graphs = view.graphs;
+            m.kernels.extend(view.kernels.into_iter().filter(|k| !original.contains(&k.name)));
+            report
+        }
+        Err(e) => {
+            // Without the callees' effects, the dependency graph of a graph launching such a
+            // kernel is not known: refuse every pair there.
+            let blocked: Vec<Option<Reason>> = m
+                .graphs
+                .iter()
+                .map(|g| {
+                    g.launches.iter().find_map(|l| {
+                        let k = m.kernel(&l.kernel).filter(|k| !k.callees.is_empty())?;
+                        Some(Reason::Calls {
+                            kernel: k.name.clone(),
+                            callee: k.callees[0].name.clone(),
+                            why: e.message.clone(),
+                        })
+                    })
+                })
+                .collect();
+            fuse_module_with(m, &blocked)
+        }
+    }
+}
+
+/// [`fuse_module`] on a module whose launched kernels are call-free, except in the graphs with a
+/// `blocked` reason, whose every pair is refused with it.
+fn fuse_module_with(m: &mut Module, blocked: &[Option<Reason>]) -> FusionReport {
     let mut report = FusionReport::default();
     let original: BTreeSet<String> = m.kernels.iter().map(|k| k.name.clone()).collect();
     for gi in 0..m.graphs.len() {
         loop {
-            let (done, refused) = fuse_step(m, gi);
+            let (done, refused) = fuse_step(m, gi, blocked.get(gi).and_then(|b| b.as_ref()));
             match done {
                 Some(d) => report.decisions.push(d),
                 None => {
@@ -345,7 +406,7 @@ pub fn fuse_module(m: &mut Module) -> FusionReport {
 
 /// Tries every candidate pair of graph `gi` in order; applies the first fusion that is legal.
 /// Returns it, or (when none is) every refusal.
-fn fuse_step(m: &mut Module, gi: usize) -> (Option<Decision>, Vec<Decision>) {
+fn fuse_step(m: &mut Module, gi: usize, blocked: Option<&Reason>) -> (Option<Decision>, Vec<Decision>) {
     let g = &m.graphs[gi];
     let dag = dependency_graph(m, g);
     let n = g.launches.len();
@@ -381,7 +442,7 @@ fn fuse_step(m: &mut Module, gi: usize) -> (Option<Decision>, Vec<Decision>) {
             };
             let g = &m.graphs[gi];
             let (li, lj) = (&g.launches[i], &g.launches[j]);
-            let mut reasons = Vec::new();
+            let mut reasons: Vec<Reason> = blocked.into_iter().cloned().collect();
             // Where can the merged launch go?
             let up = (i + 1..j).all(|k| edge[k][j].is_none());
             let down = (i + 1..j).all(|k| edge[i][k].is_none());
@@ -731,10 +792,12 @@ fn apply(m: &mut Module, gi: usize, i: usize, j: usize, up: bool, plan: Plan, ki
 }
 
 fn fresh_kernel_name(m: &Module, base: &str) -> String {
-    if m.kernel(base).is_none() {
+    // Kernel and function names share one namespace.
+    let free = |n: &str| m.kernel(n).is_none() && m.func(n).is_none();
+    if free(base) {
         return base.to_string();
     }
-    (1..).map(|i| format!("{base}.{i}")).find(|n| m.kernel(n).is_none()).unwrap_or_else(|| base.to_string())
+    (1..).map(|i| format!("{base}.{i}")).find(|n| free(n)).unwrap_or_else(|| base.to_string())
 }
 
 /// Unused names for a kernel under construction: each call returns `base` when it is free, else

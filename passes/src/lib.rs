@@ -5,17 +5,22 @@
 //!   `fold,simplify-cfg,dce` or `fold{approx},dce` ([`pipeline::parse_pipeline`]);
 //!   [`pipeline::DEFAULT_PIPELINE`] is what `kir opt` runs without `--passes`.
 //! - [`manager::run_pipeline`] verifies its input, runs every kernel pass on every kernel and
-//!   every module pass once on the module, optionally verifies after each pass (keeping the IR
+//!   function and every module pass once on the module, optionally verifies after each pass (keeping the IR
 //!   from before a pass that breaks it), and produces the `--print-ir-*` dumps, per-step dump
 //!   files, statistics and timings.
 //! - Every pass preserves the behaviour of a verified kernel, as defined by the interpreter, bit
 //!   for bit (the property tests in `tests/` check this on random kernels) — except `fma-contract`,
 //!   which exists to change rounding (fusing `mul` + `add` into `fma`) and says so in its header.
 //!
+//! - Device functions: kernel passes run on every body, kernels and functions alike; `inline`
+//!   (first in the default pipeline) removes every call; barrier verification checks a function's
+//!   barriers and collectives at each of its call sites ([`barrier::verify_module_barriers`]).
+//!
 //! Modules: [`pass`] (the two kinds of pass, `Pass` and `ModulePass`, held as a `PassKind`; stats;
 //! options), [`pipeline`], [`registry`], [`manager`], [`edit`] (IR editing helpers), the passes
-//! [`fold`], [`dce`], [`simplify_cfg`], [`fuse`], [`fma_contract`], and the analyses behind
-//! barrier verification: [`uniformity`] and [`barrier`].
+//! [`inline`], [`fold`], [`dce`], [`simplify_cfg`], [`fuse`], [`fma_contract`], and the analyses
+//! behind barrier verification: [`uniformity`], [`barrier`] and [`inlined`] (inlined copies that
+//! remember where each entity came from).
 
 pub mod barrier;
 pub mod dce;
@@ -23,6 +28,8 @@ pub mod edit;
 pub mod fma_contract;
 pub mod fold;
 pub mod fuse;
+pub mod inline;
+pub mod inlined;
 pub mod manager;
 pub mod pass;
 pub mod pipeline;

@@ -2,22 +2,25 @@
 //! timing.
 //!
 //! Guarantees:
-//! - The input is verified first (unless [`RunConfig::verify_input`] is off); passes only ever see
-//!   verified IR.
+//! - The input is verified first (unless [`RunConfig::verify_input`] is off), with the module when
+//!   it has functions (calls typed against their callees, recursion rejected); passes only ever
+//!   see verified IR.
 //! - Steps run in order, dispatched on the pass's kind ([`PassKind`]): a kernel pass runs on every
-//!   kernel (in module order), a module pass once on the module, before the next step starts. At
-//!   the end every kernel is compacted ([`kir_ir::Kernel::compact`]), so what is returned is
-//!   canonical; dumps print the block layout, which is the same text either way. A module pass
-//!   that changed the module has every kernel compacted right after it; it counts as changing
-//!   each kernel it added and each existing kernel that this compaction renumbered (at least one).
-//! - With [`RunConfig::verify_each`], the verifier runs after every pass on every kernel. A pass
-//!   that leaves an invalid kernel, or that reports "unchanged" while it changed the kernel, stops
-//!   the pipeline with [`PassError::Broken`] naming the pass and kernel with the verifier's errors;
-//!   the kernel is restored to its IR from before that pass. After a module pass the whole module
-//!   (kernels and graphs) is verified, and a module pass that changed or removed a kernel that was
-//!   in the module before it (which [`crate::ModulePass`] forbids) is `Broken` too; the whole
-//!   module is restored. A pass that reports error diagnostics stops the pipeline the same way
-//!   with [`PassError::Rejected`].
+//!   body, the kernels then the device functions (in module order), a module pass once on the
+//!   module, before the next step starts. At the end every kernel and function is compacted
+//!   ([`kir_ir::Kernel::compact`]), so what is returned is canonical; dumps print the block
+//!   layout, which is the same text either way. A module pass that changed the module has every
+//!   body compacted right after it; it counts as changing each kernel it added, each existing body
+//!   that this compaction renumbered and each body it rewrote (at least one).
+//! - With [`RunConfig::verify_each`], the verifier runs after every pass on every body (calls
+//!   checked against the module's functions). A pass that leaves an invalid body, or that reports
+//!   "unchanged" while it changed the body, stops the pipeline with [`PassError::Broken`] naming
+//!   the pass and body with the verifier's errors; the body is restored to its IR from before that
+//!   pass. After a module pass the whole module (kernels, functions and graphs) is verified, and a
+//!   module pass that changed or removed a kernel or function that was in the module before it
+//!   (which [`crate::ModulePass`] forbids, except rewriting for a pass that `changes_bodies`) is
+//!   `Broken` too; the whole module is restored. A pass that reports error diagnostics stops the
+//!   pipeline the same way with [`PassError::Rejected`].
 //! - What is copied to make those restores possible, and when: for a kernel pass, each kernel
 //!   just before the pass runs on it, only with `verify_each`. For a module pass, the whole module
 //!   just before the pass, only with `verify_each` or when the pass may reject
@@ -25,9 +28,13 @@
 //!   for `fuse`. Hence a kernel pass's IR is restored after error diagnostics only with
 //!   `verify_each`, a module pass's always when it may reject (and with `verify_each`).
 //! - Dumps go to the given writer, each headed `*** IR Dump After fold (kernel @name) ***` (or
-//!   `Before`), followed by the kernel's text, which is valid `.kir`; module passes print none.
-//!   `dump_dir` gets one file per step, `00-input.kir`, `01-fold.kir`, ..., each the whole module
-//!   as valid `.kir`.
+//!   `Before`; `(function @name)` for a device function), followed by the body's text, which is
+//!   valid `.kir` on its own unless it calls functions (a dump after `inline` has no call). A
+//!   module pass dumps every kernel and function after it runs (with `print_after_change`, those
+//!   it added or changed), and before it when asked, like a kernel pass; a module pass that is
+//!   not needed ([`crate::ModulePass::needed`]) is skipped, and its "after" dumps show the
+//!   unchanged bodies. `dump_dir` gets one file per step, `00-input.kir`, `01-inline.kir`, ...,
+//!   each the whole module (functions included) as valid `.kir`.
 //! - Timings measure the passes only (not verification, copies, compaction or dumps).
 
 use crate::pass::{ModulePass, Pass, PassContext, PassKind, PassStats};
@@ -188,7 +195,7 @@ impl fmt::Display for PassError {
 impl std::error::Error for PassError {}
 
 fn dump(out: &mut dyn Write, when: &str, pass: &str, k: &Kernel) -> Result<(), PassError> {
-    write!(out, "*** IR Dump {when} {pass} (kernel @{}) ***\n{}\n", k.name, print_kernel(k))
+    write!(out, "*** IR Dump {when} {pass} ({} @{}) ***\n{}\n", kind(k), k.name, print_kernel(k))
         .map_err(|error| PassError::Io { what: "writing an IR dump".into(), error })
 }
 
@@ -198,9 +205,10 @@ fn write_dump_file(dir: &std::path::Path, index: usize, name: &str, m: &Module) 
         .map_err(|error| PassError::Io { what: format!("writing {}", path.display()), error })
 }
 
-/// The verifier's errors for a kernel (warnings are dropped).
-fn verify_errors(k: &Kernel) -> Vec<Diagnostic> {
-    let d = kir_ir::verify::verify_kernel(k);
+/// The verifier's errors for a kernel or function (warnings are dropped); with the module, calls
+/// are checked against their callees.
+fn verify_errors(k: &Kernel, m: Option<&Module>) -> Vec<Diagnostic> {
+    let d = kir_ir::verify::verify_body(k, m);
     if diag::has_errors(&d) {
         d.into_iter().filter(Diagnostic::is_error).collect()
     } else {
@@ -208,14 +216,52 @@ fn verify_errors(k: &Kernel) -> Vec<Diagnostic> {
     }
 }
 
-/// Runs `p` over every kernel of `m`, writing the requested dumps to `dumps`.
+/// The input's verifier errors, with the name of the (first) body they are about.
+fn input_errors(m: &Module) -> Option<(String, Vec<Diagnostic>)> {
+    if m.funcs.is_empty() {
+        return m.kernels.iter().find_map(|k| {
+            let errs = verify_errors(k, None);
+            (!errs.is_empty()).then(|| (k.name.clone(), errs))
+        });
+    }
+    // With functions: calls are typed against their callees, and recursion is an error.
+    let errs: Vec<Diagnostic> = kir_ir::verify::verify_module(m).into_iter().filter(Diagnostic::is_error).collect();
+    if errs.is_empty() {
+        return None;
+    }
+    let name = m
+        .bodies()
+        .find(|k| !verify_errors(k, Some(m)).is_empty())
+        .or_else(|| m.bodies().next())
+        .map(|k| k.name.clone())
+        .unwrap_or_default();
+    Some((name, errs))
+}
+
+/// `kernel` or `function`, for dump headers.
+fn kind(k: &Kernel) -> &'static str {
+    if k.is_func() {
+        "function"
+    } else {
+        "kernel"
+    }
+}
+
+/// The `idx`-th body of `m`: kernels first, then functions (the order of [`Module::bodies`]).
+fn body_mut(m: &mut Module, idx: usize) -> &mut Kernel {
+    let nk = m.kernels.len();
+    if idx < nk {
+        &mut m.kernels[idx]
+    } else {
+        &mut m.funcs[idx - nk]
+    }
+}
+
+/// Runs `p` over every kernel and function of `m`, writing the requested dumps to `dumps`.
 pub fn run_pipeline(m: &mut Module, p: &Pipeline, cfg: &RunConfig, dumps: &mut dyn Write) -> Result<Report, PassError> {
     if cfg.verify_input {
-        for k in &m.kernels {
-            let errs = verify_errors(k);
-            if !errs.is_empty() {
-                return Err(PassError::InvalidInput { kernel: k.name.clone(), diagnostics: errs });
-            }
+        if let Some((kernel, diagnostics)) = input_errors(m) {
+            return Err(PassError::InvalidInput { kernel, diagnostics });
         }
     }
     if let Some(dir) = &cfg.dump_dir {
@@ -235,7 +281,7 @@ pub fn run_pipeline(m: &mut Module, p: &Pipeline, cfg: &RunConfig, dumps: &mut d
         };
         match &step.pass {
             PassKind::Kernel(pass) => run_kernel_step(&**pass, &step.spec, m, cfg, dumps, &mut sr, &mut report)?,
-            PassKind::Module(pass) => run_module_step(&**pass, &step.spec, m, cfg, &mut sr, &mut report)?,
+            PassKind::Module(pass) => run_module_step(&**pass, &step.spec, m, cfg, dumps, &mut sr, &mut report)?,
         }
         if let Some(dir) = &cfg.dump_dir {
             write_dump_file(dir, si + 1, name, m)?;
@@ -244,11 +290,12 @@ pub fn run_pipeline(m: &mut Module, p: &Pipeline, cfg: &RunConfig, dumps: &mut d
     }
     // Passes leave removed entities in the arenas; compact once at the end so the result is
     // canonical (what printing and re-parsing it gives).
-    m.kernels.iter_mut().for_each(Kernel::compact);
+    m.bodies_mut().for_each(Kernel::compact);
     Ok(report)
 }
 
-/// Runs kernel pass `pass` (written `spec` in the pipeline) on every kernel of `m`, in order.
+/// Runs kernel pass `pass` (written `spec` in the pipeline) on every kernel and then every
+/// function of `m`, in order.
 fn run_kernel_step(
     pass: &dyn Pass,
     spec: &str,
@@ -259,7 +306,10 @@ fn run_kernel_step(
     report: &mut Report,
 ) -> Result<(), PassError> {
     let name = pass.name();
-    for k in m.kernels.iter_mut() {
+    // Calls are checked against their callees only when there are functions.
+    let with_module = !m.funcs.is_empty();
+    for idx in 0..m.kernels.len() + m.funcs.len() {
+        let k = body_mut(m, idx);
         if cfg.wants_before(name) {
             dump(dumps, "Before", name, k)?;
         }
@@ -282,14 +332,17 @@ fn run_kernel_step(
             return Err(PassError::Rejected { pass: spec.to_string(), kernel: k.name.clone(), diagnostics: errors });
         }
         if let Some(b) = before {
-            let mut errs = verify_errors(k);
+            let k = m.bodies().nth(idx).unwrap_or(&b);
+            let mut errs = verify_errors(k, with_module.then_some(&*m));
             if !changed && *k != b {
                 errs.push(Diagnostic::error(format!(
-                    "pass `{spec}` reported no change but changed kernel @{}",
+                    "pass `{spec}` reported no change but changed {} @{}",
+                    kind(k),
                     k.name
                 )));
             }
             if !errs.is_empty() {
+                let k = body_mut(m, idx);
                 let ir_after = print_kernel(k);
                 let kernel = k.name.clone();
                 *k = b;
@@ -297,7 +350,7 @@ fn run_kernel_step(
             }
         }
         if cfg.wants_after(name, changed) {
-            dump(dumps, "After", name, k)?;
+            dump(dumps, "After", name, body_mut(m, idx))?;
         }
     }
     Ok(())
@@ -311,33 +364,60 @@ fn run_module_step(
     spec: &str,
     m: &mut Module,
     cfg: &RunConfig,
+    dumps: &mut dyn Write,
     sr: &mut StepReport,
     report: &mut Report,
 ) -> Result<(), PassError> {
+    let name = pass.name();
+    if cfg.wants_before(name) {
+        for k in m.bodies() {
+            dump(dumps, "Before", name, k)?;
+        }
+    }
+    if !pass.needed(m) {
+        // Nothing to do: an unchanged step, without a copy or a run.
+        if cfg.wants_after(name, false) {
+            for k in m.bodies() {
+                dump(dumps, "After", name, k)?;
+            }
+        }
+        return Ok(());
+    }
     let before = (cfg.verify_each || pass.may_reject()).then(|| m.clone());
-    // The kernels the pass is given. It must leave them as they are (checked below with
-    // `verify_each`), so after it they can still tell which kernels it added and which ones the
-    // compaction below renumbers: the kernels it changed, as counted without a copy.
-    let existing: HashSet<String> = m.kernels.iter().map(|k| k.name.clone()).collect();
+    // The bodies the pass is given. Unless it `changes_bodies`, it must leave them as they are
+    // (checked below with `verify_each`), so after it they can still tell which kernels it added
+    // and which ones the compaction below renumbers: the bodies it changed, as counted without a
+    // copy. A pass that changes bodies may reject, so the copy exists to compare with.
+    let existing: HashSet<(bool, String)> = m.bodies().map(|k| (k.is_func(), k.name.clone())).collect();
     let mut cx = PassContext::default();
     let start = Instant::now();
     let changed = pass.run(m, &mut cx);
     sr.time += start.elapsed();
+    let mut changed_bodies: HashSet<(bool, String)> = HashSet::new();
     if changed {
-        let mut n = 0;
-        for k in m.kernels.iter_mut() {
-            if !(existing.contains(&k.name) && k.is_compact()) {
-                n += 1;
+        let old_body = |k: &Kernel| {
+            let b = before.as_ref()?;
+            if k.is_func() {
+                b.func(&k.name)
+            } else {
+                b.kernel(&k.name)
+            }
+        };
+        for k in m.bodies_mut() {
+            let key = (k.is_func(), k.name.clone());
+            let rewritten = pass.changes_bodies() && old_body(k).map_or(before.is_none(), |o| o != k);
+            if !(existing.contains(&key) && k.is_compact()) || rewritten {
+                changed_bodies.insert(key);
             }
             k.compact();
         }
-        sr.changed_kernels += n.max(1);
+        sr.changed_kernels += changed_bodies.len().max(1);
     }
     sr.stats.merge(&cx.stats);
     let (errors, warnings): (Vec<Diagnostic>, Vec<Diagnostic>) =
         cx.diagnostics.into_iter().partition(Diagnostic::is_error);
     report.warnings.extend(warnings);
-    let module_name = |m: &Module| m.kernels.first().map(|k| k.name.clone()).unwrap_or_default();
+    let module_name = |m: &Module| m.bodies().next().map(|k| k.name.clone()).unwrap_or_default();
     if !errors.is_empty() {
         let kernel = module_name(m);
         if let Some(b) = before {
@@ -345,30 +425,48 @@ fn run_module_step(
         }
         return Err(PassError::Rejected { pass: spec.to_string(), kernel, diagnostics: errors });
     }
-    if let (true, Some(b)) = (cfg.verify_each, before) {
+    if let (true, Some(b)) = (cfg.verify_each, &before) {
         let mut errs: Vec<Diagnostic> = kir_ir::verify::verify_module(m)
             .into_iter()
             .chain(m.graphs.iter().flat_map(|g| kir_ir::graph::verify_graph(m, g)))
             .filter(Diagnostic::is_error)
             .collect();
-        for old in &b.kernels {
+        for old in b.bodies() {
             let mut expected = old.clone();
             expected.compact();
-            let what = match m.kernel(&old.name) {
+            let now = if old.is_func() { m.func(&old.name) } else { m.kernel(&old.name) };
+            let what = match now {
                 None => "removed",
+                Some(_) if pass.changes_bodies() => continue,
                 Some(k) if changed && *k != expected => "changed",
                 Some(k) if !changed && k != old => "changed",
                 Some(_) => continue,
             };
+            let rule = if pass.changes_bodies() {
+                "a module pass may rewrite kernels and functions, never remove them"
+            } else {
+                "a module pass may only add kernels and rewrite graphs"
+            };
             errs.push(Diagnostic::error(format!(
-                "module pass `{spec}` {what} kernel @{}, which was in the module before it (a module pass may only add kernels and rewrite graphs)",
+                "module pass `{spec}` {what} {} @{}, which was in the module before it ({rule})",
+                kind(old),
                 old.name
             )));
         }
         if !errs.is_empty() {
             let (kernel, ir_after) = (module_name(m), print_module(m));
-            *m = b;
+            if let Some(b) = before {
+                *m = b;
+            }
             return Err(PassError::Broken { pass: spec.to_string(), kernel, diagnostics: errs, ir_after });
+        }
+    }
+    if cfg.wants_after(name, true) || cfg.wants_after(name, false) {
+        for k in m.bodies() {
+            let key = (k.is_func(), k.name.clone());
+            if cfg.wants_after(name, changed_bodies.contains(&key)) {
+                dump(dumps, "After", name, k)?;
+            }
         }
     }
     Ok(())

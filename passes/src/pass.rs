@@ -3,13 +3,18 @@
 //!
 //! Guarantees:
 //! - A pass is one of two kinds, stated once, by the [`PassKind`] its registry factory returns: a
-//!   kernel pass ([`Pass`]) runs on one kernel at a time; a module pass ([`ModulePass`], launch
-//!   fusion) runs once on the whole module. The pass manager dispatches on the kind.
+//!   kernel pass ([`Pass`]) runs on one body at a time, every kernel and every device function
+//!   (a function is a [`Kernel`] with `func` set, so a kernel pass must not assume that `ret`
+//!   ends the thread or that parameters are launch arguments); a module pass ([`ModulePass`]:
+//!   `inline`, launch fusion, barrier verification) runs once on the whole module. The pass
+//!   manager dispatches on the kind.
 //! - A pass says whether it changed its input; a pass that returns `false` has left it
 //!   structurally unchanged (the pass manager's tests check this for kernel passes).
 //! - A module pass may add kernels (and remove kernels it added) and rewrite graphs, but never
-//!   changes or removes a kernel that was in the module when it started (the pass manager counts
-//!   changed kernels on that basis, and checks it under `verify_each`).
+//!   changes or removes a kernel or function that was in the module when it started (the pass
+//!   manager counts changed kernels on that basis, and checks it under `verify_each`) — unless it
+//!   declares [`ModulePass::changes_bodies`] (`inline`), which allows rewriting them, not removing
+//!   them.
 //! - A pass that must reject its input (an analysis such as barrier verification) reports error
 //!   diagnostics in [`PassContext::diagnostics`]; the pass manager then stops the pipeline and
 //!   (as its header says) keeps the IR from before the pass. A module pass that can never report
@@ -28,14 +33,25 @@ pub trait Pass {
     fn run(&self, k: &mut Kernel, cx: &mut PassContext) -> bool;
 }
 
-/// A module pass: a transformation over the whole module (launch fusion, which rewrites graphs and
-/// adds kernels). It may add kernels and rewrite graphs but must not change or remove a kernel
-/// that was in the module when it started (see the module header).
+/// A module pass: a transformation over the whole module (inlining; launch fusion, which rewrites
+/// graphs and adds kernels; barrier verification, which follows calls). Unless it says so with
+/// [`ModulePass::changes_bodies`], it may add kernels and rewrite graphs but must not change or
+/// remove a kernel or function that was in the module when it started (see the module header).
 pub trait ModulePass {
     /// The registered name (`fuse`).
     fn name(&self) -> &'static str;
-    /// Runs once on `m`; returns whether `m` (a kernel or a graph) changed.
+    /// Runs once on `m`; returns whether `m` (a kernel, a function or a graph) changed.
     fn run(&self, m: &mut Module, cx: &mut PassContext) -> bool;
+    /// Whether the pass may rewrite the kernels and functions already in the module (`inline`
+    /// does). It must still remove none of them.
+    fn changes_bodies(&self) -> bool {
+        false
+    }
+    /// Whether the pass can do anything on `m`; when it cannot, the pass manager skips it (no copy
+    /// of the module, no run) and records an unchanged step. `inline` needs a call.
+    fn needed(&self, _m: &Module) -> bool {
+        true
+    }
     /// Whether the pass may report error diagnostics (reject the module). When it may, the pass
     /// manager copies the module before the pass so that it can restore it; a pass that only ever
     /// reports warnings returns `false` and is run without the copy (unless `verify_each` needs

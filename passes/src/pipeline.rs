@@ -8,8 +8,9 @@
 use crate::pass::{PassKind, PassOptions};
 use crate::registry::{lookup, registry};
 
-/// The pipeline `kir opt` runs when `--passes` is absent.
-pub const DEFAULT_PIPELINE: &str = "fold,simplify-cfg,dce";
+/// The pipeline `kir opt` runs when `--passes` is absent: `inline` first, so that the kernel
+/// passes see (and optimize across) the code of the functions each kernel calls.
+pub const DEFAULT_PIPELINE: &str = "inline,fold,simplify-cfg,dce";
 
 /// One step of a pipeline.
 pub struct Step {

@@ -24,6 +24,15 @@ pub struct PassInfo {
 pub fn registry() -> Vec<PassInfo> {
     vec![
         PassInfo {
+            name: "inline",
+            description: "replace every call by a copy of the callee's body (callees first; functions stay in the module, call-free)",
+            options: &[],
+            create: |o| {
+                o.expect_only("inline", &[])?;
+                Ok(PassKind::Module(Box::new(crate::inline::Inline)))
+            },
+        },
+        PassInfo {
             name: "fold",
             description: "evaluate ops whose operands are constants (exactly as the interpreter does) and apply exact algebraic identities",
             options: &[("approx", "also fold approximate ops (.approx, .full) with their exact result")],
@@ -57,7 +66,7 @@ pub fn registry() -> Vec<PassInfo> {
             options: &[],
             create: |o| {
                 o.expect_only("verify-barriers", &[])?;
-                Ok(PassKind::Kernel(Box::new(crate::barrier::VerifyBarriers)))
+                Ok(PassKind::Module(Box::new(crate::barrier::VerifyBarriers)))
             },
         },
         PassInfo {

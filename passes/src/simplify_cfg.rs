@@ -17,6 +17,10 @@
 //!   that predecessor (its parameters replaced by the jump's arguments).
 //! - The entry block is never removed or merged away; instructions keep their order and spans; the
 //!   kernel's behaviour is unchanged.
+//! - In a device function `ret` returns to the caller (with its value for `ret %v`): a merged block
+//!   keeps its terminator, returned value included, and that value is rewritten like any other use
+//!   when the parameter it names is dropped or merged away. Nothing here treats `ret` as the end of
+//!   the thread, and calls stay where they are (they are instructions like any other).
 //! - Each round is linear in the number of blocks and edges; instructions are rewritten once, at
 //!   the end.
 

@@ -18,6 +18,15 @@
 //! The rules, lattice `Uniform < WarpUniform < Varying`, an op's level the maximum of its inputs':
 //! - Sources. `tid.*`, `global_id.*`, `laneid`: varying. `warpid`: warp-uniform. Kernel parameters,
 //!   `ctaid.*`, `ntid.*`, `nctaid.*`, constants and `addr @x`: uniform. Atomic results: varying.
+//! - Functions and calls. The analysis looks at one body and never into a callee. In a device
+//!   function analysed on its own, the parameters are varying ([`ValueReason::FuncParam`]: some
+//!   caller may pass `tid.x`). The result of a `call` is varying ([`ValueReason::Call`]), and a
+//!   call counts as a write to the memory each of its pointer arguments may point into (a function
+//!   reaches memory only through the pointers it is passed); barriers inside the callee are not
+//!   seen, which only makes more loads racy. So a body with calls gets a sound, conservative
+//!   verdict. Barrier verification follows calls by analysing an inlined copy of each kernel
+//!   instead ([`crate::barrier::verify_module_barriers`]), where every argument and result is
+//!   judged with the caller's values.
 //! - Block shape. With `reqntid(x, y, z)` (every launch has exactly that block): `ntid.*` are known
 //!   constants; `tid.d` and `global_id.d` along a dimension of size 1 are uniform (0, and
 //!   `ctaid.d`); when `x` is a multiple of 32 a warp is 32 consecutive `tid.x` of one row, so
@@ -153,6 +162,11 @@ pub enum ValueReason {
     Join { branch: BlockId },
     /// The control flow graph is irreducible and has a non-uniform branch.
     Irreducible,
+    /// The result of a `call`, in a body analysed without its callees: whatever the function
+    /// computes may differ between threads.
+    Call,
+    /// A parameter of a device function analysed on its own: its callers may pass any value.
+    FuncParam,
 }
 
 /// The most elementary steps (block and instruction visits, roughly) the analysis spends on one
@@ -374,6 +388,13 @@ impl Uniformity {
             u.reachable = vec![true; nb];
             u.malformed = true;
             return u;
+        }
+        if k.is_func() {
+            // A function analysed on its own: a caller may pass a thread-dependent argument.
+            for &p in &k.params {
+                u.value_level[p.index()] = Level::Varying;
+                u.value_reason[p.index()] = Some(ValueReason::FuncParam);
+            }
         }
         let cfg = Cfg::new(k);
         for b in k.block_ids() {
@@ -643,6 +664,9 @@ impl Uniformity {
                 SpecialReg::Ctaid(_) | SpecialReg::Ntid(_) | SpecialReg::Nctaid(_) => (Level::Uniform, None),
             },
             Op::Atomic(_) | Op::AtomicCas => (Level::Varying, Some(ValueReason::Atomic)),
+            // What the callee computes is not analysed here (barrier verification analyses an
+            // inlined copy instead): conservatively varying.
+            Op::Call(_) => (Level::Varying, Some(ValueReason::Call)),
             Op::Load => {
                 let addr = self.max_operands(&inst.args, b);
                 if addr.0 == Level::Varying || self.load_is_stable(i) {
@@ -819,7 +843,7 @@ fn incoming_args_differ(k: &Kernel, cfg: &Cfg, b: BlockId, n: usize) -> bool {
 fn handles_ok(k: &Kernel) -> bool {
     let nv = k.values.len();
     let nb = k.blocks.len();
-    let ok_op = |o: &Operand| o.as_value().map_or(true, |v| v.index() < nv);
+    let ok_op = |o: &Operand| o.as_value().is_none_or(|v| v.index() < nv);
     for b in &k.blocks {
         if b.params.iter().any(|p| p.index() >= nv) {
             return false;
@@ -831,7 +855,8 @@ fn handles_ok(k: &Kernel) -> bool {
             if !inst.args.iter().all(ok_op) || inst.result.is_some_and(|r| r.index() >= nv) {
                 return false;
             }
-            if inst.args.len() != inst.op.arity() {
+            // A call takes as many operands as its callee has parameters.
+            if inst.args.len() != inst.op.arity() && !matches!(inst.op, Op::Call(_)) {
                 return false;
             }
             if let Op::SharedAddr(n) = inst.op {
@@ -947,6 +972,8 @@ fn pointer_objects(k: &Kernel, cfg: &Cfg) -> Vec<Option<MemObject>> {
                 let new = match &inst.op {
                     Op::SharedAddr(n) => Some(MemObject::Shared(*n)),
                     Op::PtrOffset | Op::PtrOffsetBytes | Op::PtrCast(_) => get(&obj, inst.args.first()),
+                    // A pointer a function returns is one it was passed, of unknown origin here.
+                    Op::Call(_) => by_type(k.value_type(r)),
                     _ => None,
                 };
                 if new.is_some() && new != obj[r.index()] {
@@ -1085,6 +1112,24 @@ impl Reach {
                         r.writes.push(Access { inst: i, block: b, pos, obj: o });
                     }
                     Op::Load => r.loads.push(Access { inst: i, block: b, pos, obj: target() }),
+                    Op::Call(_) => {
+                        // A function reaches memory only through the pointers it is passed (it
+                        // declares no shared memory and no op makes a pointer from an integer):
+                        // a call may write what each pointer argument points into.
+                        for a in &inst.args {
+                            let Some(p) = a.as_value() else { continue };
+                            let o = match obj.get(p.index()).copied().flatten() {
+                                Some(o) => o,
+                                None => match k.value_type(p) {
+                                    Type::Ptr(AddrSpace::Global, _) => MemObject::Global,
+                                    Type::Ptr(AddrSpace::Shared, _) => MemObject::SharedAny,
+                                    Type::Scalar(_) => continue,
+                                },
+                            };
+                            r.writes_global |= o == MemObject::Global;
+                            r.writes.push(Access { inst: i, block: b, pos, obj: o });
+                        }
+                    }
                     _ => {}
                 }
             }
@@ -1252,6 +1297,8 @@ fn reason_text(k: &Kernel, r: Option<ValueReason>) -> String {
         }
         Some(ValueReason::Join { branch }) => format!("join of the branch in {}", bn(branch)),
         Some(ValueReason::Irreducible) => "irreducible control flow".into(),
+        Some(ValueReason::Call) => "result of a call (the callee is not analysed here)".into(),
+        Some(ValueReason::FuncParam) => "function parameter (any caller's argument)".into(),
     }
 }
 
@@ -1603,7 +1650,7 @@ out:
         assert_eq!(level(&k, &u, "z"), Level::Varying);
         assert_eq!(block(&k, &u, "out"), Level::Varying);
     }
-    fn load_of<'k>(k: &'k Kernel, name: &str) -> InstId {
+    fn load_of(k: &Kernel, name: &str) -> InstId {
         let v = k.values.iter().position(|d| d.name == name).unwrap();
         match k.values[v].def {
             ValueDef::Inst(i) => i,

@@ -33,7 +33,7 @@ fn pipeline_strings_parse_with_options() {
 fn bad_pipelines_are_rejected_with_a_reason() {
     let err = |s: &str| parse_pipeline(s).err().unwrap_or_else(|| panic!("`{s}` should be rejected"));
     assert!(
-        err("fold,nope").starts_with("unknown pass `nope` (available: fold, dce, simplify-cfg"),
+        err("fold,nope").starts_with("unknown pass `nope` (available: inline, fold, dce, simplify-cfg"),
         "{}",
         err("fold,nope")
     );
