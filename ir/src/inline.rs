@@ -145,27 +145,39 @@ fn inline_body_limited(k: &mut Kernel, funcs: &[Kernel], max_insts: usize) -> Re
     Ok(map)
 }
 
-/// Unique value and block names of a body.
+/// Unique value and block names of a body: the names in use, and for each base name the next
+/// suffix to try, so that making n copies of one name costs O(n), not O(n^2).
 struct Names {
-    values: FxHashSet<Name>,
-    blocks: FxHashSet<Name>,
+    values: NameSet,
+    blocks: NameSet,
+}
+
+#[derive(Default)]
+struct NameSet {
+    used: FxHashSet<Name>,
+    next: FxHashMap<Name, u64>,
 }
 
 impl Names {
     fn of(k: &Kernel) -> Names {
         Names {
-            values: k.values.iter().map(|v| v.name.clone()).collect(),
-            blocks: k.blocks.iter().map(|b| b.name.clone()).collect(),
+            values: NameSet { used: k.values.iter().map(|v| v.name.clone()).collect(), next: FxHashMap::default() },
+            blocks: NameSet { used: k.blocks.iter().map(|b| b.name.clone()).collect(), next: FxHashMap::default() },
         }
     }
-    fn fresh(set: &mut FxHashSet<Name>, base: &str) -> Name {
+    fn fresh(set: &mut NameSet, base: &str) -> Name {
         let mut name = Name::from(base);
-        let mut n = 2u64;
-        while set.contains(&name) {
-            name = Name::from(format!("{base}.{n}"));
-            n += 1;
+        if set.used.contains(&name) {
+            let n = set.next.entry(Name::from(base)).or_insert(2);
+            loop {
+                name = Name::from(format!("{base}.{n}"));
+                *n += 1;
+                if !set.used.contains(&name) {
+                    break;
+                }
+            }
         }
-        set.insert(name.clone());
+        set.used.insert(name.clone());
         name
     }
 }
