@@ -9,7 +9,7 @@
 //! in multi-line mode, so `$` means the end of the line as in Oniguruma. (Not implemented, and not
 //! used by the grammar: `\G`, `while`, back-references in `end`, injections.)
 //!
-//! Checked on every file in kernels/ and tests/barrier_cases/:
+//! Checked on every file in kernels/, kernels/lib/ and tests/barrier_cases/:
 //! - coverage: every non-whitespace character gets a scope besides the root `source.kir`;
 //! - agreement with ir/src/lexer.rs: every token the lexer produces gets a scope of its kind
 //!   (values `variable.*`, numbers `constant.numeric.*`, keywords, ops, labels, punctuation).
@@ -260,7 +260,7 @@ impl Grammar {
 
 fn corpus() -> Vec<std::path::PathBuf> {
     let mut files = Vec::new();
-    for dir in ["kernels", "tests/barrier_cases"] {
+    for dir in ["kernels", "kernels/lib", "tests/barrier_cases"] {
         for e in std::fs::read_dir(dir).unwrap() {
             let p = e.unwrap().path();
             if p.extension().is_some_and(|x| x == "kir") {
@@ -323,6 +323,10 @@ fn every_character_of_the_library_is_scoped() {
 fn expected(tok: &Token) -> &'static [&'static str] {
     match tok {
         Token::Kernel | Token::Graph => &["storage.type.kernel"],
+        Token::Func => &["storage.type.function"],
+        Token::Import => &["keyword.other.import"],
+        Token::Str(_) => &["string.quoted"],
+        Token::Arrow => &["keyword.operator.arrow"],
         Token::Shared => &["storage.modifier.shared", "storage.modifier.address-space"],
         Token::Launch => &["keyword.other.launch"],
         Token::Temp => &["storage.modifier.temp"],
@@ -337,6 +341,8 @@ fn expected(tok: &Token) -> &'static [&'static str] {
         Token::Label(_) => &["entity.name.label.kir", "support.function.op"],
         Token::CallOpen(_) => &["entity.name.label", "support.function.attribute", "support.function.builtin"],
         Token::Global(_) => &["variable.other.global", "entity.name.function"],
+        // `call` lexes as an identifier (it is an op): the grammar makes it a keyword.
+        Token::Ident("call") => &["keyword.other.call"],
         Token::Ident(_) => {
             &["support.function.op", "storage.type", "storage.modifier.address-space", "entity.name.label.reference"]
         }
@@ -464,6 +470,33 @@ fn spot_checks() {
     has(&g, l, "ceil_div", "support.function.builtin.kir");
     has(&g, "  temp %d: f32[%n]", "temp", "storage.modifier.temp.kir");
     has(&g, "graph @g(%n: u32) {", "graph", "storage.type.kernel.kir");
+    // Device functions, calls and imports.
+    let l = "func @warp_sum(%v: f32, %r: ptr<shared, f32>) -> f32 {";
+    has(&g, l, "func", "storage.type.function.kir");
+    has(&g, l, "@warp_sum", "entity.name.function.kir");
+    has(&g, l, "%v", "variable.parameter.kir");
+    has(&g, l, "->", "keyword.operator.arrow.kir");
+    has(&g, l, "shared", "storage.modifier.address-space.kir");
+    let l = "  %s = call @warp_sum(%f, %tp)";
+    has(&g, l, "%s", "variable.other.definition.kir");
+    has(&g, l, "=", "keyword.operator.assignment.kir");
+    has(&g, l, "call", "keyword.other.call.kir");
+    has(&g, l, "@warp_sum", "entity.name.function.kir");
+    has(&g, l, "%tp", "variable.other.kir");
+    let l = "  call @put(%out, %t, 1.5)";
+    has(&g, l, "call", "keyword.other.call.kir");
+    has(&g, l, "@put", "entity.name.function.kir");
+    has(&g, l, "1.5", "constant.numeric.float.kir");
+    has(&g, "  ret %s", "ret", "keyword.control.kir");
+    has(&g, "  ret %s", "%s", "variable.other.kir");
+    let l = "import \"lib/reduce.kir\" ; the reductions";
+    has(&g, l, "import", "keyword.other.import.kir");
+    has(&g, l, "\"lib/reduce.kir\"", "string.quoted.double.import.kir");
+    has(&g, l, "\"", "punctuation.definition.string.begin.kir");
+    has(&g, l, "; the reductions", "comment.line.semicolon.kir");
+    // A label named like the new keywords is still a label.
+    has(&g, "call:", "call", "entity.name.label.kir");
+    has(&g, "  jmp call", "call", "entity.name.label.reference.kir");
     // The coverage check can fail: characters that start no token stay unscoped.
     let t = g.tokenize("  %x = add.u32 %a, $b # *");
     let sc = &t[0].1;

@@ -526,3 +526,298 @@ fn exit_without_shutdown_is_code_1() {
     drop(c.stdin.take());
     assert_eq!(c.wait(), 1);
 }
+
+/// A fresh directory under the system's temporary directory, removed on drop.
+struct TempDir(std::path::PathBuf);
+
+impl TempDir {
+    fn with(files: &[(&str, &str)]) -> TempDir {
+        use std::sync::atomic::{AtomicU32, Ordering};
+        static N: AtomicU32 = AtomicU32::new(0);
+        let n = N.fetch_add(1, Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("kir-lsp-imports-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        for (name, text) in files {
+            let p = dir.join(name);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        }
+        // The canonical path, as the server reports locations.
+        TempDir(std::fs::canonicalize(&dir).unwrap())
+    }
+
+    /// The `file:` URI of a file in the directory.
+    fn uri(&self, name: &str) -> String {
+        let path = self.0.join(name);
+        let mut s = String::from("file://");
+        for b in path.to_str().unwrap().bytes() {
+            if b.is_ascii_alphanumeric() || b"-._~/".contains(&b) {
+                s.push(b as char);
+            } else {
+                s.push_str(&format!("%{b:02X}"));
+            }
+        }
+        s
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+const FUNCS: &str = "\
+; The sum of %v and %w.
+; Both must be finite.
+func @add2(%v: f32, %r: ptr<shared, f32>) -> f32 {
+entry:
+  %w = load %r[0]
+  %s = add.f32 %v, %w
+  ret %s
+}
+
+kernel @k(%p: ptr<global, f32>) {
+  shared @t: f32[32]
+entry:
+  %tp = addr @t
+  %x = load %p[0]
+  %y = call @add2(%x, %tp)
+  %z = call @add2(%y, %tp)
+  store %p[0], %z
+  ret
+}
+";
+
+#[test]
+fn functions_in_the_outline_navigation_and_hover() {
+    let (mut c, _) = Client::initialized();
+    let uri = "file:///w/funcs.kir";
+    let d = c.open(uri, FUNCS);
+    assert!(d.is_empty(), "{d:?}");
+    // The outline: the function, with its signature and parameters, then the kernel.
+    let syms = c.request("textDocument/documentSymbol", json!({"textDocument": {"uri": uri}}));
+    let syms = syms.as_array().unwrap();
+    let names: Vec<&str> = syms.iter().map(|s| s["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["@add2", "@k"]);
+    assert_eq!(syms[0]["kind"], 12, "a function");
+    assert_eq!(syms[0]["detail"], "func (%v: f32, %r: ptr<shared, f32>) -> f32");
+    assert_eq!(range(&syms[0]["selectionRange"]), (2, 5, 2, 10));
+    let children: Vec<(&str, &str)> = syms[0]["children"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["name"].as_str().unwrap(), s["detail"].as_str().unwrap()))
+        .collect();
+    assert_eq!(children, [("%v", "parameter: f32"), ("%r", "parameter: ptr<shared, f32>"), ("entry", "block")]);
+    assert_eq!(syms[1]["detail"], "kernel");
+    let kchildren: Vec<&str> =
+        syms[1]["children"].as_array().unwrap().iter().map(|s| s["name"].as_str().unwrap()).collect();
+    assert_eq!(kchildren, ["@t", "entry"]);
+
+    // `call @add2` goes to the function's name.
+    let def = c.at("textDocument/definition", uri, 14, 15);
+    assert_eq!(def["uri"], uri);
+    assert_eq!(range(&def["range"]), (2, 5, 2, 10));
+    // References: the definition and both calls; highlights the same, the definition a write.
+    let refs = c.at("textDocument/references", uri, 2, 7);
+    let got: Vec<_> = refs.as_array().unwrap().iter().map(|l| range(&l["range"])).collect();
+    assert_eq!(got, vec![(2, 5, 2, 10), (14, 12, 14, 17), (15, 12, 15, 17)]);
+    let hl = c.at("textDocument/documentHighlight", uri, 15, 14);
+    let got: Vec<_> = hl.as_array().unwrap().iter().map(|h| (range(&h["range"]), h["kind"].clone())).collect();
+    assert_eq!(got, vec![((2, 5, 2, 10), json!(3)), ((14, 12, 14, 17), json!(2)), ((15, 12, 15, 17), json!(2))]);
+
+    // Hover on the callee: the signature and the comment above the function.
+    let h = c.at("textDocument/hover", uri, 14, 14);
+    assert_eq!(range(&h["range"]), (14, 12, 14, 17));
+    let t = hover_text(&h);
+    assert!(t.contains("func @add2(%v: f32, %r: ptr<shared, f32>) -> f32"), "{t}");
+    assert!(t.contains("The sum of %v and %w.\nBoth must be finite."), "{t}");
+    assert!(t.contains("function (line 3): 1 blocks, 3 statements"), "{t}");
+    // Hover on the `call` mnemonic: its row of docs/language.md (no fixed signature).
+    let t = hover_text(&c.at("textDocument/hover", uri, 14, 8));
+    assert!(t.contains("calls device function `@f`"), "{t}");
+    assert!(!t.contains("→"), "{t}");
+    // A value inside the function: a parameter of a function, varying.
+    let t = hover_text(&c.at("textDocument/hover", uri, 5, 16));
+    assert!(t.contains("%v: f32") && t.contains("parameter 0 of function `@add2`"), "{t}");
+    assert!(t.contains("**varying**"), "{t}");
+    // The result of a call in the kernel.
+    let t = hover_text(&c.at("textDocument/hover", uri, 14, 3));
+    assert!(t.contains("%y: f32") && t.contains("result of `call @add2` in block `entry`"), "{t}");
+    assert_eq!(c.shutdown(), 0);
+}
+
+#[test]
+fn an_unknown_callee_is_a_located_error() {
+    let (mut c, _) = Client::initialized();
+    let uri = "file:///w/unknown.kir";
+    let text = "kernel @k(%p: ptr<global, f32>) {\nentry:\n  %x = load %p[0]\n  %y = call @nope(%x)\n  store %p[0], %y\n  ret\n}\n";
+    let d = c.open(uri, text);
+    assert_eq!(d.len(), 1, "{d:?}");
+    assert_eq!(range(&d[0]["range"]), (3, 12, 3, 17));
+    let msg = d[0]["message"].as_str().unwrap();
+    assert!(msg.starts_with("unknown function `@nope`"), "{msg}");
+    // The name index still works: the kernel is in the outline, the call resolves to nothing.
+    assert_eq!(c.at("textDocument/definition", uri, 3, 14), Value::Null);
+    // An unsaved buffer (no file path) cannot resolve imports: an error at the import line.
+    let untitled = "untitled:Untitled-1";
+    let d = c.open(untitled, "import \"lib/reduce.kir\"\n");
+    assert_eq!(d.len(), 1, "{d:?}");
+    assert_eq!(range(&d[0]["range"]), (0, 0, 0, 23));
+    assert!(d[0]["message"].as_str().unwrap().contains("cannot resolve `import \"lib/reduce.kir\"`"), "{d:?}");
+    let t = hover_text(&c.at("textDocument/hover", untitled, 0, 3));
+    assert!(t.contains("no file path"), "{t}");
+    assert_eq!(c.shutdown(), 0);
+}
+
+const LIB: &str = "\
+; Library functions.
+
+; Twice %x.
+func @twice(%x: u32) -> u32 {
+entry:
+  %y = add.u32 %x, %x
+  ret %y
+}
+
+; Stores %v to %p[0] after a barrier: every thread of the block must call it.
+func @sync_put(%p: ptr<global, u32>, %v: u32) {
+entry:
+  barrier
+  store %p[0], %v
+  ret
+}
+
+kernel @lib_test(%p: ptr<global, u32>) {
+entry:
+  ret
+}
+";
+
+const MAIN: &str = "\
+import \"lib/util.kir\"
+
+kernel @k(%p: ptr<global, u32>) {
+entry:
+  %t = tid.x
+  %v = call @twice(%t)
+  call @sync_put(%p, %v)
+  ret
+}
+";
+
+#[test]
+fn calls_of_imported_functions_resolve_across_files() {
+    let dir = TempDir::with(&[("lib/util.kir", LIB), ("main.kir", MAIN)]);
+    let (mut c, _) = Client::initialized();
+    let uri = dir.uri("main.kir");
+    let lib_uri = dir.uri("lib/util.kir");
+    let d = c.open(&uri, MAIN);
+    assert!(d.is_empty(), "{d:?}");
+    // Go to definition: into the imported file.
+    let def = c.at("textDocument/definition", &uri, 5, 13);
+    assert_eq!(def["uri"], json!(lib_uri), "{def}");
+    assert_eq!(range(&def["range"]), (3, 5, 3, 11));
+    let def = c.at("textDocument/definition", &uri, 6, 10);
+    assert_eq!(def["uri"], json!(lib_uri));
+    assert_eq!(range(&def["range"]), (10, 5, 10, 14));
+    // References of an imported function: its definition (in its file) and the call here.
+    let refs = c.at("textDocument/references", &uri, 5, 13);
+    let got: Vec<(String, (u64, u64, u64, u64))> =
+        refs.as_array().unwrap().iter().map(|l| (l["uri"].as_str().unwrap().to_string(), range(&l["range"]))).collect();
+    assert_eq!(got, vec![(lib_uri.clone(), (3, 5, 3, 11)), (uri.clone(), (5, 12, 5, 18))]);
+    // Hover on the callee: signature, doc comment, the file it comes from.
+    let t = hover_text(&c.at("textDocument/hover", &uri, 5, 14));
+    assert!(t.contains("func @twice(%x: u32) -> u32"), "{t}");
+    assert!(t.contains("Twice %x."), "{t}");
+    assert!(!t.contains("Library functions"), "only the comment directly above: {t}");
+    assert!(t.contains("in `lib/util.kir` (line 4, imported)"), "{t}");
+    let t = hover_text(&c.at("textDocument/hover", &uri, 6, 10));
+    assert!(t.contains("func @sync_put(%p: ptr<global, u32>, %v: u32)\n"), "{t}");
+    // Hover on the import: the resolved path and the functions it brings (not its kernels).
+    let h = c.at("textDocument/hover", &uri, 0, 10);
+    assert_eq!(range(&h["range"]), (0, 0, 0, 21));
+    let t = hover_text(&h);
+    assert!(t.contains(&dir.0.join("lib/util.kir").display().to_string()), "{t}");
+    assert!(t.contains("brings 2 functions"), "{t}");
+    assert!(t.contains("- `func @twice(%x: u32) -> u32`"), "{t}");
+    assert!(t.contains("- `func @sync_put(%p: ptr<global, u32>, %v: u32)`"), "{t}");
+    assert!(!t.contains("lib_test"), "{t}");
+    // Definition on the import path: the file.
+    let def = c.at("textDocument/definition", &uri, 0, 12);
+    assert_eq!(def["uri"], json!(lib_uri));
+    assert_eq!(range(&def["range"]), (0, 0, 0, 0));
+    // The outline lists this document's items only.
+    let syms = c.request("textDocument/documentSymbol", json!({"textDocument": {"uri": uri}}));
+    let names: Vec<&str> = syms.as_array().unwrap().iter().map(|s| s["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["@k"]);
+    // Formatting keeps the import line and does not copy the imported functions in.
+    let edits = c.request(
+        "textDocument/formatting",
+        json!({"textDocument": {"uri": uri}, "options": {"tabSize": 2, "insertSpaces": true}}),
+    );
+    assert_eq!(edits, json!([]), "MAIN is canonical");
+
+    // The check runs on the module with the imported functions: `@sync_put` holds a barrier,
+    // called here under a thread-dependent branch.
+    let diverging = MAIN.replace(
+        "  %v = call @twice(%t)\n  call @sync_put(%p, %v)\n  ret\n}",
+        "  %v = call @twice(%t)\n  %c = lt.u32 %t, 3\n  br %c, a, b\na:\n  call @sync_put(%p, %v)\n  jmp b\nb:\n  ret\n}",
+    );
+    c.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": uri, "version": 2}, "contentChanges": [{"text": diverging}]}),
+    );
+    let d = c.diagnostics(&uri);
+    assert!(!d.is_empty(), "the call under `tid.x` is rejected");
+    let msg = d[0]["message"].as_str().unwrap();
+    assert!(msg.contains("barrier"), "{msg}");
+    let rel = d[0]["relatedInformation"].as_array().unwrap();
+    assert!(rel.iter().any(|r| r["location"]["uri"] == json!(lib_uri)), "{rel:?}");
+    assert!(rel.iter().any(|r| r["location"]["uri"] == json!(uri)), "{rel:?}");
+    assert_eq!(c.shutdown(), 0);
+}
+
+#[test]
+fn an_error_in_an_imported_file_is_shown_at_its_import_line() {
+    let bad_lib = "func @f(%x: u32) -> u32 {\nentry:\n  %y = bogus.u32 %x\n  ret %y\n}\n";
+    let main = "; uses lib/bad.kir\nimport \"lib/ok.kir\"\nimport \"lib/bad.kir\"\n\nkernel @k(%p: ptr<global, u32>) {\nentry:\n  %v = call @f(1)\n  store %p[0], %v\n  ret\n}\n";
+    let dir = TempDir::with(&[("lib/ok.kir", LIB), ("lib/bad.kir", bad_lib), ("main.kir", main)]);
+    let (mut c, _) = Client::initialized();
+    let uri = dir.uri("main.kir");
+    let d = c.open(&uri, main);
+    let inside: Vec<&Value> =
+        d.iter().filter(|x| x["message"].as_str().unwrap().starts_with("in lib/bad.kir:3:8: ")).collect();
+    assert_eq!(inside.len(), 1, "{d:?}");
+    let e = inside[0];
+    assert_eq!(range(&e["range"]), (2, 0, 2, 20), "at the second import line: {e}");
+    assert!(e["message"].as_str().unwrap().contains("unknown op `bogus.u32`"), "{e}");
+    let rel = e["relatedInformation"].as_array().unwrap();
+    assert_eq!(rel[0]["location"]["uri"], json!(dir.uri("lib/bad.kir")));
+    assert_eq!(range(&rel[0]["location"]["range"]), (2, 7, 2, 16));
+    // Every diagnostic is in this document's range, none past its end.
+    for x in &d {
+        assert!(range(&x["range"]).0 < 10, "{x}");
+    }
+    // Fixing the library on disk and editing the document clears the error.
+    std::fs::write(dir.0.join("lib/bad.kir"), bad_lib.replace("bogus.u32", "add.u32").replace("%x\n", "%x, 1\n"))
+        .unwrap();
+    c.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": uri, "version": 2}, "contentChanges": [{"text": main}]}),
+    );
+    let d = c.diagnostics(&uri);
+    assert!(d.is_empty(), "{d:?}");
+    // A missing file: the error is at the import's path.
+    let missing = main.replace("lib/bad.kir", "lib/nope.kir");
+    c.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": uri, "version": 3}, "contentChanges": [{"text": missing}]}),
+    );
+    let d = c.diagnostics(&uri);
+    assert_eq!(d.len(), 1, "{d:?}");
+    assert_eq!(range(&d[0]["range"]), (2, 7, 2, 21));
+    assert!(d[0]["message"].as_str().unwrap().starts_with("cannot read imported file"), "{d:?}");
+    assert_eq!(c.shutdown(), 0);
+}

@@ -7,20 +7,43 @@
 //! - The message is the diagnostic's message, then its primary label on a second line (when it has
 //!   one), then each note on a line of its own as `note: ...`.
 //! - Every secondary label with a real span (the numbered steps of an explanation chain, "also
-//!   rejected" sites) becomes a `relatedInformation` entry at its range in the same document, with
-//!   the label as its message, in the diagnostic's order; labels without a source span are dropped.
+//!   rejected" sites) becomes a `relatedInformation` entry at its range, in this document or in
+//!   the imported file it lies in, with the label as its message, in the diagnostic's order;
+//!   labels without a source span are dropped.
+//! - A diagnostic whose primary span lies in an imported file (an error in `lib/reduce.kir`, a
+//!   barrier inside an imported function) is shown at the document's `import` line that brings
+//!   that file in, its message prefixed with the file, line and column (`in
+//!   lib/reduce.kir:12:3: ...`); its first related entry is its own location in that file.
 
 use super::document::Document;
 use kir_ir::diag::{Diagnostic, Severity};
-use lsp_types::{DiagnosticRelatedInformation, DiagnosticSeverity, Location, Uri};
+use lsp_types::{DiagnosticRelatedInformation, DiagnosticSeverity, Uri};
 
 /// The LSP form of one diagnostic of `doc`.
 pub fn to_lsp(d: &Diagnostic, doc: &Document, uri: &Uri) -> lsp_types::Diagnostic {
-    let range = match d.span() {
-        Some(s) => doc.range(s),
+    let a = &doc.analysis;
+    let mut related: Vec<DiagnosticRelatedInformation> = vec![];
+    let mut message = String::new();
+    let range = match d.span().and_then(|s| a.locate(s)) {
+        Some((0, s)) => doc.range(s),
         None => doc.range(kir_ir::Span::DUMMY),
+        Some((file, local)) => {
+            let text = a.file_text(file).unwrap_or("");
+            let (line, col) = kir_ir::span::line_col(text, local.start as usize);
+            let shown = a.imported_file(file).map(|f| f.shown.as_str()).unwrap_or("an imported file");
+            message = format!("in {shown}:{line}:{col}: ");
+            if let Some(loc) = doc.location(uri, file, local) {
+                let label = d.primary.as_ref().map(|p| p.message.as_str()).filter(|m| !m.is_empty());
+                related.push(DiagnosticRelatedInformation {
+                    location: loc,
+                    message: label.unwrap_or(d.message.as_str()).to_string(),
+                });
+            }
+            let at = a.import_line_for(file).or(a.imports.first()).map(|i| i.span);
+            doc.range(at.unwrap_or(kir_ir::Span::DUMMY))
+        }
     };
-    let mut message = d.message.clone();
+    message.push_str(&d.message);
     if let Some(p) = &d.primary {
         if !p.message.is_empty() {
             message.push('\n');
@@ -31,15 +54,9 @@ pub fn to_lsp(d: &Diagnostic, doc: &Document, uri: &Uri) -> lsp_types::Diagnosti
         message.push_str("\nnote: ");
         message.push_str(n);
     }
-    let related: Vec<DiagnosticRelatedInformation> = d
-        .secondary
-        .iter()
-        .filter(|l| !l.span.is_dummy())
-        .map(|l| DiagnosticRelatedInformation {
-            location: Location { uri: uri.clone(), range: doc.range(l.span) },
-            message: l.message.clone(),
-        })
-        .collect();
+    related.extend(d.secondary.iter().filter(|l| !l.span.is_dummy()).filter_map(|l| {
+        Some(DiagnosticRelatedInformation { location: doc.source_location(uri, l.span)?, message: l.message.clone() })
+    }));
     lsp_types::Diagnostic {
         range,
         severity: Some(match d.severity {

@@ -12,11 +12,22 @@
 //! - [`Analysis::new`] never panics on any text: it parses, runs `kir check`'s checks
 //!   ([`crate::checks::check_module`]) when the module parses, and builds the name index from the
 //!   syntax tree when the text is syntactically valid (also when lowering reports errors).
+//! - A document with a file path ([`Analysis::at`], from a `file:` URI) is loaded as `kir` loads
+//!   a file ([`kir_ir::load::load_source`]): its `import` lines are resolved relative to its
+//!   directory (imported files are read from disk), the module holds the imported functions, and
+//!   `kir check` runs on that module. The [`SourceMap`] puts the document at offset 0 and every
+//!   imported file past it, so a diagnostic's span says which file it lies in
+//!   ([`Analysis::locate`]); calls of imported functions resolve in the name index. Without a
+//!   path (an unsaved buffer) an `import` is an error at its line, as `kir_ir::parse` reports it.
+//! - [`uri_to_path`] and [`path_to_uri`] convert `file:` URIs (percent-encoded) and paths both
+//!   ways; any other URI has no path.
 
-use super::symbols::Index;
-use kir_ir::diag::Diagnostic;
+use super::symbols::{External, Index};
+use kir_ir::ast::{AstItem, AstModule};
+use kir_ir::diag::{Diagnostic, SourceMap};
 use kir_ir::Span;
-use lsp_types::{Position, Range};
+use lsp_types::{Location, Position, Range, Uri};
+use std::path::{Path, PathBuf};
 
 /// Byte offsets of line starts, for converting offsets to positions and back.
 #[derive(Clone, Debug)]
@@ -98,37 +109,288 @@ impl LineIndex {
     }
 }
 
+/// A file the document imports, directly or through other files, as the loader read it.
+pub struct ImportedFile {
+    /// Its index in [`Analysis::sources`] (at least 1: the document is file 0).
+    pub file: usize,
+    /// Where it is on disk (canonical when it exists).
+    pub path: PathBuf,
+    /// Its name relative to the document's directory (`lib/reduce.kir`), for messages.
+    pub shown: String,
+    pub lines: LineIndex,
+    /// Its syntax tree (spans local to its own text), when it parses.
+    pub ast: Option<AstModule>,
+    /// The files it imports directly (indices into [`Analysis::sources`]).
+    pub imports: Vec<usize>,
+}
+
+/// An `import` line of the document.
+pub struct ImportLine {
+    /// The whole line (`import "lib/reduce.kir"`).
+    pub span: Span,
+    /// The path as written, without the quotes.
+    pub written: String,
+    /// The file it names (relative to the document's directory; canonical when it exists);
+    /// `None` without a document path.
+    pub resolved: Option<PathBuf>,
+    /// The index in [`Analysis::sources`] of the file, when it was loaded.
+    pub file: Option<usize>,
+    /// Every file the line brings in: its file and those it imports, directly or not.
+    pub brings: Vec<usize>,
+}
+
 /// What the server knows about one version of a document.
 pub struct Analysis {
-    /// The lowered module, when the text parses.
+    /// The lowered module, when the text parses (and its imports load): with the imported
+    /// functions in [`kir_ir::Module::funcs`].
     pub module: Option<kir_ir::Module>,
     /// The syntax tree, when the text is syntactically valid.
     pub ast: Option<kir_ir::ast::AstModule>,
-    /// Parse errors, or every diagnostic of `kir check`.
+    /// Parse and load errors, or every diagnostic of `kir check`. Spans are in
+    /// [`Analysis::sources`]' offsets: those of an imported file lie past the document's text.
     pub diagnostics: Vec<Diagnostic>,
     /// Names: definitions and uses (empty without a syntax tree).
     pub index: Index,
+    /// The document's path, for a `file:` URI.
+    pub path: Option<PathBuf>,
+    /// The document (file 0) and the files it imports, as loaded.
+    pub sources: SourceMap,
+    /// The imported files, in the order of [`Analysis::sources`] (`imported[i].file == i + 1`).
+    pub imported: Vec<ImportedFile>,
+    /// The document's `import` lines, in order.
+    pub imports: Vec<ImportLine>,
+}
+
+/// The identity of a file: its canonical path when it exists.
+fn canonical(p: &Path) -> PathBuf {
+    std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
 }
 
 impl Analysis {
+    /// The analysis of a text without a file path (imports cannot be resolved).
     pub fn new(text: &str) -> Analysis {
+        Analysis::at(text, None)
+    }
+
+    /// The analysis of a text that is (the unsaved content of) the file at `path`, when given:
+    /// imports are resolved relative to its directory.
+    pub fn at(text: &str, path: Option<&Path>) -> Analysis {
         let ast = kir_ir::parse::parse_ast(text).ok();
-        let (module, diagnostics) = match kir_ir::parse(text) {
-            Ok(m) => {
-                let d = crate::checks::check_module(&m);
-                (Some(m), d)
-            }
-            Err(d) => (None, d),
+        let Some(path) = path else {
+            let (module, diagnostics) = match kir_ir::parse(text) {
+                Ok(m) => {
+                    let d = crate::checks::check_module(&m);
+                    (Some(m), d)
+                }
+                Err(d) => (None, d),
+            };
+            let index = ast.as_ref().map(Index::build).unwrap_or_default();
+            let imports = ast.as_ref().map(|a| import_lines(a, None, &[])).unwrap_or_default();
+            return Analysis {
+                module,
+                ast,
+                diagnostics,
+                index,
+                path: None,
+                sources: SourceMap::single("", text),
+                imported: vec![],
+                imports,
+            };
         };
-        let index = ast.as_ref().map(Index::build).unwrap_or_default();
-        Analysis { module, ast, diagnostics, index }
+        let (module, diagnostics, mut sources) = match kir_ir::load::load_source(path, text.to_string()) {
+            Ok(l) => {
+                let d = crate::checks::check_module(&l.module);
+                (Some(l.module), d, l.sources)
+            }
+            Err(e) => (None, e.diagnostics, e.sources),
+        };
+        if sources.files.is_empty() {
+            sources = SourceMap::single(&path.display().to_string(), text);
+        }
+        let imported = imported_files(&sources);
+        let imports = ast.as_ref().map(|a| import_lines(a, Some(path), &imported)).unwrap_or_default();
+        let externals: Vec<External> = imported
+            .iter()
+            .flat_map(|f| {
+                let items = f.ast.as_ref().map(|a| a.items.as_slice()).unwrap_or(&[]);
+                items.iter().filter_map(move |i| match i {
+                    AstItem::Func(k) => {
+                        Some(External { name: k.name.node.to_string(), file: f.file, def: k.name.span, full: k.span })
+                    }
+                    _ => None,
+                })
+            })
+            .collect();
+        let index = ast.as_ref().map(|a| Index::build_with(a, &externals)).unwrap_or_default();
+        Analysis { module, ast, diagnostics, index, path: Some(path.to_path_buf()), sources, imported, imports }
     }
 
     /// The analysis of a text whose analysis failed (panicked): one error saying so.
     pub fn failed() -> Analysis {
         let d = Diagnostic::error("internal error: kir could not analyze this file (please report it)");
-        Analysis { module: None, ast: None, diagnostics: vec![d], index: Index::default() }
+        Analysis {
+            module: None,
+            ast: None,
+            diagnostics: vec![d],
+            index: Index::default(),
+            path: None,
+            sources: SourceMap::default(),
+            imported: vec![],
+            imports: vec![],
+        }
     }
+
+    /// The file a span of [`Analysis::sources`] lies in (0: the document) and its range there;
+    /// `None` for a span without a place. A span outside every file is the document's.
+    pub fn locate(&self, span: Span) -> Option<(usize, Span)> {
+        if span.is_dummy() {
+            return None;
+        }
+        match self.sources.locate(span) {
+            Some((0, _)) | None => Some((0, span)),
+            Some((j, r)) => Some((j, Span::new(r.start, r.end))),
+        }
+    }
+
+    /// An imported file by its index in [`Analysis::sources`].
+    pub fn imported_file(&self, file: usize) -> Option<&ImportedFile> {
+        file.checked_sub(1).and_then(|i| self.imported.get(i)).filter(|f| f.file == file)
+    }
+
+    /// The text of file `file` of [`Analysis::sources`] (0: the document as analyzed).
+    pub fn file_text(&self, file: usize) -> Option<&str> {
+        self.sources.files.get(file).map(|f| f.text.as_str())
+    }
+
+    /// The document's `import` line through which file `file` came in (the first one).
+    pub fn import_line_for(&self, file: usize) -> Option<&ImportLine> {
+        self.imports.iter().find(|i| i.brings.contains(&file))
+    }
+}
+
+/// The imported files of a load (every file of `sources` after the first), with their import
+/// edges resolved as the loader resolves them (relative to the importing file's directory).
+fn imported_files(sources: &SourceMap) -> Vec<ImportedFile> {
+    let Some(main) = sources.files.first() else { return vec![] };
+    let main_path = canonical(Path::new(&main.name));
+    let main_dir = Path::new(&main.name).parent().map(Path::to_path_buf).unwrap_or_default();
+    let mut out: Vec<ImportedFile> = sources
+        .files
+        .iter()
+        .enumerate()
+        .skip(1)
+        .map(|(j, f)| {
+            let shown = Path::new(&f.name)
+                .strip_prefix(&main_dir)
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|_| f.name.clone());
+            ImportedFile {
+                file: j,
+                path: canonical(Path::new(&f.name)),
+                shown,
+                lines: LineIndex::new(&f.text),
+                ast: kir_ir::parse::parse_ast(&f.text).ok(),
+                imports: vec![],
+            }
+        })
+        .collect();
+    let paths: Vec<PathBuf> = std::iter::once(main_path).chain(out.iter().map(|f| f.path.clone())).collect();
+    for f in &mut out {
+        let dir = f.path.parent().map(Path::to_path_buf).unwrap_or_default();
+        if let Some(ast) = &f.ast {
+            for (written, _) in kir_ir::load::imports_of(ast) {
+                let target = canonical(&dir.join(&written));
+                if let Some(j) = paths.iter().position(|p| *p == target) {
+                    if !f.imports.contains(&j) {
+                        f.imports.push(j);
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The `import` lines of the document, each with the files it brings in.
+fn import_lines(ast: &AstModule, path: Option<&Path>, imported: &[ImportedFile]) -> Vec<ImportLine> {
+    let dir = path.map(|p| canonical(p).parent().map(Path::to_path_buf).unwrap_or_default());
+    let mut out = vec![];
+    for item in &ast.items {
+        let AstItem::Import(imp) = item else { continue };
+        let resolved = dir.as_ref().map(|d| canonical(&d.join(imp.path.node.as_str())));
+        let file = resolved.as_ref().and_then(|r| imported.iter().find(|f| f.path == *r)).map(|f| f.file);
+        let mut brings = vec![];
+        let mut stack: Vec<usize> = file.into_iter().collect();
+        while let Some(j) = stack.pop() {
+            if j == 0 || brings.contains(&j) {
+                continue;
+            }
+            brings.push(j);
+            if let Some(f) = j.checked_sub(1).and_then(|i| imported.get(i)) {
+                stack.extend(f.imports.iter().rev());
+            }
+        }
+        out.push(ImportLine { span: imp.span, written: imp.path.node.to_string(), resolved, file, brings });
+    }
+    out
+}
+
+/// The path of a `file:` URI (percent-decoded); `None` for any other URI.
+pub fn uri_to_path(uri: &Uri) -> Option<PathBuf> {
+    let s = uri.as_str();
+    let (scheme, rest) = s.split_once(':')?;
+    if !scheme.eq_ignore_ascii_case("file") {
+        return None;
+    }
+    let rest = rest.strip_prefix("//")?;
+    // The authority: empty or `localhost`.
+    let slash = rest.find('/')?;
+    let (host, path) = rest.split_at(slash);
+    if !(host.is_empty() || host.eq_ignore_ascii_case("localhost")) {
+        return None;
+    }
+    let path = path.split(['?', '#']).next()?;
+    let bytes = path.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    let path = String::from_utf8(out).ok()?;
+    // `file:///C:/x` names `C:/x` on Windows.
+    if cfg!(windows) {
+        let b = path.as_bytes();
+        if b.len() >= 3 && b[0] == b'/' && b[1].is_ascii_alphabetic() && b[2] == b':' {
+            return Some(PathBuf::from(&path[1..]));
+        }
+    }
+    Some(PathBuf::from(path))
+}
+
+/// The `file:` URI of a path (made absolute against the working directory), percent-encoding
+/// every byte but unreserved characters and `/`.
+pub fn path_to_uri(path: &Path) -> Option<Uri> {
+    let abs = if path.is_absolute() { path.to_path_buf() } else { std::env::current_dir().ok()?.join(path) };
+    let s = abs.to_str()?.replace('\\', "/");
+    let mut out = String::from("file://");
+    if !s.starts_with('/') {
+        out.push('/');
+    }
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~/".contains(&b) || (b == b':' && cfg!(windows)) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out.parse().ok()
 }
 
 /// An open document.
@@ -140,9 +402,15 @@ pub struct Document {
 }
 
 impl Document {
+    /// A document without a file path (imports cannot be resolved).
     pub fn new(text: String, version: i32) -> Document {
+        Document::at(text, version, None)
+    }
+
+    /// A document that is (the unsaved content of) the file at `path`, when given.
+    pub fn at(text: String, version: i32, path: Option<&Path>) -> Document {
         let lines = LineIndex::new(&text);
-        let analysis = Analysis::new(&text);
+        let analysis = Analysis::at(&text, path);
         Document { version, text, lines, analysis }
     }
 
@@ -172,6 +440,24 @@ impl Document {
     }
     pub fn range(&self, span: Span) -> Range {
         self.lines.range(&self.text, span)
+    }
+
+    /// The location of `span`, local to file `file` of the analysis (0: this document, at
+    /// `uri`); `None` for a file without a path that has a URI.
+    pub fn location(&self, uri: &Uri, file: usize, span: Span) -> Option<Location> {
+        if file == 0 {
+            return Some(Location { uri: uri.clone(), range: self.range(span) });
+        }
+        let f = self.analysis.imported_file(file)?;
+        let text = self.analysis.file_text(file)?;
+        Some(Location { uri: path_to_uri(&f.path)?, range: f.lines.range(text, span) })
+    }
+
+    /// The location of a span in the analysis' [`SourceMap`] offsets (a diagnostic's), in this
+    /// document or in the imported file it lies in.
+    pub fn source_location(&self, uri: &Uri, span: Span) -> Option<Location> {
+        let (file, local) = self.analysis.locate(span)?;
+        self.location(uri, file, local)
     }
 }
 
@@ -208,5 +494,34 @@ mod tests {
         assert_eq!(li.offset(text, pos(1, 99)), text.find("ab").unwrap() + 2);
         assert_eq!(li.offset(text, pos(99, 0)), text.len());
         assert_eq!(li.position(text, usize::MAX), pos(3, 4));
+    }
+
+    #[test]
+    fn file_uris_and_paths_convert_both_ways() {
+        let uri = |s: &str| s.parse::<Uri>().unwrap();
+        assert_eq!(uri_to_path(&uri("file:///w/a%20b/k.kir")), Some(PathBuf::from("/w/a b/k.kir")));
+        assert_eq!(uri_to_path(&uri("file://localhost/w/k.kir")), Some(PathBuf::from("/w/k.kir")));
+        assert_eq!(uri_to_path(&uri("untitled:Untitled-1")), None);
+        assert_eq!(uri_to_path(&uri("file://elsewhere/w/k.kir")), None);
+        if cfg!(unix) {
+            let p = Path::new("/tmp/d é/x#1.kir");
+            let u = path_to_uri(p).unwrap();
+            assert_eq!(u.as_str(), "file:///tmp/d%20%C3%A9/x%231.kir");
+            assert_eq!(uri_to_path(&u).as_deref(), Some(p));
+        }
+    }
+
+    #[test]
+    fn an_unsaved_buffer_reports_its_imports_and_keeps_its_names() {
+        let text = "import \"lib/r.kir\"\nkernel @k() {\nentry:\n  ret\n}\n";
+        let a = Analysis::new(text);
+        assert!(a.module.is_none());
+        assert_eq!(a.diagnostics.len(), 1);
+        assert_eq!(a.locate(a.diagnostics[0].span().unwrap()).map(|(f, _)| f), Some(0));
+        assert_eq!(a.imports.len(), 1);
+        assert!(a.imports[0].resolved.is_none());
+        // The kernel after the import is item 1: its names resolve in its own scope.
+        assert_eq!(a.index.items.len(), 2);
+        assert!(a.index.global("k").is_some());
     }
 }

@@ -11,12 +11,19 @@
 //!   also in a file that does not parse (the op is then found by the lexer).
 //! - A kernel or graph name (at its definition or at a `launch`) shows its signature; a block, its
 //!   control-flow uniformity; a shared declaration, graph parameter or temp, its declaration.
+//! - A function name (at `func @f` or at `call @f`, also of an imported function) shows its
+//!   signature, `func @f(%a: f32, %r: ptr<shared, f32>) -> f32`, the `;` comment lines directly
+//!   above its definition, and where it is defined. The `call` mnemonic shows the op's row of
+//!   `docs/language.md`. Values inside a function are described as in a kernel (a function's
+//!   parameters are varying: any caller may pass a thread-dependent value).
+//! - An `import "path"` line shows the file it resolves to and the functions it brings in (with
+//!   those of the files that file imports).
 //! - Never panics: anything not found gives no hover.
 
 use super::document::Document;
 use super::op_docs;
-use super::symbols::{type_text, Symbol, SymbolKind};
-use kir_ir::ast::{AstItem, AstModule};
+use super::symbols::{func_params_and_result, type_text, ImportUse, Symbol, SymbolKind};
+use kir_ir::ast::{AstItem, AstKernel, AstModule};
 use kir_ir::{BlockId, Kernel, Op, Operand, Span, Terminator, ValueDef, ValueId};
 use kir_passes::uniformity::{Level, MemObject, Uniformity, ValueReason};
 use lsp_types::{Hover, HoverContents, MarkupContent, MarkupKind};
@@ -30,6 +37,8 @@ pub fn hover(doc: &Document, offset: usize) -> Option<Hover> {
     } else if let Some(op) = index.op_at(offset) {
         let annot = op.annot.as_deref().and_then(parse_type);
         (op.span, op_hover(&op.mnemonic, annot)?)
+    } else if let Some(imp) = index.import_at(offset) {
+        (imp.span, import_hover(doc, imp))
     } else {
         // No syntax tree (or nothing indexed here): an op found by the lexer.
         let c = super::semantic_tokens::classify(&doc.text)
@@ -63,7 +72,9 @@ fn op_hover(mnemonic: &str, annot: Option<kir_ir::Type>) -> Option<String> {
     let (op, d) = op_docs::doc_for_mnemonic(mnemonic, annot)?;
     let mut s = format!("```kir\n{mnemonic}\n```\n");
     let sig = op.signature();
-    if sig.args.iter().all(Option::is_some) && (sig.result.is_some() || !sig.has_result) {
+    // (A call's operands and result are its callee's: no fixed signature to show.)
+    let fixed = !matches!(op, Op::Call(_));
+    if fixed && sig.args.iter().all(Option::is_some) && (sig.result.is_some() || !sig.has_result) {
         let args: Vec<String> = sig.args.iter().flatten().map(|t| t.to_string()).collect();
         let res = sig.result.map(|t| t.to_string()).unwrap_or_else(|| "—".into());
         s.push_str(&format!("`({}) → {res}`\n\n", args.join(", ")));
@@ -94,6 +105,7 @@ fn symbol_hover(doc: &Document, sym: &Symbol) -> Option<String> {
     let ast = doc.analysis.ast.as_ref()?;
     match sym.kind {
         SymbolKind::Kernel | SymbolKind::Graph => Some(signature(ast, &sym.name, sym.kind == SymbolKind::Kernel)?),
+        SymbolKind::Func => func_hover(doc, sym),
         SymbolKind::Shared | SymbolKind::GraphParam | SymbolKind::Temp => {
             let what = match sym.kind {
                 SymbolKind::Shared => "shared-memory declaration",
@@ -104,7 +116,7 @@ fn symbol_hover(doc: &Document, sym: &Symbol) -> Option<String> {
         }
         SymbolKind::Param | SymbolKind::BlockParam | SymbolKind::Result | SymbolKind::Block => {
             let (kname, _) = doc.analysis.index.items.get(sym.scope?)?;
-            let Some(k) = doc.analysis.module.as_ref().and_then(|m| m.kernel(kname)) else {
+            let Some(k) = doc.analysis.module.as_ref().and_then(|m| m.kernel(kname).or_else(|| m.func(kname))) else {
                 return Some(format!(
                     "`{}{}` in `@{kname}`\n\n(the module does not parse: fix its errors for types and uniformity)",
                     if sym.kind == SymbolKind::Block { "" } else { "%" },
@@ -161,6 +173,97 @@ fn signature(ast: &AstModule, name: &str, kernel: bool) -> Option<String> {
     None
 }
 
+/// The syntax tree and text of file `file` of the analysis (0: this document).
+fn file_ast(doc: &Document, file: usize) -> Option<(&AstModule, &str)> {
+    if file == 0 {
+        return Some((doc.analysis.ast.as_ref()?, doc.text.as_str()));
+    }
+    let f = doc.analysis.imported_file(file)?;
+    Some((f.ast.as_ref()?, doc.analysis.file_text(file)?))
+}
+
+fn find_func<'a>(ast: &'a AstModule, name: &str) -> Option<&'a AstKernel> {
+    ast.items.iter().find_map(|i| match i {
+        AstItem::Func(f) if f.name.node == name => Some(&**f),
+        _ => None,
+    })
+}
+
+/// The `;` comment lines directly above byte `start` of `text` (no blank line between), without
+/// their `;`, top first.
+fn doc_comment(text: &str, start: usize) -> Vec<String> {
+    let before = text.get(..start).unwrap_or("");
+    // Everything from the start of the definition's line back.
+    let line_start = before.rfind('\n').map_or(0, |p| p + 1);
+    if !before[line_start..].trim().is_empty() {
+        return vec![];
+    }
+    let mut out = vec![];
+    for line in before[..line_start].lines().rev() {
+        let t = line.trim();
+        let Some(c) = t.strip_prefix(';') else { break };
+        out.push(c.strip_prefix(' ').unwrap_or(c).trim_end().to_string());
+    }
+    out.reverse();
+    out
+}
+
+/// `func @f(%a: T, ...) -> T`, its doc comment, and where it is defined.
+fn func_hover(doc: &Document, sym: &Symbol) -> Option<String> {
+    let (ast, text) = file_ast(doc, sym.file)?;
+    let f = find_func(ast, &sym.name)?;
+    let mut s = format!("```kir\nfunc @{}{}\n```\n", sym.name, func_params_and_result(f));
+    let comment = doc_comment(text, f.span.start as usize);
+    if !comment.is_empty() {
+        s.push_str(&comment.join("\n"));
+        s.push_str("\n\n");
+    }
+    let nstmts: usize = f.blocks.iter().map(|b| b.stmts.len()).sum();
+    let line = kir_ir::span::line_col(text, f.name.span.start as usize).0;
+    let place = match doc.analysis.imported_file(sym.file) {
+        Some(file) => format!(" in `{}` (line {line}, imported)", file.shown),
+        None => format!(" (line {line})"),
+    };
+    s.push_str(&format!("function{place}: {} blocks, {nstmts} statements", f.blocks.len()));
+    Some(s)
+}
+
+/// The file an `import` line resolves to and the functions it brings in.
+fn import_hover(doc: &Document, imp: &ImportUse) -> String {
+    let mut s = format!("```kir\nimport \"{}\"\n```\n", imp.path);
+    let a = &doc.analysis;
+    let Some(line) = a.imports.iter().find(|l| l.span == imp.span) else {
+        return s;
+    };
+    let Some(resolved) = &line.resolved else {
+        s.push_str("not resolved: imports are resolved relative to the importing file, and this document has no file path (save it)");
+        return s;
+    };
+    s.push_str(&format!("`{}`\n\n", resolved.display()));
+    if line.file.is_none() {
+        s.push_str("not loaded (see the diagnostics at this line)");
+        return s;
+    }
+    let mut funcs = vec![];
+    for &j in &line.brings {
+        let Some(f) = a.imported_file(j) else { continue };
+        for item in f.ast.iter().flat_map(|ast| &ast.items) {
+            if let AstItem::Func(k) = item {
+                let via = if Some(j) == line.file { String::new() } else { format!(" (from `{}`)", f.shown) };
+                funcs.push(format!("- `func @{}{}`{via}", k.name.node, func_params_and_result(k)));
+            }
+        }
+    }
+    if funcs.is_empty() {
+        s.push_str("brings no functions");
+    } else {
+        let n = funcs.len();
+        s.push_str(&format!("brings {n} function{}:\n", if n == 1 { "" } else { "s" }));
+        s.push_str(&funcs.join("\n"));
+    }
+    s
+}
+
 fn vname(k: &Kernel, v: ValueId) -> String {
     k.values.get(v.index()).map(|d| format!("`%{}`", d.name)).unwrap_or_else(|| "?".into())
 }
@@ -188,10 +291,20 @@ fn value_hover(doc: &Document, k: &Kernel, v: ValueId, verified: bool) -> String
     let at = line_of(doc, d.span).map(|l| format!(" (line {l})")).unwrap_or_default();
     let kn = &k.name;
     s.push_str(&match d.def {
-        ValueDef::Param(n) => format!("parameter {n} of kernel `@{kn}`{at}\n\n"),
+        ValueDef::Param(n) => {
+            let what = if k.is_func() { "function" } else { "kernel" };
+            format!("parameter {n} of {what} `@{kn}`{at}\n\n")
+        }
         ValueDef::BlockParam(b, n) => format!("parameter {n} of block {} in `@{kn}`{at}\n\n", bname(k, b)),
         ValueDef::Inst(i) => {
-            let op = k.insts.get(i.index()).map(|x| x.op.mnemonic()).unwrap_or_default();
+            let op = match k.insts.get(i.index()).map(|x| &x.op) {
+                Some(Op::Call(n)) => match k.callees.get(*n as usize) {
+                    Some(c) => format!("call @{}", c.name),
+                    None => "call".into(),
+                },
+                Some(op) => op.mnemonic(),
+                None => String::new(),
+            };
             let blk = block_of_inst(k, i).map(|b| format!(" in block {}", bname(k, b))).unwrap_or_default();
             format!("result of `{op}`{blk} of `@{kn}`{at}\n\n")
         }
@@ -306,6 +419,20 @@ pub fn explain_value(doc: &Document, k: &Kernel, u: &Uniformity, v: ValueId) -> 
                 (format!("joins the paths of the non-uniform branch{c} ending block {}", bname(k, branch)), cond)
             }
             ValueReason::Irreducible => ("is in irreducible control flow with a non-uniform branch".to_string(), None),
+            ValueReason::Call => {
+                let callee = match k.value(v).def {
+                    ValueDef::Inst(i) => match k.insts.get(i.index()).map(|x| &x.op) {
+                        Some(Op::Call(n)) => k.callees.get(*n as usize).map(|c| format!(" to `@{}`", c.name)),
+                        _ => None,
+                    },
+                    _ => None,
+                };
+                let callee = callee.unwrap_or_default();
+                (format!("is the result of a call{callee} (the callee is not analysed here)"), None)
+            }
+            ValueReason::FuncParam => {
+                ("is a parameter of a function: any caller may pass a thread-dependent value".to_string(), None)
+            }
             // Reasons added to the analysis later: its level without a phrase.
             #[allow(unreachable_patterns)]
             _ => ("has no finer explanation".to_string(), None),

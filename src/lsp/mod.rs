@@ -3,13 +3,14 @@
 //! - [`server`]: the lifecycle and dispatch loop (every request answered, no panic escapes).
 //! - [`transport`]: `Content-Length`-framed JSON-RPC on stdio, robust to malformed input.
 //! - [`document`]: open documents, UTF-16 position conversion, the analysis of each version
-//!   (parse, `kir check`'s checks, the name index).
+//!   (parse or, for a `file:` URI, load with its imports resolved; `kir check`'s checks; the name
+//!   index, in which calls of imported functions resolve to their files).
 //! - [`diagnostics`]: kir diagnostics as LSP diagnostics (explanation chains as related
 //!   information).
 //! - [`hover`]: types, definitions and uniformity verdicts of values; op semantics
 //!   ([`op_docs`], from `docs/language.md`); kernel signatures.
-//! - [`navigation`]: go to definition and find references; [`symbols`]: the name index and the
-//!   document outline.
+//! - [`navigation`]: go to definition (also into imported files), find references and document
+//!   highlights; [`symbols`]: the name index and the document outline.
 //! - [`format`]: whole-document formatting through `kir fmt`'s formatter.
 //! - [`semantic_tokens`]: token classes for coloring.
 //!

@@ -1,26 +1,58 @@
-//! `textDocument/definition` and `textDocument/references` for values, blocks, kernels, graphs,
-//! shared declarations and graph temps.
+//! `textDocument/definition`, `textDocument/references` and `textDocument/documentHighlight` for
+//! values, blocks, kernels, functions, graphs, shared declarations and graph temps.
 //!
 //! Guarantees: resolution is the name index's ([`super::symbols::Index`]), so a name goes to the
-//! definition the parser would bind it to; a position on no name, or in a file without a syntax
-//! tree, gives no result (never an error).
+//! definition the parser would bind it to; `call @f` goes to the function, in this document or in
+//! the imported file that defines it (a location in that file); the path of an `import` line goes
+//! to the start of the imported file. A position on no name, or in a file without a syntax tree,
+//! gives no result (never an error).
 
-use super::document::Document;
-use lsp_types::{Location, Uri};
+use super::document::{path_to_uri, Document};
+use lsp_types::{DocumentHighlight, DocumentHighlightKind, Location, Position, Range, Uri};
 
-/// The definition of the name at `offset`.
+/// The definition of the name (or import path) at `offset`.
 pub fn definition(doc: &Document, uri: &Uri, offset: usize) -> Option<Location> {
     let index = &doc.analysis.index;
-    let occ = index.at(offset)?;
-    let sym = index.symbols.get(occ.symbol)?;
-    Some(Location { uri: uri.clone(), range: doc.range(sym.def) })
+    if let Some(occ) = index.at(offset) {
+        let sym = index.symbols.get(occ.symbol)?;
+        return doc.location(uri, sym.file, sym.def);
+    }
+    let imp = index.import_at(offset)?;
+    let line = doc.analysis.imports.iter().find(|l| l.span == imp.span)?;
+    let path = match line.file.and_then(|f| doc.analysis.imported_file(f)) {
+        Some(f) => f.path.clone(),
+        None => line.resolved.clone().filter(|p| p.is_file())?,
+    };
+    let start = Position { line: 0, character: 0 };
+    Some(Location { uri: path_to_uri(&path)?, range: Range { start, end: start } })
 }
 
-/// Every occurrence of the name at `offset` (its definition first when `include_declaration`).
+/// Every occurrence of the name at `offset` (its definition first when `include_declaration`;
+/// an imported function's definition is in its own file).
 pub fn references(doc: &Document, uri: &Uri, offset: usize, include_declaration: bool) -> Vec<Location> {
     let index = &doc.analysis.index;
     let Some(occ) = index.at(offset) else { return vec![] };
     let mut occs: Vec<_> = index.occurrences_of(occ.symbol).filter(|o| include_declaration || !o.is_def).collect();
     occs.sort_by_key(|o| (!o.is_def, o.span.start));
-    occs.iter().map(|o| Location { uri: uri.clone(), range: doc.range(o.span) }).collect()
+    let mut out = vec![];
+    if let Some(sym) = index.symbols.get(occ.symbol).filter(|s| s.file != 0 && include_declaration) {
+        out.extend(doc.location(uri, sym.file, sym.def));
+    }
+    out.extend(occs.iter().map(|o| Location { uri: uri.clone(), range: doc.range(o.span) }));
+    out
+}
+
+/// The occurrences in this document of the name at `offset`: its definition (`Write`) and uses
+/// (`Read`), in source order.
+pub fn highlights(doc: &Document, offset: usize) -> Vec<DocumentHighlight> {
+    let index = &doc.analysis.index;
+    let Some(occ) = index.at(offset) else { return vec![] };
+    let mut occs: Vec<_> = index.occurrences_of(occ.symbol).collect();
+    occs.sort_by_key(|o| o.span.start);
+    occs.iter()
+        .map(|o| DocumentHighlight {
+            range: doc.range(o.span),
+            kind: Some(if o.is_def { DocumentHighlightKind::WRITE } else { DocumentHighlightKind::READ }),
+        })
+        .collect()
 }

@@ -1,5 +1,6 @@
 //! Semantic tokens (`textDocument/semanticTokens/full`): a color class for every keyword, type,
-//! value, block, op, number, comment and global (`@name`) of a document.
+//! value, block, op, number, comment, global (`@name`), function name and import path of a
+//! document.
 //!
 //! Guarantees:
 //! - Works on any text, also one that does not parse: tokens come from the lexer (text it cannot
@@ -7,14 +8,15 @@
 //! - Tokens are in document order, never overlap and never span lines; lengths and columns are in
 //!   UTF-16 code units, so non-ASCII text (in comments) does not shift later tokens.
 //! - The classes are the standard LSP token types of [`LEGEND_TYPES`] (see `docs/lsp.md`);
-//!   definitions carry the `declaration` modifier and ops `defaultLibrary`.
+//!   definitions carry the `declaration` modifier and ops `defaultLibrary`. A device function's
+//!   name (after `func`, and after `call`) is a `function` without `defaultLibrary`.
 
 use super::document::Document;
 use kir_ir::lexer::{tokens, Token};
 use lsp_types::{SemanticToken, SemanticTokenModifier, SemanticTokenType, SemanticTokensLegend};
 
 /// Token types, in legend order.
-pub const LEGEND_TYPES: [SemanticTokenType; 8] = [
+pub const LEGEND_TYPES: [SemanticTokenType; 10] = [
     SemanticTokenType::KEYWORD,
     SemanticTokenType::TYPE,
     SemanticTokenType::VARIABLE,
@@ -23,6 +25,8 @@ pub const LEGEND_TYPES: [SemanticTokenType; 8] = [
     SemanticTokenType::NUMBER,
     SemanticTokenType::COMMENT,
     SemanticTokenType::NAMESPACE,
+    SemanticTokenType::STRING,
+    SemanticTokenType::OPERATOR,
 ];
 
 /// Indexes into [`LEGEND_TYPES`].
@@ -40,6 +44,10 @@ pub enum Class {
     Comment = 6,
     /// A kernel, graph or shared declaration, `@x`.
     Global = 7,
+    /// An import path, `"lib/reduce.kir"`.
+    String = 8,
+    /// `->` of a function's result type.
+    Operator = 9,
 }
 
 pub const MOD_DECLARATION: u32 = 1;
@@ -97,11 +105,14 @@ pub fn classify(src: &str) -> Vec<Classified> {
         };
         let whole = |class: Class, modifiers: u32| Classified { start, end, class, modifiers };
         let c = match tok {
-            Token::Kernel => {
+            Token::Kernel | Token::Func => {
                 in_header = true;
                 in_graph = false;
                 Some(whole(Class::Keyword, 0))
             }
+            Token::Import => Some(whole(Class::Keyword, 0)),
+            Token::Str(_) => Some(whole(Class::String, 0)),
+            Token::Arrow => Some(whole(Class::Operator, 0)),
             Token::Graph => {
                 in_graph = true;
                 in_header = false;
@@ -132,6 +143,8 @@ pub fn classify(src: &str) -> Vec<Classified> {
                 let decl = if next == Some(Token::Colon) { MOD_DECLARATION } else { 0 };
                 Some(whole(Class::Value, decl))
             }
+            Token::Global(_) if prev == Some(Token::Func) => Some(whole(Class::Op, MOD_DECLARATION)),
+            Token::Global(_) if prev == Some(Token::Ident("call")) => Some(whole(Class::Op, 0)),
             Token::Global(_) => {
                 let decl = matches!(prev, Some(Token::Kernel | Token::Graph | Token::Shared));
                 Some(whole(Class::Global, if decl { MOD_DECLARATION } else { 0 }))
@@ -308,6 +321,36 @@ mod tests {
             ("ret", Class::Keyword),
         ];
         let want: Vec<(String, Class)> = want.iter().map(|(s, c)| (s.to_string(), *c)).collect();
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn device_functions_calls_and_imports() {
+        let src =
+            "import \"lib/r.kir\"\nfunc @f(%a: f32) -> f32 {\nentry:\n  %r = call @g(%a)\n  call @h(%r)\n  ret %r\n}\n";
+        let got: Vec<(String, Class, u32)> =
+            classify(src).iter().map(|c| (src[c.start..c.end].to_string(), c.class, c.modifiers)).collect();
+        let want = [
+            ("import", Class::Keyword, 0),
+            ("\"lib/r.kir\"", Class::String, 0),
+            ("func", Class::Keyword, 0),
+            ("@f", Class::Op, MOD_DECLARATION),
+            ("%a", Class::Value, MOD_DECLARATION),
+            ("f32", Class::Type, 0),
+            ("->", Class::Operator, 0),
+            ("f32", Class::Type, 0),
+            ("entry", Class::Block, MOD_DECLARATION),
+            ("%r", Class::Value, MOD_DECLARATION),
+            ("call", Class::Op, MOD_DEFAULT_LIBRARY),
+            ("@g", Class::Op, 0),
+            ("%a", Class::Value, 0),
+            ("call", Class::Op, MOD_DEFAULT_LIBRARY),
+            ("@h", Class::Op, 0),
+            ("%r", Class::Value, 0),
+            ("ret", Class::Keyword, 0),
+            ("%r", Class::Value, 0),
+        ];
+        let want: Vec<(String, Class, u32)> = want.iter().map(|(s, c, m)| (s.to_string(), *c, *m)).collect();
         assert_eq!(got, want);
     }
 

@@ -14,8 +14,10 @@
 //! - `exit` ends the loop: exit code 0 after `shutdown`, 1 otherwise (also when the input ends
 //!   without `exit`), as the protocol says.
 //! - Positions past the end of a line or of the document are clamped, never an error.
+//! - A document with a `file:` URI is analyzed as that file (its imports resolved relative to its
+//!   directory, [`super::document::Analysis::at`]); any other URI as a buffer without a path.
 
-use super::document::Document;
+use super::document::{uri_to_path, Document};
 use super::transport::{self, Incoming};
 use super::{diagnostics, format, hover, navigation, semantic_tokens, symbols};
 use lsp_server::{Message, Notification, Request, Response};
@@ -51,6 +53,7 @@ pub fn capabilities() -> ServerCapabilities {
         hover_provider: Some(HoverProviderCapability::Simple(true)),
         definition_provider: Some(OneOf::Left(true)),
         references_provider: Some(OneOf::Left(true)),
+        document_highlight_provider: Some(OneOf::Left(true)),
         document_symbol_provider: Some(OneOf::Left(true)),
         document_formatting_provider: Some(OneOf::Left(true)),
         semantic_tokens_provider: Some(SemanticTokensServerCapabilities::SemanticTokensOptions(
@@ -192,6 +195,12 @@ impl<W: Write> Server<W> {
                 let r = self.doc(uri).map(|d| navigation::references(d, uri, d.offset(tp.position), incl));
                 serde_json::to_value(r)?
             }
+            "textDocument/documentHighlight" => {
+                let p: DocumentHighlightParams = serde_json::from_value(params)?;
+                let tp = p.text_document_position_params;
+                let r = self.doc(&tp.text_document.uri).map(|d| navigation::highlights(d, d.offset(tp.position)));
+                serde_json::to_value(r)?
+            }
             "textDocument/documentSymbol" => {
                 let p: DocumentSymbolParams = serde_json::from_value(params)?;
                 let r = self
@@ -242,7 +251,8 @@ impl<W: Write> Server<W> {
             "textDocument/didOpen" => {
                 let p: DidOpenTextDocumentParams = serde_json::from_value(n.params)?;
                 let td = p.text_document;
-                self.docs.insert(td.uri.clone(), analyzed(td.text, td.version));
+                let doc = analyzed(td.text, td.version, &td.uri);
+                self.docs.insert(td.uri.clone(), doc);
                 Ok(Some(td.uri))
             }
             "textDocument/didChange" => {
@@ -253,7 +263,7 @@ impl<W: Write> Server<W> {
                     doc.splice(c.range, &c.text);
                 }
                 let text = std::mem::take(&mut doc.text);
-                *doc = analyzed(text, p.text_document.version);
+                *doc = analyzed(text, p.text_document.version, &uri);
                 Ok(Some(uri))
             }
             "textDocument/didClose" => {
@@ -275,9 +285,11 @@ impl<W: Write> Server<W> {
     }
 }
 
-/// A document analyzed, or, if the analysis panicked, with one diagnostic saying so.
-fn analyzed(text: String, version: i32) -> Document {
-    match catch_unwind(AssertUnwindSafe(|| Document::new(text.clone(), version))) {
+/// A document analyzed (as the file its URI names, if any), or, if the analysis panicked, with
+/// one diagnostic saying so.
+fn analyzed(text: String, version: i32, uri: &Uri) -> Document {
+    let path = uri_to_path(uri);
+    match catch_unwind(AssertUnwindSafe(|| Document::at(text.clone(), version, path.as_deref()))) {
         Ok(d) => d,
         Err(_) => Document::failed(text, version),
     }

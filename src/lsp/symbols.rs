@@ -1,12 +1,16 @@
-//! The name index of a document: every definition and use of a kernel, graph, shared
-//! declaration, value (`%x`) and block, with its scope, built from the syntax tree; and the
+//! The name index of a document: every definition and use of a kernel, device function, graph,
+//! shared declaration, value (`%x`) and block, with its scope, built from the syntax tree; and the
 //! document outline (`textDocument/documentSymbol`) built from it.
 //!
 //! Guarantees:
+//! - `call @f(...)` is a use of `@f`: of the function of that name in this document, else of the
+//!   imported function of that name ([`External`], defined in another file: such a symbol has no
+//!   occurrence here, only its uses).
 //! - Every occurrence's span covers exactly the name as written, with its sigil (`%x`, `@k`) for
 //!   values and globals and without the `:` or `(` that follows a block label.
 //! - Names resolve as the parser resolves them: values, blocks and shared declarations within
-//!   their kernel (values and temps of a graph within the graph), kernels and graphs module-wide.
+//!   their kernel or function (values and temps of a graph within the graph), kernels,
+//!   functions and graphs module-wide.
 //!   A name defined twice resolves to its first definition; a use of an undefined name is not
 //!   an occurrence of any symbol.
 //! - Occurrences are sorted by position and never overlap, so [`Index::at`] finds at most one.
@@ -21,10 +25,12 @@ use std::collections::HashMap;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SymbolKind {
     Kernel,
+    /// A device function (`func @f`), of this document or imported.
+    Func,
     Graph,
     /// A `shared @name` declaration of a kernel.
     Shared,
-    /// A kernel parameter.
+    /// A kernel or function parameter.
     Param,
     /// A block parameter.
     BlockParam,
@@ -43,14 +49,49 @@ pub struct Symbol {
     pub kind: SymbolKind,
     /// The name without its sigil.
     pub name: String,
-    /// The item (index in the module's items) whose scope holds the name; `None` for kernels and
-    /// graphs.
+    /// The item (index in the module's items) whose scope holds the name; `None` for kernels,
+    /// functions and graphs.
     pub scope: Option<usize>,
+    /// For a kernel, function or graph of this document: its item (index in the module's items).
+    pub item: Option<usize>,
+    /// The file the definition is in: 0 for this document, else its index in the analysis'
+    /// [`kir_ir::diag::SourceMap`] (an imported function); `def` and `full` are local to it.
+    pub file: usize,
     /// The span of the name at its definition.
     pub def: Span,
     /// The span of the whole definition (a kernel, a block from its label to its last statement,
     /// a declaration, an instruction).
     pub full: Span,
+}
+
+/// A function defined in an imported file, callable from this document.
+#[derive(Clone, Debug)]
+pub struct External {
+    pub name: String,
+    /// Its file's index in the analysis' [`kir_ir::diag::SourceMap`].
+    pub file: usize,
+    /// The name (`@f`) and the whole function, local to that file.
+    pub def: Span,
+    pub full: Span,
+}
+
+/// What an item of the module is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ItemKind {
+    Kernel,
+    Func,
+    Graph,
+    Import,
+}
+
+/// An `import "path"` line.
+#[derive(Clone, Debug)]
+pub struct ImportUse {
+    /// The whole line.
+    pub span: Span,
+    /// The string, with its quotes.
+    pub path_span: Span,
+    pub path: String,
 }
 
 /// One written name.
@@ -78,8 +119,11 @@ pub struct Index {
     /// Sorted by span start.
     pub occurrences: Vec<Occurrence>,
     pub ops: Vec<OpUse>,
-    /// Per item: its name and whether it is a kernel (for the outline and scope names).
-    pub items: Vec<(String, bool)>,
+    /// Per item of the module: its name (empty for an import) and kind (for the outline and
+    /// scope names).
+    pub items: Vec<(String, ItemKind)>,
+    /// The `import` lines.
+    pub imports: Vec<ImportUse>,
 }
 
 /// The span of a name at the start of `s`: `len` bytes (the sigil included by the caller).
@@ -117,17 +161,17 @@ enum Ns {
     Block,
     /// `@name` inside a kernel: a shared declaration.
     Shared,
-    /// `@name` naming a kernel or graph.
+    /// `@name` naming a kernel, function or graph.
     Global,
 }
 
 impl Builder {
     fn define(&mut self, kind: SymbolKind, name: &str, scope: Option<usize>, def: Span, full: Span) {
         let id = self.index.symbols.len();
-        self.index.symbols.push(Symbol { kind, name: name.to_string(), scope, def, full });
+        self.index.symbols.push(Symbol { kind, name: name.to_string(), scope, item: None, file: 0, def, full });
         self.index.occurrences.push(Occurrence { span: def, symbol: id, is_def: true });
         let table = match (kind, scope) {
-            (SymbolKind::Kernel | SymbolKind::Graph, _) | (_, None) => &mut self.globals,
+            (SymbolKind::Kernel | SymbolKind::Func | SymbolKind::Graph, _) | (_, None) => &mut self.globals,
             (SymbolKind::Block, Some(s)) => &mut self.scopes[s].blocks,
             (SymbolKind::Shared, Some(s)) => &mut self.scopes[s].shared,
             (_, Some(s)) => &mut self.scopes[s].values,
@@ -188,14 +232,34 @@ impl Builder {
 impl Index {
     /// Builds the index of a syntax tree.
     pub fn build(ast: &AstModule) -> Index {
+        Index::build_with(ast, &[])
+    }
+
+    /// Builds the index of a syntax tree whose calls may also name the functions of other files
+    /// (a function of this document wins over an imported one of the same name).
+    pub fn build_with(ast: &AstModule, externals: &[External]) -> Index {
         let mut b = Builder { index: Index::default(), uses: vec![], scopes: vec![], globals: HashMap::new() };
         for (item_no, item) in ast.items.iter().enumerate() {
             b.scopes.push(Scope::default());
             match item {
-                AstItem::Import(_) => {}
+                AstItem::Import(imp) => {
+                    b.index.items.push((String::new(), ItemKind::Import));
+                    b.index.imports.push(ImportUse {
+                        span: imp.span,
+                        path_span: imp.path.span,
+                        path: imp.path.node.to_string(),
+                    });
+                }
                 AstItem::Kernel(k) | AstItem::Func(k) => {
-                    b.index.items.push((k.name.node.to_string(), true));
-                    b.define(SymbolKind::Kernel, &k.name.node, None, k.name.span, k.span);
+                    let (kind, item_kind) = match item {
+                        AstItem::Func(_) => (SymbolKind::Func, ItemKind::Func),
+                        _ => (SymbolKind::Kernel, ItemKind::Kernel),
+                    };
+                    b.index.items.push((k.name.node.to_string(), item_kind));
+                    b.define(kind, &k.name.node, None, k.name.span, k.span);
+                    if let Some(s) = b.index.symbols.last_mut() {
+                        s.item = Some(item_no);
+                    }
                     for p in &k.params {
                         b.param(p, SymbolKind::Param, item_no);
                     }
@@ -257,8 +321,11 @@ impl Index {
                     }
                 }
                 AstItem::Graph(g) => {
-                    b.index.items.push((g.name.node.to_string(), false));
+                    b.index.items.push((g.name.node.to_string(), ItemKind::Graph));
                     b.define(SymbolKind::Graph, &g.name.node, None, g.name.span, g.span);
+                    if let Some(s) = b.index.symbols.last_mut() {
+                        s.item = Some(item_no);
+                    }
                     for p in &g.params {
                         b.param(p, SymbolKind::GraphParam, item_no);
                     }
@@ -284,6 +351,22 @@ impl Index {
                     }
                 }
             }
+        }
+        for e in externals {
+            if b.globals.contains_key(&e.name) {
+                continue;
+            }
+            let id = b.index.symbols.len();
+            b.index.symbols.push(Symbol {
+                kind: SymbolKind::Func,
+                name: e.name.trim_start_matches('@').to_string(),
+                scope: None,
+                item: None,
+                file: e.file,
+                def: e.def,
+                full: e.full,
+            });
+            b.globals.insert(e.name.trim_start_matches('@').to_string(), id);
         }
         let uses = std::mem::take(&mut b.uses);
         for (span, scope, ns, name) in uses {
@@ -325,16 +408,23 @@ impl Index {
         self.occurrences.iter().filter(move |o| o.symbol == symbol)
     }
 
-    /// The symbol defined at item level (kernel or graph) with this name.
+    /// The symbol defined at item level (kernel, function or graph) with this name.
     pub fn global(&self, name: &str) -> Option<(usize, &Symbol)> {
         self.symbols.iter().enumerate().find(|(_, s)| {
-            s.scope.is_none() && s.name == name && matches!(s.kind, SymbolKind::Kernel | SymbolKind::Graph)
+            s.scope.is_none()
+                && s.name == name
+                && matches!(s.kind, SymbolKind::Kernel | SymbolKind::Func | SymbolKind::Graph)
         })
+    }
+
+    /// The `import` line under a byte offset.
+    pub fn import_at(&self, offset: usize) -> Option<&ImportUse> {
+        self.imports.iter().find(|i| (i.span.start as usize) <= offset && offset <= i.span.end as usize)
     }
 }
 
-/// The outline of a document: kernels (with their shared declarations and blocks) and graphs
-/// (with their temps), in source order.
+/// The outline of a document: kernels and functions (with their shared declarations, a
+/// function's parameters, and blocks) and graphs (with their temps), in source order.
 pub fn document_symbols(doc: &super::document::Document) -> Vec<lsp_types::DocumentSymbol> {
     use lsp_types::SymbolKind as K;
     let index = &doc.analysis.index;
@@ -344,7 +434,9 @@ pub fn document_symbols(doc: &super::document::Document) -> Vec<lsp_types::Docum
         let selection_range = doc.range(s.def);
         lsp_types::DocumentSymbol {
             name: match s.kind {
-                SymbolKind::Kernel | SymbolKind::Graph | SymbolKind::Shared => format!("@{}", s.name),
+                SymbolKind::Kernel | SymbolKind::Func | SymbolKind::Graph | SymbolKind::Shared => {
+                    format!("@{}", s.name)
+                }
                 SymbolKind::Block => s.name.clone(),
                 _ => format!("%{}", s.name),
             },
@@ -357,24 +449,49 @@ pub fn document_symbols(doc: &super::document::Document) -> Vec<lsp_types::Docum
             children,
         }
     };
+    let ast_item = |n: usize| doc.analysis.ast.as_ref().and_then(|a| a.items.get(n));
     let mut out = vec![];
-    for (item_no, s) in index.symbols.iter().filter(|s| s.scope.is_none()).enumerate() {
-        let children: Vec<_> = index
-            .symbols
-            .iter()
-            .filter(|c| c.scope == Some(item_no))
-            .filter_map(|c| match c.kind {
-                SymbolKind::Block => Some(make(c, K::NAMESPACE, Some("block".into()), None)),
-                SymbolKind::Shared => Some(make(c, K::VARIABLE, Some("shared".into()), None)),
-                SymbolKind::Temp => Some(make(c, K::VARIABLE, Some("temp".into()), None)),
-                _ => None,
-            })
-            .collect();
-        let (kind, detail) = match s.kind {
-            SymbolKind::Kernel => (K::FUNCTION, "kernel"),
-            _ => (K::MODULE, "graph"),
+    for s in index.symbols.iter().filter(|s| s.scope.is_none() && s.file == 0) {
+        let Some(item_no) = s.item else { continue };
+        // A function's parameters come first, with their types.
+        let mut children: Vec<_> = match ast_item(item_no) {
+            Some(AstItem::Func(f)) => f
+                .params
+                .iter()
+                .filter_map(|p| {
+                    let c = index.symbols.iter().find(|c| {
+                        c.scope == Some(item_no) && c.kind == SymbolKind::Param && c.name == p.name.node.as_str()
+                    })?;
+                    Some(make(c, K::VARIABLE, Some(format!("parameter: {}", type_text(&p.ty))), None))
+                })
+                .collect(),
+            _ => vec![],
         };
-        out.push(make(s, kind, Some(detail.into()), Some(children)));
+        children.extend(index.symbols.iter().filter(|c| c.scope == Some(item_no)).filter_map(|c| match c.kind {
+            SymbolKind::Block => Some(make(c, K::NAMESPACE, Some("block".into()), None)),
+            SymbolKind::Shared => Some(make(c, K::VARIABLE, Some("shared".into()), None)),
+            SymbolKind::Temp => Some(make(c, K::VARIABLE, Some("temp".into()), None)),
+            _ => None,
+        }));
+        let (kind, detail) = match (s.kind, ast_item(item_no)) {
+            (SymbolKind::Kernel, _) => (K::FUNCTION, "kernel".to_string()),
+            (SymbolKind::Func, Some(AstItem::Func(f))) => (K::FUNCTION, func_detail(f)),
+            (SymbolKind::Func, _) => (K::FUNCTION, "func".to_string()),
+            _ => (K::MODULE, "graph".to_string()),
+        };
+        out.push(make(s, kind, Some(detail), Some(children)));
     }
     out
+}
+
+/// `func (%a: f32, %r: ptr<shared, f32>) -> f32`: the outline's detail of a function.
+fn func_detail(f: &kir_ir::ast::AstKernel) -> String {
+    format!("func {}", func_params_and_result(f))
+}
+
+/// `(%a: f32, %r: ptr<shared, f32>) -> f32` (without ` -> T` for a function without a result).
+pub fn func_params_and_result(f: &kir_ir::ast::AstKernel) -> String {
+    let params: Vec<String> = f.params.iter().map(|p| format!("%{}: {}", p.name.node, type_text(&p.ty))).collect();
+    let ret = f.func.as_ref().and_then(|s| s.ret.as_ref()).map(|t| format!(" -> {}", type_text(t))).unwrap_or_default();
+    format!("({}){ret}", params.join(", "))
 }
