@@ -14,10 +14,11 @@ fn main() {
             std::process::exit(1);
         }
     };
-    let m = match kir_ir::parse(&src) {
-        Ok(m) => m,
-        Err(d) => {
-            eprint!("{}", kir_ir::diag::render(&d, path, &src, false));
+    // With the functions it imports (relative to the file).
+    let m = match kir_ir::load::load_source(std::path::Path::new(path), src.clone()) {
+        Ok(l) => l.module,
+        Err(e) => {
+            eprint!("{}", e.render(false));
             std::process::exit(1);
         }
     };

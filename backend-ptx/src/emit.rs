@@ -1,5 +1,6 @@
-//! Kernel emission: the `.entry` of one verified kernel — parameters, shared declarations, register
-//! declarations, blocks as labels, and block arguments as parallel copies on edges.
+//! Body emission: the `.entry` of one verified kernel or the `.func` of one verified device
+//! function — parameters, shared declarations, register declarations, blocks as labels, block
+//! arguments as parallel copies on edges, and calls.
 //!
 //! Guarantees:
 //! - Each SSA value gets its own virtual register (see [`crate::regs`]); block parameters are
@@ -10,13 +11,47 @@
 //! - `reqntid(x, y, z)` becomes the performance directive `.reqntid x, y, z` (all three written).
 //! - Unreachable blocks are not emitted. A jump to the next emitted block falls through.
 //! - Before each kir instruction and terminator, a comment shows the instruction as kir prints it,
-//!   prefixed with its source line when the source text is known.
-//! - The output is a pure function of the kernel and the options (byte-for-byte deterministic).
+//!   prefixed with its source line when the source text is known and the span lies in it (a
+//!   function imported from another file has spans past its end: no line number then).
+//! - The output is a pure function of the body, the module's function table and the options
+//!   (byte-for-byte deterministic).
+//!
+//! Device functions and calls (the PTX ABI, as NVRTC emits non-inlined `__device__` functions):
+//! - A function is a module-internal `.func` (no `.visible`: nothing outside the module calls it),
+//!   `.func (.param .bN func_retval0) f(.param .bN f_param_0, ...)`, the result part only when
+//!   the function has one. Every parameter and the result are `.param .b32` (types of at most 32
+//!   bits; narrower ones are promoted as the ABI promotes them: `pred` as 0/1, 8- and 16-bit
+//!   integers zero- or sign-extended by their signedness, `f16`/`bf16` bits zero-extended) or
+//!   `.param .b64` (64-bit types and pointers). The callee reads the low bytes back exactly as a
+//!   kernel reads its parameters.
+//! - Pointers cross calls in kir's register representation, not as generic addresses: a
+//!   `ptr<global, T>` is a global-window address (the kernel applied `cvta.to.global` once), a
+//!   `ptr<shared, T>` a shared-window address; the callee uses them with `.global` / `.shared`
+//!   instructions as the caller would.
+//! - A call is `{ .param ... param<i>; st.param ...; .param ... retval0; call.uni (retval0), f,
+//!   (param0, ...); ld.param ...; }`: the return parameter is declared (and the call names it)
+//!   whenever the callee has a result, even when the caller ignores it. `call.uni` is always
+//!   right here: PTX defines `.uni` as "all active threads executing the call have the same guard
+//!   predicate and call target", and a kir call is unguarded and direct (the same reasoning as
+//!   `bra.uni` for unconditional jumps; NVRTC emits `call.uni` for every direct call).
+//! - In a function, `ret %v` stores `%v` to `func_retval0` (promoted as above) and returns.
+//!   Special registers, barriers, shuffles and votes need nothing special: they act for the calling
+//!   thread, and `bar.sync` is legal in a `.func`.
+//! - PTX names never clash: a function's PTX name is its kir name through [`ptx_ident`], unless
+//!   that spelling is some other PTX name in scope where the function is called (a kernel's or
+//!   function's parameter `<name>_param_<n>`, a shared array `<kernel>$smem$<s>`, `param<n>`,
+//!   `retval0`, `func_retval0`); then it is `$func$<ident>$`, which nothing else spells (see
+//!   `FuncTable`).
+//! - A call whose callee is not in the function table (a body emitted without its module) is a
+//!   located diagnostic, never a panic.
 
 use crate::pcopy::{self, Src};
 use crate::regs::{Reg, RegClass, RegFile};
 use crate::PtxOptions;
-use kir_ir::{AddrSpace, BlockCall, BlockId, Diagnostic, Kernel, Operand, Terminator, Type, ValueId};
+use kir_ir::{
+    AddrSpace, BlockCall, BlockId, Diagnostic, InstId, Kernel, Module, Operand, ScalarType, Terminator, Type, ValueId,
+};
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
 
 /// A PTX identifier for a kir name: `.` becomes `$` (kir names never contain `$`, so the mapping is
@@ -52,9 +87,84 @@ impl std::fmt::Display for PtxIdent<'_> {
 
 pub(crate) use kir_ir::span::LineIndex;
 
+/// What a caller needs of a function: its PTX name and its result type.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct FuncSym {
+    pub symbol: String,
+    pub ret: Option<Type>,
+}
+
+/// The PTX names and result types of a module's device functions, by kir name.
+#[derive(Debug, Default)]
+pub(crate) struct FuncTable {
+    funcs: HashMap<String, FuncSym>,
+}
+
+impl FuncTable {
+    /// The table of `m`'s functions. A function's PTX name is [`ptx_ident`] of its kir name unless
+    /// that spelling is taken by a name that can be in scope at a call: a parameter
+    /// `<body>_param_<n>` of any kernel or function, a shared array `<kernel>$smem$<s>`, or a name
+    /// the calling convention declares (`param<n>`, `retval0`, `func_retval0`). Then it is
+    /// `$func$<ident>$`: no kir name spells a leading `$`, labels are `$L__`/`$E__`, and parameter
+    /// names end in a digit, so that cannot clash either.
+    pub fn new(m: &Module) -> FuncTable {
+        let mut t = FuncTable::default();
+        if m.funcs.is_empty() {
+            return t;
+        }
+        let mut reserved: HashSet<String> = HashSet::new();
+        for b in m.bodies() {
+            let id = ptx_ident(&b.name);
+            for n in 0..b.params.len() {
+                reserved.insert(format!("{id}_param_{n}"));
+            }
+            for s in &b.shared {
+                reserved.insert(format!("{id}$smem${}", ptx_ident(&s.name)));
+            }
+        }
+        let is_reserved = |id: &str| {
+            reserved.contains(id)
+                || id == "retval0"
+                || id == "func_retval0"
+                || id.strip_prefix("param").is_some_and(|d| !d.is_empty() && d.bytes().all(|c| c.is_ascii_digit()))
+        };
+        for f in &m.funcs {
+            let id = ptx_ident(&f.name);
+            let symbol = if is_reserved(&id) { format!("$func${id}$") } else { id };
+            t.funcs.entry(f.name.clone()).or_insert(FuncSym { symbol, ret: f.ret_type() });
+        }
+        t
+    }
+
+    pub fn get(&self, name: &str) -> Option<&FuncSym> {
+        self.funcs.get(name)
+    }
+}
+
+/// `d` located at a call, when the call has a real span.
+fn at_call(d: Diagnostic, span: kir_ir::Span) -> Diagnostic {
+    if span.is_dummy() {
+        d
+    } else {
+        d.at(span, "this call")
+    }
+}
+
+/// The `.param` type of a function parameter or result: `.b32` up to 32 bits (narrower types
+/// promoted), `.b64` for 64-bit types and pointers.
+pub fn abi_param_type(ty: Type) -> &'static str {
+    use ScalarType::*;
+    match ty {
+        Type::Ptr(..) | Type::Scalar(U64 | S64 | F64) => ".b64",
+        Type::Scalar(_) => ".b32",
+    }
+}
+
 pub(crate) struct KernelEmitter<'a> {
     pub k: &'a Kernel,
     pub opts: &'a PtxOptions,
+    /// The module's functions, for calls (empty when a body is emitted on its own).
+    pub funcs: &'a FuncTable,
     pub lines: Option<&'a LineIndex>,
     pub regs: RegFile,
     /// The register of each value, indexed by `ValueId`.
@@ -92,12 +202,18 @@ fn only_compared(k: &Kernel) -> Vec<bool> {
 }
 
 impl<'a> KernelEmitter<'a> {
-    pub fn new(k: &'a Kernel, opts: &'a PtxOptions, lines: Option<&'a LineIndex>) -> KernelEmitter<'a> {
+    pub fn new(
+        k: &'a Kernel,
+        opts: &'a PtxOptions,
+        lines: Option<&'a LineIndex>,
+        funcs: &'a FuncTable,
+    ) -> KernelEmitter<'a> {
         let mut regs = RegFile::default();
         let vreg = k.values.iter().map(|v| regs.fresh(RegClass::of(v.ty))).collect();
         KernelEmitter {
             k,
             opts,
+            funcs,
             lines,
             regs,
             vreg,
@@ -131,7 +247,10 @@ impl<'a> KernelEmitter<'a> {
         if !self.opts.comments {
             return;
         }
-        match (self.lines, span.is_dummy()) {
+        // A span past the end of the source lies in another file (a function imported from it):
+        // no line number rather than a wrong one.
+        let in_source = self.opts.source.as_ref().is_some_and(|s| span.end as usize <= s.len());
+        match (self.lines, span.is_dummy() || !in_source) {
             (Some(li), false) => {
                 let _ = writeln!(self.out, "\t// {}: {}", li.line(span.start), text.trim());
             }
@@ -151,10 +270,20 @@ impl<'a> KernelEmitter<'a> {
         format!("{}$smem${}", ptx_ident(&self.k.name), ptx_ident(&s.name))
     }
 
-    /// Emits the whole `.entry` (plus module-scope declarations it needs) into a string.
+    /// The PTX name of the body: a kernel's `.entry` name, or a function's name from the table.
+    fn body_symbol(&self) -> String {
+        match self.funcs.get(&self.k.name) {
+            Some(f) if self.k.is_func() => f.symbol.clone(),
+            _ => ptx_ident(&self.k.name),
+        }
+    }
+
+    /// Emits the whole `.entry` or `.func` (plus module-scope declarations it needs) into a
+    /// string.
     pub fn emit(mut self) -> Result<String, Vec<Diagnostic>> {
         let k = self.k;
-        let kname = ptx_ident(&k.name);
+        let is_func = k.is_func();
+        let kname = self.body_symbol();
         let mut reachable = vec![false; k.blocks.len()];
         k.reverse_post_order().into_iter().for_each(|b| reachable[b.index()] = true);
 
@@ -167,11 +296,14 @@ impl<'a> KernelEmitter<'a> {
             let ty = k.value_type(p);
             let r = self.val(p);
             let pty = match ty {
+                _ if is_func => abi_param_type(ty),
                 Type::Ptr(..) => ".u64",
                 Type::Scalar(s) => crate::lower::param_type(s),
             };
             params_decl.push(format!("\t.param {pty} {pname}"));
             match ty {
+                // A caller passes pointers in their register form (see the module header).
+                Type::Ptr(..) if is_func => self.ins(format_args!("ld.param.u64 {r}, [{pname}]")),
                 Type::Ptr(AddrSpace::Global, _) => {
                     let t = self.fresh(RegClass::B64);
                     self.ins(format_args!("ld.param.u64 {t}, [{pname}]"));
@@ -214,13 +346,21 @@ impl<'a> KernelEmitter<'a> {
                     writeln!(s, ".extern .shared .align {} .b8 {}[];", d.align.max(1), self.shared_symbol(i as u32));
             }
         }
-        let _ = writeln!(s, "\n// .kir kernel @{}\n.visible .entry {kname}(", k.name);
+        if is_func {
+            let _ = write!(s, "\n// .kir func @{}\n.func ", k.name);
+            if let Some(t) = k.ret_type() {
+                let _ = write!(s, "(.param {} func_retval0) ", abi_param_type(t));
+            }
+            let _ = writeln!(s, "{kname}(");
+        } else {
+            let _ = writeln!(s, "\n// .kir kernel @{}\n.visible .entry {kname}(", k.name);
+        }
         s.push_str(&params_decl.join(",\n"));
         if !params_decl.is_empty() {
             s.push('\n');
         }
         s.push_str(")\n");
-        if let Some(r) = k.reqntid {
+        if let Some(r) = k.reqntid.filter(|_| !is_func) {
             let [x, y, z] = r.dims;
             let _ = writeln!(s, ".reqntid {x}, {y}, {z}");
         }
@@ -242,6 +382,107 @@ impl<'a> KernelEmitter<'a> {
         s.push_str(&self.out);
         s.push_str("}\n");
         Ok(s)
+    }
+
+    /// The type of an operand.
+    fn operand_type(&self, o: Operand) -> Type {
+        match o {
+            Operand::Value(v) => self.k.value_type(v),
+            Operand::Const(c) => Type::Scalar(c.ty),
+        }
+    }
+
+    /// Stores `o` (of type `ty`) to the `.param` variable `name` (declared with
+    /// [`abi_param_type`]), promoting types narrower than 32 bits as the PTX ABI does.
+    fn store_param(&mut self, name: &str, o: Operand, ty: Type) {
+        use kir_ir::ScalarType::*;
+        let s = match ty {
+            Type::Ptr(..) => U64,
+            Type::Scalar(s) => s,
+        };
+        let st = match s {
+            F32 => "f32",
+            F64 => "f64",
+            U64 | S64 => "b64",
+            _ => "b32",
+        };
+        let r = match o {
+            Operand::Const(c) => {
+                // Immediates are extended by their own signedness (8- and 16-bit signed ones print
+                // as negative numbers); pred and the 16-bit floats as their bits.
+                let imm = match c.ty {
+                    Pred | F16 | BF16 => crate::lower::raw_imm(c),
+                    _ => crate::lower::Imm(c).to_string(),
+                };
+                return self.ins(format_args!("st.param.{st} [{name}], {imm}"));
+            }
+            Operand::Value(v) => self.val(v),
+        };
+        let src = match s {
+            Pred => {
+                let t = self.fresh(RegClass::B32);
+                self.ins(format_args!("selp.u32 {t}, 1, 0, {r}"));
+                t
+            }
+            U16 | F16 | BF16 | S16 => {
+                let t = self.fresh(RegClass::B32);
+                let cvt = if s == S16 { "cvt.s32.s16" } else { "cvt.u32.u16" };
+                self.ins(format_args!("{cvt} {t}, {r}"));
+                t
+            }
+            // 8-bit integers already live extended in 32-bit registers.
+            _ => r,
+        };
+        self.ins(format_args!("st.param.{st} [{name}], {src}"));
+    }
+
+    /// `call @f(args)`: the call sequence of the PTX ABI (see the module header).
+    pub(crate) fn call(&mut self, i: InstId, c: u32) {
+        let k = self.k;
+        let inst = k.inst(i);
+        let callee = k.callees.get(c as usize);
+        let Some(f) = callee.and_then(|c| self.funcs.get(&c.name)).cloned() else {
+            let name = callee.map(|c| format!("`@{}`", c.name)).unwrap_or_else(|| format!("callee #{c}"));
+            let d = Diagnostic::error(format!("cannot emit the call to {name}: the function is not in the PTX module"))
+                .with_note(
+                    "a body that calls functions is emitted with its module (`emit_module`, `emit_kernel_in_module`)",
+                );
+            self.diags.push(at_call(d, inst.span));
+            return;
+        };
+        self.out.push_str("\t{\n");
+        let mut names = Vec::with_capacity(inst.args.len());
+        for (n, &a) in inst.args.iter().enumerate() {
+            let ty = self.operand_type(a);
+            let name = format!("param{n}");
+            self.ins(format_args!(".param {} {name}", abi_param_type(ty)));
+            self.store_param(&name, a, ty);
+            names.push(name);
+        }
+        let args = names.join(", ");
+        match f.ret {
+            Some(t) => {
+                self.ins(format_args!(".param {} retval0", abi_param_type(t)));
+                self.ins(format_args!("call.uni (retval0), {}, ({args})", f.symbol));
+            }
+            None => self.ins(format_args!("call.uni {}, ({args})", f.symbol)),
+        }
+        match (inst.result, f.ret) {
+            (Some(v), Some(_)) => {
+                let r = self.val(v);
+                match k.value_type(v) {
+                    Type::Ptr(..) => self.ins(format_args!("ld.param.u64 {r}, [retval0]")),
+                    Type::Scalar(s) => self.load_param(r, s, "retval0"),
+                }
+            }
+            (Some(_), None) => {
+                let name = callee.map_or("", |c| &c.name);
+                let d = Diagnostic::error(format!("`@{name}` has no result, but this call uses one"));
+                self.diags.push(at_call(d, inst.span));
+            }
+            (None, _) => {}
+        }
+        self.out.push_str("\t}\n");
     }
 
     fn load_param(&mut self, r: Reg, s: kir_ir::ScalarType, pname: &str) {
@@ -309,7 +550,15 @@ impl<'a> KernelEmitter<'a> {
 
     fn terminator(&mut self, t: &Terminator, next: Option<BlockId>) {
         match t {
-            Terminator::Ret(_) => self.ins("ret"),
+            Terminator::Ret(v) => {
+                if let Some(v) = *v {
+                    if self.k.is_func() {
+                        let ty = self.operand_type(v);
+                        self.store_param("func_retval0", v, ty);
+                    }
+                }
+                self.ins("ret")
+            }
             Terminator::Jmp(c) => self.jump(c, next),
             Terminator::Br { cond, then_, else_ } => {
                 let p = match cond {

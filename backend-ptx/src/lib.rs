@@ -2,13 +2,21 @@
 //! machine with a CUDA driver) loads and launches it.
 //!
 //! Guarantees:
-//! - [`emit_module`] / [`emit_kernel`] verify their input first and return the verifier's
-//!   diagnostics instead of emitting anything for an ill-formed module; they never panic.
-//! - The output is one PTX module: `.version 8.0`, `.target sm_XX`, `.address_size 64`, one
-//!   `.visible .entry` per kernel with the kernel's name (`.` in kir names becomes `$`). It is a pure
-//!   function of the module and the options: byte-for-byte deterministic. A kernel declaring
-//!   `reqntid(x, y, z)` gets `.reqntid x, y, z` after its parameter list (the driver then refuses
-//!   launches with another block shape, as the interpreter does).
+//! - [`emit_module`] / [`emit_kernel_in_module`] / [`emit_kernel`] verify their input first (the
+//!   whole module, functions included, where there is one) and return the verifier's diagnostics
+//!   instead of emitting anything for an ill-formed module; they never panic. A body that calls
+//!   functions cannot be emitted without its module: [`emit_kernel`] reports that as an error.
+//! - The output is one PTX module: `.version 8.0`, `.target sm_XX`, `.address_size 64`, then one
+//!   `.func` per device function that an emitted kernel calls, directly or not (the functions of a
+//!   module stay in it after inlining, and an imported library brings functions nothing calls:
+//!   those are left out), each after every function it calls (so each is defined before any call
+//!   names it), then one `.visible .entry` per kernel with the kernel's name (`.` in kir
+//!   names becomes `$`). It is a pure function of the module and the options: byte-for-byte
+//!   deterministic. A kernel declaring `reqntid(x, y, z)` gets `.reqntid x, y, z` after its
+//!   parameter list (the driver then refuses launches with another block shape, as the
+//!   interpreter does). Functions use the PTX calling convention NVRTC uses for non-inlined
+//!   `__device__` functions ([`emit`] has the details); the default pass pipeline inlines every
+//!   call, so they appear only when the module is emitted as written.
 //! - The emitted code computes what `kir_ir::eval` and the interpreter compute (see
 //!   [`lower`] for the per-op rules, e.g. explicit rounding on every exact float op so ptxas cannot
 //!   contract `mul`+`add` into an `fma`).
@@ -124,35 +132,107 @@ fn verify(m: &Module) -> Result<(), Vec<Diagnostic>> {
     }
 }
 
-/// Emits the PTX module for every kernel of `m`.
+/// Emits the PTX module for every kernel of `m` and every device function they call (directly or
+/// not; a function no kernel calls, such as the rest of an imported library, is left out).
 pub fn emit_module(m: &Module, opts: &PtxOptions) -> Result<String, Vec<Diagnostic>> {
     verify(m)?;
-    emit_verified(m.kernels.iter(), opts)
+    emit_verified_module(m, opts)
 }
 
-/// Emits the PTX module for every kernel of `m` without running the verifier first: for callers
-/// that have verified `m` already, such as a compile pipeline that verifies the parsed module and
-/// then runs the pass pipeline (passes keep verified IR valid; the pass tests check that with the
-/// verifier after every pass). On IR that does not verify, the output is unspecified.
+/// Emits the PTX module of [`emit_module`] without running the verifier first:
+/// for callers that have verified `m` already, such as a compile pipeline that verifies the parsed
+/// module and then runs the pass pipeline (passes keep verified IR valid; the pass tests check that
+/// with the verifier after every pass). On IR that does not verify, the output is unspecified (but
+/// this never panics: recursion, for one, is an error).
 pub fn emit_verified_module(m: &Module, opts: &PtxOptions) -> Result<String, Vec<Diagnostic>> {
-    emit_verified(m.kernels.iter(), opts)
+    let order = func_order(m, reachable_funcs(m, m.kernels.iter()))?;
+    emit_verified(m, &order, m.kernels.iter(), opts)
 }
 
-/// Emits a PTX module holding only kernel `k`.
+/// Emits a PTX module holding kernel `kernel` of `m` (the name without `@`) and the functions it
+/// calls, directly or not. Verifies the whole module first.
+pub fn emit_kernel_in_module(m: &Module, kernel: &str, opts: &PtxOptions) -> Result<String, Vec<Diagnostic>> {
+    verify(m)?;
+    let Some(k) = m.kernel(kernel) else {
+        return Err(vec![Diagnostic::error(format!("no kernel `@{kernel}` in the module"))]);
+    };
+    let order = func_order(m, reachable_funcs(m, std::iter::once(k)))?;
+    emit_verified(m, &order, std::iter::once(k), opts)
+}
+
+/// Emits a PTX module holding only kernel `k` (or only function `k`, as a `.func`). A body that
+/// calls functions needs its module: that is an error here (use [`emit_kernel_in_module`]).
 pub fn emit_kernel(k: &Kernel, opts: &PtxOptions) -> Result<String, Vec<Diagnostic>> {
     let diags: Vec<Diagnostic> = kir_ir::verify::verify_kernel(k).into_iter().filter(|d| d.is_error()).collect();
     if !diags.is_empty() {
         return Err(diags);
     }
-    emit_verified(std::iter::once(k), opts)
+    if let Some(c) = k.callees.first() {
+        let what = if k.is_func() { "function" } else { "kernel" };
+        let mut d = Diagnostic::error(format!(
+            "{what} `@{}` calls `@{}`: it can only be emitted with the module that defines its functions",
+            k.name, c.name
+        ));
+        if !c.span.is_dummy() {
+            d = d.at(c.span, "a call");
+        }
+        return Err(vec![d.with_note("emit the whole module (`emit_module`), or `emit_kernel_in_module`")]);
+    }
+    let (kernels, funcs) = if k.is_func() { (vec![], vec![k.clone()]) } else { (vec![k], vec![]) };
+    let m = Module { funcs, ..Module::default() };
+    let order: Vec<usize> = (0..m.funcs.len()).collect();
+    emit_verified(&m, &order, kernels.into_iter(), opts)
 }
 
-fn emit_verified<'k>(kernels: impl Iterator<Item = &'k Kernel>, opts: &PtxOptions) -> Result<String, Vec<Diagnostic>> {
+/// The indices (into `m.funcs`) of the functions `roots` call, directly or through other
+/// functions.
+fn reachable_funcs<'m>(m: &'m Module, roots: impl Iterator<Item = &'m Kernel>) -> Vec<usize> {
+    let mut seen = vec![false; m.funcs.len()];
+    let mut stack: Vec<&Kernel> = roots.collect();
+    while let Some(b) = stack.pop() {
+        for c in &b.callees {
+            if let Some(i) = m.func_index(&c.name) {
+                if !std::mem::replace(&mut seen[i], true) {
+                    stack.push(&m.funcs[i]);
+                }
+            }
+        }
+    }
+    (0..m.funcs.len()).filter(|&i| seen[i]).collect()
+}
+
+/// `wanted` (indices into `m.funcs`) in an order where each function comes after the functions it
+/// calls (PTX wants a `.func` declared before a call names it); an error on a call cycle.
+fn func_order(m: &Module, wanted: Vec<usize>) -> Result<Vec<usize>, Vec<Diagnostic>> {
+    if wanted.is_empty() {
+        return Ok(wanted);
+    }
+    match kir_ir::verify::callee_order(m) {
+        Ok(order) => {
+            let mut want = vec![false; m.funcs.len()];
+            wanted.iter().for_each(|&i| want[i] = true);
+            Ok(order.into_iter().filter(|&i| want[i]).collect())
+        }
+        Err(cycle) => {
+            let names: Vec<String> = cycle.iter().map(|(f, _)| format!("`@{}`", m.funcs[*f].name)).collect();
+            Err(vec![Diagnostic::error(format!("recursive functions cannot be emitted: {}", names.join(" -> ")))])
+        }
+    }
+}
+
+/// Emits the functions `funcs` (indices into `m.funcs`, callees first), then `kernels`.
+fn emit_verified<'k>(
+    m: &'k Module,
+    funcs: &[usize],
+    kernels: impl Iterator<Item = &'k Kernel>,
+    opts: &PtxOptions,
+) -> Result<String, Vec<Diagnostic>> {
     let lines = opts.source.as_deref().map(emit::LineIndex::new);
+    let table = emit::FuncTable::new(m);
     let mut out = header(opts);
     let mut diags = Vec::new();
-    for k in kernels {
-        match emit::KernelEmitter::new(k, opts, lines.as_ref()).emit() {
+    for k in funcs.iter().filter_map(|&i| m.funcs.get(i)).chain(kernels) {
+        match emit::KernelEmitter::new(k, opts, lines.as_ref(), &table).emit() {
             Ok(s) => out.push_str(&s),
             Err(d) => diags.extend(d),
         }

@@ -287,7 +287,7 @@ impl KernelEmitter<'_> {
         let a = inst.args.clone();
         let d = inst.result.map(|v| self.val(v));
         match inst.op {
-            Op::Call(_) => todo!("TEMPORARY: PTX calls are being implemented"),
+            Op::Call(c) => self.call(i, c),
             Op::Special(r) => {
                 let Some(d) = d else { return };
                 self.special(d, r)

@@ -1,6 +1,7 @@
-//! The PTX of every kernel file in `kernels/`: an insta snapshot per file (sm_80, with source-line
-//! comments), determinism, and acceptance by the real `ptxas` for sm_80 and sm_90 (skips without
-//! ptxas locally, fails with CI=true).
+//! The PTX of every kernel file in `kernels/`, loaded with its imports and emitted as written (calls
+//! to library functions as `.func`s and `call`s, what `kir ptx` prints): an insta snapshot per file
+//! (sm_80, with source-line comments), determinism, and acceptance by the real `ptxas` for sm_80
+//! and sm_90 (skips without ptxas locally, fails with CI=true).
 
 use kir_backend_ptx::{emit_module, tools, PtxOptions, SmVersion};
 use std::path::PathBuf;
@@ -17,12 +18,15 @@ fn kernel_files() -> Vec<PathBuf> {
     files
 }
 
+/// The module of a kernel file with the functions it imports.
+fn load(path: &std::path::Path) -> kir_ir::Module {
+    kir_ir::load::load_file(path).unwrap_or_else(|e| panic!("{}: {}", path.display(), e.render(false))).module
+}
+
 fn emit(path: &PathBuf, sm: SmVersion) -> String {
     let src = std::fs::read_to_string(path).unwrap();
-    let m = kir_ir::parse(&src)
-        .unwrap_or_else(|d| panic!("{}: {}", path.display(), kir_ir::diag::render(&d, "k", &src, false)));
     let opts = PtxOptions { sm, source: Some(src.clone()), comments: true };
-    emit_module(&m, &opts)
+    emit_module(&load(path), &opts)
         .unwrap_or_else(|d| panic!("{}: {}", path.display(), kir_ir::diag::render(&d, "k", &src, false)))
 }
 
@@ -45,9 +49,7 @@ fn kernels_assemble_with_ptxas() {
         for sm in [SmVersion::Sm80, SmVersion::Sm90] {
             let ptx = emit(&f, sm);
             let report = tools::run_ptxas(&ptx, sm).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
-            let src = std::fs::read_to_string(&f).unwrap();
-            let m = kir_ir::parse(&src).unwrap();
-            for k in &m.kernels {
+            for k in &load(&f).kernels {
                 let name = kir_backend_ptx::emit::ptx_ident(&k.name);
                 assert!(
                     report.registers(&name).is_some(),

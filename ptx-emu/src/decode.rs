@@ -223,7 +223,7 @@ impl<'a> Cx<'a> {
             Sym::Shared(off) => {
                 Some((Space::Shared, if off == DYNAMIC_SHARED { self.shared.dynamic_offset } else { off } as u64))
             }
-            Sym::Local(off) => Some((Space::Local, off as u64)),
+            Sym::Local(off) | Sym::CallParam(off) => Some((Space::Local, off as u64)),
             Sym::Param(off) => Some((Space::Param, off as u64)),
             Sym::Reg(_) => None,
         }
@@ -280,6 +280,11 @@ impl<'a> Cx<'a> {
             return Err(self.err_at(o.pos(), "a negated predicate is not allowed here"));
         }
         Ok(s)
+    }
+
+    /// Whether `o` is an address `[var+off]` of a call's `.param` slot.
+    fn is_call_param(&self, o: &Operand) -> bool {
+        matches!(o, Operand::Mem { base: Some((n, ..)), .. } if matches!(self.scopes.lookup(n), Some(Sym::CallParam(_))))
     }
 
     /// `[reg+off]`, `[var+off]`, `[imm]`: base register and offset, and the space of a variable.
@@ -787,6 +792,10 @@ pub fn decode(raw: &RawInst, scopes: &Scopes, shared: &SharedInfo) -> Result<(In
             let ops = cx.arity(2)?;
             let (mem, val) = if op == "st" { (&ops[0], &ops[1]) } else { (&ops[1], &ops[0]) };
             let (base, off, var_space) = cx.address(mem)?;
+            // A call's `.param` slot is the thread's own memory (see `crate::parse`).
+            if space == Space::Param && cx.is_call_param(mem) {
+                space = Space::Local;
+            }
             if let Some(vs) = var_space {
                 if space == Space::Generic {
                     return Err(cx.err_at(mem.pos(), "a variable's address needs the state space on the instruction"));

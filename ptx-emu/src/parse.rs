@@ -1,10 +1,27 @@
 //! PTX text → [`Program`]: module directives, entries, declarations, labels and instructions.
 //!
 //! Guarantees: every token is accounted for; anything the emulator does not implement (an
-//! instruction, a type or modifier combination, `.func`/`call`, module-level `.global` data) is a
-//! [`ParseError`] with the line and column of the construct, never skipped. Registers must be
-//! declared (`.reg`) in an enclosing `{ }` scope before use; labels may be used before they are
-//! defined. The decoding of instructions is in [`crate::decode`].
+//! instruction, a type or modifier combination, module-level `.global` data, indirect or
+//! recursive calls) is a [`ParseError`] with the line and column of the construct, never skipped.
+//! Registers must be declared (`.reg`) in an enclosing `{ }` scope before use; labels may be used
+//! before they are defined. The decoding of instructions is in [`crate::decode`].
+//!
+//! Device functions (`.func`) and `call`: a direct call `call{.uni} (ret), f, (args);` runs the
+//! callee's body inlined at the call, in its own scope, which is what the PTX ABI's semantics come
+//! to for a non-recursive program:
+//! - `.param` variables declared in a body (a call's argument and return slots) are per-thread
+//!   memory (allocated in the thread's local memory); `ld.param`/`st.param` on them read and write
+//!   it. The callee's parameters and return parameter name the caller's slots, in order
+//!   (pass-by-value: the caller wrote them just before the call and reads the result just after).
+//! - `ret` in the callee continues after the call; a divergent `ret` waits for the other lanes
+//!   there (the end of the inlined body post-dominates it, so the warp reconverges there as the ISA
+//!   describes: "a divergent return suspends threads until all threads are ready to return to the
+//!   caller"). `exit` still ends the thread. Special registers, barriers and collectives act for the
+//!   calling thread: the inlined instructions are the thread's own.
+//! - The callee sees its own declarations and module-level ones (`.shared` variables). Functions may
+//!   be defined after their first caller (after a prototype declaration). `.shared` inside a
+//!   function, calls through a register, guarded calls and recursion are errors, as is a call whose
+//!   argument or result count differs from the function's.
 
 use crate::decode::{decode, Operand, RawInst};
 use crate::lex::{lex, Tok, Token};
@@ -46,6 +63,9 @@ pub enum Sym {
     Local(u32),
     /// A kernel parameter at this offset of the parameter space.
     Param(u32),
+    /// A `.param` variable declared in a body (a call's argument or return slot), or a callee's
+    /// parameter naming one: at this offset of the thread's local memory.
+    CallParam(u32),
 }
 
 /// Name resolution for one entry: nested `{ }` scopes of registers and variables.
@@ -77,6 +97,109 @@ struct Parser {
     /// Registers declared in the whole module so far (bounded: a short text must not allocate
     /// without limit).
     module_regs: u64,
+    /// The module's device functions, by name (collected before the entries are parsed).
+    funcs: HashMap<String, FuncDef>,
+    /// Calls inlined so far (numbers each inlined body's labels apart).
+    inlined: u32,
+    /// Tokens of inlined bodies so far (bounded, like registers).
+    inlined_tokens: usize,
+}
+
+/// A device function: its parameter names and its body, inlined at each call.
+#[derive(Clone, Debug)]
+struct FuncDef {
+    params: Vec<String>,
+    /// The return parameter's name.
+    ret: Option<String>,
+    /// The tokens between the body's braces; `None` for a declaration without a body.
+    body: Option<Vec<Token>>,
+}
+
+/// At most this many tokens of inlined function bodies per module.
+const MAX_INLINED_TOKENS: usize = 1 << 21;
+/// At most this many calls nested in each other.
+const MAX_CALL_DEPTH: usize = 256;
+
+/// A parsed `call{.uni} [(rets),] func[, (args)];`.
+struct Call {
+    at: Token,
+    rets: Vec<(String, Token)>,
+    func: String,
+    func_tok: Token,
+    args: Vec<(String, Token)>,
+}
+
+/// Parses the call at `toks[i]` (the `call` token); returns it and the index after its `;`.
+fn parse_call(toks: &[Token], i: usize) -> Result<(Call, usize), ParseError> {
+    let at = toks[i].clone();
+    let mut i = i + 1;
+    let eof = |what: &str| err(&at, format!("unexpected end of the call: expected {what}"));
+    let is = |i: usize, c: char| matches!(toks.get(i), Some(Token { tok: Tok::Punct(p), .. }) if *p == c);
+    while matches!(toks.get(i), Some(Token { tok: Tok::Dot(d), .. }) if d == "uni") {
+        i += 1;
+    }
+    let names = |i: &mut usize| -> Result<Vec<(String, Token)>, ParseError> {
+        // At `(`.
+        *i += 1;
+        let mut v = Vec::new();
+        loop {
+            let t = toks.get(*i).ok_or_else(|| eof("`)`"))?;
+            *i += 1;
+            match &t.tok {
+                Tok::Punct(')') if v.is_empty() => return Ok(v),
+                Tok::Ident(n) => v.push((n.clone(), t.clone())),
+                other => return Err(err(t, format!("expected a `.param` variable, found {}", show(other)))),
+            }
+            let t = toks.get(*i).ok_or_else(|| eof("`)`"))?;
+            *i += 1;
+            match &t.tok {
+                Tok::Punct(',') => {}
+                Tok::Punct(')') => return Ok(v),
+                other => return Err(err(t, format!("expected `,` or `)`, found {}", show(other)))),
+            }
+        }
+    };
+    let mut rets = Vec::new();
+    if is(i, '(') {
+        rets = names(&mut i)?;
+        if !is(i, ',') {
+            return Err(toks.get(i).map_or_else(|| eof("`,`"), |t| err(t, "expected `,` after the call's results")));
+        }
+        i += 1;
+    }
+    let func_tok = toks.get(i).cloned().ok_or_else(|| eof("the called function"))?;
+    let Tok::Ident(func) = &func_tok.tok else {
+        return Err(err(&func_tok, format!("expected the called function, found {}", show(&func_tok.tok))));
+    };
+    let func = func.clone();
+    i += 1;
+    let mut args = Vec::new();
+    if is(i, ',') && is(i + 1, '(') {
+        i += 1;
+        args = names(&mut i)?;
+    }
+    if is(i, ',') {
+        return Err(err(&at, "indirect calls (a call target list or prototype) are not supported by the emulator"));
+    }
+    if !is(i, ';') {
+        return Err(toks
+            .get(i)
+            .map_or_else(|| eof("`;`"), |t| err(t, format!("expected `;`, found {}", show(&t.tok)))));
+    }
+    Ok((Call { at, rets, func, func_tok, args }, i + 1))
+}
+
+/// Whether token `i` of `toks` starts an instruction (possibly after its guard).
+fn at_inst_start(toks: &[Token], i: usize) -> bool {
+    let p = |k: usize| i.checked_sub(k).map(|j| &toks[j].tok);
+    match p(1) {
+        None | Some(Tok::Punct(';' | '{' | '}' | ':')) => true,
+        Some(Tok::Ident(_)) => {
+            matches!(p(2), Some(Tok::Punct('@')))
+                || (matches!(p(2), Some(Tok::Punct('!'))) && matches!(p(3), Some(Tok::Punct('@'))))
+        }
+        _ => false,
+    }
 }
 
 fn err(t: &Token, message: impl Into<String>) -> ParseError {
@@ -142,6 +265,7 @@ impl Parser {
     fn module(&mut self) -> Result<Program, ParseError> {
         let mut prog = Program::default();
         let mut saw_entry_or_func = false;
+        self.collect_funcs()?;
         while let Some(t) = self.peek().cloned() {
             match &t.tok {
                 Tok::Dot(d) => match d.as_str() {
@@ -199,8 +323,10 @@ impl Parser {
                         prog.kernels.push(k);
                     }
                     "func" => {
-                        let _ = saw_entry_or_func;
-                        return Err(err(&t, "`.func` (device functions and `call`) is not supported by the emulator"));
+                        // Collected by `collect_funcs` before the entries: skip it here.
+                        self.pos += 1;
+                        saw_entry_or_func = true;
+                        self.func_def()?;
                     }
                     "shared" => {
                         self.pos += 1;
@@ -228,7 +354,302 @@ impl Parser {
                 other => return Err(err(&t, format!("expected a directive, found {}", show(other)))),
             }
         }
+        let _ = saw_entry_or_func;
         Ok(prog)
+    }
+
+    /// Reads every `.func` of the module into `self.funcs`, so that an entry may call a function
+    /// defined after it. Leaves the position at the start.
+    fn collect_funcs(&mut self) -> Result<(), ParseError> {
+        let mut depth = 0u32;
+        let mut i = 0;
+        while i < self.toks.len() {
+            match &self.toks[i].tok {
+                Tok::Punct('{') => depth += 1,
+                Tok::Punct('}') => depth = depth.saturating_sub(1),
+                Tok::Dot(d) if d == "func" && depth == 0 => {
+                    let at = self.toks[i].clone();
+                    self.pos = i + 1;
+                    let (name, def) = self.func_def()?;
+                    i = self.pos;
+                    match self.funcs.get_mut(&name) {
+                        Some(old) => {
+                            if old.params.len() != def.params.len() || old.ret.is_some() != def.ret.is_some() {
+                                return Err(err(&at, format!("function `{name}` is declared twice, differently")));
+                            }
+                            if def.body.is_some() {
+                                if old.body.is_some() {
+                                    return Err(err(&at, format!("function `{name}` is defined twice")));
+                                }
+                                *old = def;
+                            }
+                        }
+                        None => {
+                            self.funcs.insert(name, def);
+                        }
+                    }
+                    continue;
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+        self.pos = 0;
+        Ok(())
+    }
+
+    /// After `.func`: `[(.param ... ret)] name [(.param ... a, ...)] [directives] ({ body } | ;)`.
+    fn func_def(&mut self) -> Result<(String, FuncDef), ParseError> {
+        let mut ret = None;
+        if self.is_punct('(') {
+            self.pos += 1;
+            if !self.is_punct(')') {
+                ret = Some(self.func_param()?);
+            }
+            let t = self.next("`)`")?;
+            if t.tok != Tok::Punct(')') {
+                return Err(err(&t, "a function returns at most one `.param` (expected `)`)"));
+            }
+        }
+        let (name, _) = self.ident("the function's name")?;
+        let mut params = Vec::new();
+        if self.is_punct('(') {
+            self.pos += 1;
+            while !self.is_punct(')') {
+                params.push(self.func_param()?);
+                if self.is_punct(',') {
+                    self.pos += 1;
+                } else if !self.is_punct(')') {
+                    let t = self.next("`,` or `)`")?;
+                    return Err(err(&t, format!("expected `,` or `)`, found {}", show(&t.tok))));
+                }
+            }
+            self.pos += 1;
+        }
+        // Performance directives and pragmas only advise the compiler.
+        while let Some(Token { tok: Tok::Dot(d), .. }) = self.peek() {
+            match d.as_str() {
+                "noreturn"
+                | "maxnreg"
+                | "maxntid"
+                | "reqntid"
+                | "minnctapersm"
+                | "abi_preserve"
+                | "abi_preserve_control" => {
+                    self.pos += 1;
+                    while matches!(self.peek(), Some(Token { tok: Tok::Int(_) | Tok::Punct(','), .. })) {
+                        self.pos += 1;
+                    }
+                }
+                "pragma" => {
+                    self.pos += 1;
+                    while !self.is_punct(';') {
+                        self.next("`;`")?;
+                    }
+                    self.pos += 1;
+                }
+                _ => break,
+            }
+        }
+        if self.is_punct(';') {
+            self.pos += 1;
+            return Ok((name, FuncDef { params, ret, body: None }));
+        }
+        self.expect_punct('{')?;
+        let start = self.pos;
+        let mut depth = 1u32;
+        loop {
+            let t = self.next("`}` closing the function")?;
+            match &t.tok {
+                Tok::Punct('{') => depth += 1,
+                Tok::Punct('}') => {
+                    depth -= 1;
+                    if depth == 0 {
+                        break;
+                    }
+                }
+                Tok::Dot(d) if d == "shared" && at_inst_start(&self.toks, self.pos - 1) => {
+                    return Err(err(
+                        &t,
+                        "`.shared` variables inside a function are not supported by the emulator (declare them at module scope)",
+                    ));
+                }
+                _ => {}
+            }
+        }
+        let body = self.toks[start..self.pos - 1].to_vec();
+        Ok((name, FuncDef { params, ret, body: Some(body) }))
+    }
+
+    /// One `.param [.align N] .type name[[N]]` of a function's parameter or return list; its name.
+    fn func_param(&mut self) -> Result<String, ParseError> {
+        let pt = self.next("`.param`")?;
+        match &pt.tok {
+            Tok::Dot(d) if d == "param" => {}
+            Tok::Dot(d) if d == "reg" => {
+                return Err(err(&pt, "`.reg` function parameters are not supported by the emulator (use `.param`)"))
+            }
+            other => return Err(err(&pt, format!("expected `.param`, found {}", show(other)))),
+        }
+        loop {
+            let t = self.next("a parameter type")?;
+            match &t.tok {
+                Tok::Dot(d) if d == "align" => {
+                    self.int("an alignment")?;
+                }
+                Tok::Dot(d) if d == "ptr" || matches!(d.as_str(), "global" | "shared" | "local" | "const") => {}
+                Tok::Dot(d) if scalar_type(d).is_some() => {}
+                Tok::Ident(n) => {
+                    let n = n.clone();
+                    if self.is_punct('[') {
+                        self.pos += 1;
+                        self.int("an array size")?;
+                        self.expect_punct(']')?;
+                    }
+                    return Ok(n);
+                }
+                other => return Err(err(&t, format!("unexpected {} in a parameter declaration", show(other)))),
+            }
+        }
+    }
+
+    /// Expands the calls of the entry body that starts at the current position (just after its
+    /// `{`), in place, in one pass over the body (time and size linear in the expansion, which
+    /// is bounded). Each `call{.uni} [(ret),] f[, (args)];` becomes `{`, one alias directive per
+    /// argument and result (`.#alias callee_name caller_name ;`, which the lexer cannot produce:
+    /// the entry's parser declares the callee's name for the caller's `.param` slot), the callee's
+    /// body with its labels renamed apart and each `ret` a branch to its end (its calls expanded
+    /// in turn), that end's label, and `}`.
+    fn expand_calls(&mut self) -> Result<(), ParseError> {
+        let start = self.pos;
+        let mut depth = 1u32;
+        let mut end = start;
+        let mut has_call = false;
+        while end < self.toks.len() {
+            match &self.toks[end].tok {
+                Tok::Punct('{') => depth += 1,
+                Tok::Punct('}') => {
+                    depth -= 1;
+                    if depth == 0 {
+                        break;
+                    }
+                }
+                Tok::Ident(c) if c == "call" => has_call = true,
+                _ => {}
+            }
+            end += 1;
+        }
+        if !has_call {
+            return Ok(());
+        }
+        struct Frame {
+            toks: std::rc::Rc<[Token]>,
+            i: usize,
+            /// The function and its instance number (`None` for the entry's own body).
+            func: Option<(String, u32)>,
+            labels: std::collections::HashSet<String>,
+        }
+        let entry_toks: std::rc::Rc<[Token]> = self.toks[start..end].into();
+        let mut stack = vec![Frame { toks: entry_toks, i: 0, func: None, labels: std::collections::HashSet::new() }];
+        let mut out: Vec<Token> = Vec::with_capacity(end - start);
+        let mut bodies: HashMap<String, std::rc::Rc<[Token]>> = HashMap::new();
+        while let Some(f) = stack.last_mut() {
+            let Some(t) = f.toks.get(f.i).cloned() else {
+                if let Some((name, n)) = &f.func {
+                    let close = f.toks.last().cloned().unwrap_or_else(|| out[out.len() - 1].clone());
+                    out.push(Token { tok: Tok::Ident(format!("{name}#ret{n}")), ..close.clone() });
+                    out.push(Token { tok: Tok::Punct(':'), ..close.clone() });
+                    out.push(Token { tok: Tok::Punct('}'), ..close });
+                }
+                stack.pop();
+                continue;
+            };
+            let inst_start = at_inst_start(&f.toks, f.i);
+            if matches!(&t.tok, Tok::Ident(c) if c == "call") && inst_start {
+                if f.i > 0 && !matches!(f.toks[f.i - 1].tok, Tok::Punct(';' | '{' | '}' | ':')) {
+                    return Err(err(&t, "guarded calls (`@p call`) are not supported by the emulator"));
+                }
+                let (call, next) = parse_call(&f.toks, f.i)?;
+                f.i = next;
+                let Some(def) = self.funcs.get(&call.func) else {
+                    return Err(err(&call.func_tok, format!("call to undefined function `{}`", call.func)));
+                };
+                let Some(body) = &def.body else {
+                    return Err(err(&call.func_tok, format!("function `{}` is declared but never defined", call.func)));
+                };
+                if call.args.len() != def.params.len() || call.rets.len() != def.ret.iter().count() {
+                    return Err(err(
+                        &call.at,
+                        format!(
+                            "`{}` takes {} argument(s) and returns {} value(s); the call passes {} and expects {}",
+                            call.func,
+                            def.params.len(),
+                            def.ret.iter().count(),
+                            call.args.len(),
+                            call.rets.len()
+                        ),
+                    ));
+                }
+                let active: Vec<&str> = stack.iter().filter_map(|f| f.func.as_ref().map(|(n, _)| n.as_str())).collect();
+                if let Some(i) = active.iter().position(|n| *n == call.func) {
+                    return Err(err(
+                        &call.at,
+                        format!(
+                            "recursive call ({} -> {}): the emulator runs calls inlined and cannot run recursion",
+                            active[i..].join(" -> "),
+                            call.func
+                        ),
+                    ));
+                }
+                if stack.len() > MAX_CALL_DEPTH {
+                    return Err(err(&call.at, "calls nest too deeply for the emulator"));
+                }
+                self.inlined_tokens += body.len() + 4 * (call.args.len() + call.rets.len()) + 4;
+                if self.inlined_tokens > MAX_INLINED_TOKENS {
+                    return Err(err(&call.at, "calls expand to too much code for the emulator"));
+                }
+                let body = bodies.entry(call.func.clone()).or_insert_with(|| body.as_slice().into()).clone();
+                let labels = body
+                    .windows(2)
+                    .filter_map(|w| match (&w[0].tok, &w[1].tok) {
+                        (Tok::Ident(a), Tok::Punct(':')) => Some(a.clone()),
+                        _ => None,
+                    })
+                    .collect();
+                out.push(Token { tok: Tok::Punct('{'), ..call.at.clone() });
+                for ((caller, ct), callee) in call.args.iter().chain(&call.rets).zip(def.params.iter().chain(&def.ret))
+                {
+                    out.push(Token { tok: Tok::Dot("#alias".into()), ..ct.clone() });
+                    out.push(Token { tok: Tok::Ident(callee.clone()), ..ct.clone() });
+                    out.push(Token { tok: Tok::Ident(caller.clone()), ..ct.clone() });
+                    out.push(Token { tok: Tok::Punct(';'), ..ct.clone() });
+                }
+                let n = self.inlined;
+                self.inlined += 1;
+                stack.push(Frame { toks: body, i: 0, func: Some((call.func, n)), labels });
+                continue;
+            }
+            f.i += 1;
+            let Some((name, n)) = &f.func else {
+                out.push(t);
+                continue;
+            };
+            match &t.tok {
+                Tok::Ident(r) if r == "ret" && inst_start => {
+                    out.push(Token { tok: Tok::Ident("bra".into()), ..t.clone() });
+                    out.push(Token { tok: Tok::Ident(format!("{name}#ret{n}")), ..t });
+                    while matches!(f.toks.get(f.i), Some(Token { tok: Tok::Dot(d), .. }) if d == "uni") {
+                        f.i += 1;
+                    }
+                }
+                Tok::Ident(l) if f.labels.contains(l) => {
+                    out.push(Token { tok: Tok::Ident(format!("{l}#{n}")), ..t.clone() });
+                }
+                _ => out.push(t),
+            }
+        }
+        self.toks.splice(start..end, out);
+        Ok(())
     }
 
     /// `[.align N] .type name[size] ;` after `.shared` at module level.
@@ -423,6 +844,7 @@ impl Parser {
         let mut local_bytes = 0u32;
         let mut first_dynamic_offset: Option<(u32, u32, u32)> = None;
         let mut depth = 1;
+        self.expand_calls()?;
         loop {
             let t = self.next("`}`")?;
             match &t.tok {
@@ -455,6 +877,35 @@ impl Parser {
                             });
                         }
                         scopes.declare(n, Sym::Local(off), line, col)?;
+                    }
+                    "#alias" => {
+                        // From `expand_calls`: a callee's name for a caller's `.param` slot.
+                        let (callee, _) = self.ident("a parameter name")?;
+                        let (caller, ct) = self.ident("a `.param` variable")?;
+                        self.expect_punct(';')?;
+                        match scopes.lookup(&caller) {
+                            Some(Sym::CallParam(off)) => scopes.declare(callee, Sym::CallParam(off), ct.line, ct.col)?,
+                            _ => {
+                                return Err(err(
+                                    &ct,
+                                    format!("call arguments and results must be `.param` variables of the caller, `{caller}` is not"),
+                                ))
+                            }
+                        }
+                    }
+                    "param" => {
+                        // A call's argument or return slot: per-thread memory.
+                        let (n, a, s, line, col) = self.var_decl(&t, false)?;
+                        let off = local_bytes.next_multiple_of(a);
+                        local_bytes = off + s.unwrap_or(0);
+                        if local_bytes > 512 * 1024 {
+                            return Err(ParseError {
+                                line,
+                                col,
+                                message: "more than 512 KiB of local memory per thread".into(),
+                            });
+                        }
+                        scopes.declare(n, Sym::CallParam(off), line, col)?;
                     }
                     "pragma" => {
                         while !self.is_punct(';') {
@@ -832,6 +1283,14 @@ fn render(toks: &[Token]) -> String {
 
 pub fn parse_program(text: &str) -> Result<Program, ParseError> {
     let toks = lex(text)?;
-    let mut p = Parser { toks, pos: 0, module_shared: Vec::new(), module_regs: 0 };
+    let mut p = Parser {
+        toks,
+        pos: 0,
+        module_shared: Vec::new(),
+        module_regs: 0,
+        funcs: HashMap::new(),
+        inlined: 0,
+        inlined_tokens: 0,
+    };
     p.module()
 }

@@ -399,7 +399,7 @@ fn load_errors_are_located() {
         (".visible .entry k()\n{\n    bra.uni NOWHERE;\n}\n", (6, 5), "undefined label `NOWHERE`"),
         (".visible .entry k()\n{\n    .reg .b32 %r<2>;\n    add.cc.u32 %r1, %r1, 1;\n}\n", (7, 5), "carry forms"),
         (".visible .entry k()\n{\n    .reg .b32 %r<2>;\n    mov.u32 %r1, 1\n}\n", (8, 1), "expected `,` or `;`"),
-        (".visible .func f()\n{\n}\n", (4, 10), "`.func`"),
+        (".visible .func f()\n{\n    .shared .b32 s;\n}\n", (6, 5), "`.shared` variables inside a function"),
     ];
     for (body, (line, col), msg) in cases {
         let e = Module::parse(&format!("{HEADER}{body}")).err().unwrap_or_else(|| panic!("accepted:\n{body}"));
