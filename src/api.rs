@@ -374,9 +374,9 @@ impl<'m> Kernel<'m> {
         self.ir
     }
 
-    /// A PTX module holding only this kernel.
+    /// A PTX module holding this kernel and the functions it calls (as `.func`s).
     pub fn ptx(&self, sm: SmVersion) -> Result<String, Error> {
-        kir_backend_ptx::emit_kernel(self.ir, &self.module.ptx_options(sm))
+        kir_backend_ptx::emit_kernel_in_module(&self.module.ir, &self.ir.name, &self.module.ptx_options(sm))
             .map_err(|d| Error::from_diagnostics(ErrorKind::Ptx, d, &self.module.file, &self.module.source))
     }
 

@@ -1,30 +1,41 @@
-//! Random-kernel fuzzing: generated kernels ([`kir_ir::generate`]) checked through every stage of kir,
-//! and a delta-debugging reducer for the failures found.
+//! Random-kernel fuzzing: generated modules ([`kir_ir::generate`]: a kernel and the device
+//! functions it calls) checked through every stage of kir, and a delta-debugging reducer for the
+//! failures found.
 //!
 //! Guarantees:
-//! - [`check_kernel`] runs, in order, and stops at the first failure: the verifier and the barrier
-//!   verifier accept the kernel; the interpreter runs it (launched as the generator's
-//!   [`LaunchContract`] says, with race and uninitialized-read detection on) without a fault; the
-//!   pass pipeline succeeds with the verifier after every pass, and the optimized kernel's
-//!   buffers equal the original's bit for bit; the PTX emitter accepts it; `ptxas` accepts the
-//!   PTX (when a target is given); the PTX emulator ([`crate::emu_exec`], when
-//!   [`FuzzConfig::emu`] is on, as it is by default) runs the kernel's PTX without a fault and its
-//!   buffers equal the interpreter's under [`crate::tolerance::derived_tolerance`] (NaN-aware);
-//!   and, when a GPU runner is given, the GPU's buffers equal the interpreter's under the same
-//!   tolerance.
+//! - [`check_module`] runs, in order, and stops at the first failure: the verifier and the barrier
+//!   verifier (across calls: [`kir_passes::barrier::verify_module_barriers`]) accept the module;
+//!   the interpreter runs its kernel as written, calls executed with a call stack
+//!   ([`kir_interp::launch_in`]; launched as the generator's [`LaunchContract`] says, with race
+//!   and uninitialized-read detection on) without a fault; when the module has calls,
+//!   [`kir_ir::inline::inline_module`] succeeds, its output verifies, and the inlined kernel's
+//!   buffers equal the reference's bit for bit; the pass pipeline succeeds with the verifier
+//!   after every pass (on the module as written when the pipeline has the `inline` pass, as the
+//!   default one does, else on the inlined module), and the optimized kernel's buffers equal the
+//!   reference's bit for bit; the PTX emitter accepts the call-free (inlined) kernel; `ptxas`
+//!   accepts its PTX, and, for a module with calls, the PTX of the kernel with its functions as
+//!   `.func`s (when a target is given); the PTX emulator ([`crate::emu_exec`], when
+//!   [`FuzzConfig::emu`] is on, as it is by default) runs the call-free kernel's PTX without a
+//!   fault and its buffers equal the interpreter's under
+//!   [`crate::tolerance::derived_tolerance`] (NaN-aware); and, when a GPU runner is given, the
+//!   GPU's buffers (same PTX; on hardware, for a module with calls, also the PTX with `.func`s)
+//!   equal the interpreter's under the same tolerance. [`check_kernel`] is
+//!   the same for a module holding only that kernel.
 //! - A [`Failure`] carries a [`FailureKind`]; two failures are "the same" when their kinds are
 //!   equal (the detail text, e.g. a value, may change while reducing).
-//! - [`reduce`] only ever returns a kernel that verifies (verifier and barrier verifier; only the
-//!   verifier when the failure is the barrier verifier's, neither when it is the verifier's) and on
-//!   which the check reports a failure of the given kind: each candidate (fewer instructions, a
-//!   branch turned into a jump with the blocks it made unreachable deleted, fewer block
-//!   parameters) is re-verified and re-checked and kept only then. It is a delta-debugging loop:
-//!   chunks of instructions halving in size down to single instructions, repeated until a full
-//!   round makes no progress or the check budget is spent. Blocks that only jump on are bypassed
-//!   and deleted.
+//! - [`reduce_module`] only ever returns a module that verifies (verifier and barrier verifier;
+//!   only the verifier when the failure is the barrier verifier's, neither when it is the
+//!   verifier's) and on which the check reports a failure of the given kind: each candidate (a
+//!   function nothing calls deleted, a parameter its function does not use deleted with its
+//!   arguments; in each kernel and function: fewer instructions, calls
+//!   included, a branch turned into a jump with the blocks it made unreachable deleted, fewer
+//!   block parameters) is re-verified and re-checked and kept only then. It is a delta-debugging
+//!   loop: chunks of instructions halving in size down to single instructions, body by body,
+//!   repeated until a full round makes no progress or the check budget is spent. Blocks that only
+//!   jump on are bypassed and deleted. [`reduce`] is the same on a single kernel.
 //! - [`repro_file`] is a complete `.kir` file: comments stating the seed and failure, a `; run:`
 //!   line with the launch and arguments the check used (accepted by `kir run` and `kir test`), and
-//!   the kernel.
+//!   the module (its functions, then the kernel).
 //! - Everything is deterministic for a given seed and configuration; nothing panics.
 
 use crate::compare::{compare_buffers, Strictness};
@@ -33,7 +44,7 @@ use kir_backend_ptx::SmVersion;
 use kir_interp::{args, Buffer, ErrorKind, LaunchConfig, Options};
 use kir_ir::diag::has_errors;
 use kir_ir::generate::{GenConfig, LaunchContract};
-use kir_ir::{BlockId, Constant, InstId, Kernel, Operand, Terminator, Type};
+use kir_ir::{BlockId, Constant, InstId, Kernel, Module, Op, Operand, Terminator, Type};
 use kir_passes::{edit, Pipeline};
 use std::fmt;
 
@@ -50,6 +61,11 @@ pub enum FailureKind {
     Pass(String),
     /// The optimized kernel's results differ from the original's.
     PassChangedResult,
+    /// `inline_module` failed, or its output does not verify.
+    Inline,
+    /// The kernel with its calls inlined gives other results than the module as written (or
+    /// faults where that does not).
+    InlineChangedResult,
     /// The PTX emitter refused the kernel.
     Emit,
     /// `ptxas` rejected the PTX.
@@ -75,6 +91,8 @@ impl fmt::Display for FailureKind {
             FailureKind::Interp(k) => write!(f, "interpreter: {k}"),
             FailureKind::Pass(p) => write!(f, "pass `{p}` failed"),
             FailureKind::PassChangedResult => write!(f, "passes changed the interpreter's results"),
+            FailureKind::Inline => write!(f, "inlining failed"),
+            FailureKind::InlineChangedResult => write!(f, "inlining changed the interpreter's results"),
             FailureKind::Emit => write!(f, "PTX emission failed"),
             FailureKind::Ptxas => write!(f, "ptxas rejects the PTX"),
             FailureKind::Gpu => write!(f, "GPU run failed"),
@@ -132,11 +150,11 @@ impl FuzzConfig {
         self.fuel = (1u64 << 20).max((insts as u64).saturating_mul(1 << 14));
     }
 
-    /// The default generator, [`LaunchContract::DEFAULT`], the default pipeline, no ptxas, the
-    /// emulator on.
+    /// The default generator with device functions ([`GenConfig::with_funcs`]),
+    /// [`LaunchContract::DEFAULT`], the default pipeline, no ptxas, the emulator on.
     pub fn new() -> FuzzConfig {
         FuzzConfig {
-            gen: GenConfig::default(),
+            gen: GenConfig::with_funcs(),
             contract: LaunchContract::DEFAULT,
             pipeline: kir_passes::parse_pipeline(kir_passes::DEFAULT_PIPELINE).unwrap_or_default(),
             ptxas: None,
@@ -198,6 +216,20 @@ pub fn verifies(k: &Kernel) -> Result<(), Failure> {
     Ok(())
 }
 
+/// [`verifies`] for a module: the verifier on every kernel and function (calls typed against their
+/// callees, no recursion), and barrier verification across calls.
+pub fn verifies_module(m: &Module) -> Result<(), Failure> {
+    let d = kir_ir::verify::verify_module(m);
+    if has_errors(&d) {
+        return Err(Failure::new(FailureKind::Verify, first_error(&d)));
+    }
+    let d = kir_passes::barrier::verify_module_barriers(m);
+    if has_errors(&d) {
+        return Err(Failure::new(FailureKind::Barrier, first_error(&d)));
+    }
+    Ok(())
+}
+
 fn first_error(d: &[kir_ir::Diagnostic]) -> String {
     d.iter().find(|d| d.is_error()).map(|d| d.message.clone()).unwrap_or_default()
 }
@@ -205,9 +237,21 @@ fn first_error(d: &[kir_ir::Diagnostic]) -> String {
 /// Runs `k` in the interpreter on fresh copies of `bound`'s buffers, with race and
 /// uninitialized-read detection.
 pub fn interpret(k: &Kernel, cfg: &LaunchConfig, bound: &args::Bound, fuel: u64) -> Result<Vec<Buffer>, Failure> {
+    interpret_in(&[], k, cfg, bound, fuel)
+}
+
+/// [`interpret`] for a kernel that may call the functions `funcs` (executed as written, with a call
+/// stack: [`kir_interp::launch_in`]).
+pub fn interpret_in(
+    funcs: &[Kernel],
+    k: &Kernel,
+    cfg: &LaunchConfig,
+    bound: &args::Bound,
+    fuel: u64,
+) -> Result<Vec<Buffer>, Failure> {
     let mut buffers = bound.buffers.clone();
     let opts = Options { races: true, uninit: true, threads: Some(1), ..Options::default() }.with_fuel(fuel);
-    match kir_interp::launch(k, cfg, &bound.args, &mut buffers, &opts) {
+    match kir_interp::launch_in(funcs, k, cfg, &bound.args, &mut buffers, &opts) {
         Ok(_) => Ok(buffers),
         Err(e) => {
             let kind = match e.kind {
@@ -240,7 +284,8 @@ pub struct Ran {
     pub gpu: bool,
 }
 
-/// Every check of the module docs on kernel `k` with the case's arguments `named`.
+/// Every check of the module docs on kernel `k` (a module holding only `k`) with the case's
+/// arguments `named`.
 pub fn check_kernel(
     k: &Kernel,
     named: &[(String, String)],
@@ -248,12 +293,70 @@ pub fn check_kernel(
     gpu: Option<(&mut GpuRunner, SmVersion)>,
     ran: &mut Ran,
 ) -> Result<(), Failure> {
-    verifies(k)?;
+    check_module(&kernel_module(k.clone()), named, cfg, gpu, ran)
+}
+
+/// A module holding only `k`.
+pub fn kernel_module(k: Kernel) -> Module {
+    Module { kernels: vec![k], ..Module::default() }
+}
+
+/// Whether `p` runs the `inline` pass (as the default pipeline does).
+fn pipeline_inlines(p: &Pipeline) -> bool {
+    p.steps.iter().any(|s| s.name() == "inline")
+}
+
+/// `m` with every call inlined ([`kir_ir::inline::inline_module`]), verified; `m` itself when it
+/// has no calls.
+pub fn inlined(m: &Module) -> Result<Module, Failure> {
+    let mut flat = m.clone();
+    if !m.has_calls() {
+        return Ok(flat);
+    }
+    kir_ir::inline::inline_module(&mut flat).map_err(|d| Failure::new(FailureKind::Inline, d.message))?;
+    let d = kir_ir::verify::verify_module(&flat);
+    if has_errors(&d) {
+        return Err(Failure::new(
+            FailureKind::Inline,
+            format!("the inlined module does not verify: {}", first_error(&d)),
+        ));
+    }
+    if flat.has_calls() {
+        return Err(Failure::new(FailureKind::Inline, "calls are left after inlining"));
+    }
+    Ok(flat)
+}
+
+/// Every check of the module docs on module `m` (its first kernel) with the case's arguments
+/// `named`.
+pub fn check_module(
+    m: &Module,
+    named: &[(String, String)],
+    cfg: &FuzzConfig,
+    gpu: Option<(&mut GpuRunner, SmVersion)>,
+    ran: &mut Ran,
+) -> Result<(), Failure> {
+    verifies_module(m)?;
+    let Some(k) = m.kernels.first() else {
+        return Err(Failure::new(FailureKind::Interp("invalid launch".into()), "the module has no kernel"));
+    };
     let bound = bind_case(k, named).map_err(|e| Failure::new(FailureKind::Interp("invalid launch".into()), e))?;
     let launch = launch_config(&cfg.contract);
-    let reference = interpret(k, &launch, &bound, cfg.fuel)?;
-    let mut opt = k.clone();
-    if let Err(e) = kir_passes::run_on_kernel(&mut opt, &cfg.pipeline) {
+    let reference = interpret_in(&m.funcs, k, &launch, &bound, cfg.fuel)?;
+    // The kernel with its calls inlined: what the PTX paths run.
+    let flat = inlined(m)?;
+    let Some(fk) = flat.kernels.first() else {
+        return Err(Failure::new(FailureKind::Inline, "the inlined module has no kernel"));
+    };
+    if m.has_calls() {
+        let got = interpret(fk, &launch, &bound, cfg.fuel)
+            .map_err(|f| Failure::new(FailureKind::InlineChangedResult, format!("the inlined kernel faults: {f}")))?;
+        compare_all(k, &bound, &reference, &got, Strictness::Bitwise)
+            .map_err(|e| Failure::new(FailureKind::InlineChangedResult, format!("as written vs inlined: {e}")))?;
+    }
+    let mut opt = if m.has_calls() && !pipeline_inlines(&cfg.pipeline) { flat.clone() } else { m.clone() };
+    let run_cfg = kir_passes::RunConfig { verify_each: true, ..kir_passes::RunConfig::default() };
+    if let Err(e) = kir_passes::run_pipeline(&mut opt, &cfg.pipeline, &run_cfg, &mut std::io::sink()) {
         let pass = match &e {
             kir_passes::PassError::Broken { pass, .. } | kir_passes::PassError::Rejected { pass, .. } => pass.clone(),
             _ => "pipeline".to_string(),
@@ -261,14 +364,27 @@ pub fn check_kernel(
         let detail = e.diagnostics().first().map(|d| format!("{e}: {}", d.message)).unwrap_or_else(|| e.to_string());
         return Err(Failure::new(FailureKind::Pass(pass), detail));
     }
-    let optimized = interpret(&opt, &launch, &bound, cfg.fuel)
+    let Some(ok) = opt.kernels.first() else {
+        return Err(Failure::new(FailureKind::Pass("pipeline".into()), "the optimized module has no kernel"));
+    };
+    let optimized = interpret_in(&opt.funcs, ok, &launch, &bound, cfg.fuel)
         .map_err(|f| Failure::new(FailureKind::PassChangedResult, format!("the optimized kernel faults: {f}")))?;
     compare_all(k, &bound, &reference, &optimized, Strictness::Bitwise)
         .map_err(|e| Failure::new(FailureKind::PassChangedResult, format!("original vs optimized: {e}")))?;
     let mut ptxas_ptx = None;
     if let Some(sm) = cfg.ptxas {
-        let ptx = crate::gpu_exec::ptx_for(k, sm).map_err(|e| Failure::new(FailureKind::Emit, e))?;
+        let ptx = crate::gpu_exec::ptx_for(fk, sm).map_err(|e| Failure::new(FailureKind::Emit, e))?;
         kir_backend_ptx::tools::run_ptxas(&ptx, sm).map_err(|e| Failure::new(FailureKind::Ptxas, e))?;
+        if m.has_calls() {
+            // The functions as `.func`s, called: the backend's calling convention through ptxas.
+            let opts = kir_backend_ptx::PtxOptions { sm, source: None, comments: false };
+            let with_calls = kir_backend_ptx::emit_kernel_in_module(m, &k.name, &opts).map_err(|d| {
+                let msgs: Vec<String> = d.iter().map(|d| d.message.clone()).collect();
+                Failure::new(FailureKind::Emit, format!("with calls: {}", msgs.join("; ")))
+            })?;
+            kir_backend_ptx::tools::run_ptxas(&with_calls, sm)
+                .map_err(|e| Failure::new(FailureKind::Ptxas, format!("with calls: {e}")))?;
+        }
         ran.ptxas = true;
         ptxas_ptx = Some((sm, ptx));
     }
@@ -276,25 +392,39 @@ pub fn check_kernel(
         let ptx = match ptxas_ptx {
             Some((sm, ptx)) if sm == crate::emu_exec::EMU_SM => ptx,
             _ => {
-                crate::gpu_exec::ptx_for(k, crate::emu_exec::EMU_SM).map_err(|e| Failure::new(FailureKind::Emit, e))?
+                crate::gpu_exec::ptx_for(fk, crate::emu_exec::EMU_SM).map_err(|e| Failure::new(FailureKind::Emit, e))?
             }
         };
-        let got = emulate(k, &ptx, &launch, &bound, cfg.fuel.saturating_mul(EMU_FUEL_FACTOR))?;
+        let got = emulate(fk, &ptx, &launch, &bound, cfg.fuel.saturating_mul(EMU_FUEL_FACTOR))?;
         ran.emu = true;
-        let tol = crate::tolerance::derived_tolerance(k);
+        let tol = crate::tolerance::derived_tolerance(fk);
         compare_all(k, &bound, &reference, &got, Strictness::Within(tol)).map_err(|e| {
             Failure::new(FailureKind::EmuMismatch, format!("interpreter vs ptx-emu (tolerance {tol}): {e}"))
         })?;
     }
     if let Some((runner, sm)) = gpu {
-        let ptx = crate::gpu_exec::ptx_for(k, sm).map_err(|e| Failure::new(FailureKind::Emit, e))?;
-        let got = crate::gpu_exec::run_kernel(runner, k, &ptx, &launch, &bound.args, &bound.buffers)
+        let ptx = crate::gpu_exec::ptx_for(fk, sm).map_err(|e| Failure::new(FailureKind::Emit, e))?;
+        let got = crate::gpu_exec::run_kernel(runner, fk, &ptx, &launch, &bound.args, &bound.buffers)
             .map_err(|e| Failure::new(FailureKind::Gpu, e))?;
         ran.gpu = true;
-        let tol = crate::tolerance::derived_tolerance(k);
+        let tol = crate::tolerance::derived_tolerance(fk);
         compare_all(k, &bound, &reference, &got, Strictness::Within(tol)).map_err(|e| {
             Failure::new(FailureKind::GpuMismatch, format!("interpreter vs GPU (tolerance {tol}): {e}"))
         })?;
+        if m.has_calls() && !runner.is_emulated() {
+            // On hardware, also the functions as `.func`s, really called (the emulated driver's
+            // PTX emulator has no `call`).
+            let opts = kir_backend_ptx::PtxOptions { sm, source: None, comments: false };
+            let ptx = kir_backend_ptx::emit_kernel_in_module(m, &k.name, &opts).map_err(|d| {
+                let msgs: Vec<String> = d.iter().map(|d| d.message.clone()).collect();
+                Failure::new(FailureKind::Emit, format!("with calls: {}", msgs.join("; ")))
+            })?;
+            let got = crate::gpu_exec::run_kernel(runner, k, &ptx, &launch, &bound.args, &bound.buffers)
+                .map_err(|e| Failure::new(FailureKind::Gpu, format!("with calls: {e}")))?;
+            compare_all(k, &bound, &reference, &got, Strictness::Within(tol)).map_err(|e| {
+                Failure::new(FailureKind::GpuMismatch, format!("interpreter vs GPU, with calls (tolerance {tol}): {e}"))
+            })?;
+        }
     }
     Ok(())
 }
@@ -338,9 +468,9 @@ pub fn emulate(
         .map_err(as_failure)
 }
 
-/// A case: the kernel generated from `seed` and its arguments.
-pub fn generate_case(seed: u64, cfg: &FuzzConfig) -> (Kernel, Vec<(String, String)>) {
-    (kir_ir::generate::random_kernel(seed, &cfg.gen), case_args(&cfg.contract, seed))
+/// A case: the module generated from `seed` (the kernel and its functions) and its arguments.
+pub fn generate_case(seed: u64, cfg: &FuzzConfig) -> (Module, Vec<(String, String)>) {
+    (kir_ir::generate::random_module(seed, &cfg.gen), case_args(&cfg.contract, seed))
 }
 
 /// What [`reduce`] did.
@@ -354,48 +484,203 @@ pub struct ReduceStats {
     pub rounds: usize,
 }
 
-/// Reduces `k` while `check` keeps failing with `kind` (see the module docs); at most `budget`
-/// checks. Returns the smallest kernel found and the last failure it gave (`None` only when the
-/// input itself does not fail that way, in which case the input is returned unchanged).
+/// Reduces kernel `k` while `check` keeps failing with `kind` (see the module docs); at most
+/// `budget` checks. Returns the smallest kernel found and the last failure it gave (`None` only
+/// when the input itself does not fail that way, in which case the input is returned unchanged).
 pub fn reduce(
     k: &Kernel,
     kind: &FailureKind,
     check: &mut dyn FnMut(&Kernel) -> Option<Failure>,
     budget: usize,
 ) -> (Kernel, Option<Failure>, ReduceStats) {
-    let mut stats = ReduceStats::default();
-    let mut best = k.clone();
-    let mut last = match check(&best) {
-        Some(f) if f.kind == *kind => Some(f),
-        _ => return (best, None, stats),
+    let mut on_module = |m: &Module| match m.kernels.first() {
+        Some(k) => check(k),
+        None => Some(Failure::new(FailureKind::Custom("no kernel".into()), "")),
     };
-    let mut try_candidate =
-        |cand: Kernel, stats: &mut ReduceStats, best: &mut Kernel, last: &mut Option<Failure>| -> bool {
-            if stats.checks >= budget || !well_formed_for(&cand, kind) {
-                return false;
-            }
-            stats.checks += 1;
-            match check(&cand) {
-                Some(f) if f.kind == *kind => {
-                    *best = cand;
-                    *last = Some(f);
-                    stats.kept += 1;
-                    true
-                }
-                _ => false,
-            }
-        };
+    let (m, last, stats) = reduce_module(&kernel_module(k.clone()), kind, &mut on_module, budget);
+    (m.kernels.into_iter().next().unwrap_or_else(|| k.clone()), last, stats)
+}
+
+/// Reduces module `m` while `check` keeps failing with `kind` (see the module docs); at most
+/// `budget` checks. Returns the smallest module found and the last failure it gave (`None` only
+/// when the input itself does not fail that way, in which case the input is returned unchanged).
+pub fn reduce_module(
+    m: &Module,
+    kind: &FailureKind,
+    check: &mut dyn FnMut(&Module) -> Option<Failure>,
+    budget: usize,
+) -> (Module, Option<Failure>, ReduceStats) {
+    let mut r = Reducer { kind, check, budget, stats: ReduceStats::default(), best: m.clone(), last: None };
+    match (r.check)(&r.best) {
+        Some(f) if f.kind == *kind => r.last = Some(f),
+        _ => return (r.best, None, r.stats),
+    }
     loop {
-        stats.rounds += 1;
+        r.stats.rounds += 1;
+        let mut progress = false;
+        // Functions nothing calls any more.
+        let mut f = 0;
+        while f < r.best.funcs.len() {
+            let name = r.best.funcs[f].name.clone();
+            if !r.best.bodies().any(|b| calls(b, &name)) {
+                let mut c = r.best.clone();
+                c.funcs.remove(f);
+                if r.try_module(c) {
+                    progress = true;
+                    continue;
+                }
+            }
+            f += 1;
+        }
+        // Parameters functions do not use, with their arguments.
+        for f in 0..r.best.funcs.len() {
+            let mut j = 0;
+            while j < r.best.funcs[f].params.len() {
+                if remove_func_param(&r.best, f, j).is_some_and(|c| r.try_module(c)) {
+                    progress = true;
+                } else {
+                    j += 1;
+                }
+            }
+        }
+        // Every body: the kernel first, then the functions (their count no longer changes).
+        for bi in 0..r.best.kernels.len() + r.best.funcs.len() {
+            progress |= r.reduce_body(bi);
+        }
+        if !progress || r.stats.checks >= budget {
+            break;
+        }
+    }
+    (r.best, r.last, r.stats)
+}
+
+/// `m` without parameter `j` of function `f` and the matching argument of every call of it; `None`
+/// when the function uses the parameter.
+pub fn remove_func_param(m: &Module, f: usize, j: usize) -> Option<Module> {
+    let func = m.funcs.get(f)?;
+    let p = *func.params.get(j)?;
+    let is_p = |o: &Operand| *o == Operand::Value(p);
+    let used = func.placed_insts().any(|(_, i)| func.inst(i).args.iter().any(is_p))
+        || func.blocks.iter().any(|b| b.term.operands().any(|o| is_p(&o)));
+    if used {
+        return None;
+    }
+    let name = func.name.clone();
+    let mut c = m.clone();
+    let g = &mut c.funcs[f];
+    g.params.remove(j);
+    for (n, q) in g.params.clone().into_iter().enumerate() {
+        g.values[q.index()].def = kir_ir::ValueDef::Param(n as u32);
+    }
+    g.compact();
+    for b in c.bodies_mut() {
+        let Some(ci) = b.callees.iter().position(|c| c.name == name) else { continue };
+        let calls: Vec<InstId> =
+            b.placed_insts().map(|(_, i)| i).filter(|&i| b.inst(i).op == Op::Call(ci as u32)).collect();
+        for i in calls {
+            let args = &mut b.inst_mut(i).args;
+            if j < args.len() {
+                args.remove(j);
+            }
+        }
+    }
+    Some(c)
+}
+
+/// Whether body `b` calls function `name`.
+fn calls(b: &Kernel, name: &str) -> bool {
+    b.placed_insts()
+        .any(|(_, i)| matches!(b.inst(i).op, Op::Call(c) if b.callees.get(c as usize).is_some_and(|c| c.name == name)))
+}
+
+/// Keeps only the callees a body still calls, numbered in layout order (as parsing numbers them).
+fn prune_callees(k: &mut Kernel) {
+    if k.callees.is_empty() {
+        return;
+    }
+    let calls: Vec<(InstId, u32)> = k
+        .placed_insts()
+        .filter_map(|(_, i)| match k.inst(i).op {
+            Op::Call(c) => Some((i, c)),
+            _ => None,
+        })
+        .collect();
+    let mut order: Vec<u32> = vec![];
+    for &(_, c) in &calls {
+        if !order.contains(&c) {
+            order.push(c);
+        }
+    }
+    let callees = order.iter().filter_map(|&c| k.callees.get(c as usize).cloned()).collect();
+    for (i, c) in calls {
+        let n = order.iter().position(|&x| x == c).unwrap_or(0);
+        k.inst_mut(i).op = Op::Call(n as u32);
+    }
+    k.callees = callees;
+}
+
+/// The state of [`reduce_module`].
+struct Reducer<'a> {
+    kind: &'a FailureKind,
+    check: &'a mut dyn FnMut(&Module) -> Option<Failure>,
+    budget: usize,
+    stats: ReduceStats,
+    best: Module,
+    last: Option<Failure>,
+}
+
+impl Reducer<'_> {
+    /// Body `bi` of the best module: its kernels, then its functions.
+    fn body(&self, bi: usize) -> &Kernel {
+        let nk = self.best.kernels.len();
+        if bi < nk {
+            &self.best.kernels[bi]
+        } else {
+            &self.best.funcs[bi - nk]
+        }
+    }
+
+    /// Checks a candidate; keeps it when it is well formed and fails the same way.
+    fn try_module(&mut self, cand: Module) -> bool {
+        if self.stats.checks >= self.budget || !well_formed_for(&cand, self.kind) {
+            return false;
+        }
+        self.stats.checks += 1;
+        match (self.check)(&cand) {
+            Some(f) if f.kind == *self.kind => {
+                self.best = cand;
+                self.last = Some(f);
+                self.stats.kept += 1;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// [`Reducer::try_module`] with body `bi` replaced by `k`.
+    fn try_body(&mut self, bi: usize, mut k: Kernel) -> bool {
+        prune_callees(&mut k);
+        let mut c = self.best.clone();
+        let nk = c.kernels.len();
+        if bi < nk {
+            c.kernels[bi] = k;
+        } else {
+            c.funcs[bi - nk] = k;
+        }
+        self.try_module(c)
+    }
+
+    /// One round of every edit on body `bi`; whether any was kept.
+    fn reduce_body(&mut self, bi: usize) -> bool {
         let mut progress = false;
         // Branches: `br` -> `jmp` to either target, dropping what becomes unreachable.
         let mut b = 0;
-        while b < best.blocks.len() {
+        while b < self.body(bi).blocks.len() {
             let mut changed = false;
-            if matches!(best.blocks[b].term, Terminator::Br { .. }) {
+            if matches!(self.body(bi).blocks[b].term, Terminator::Br { .. }) {
                 for side in [0, 1] {
-                    if let Some(c) = branch_to_jump(&best, BlockId(b as u32), side) {
-                        if try_candidate(c, &mut stats, &mut best, &mut last) {
+                    if let Some(c) = branch_to_jump(self.body(bi), BlockId(b as u32), side) {
+                        if self.try_body(bi, c) {
                             changed = true;
                             progress = true;
                             break;
@@ -409,22 +694,22 @@ pub fn reduce(
         }
         // Blocks that only jump on.
         let mut b = 1;
-        while b < best.blocks.len() {
-            let cand = bypass_block(&best, BlockId(b as u32));
-            if cand.is_some_and(|c| try_candidate(c, &mut stats, &mut best, &mut last)) {
+        while b < self.body(bi).blocks.len() {
+            let cand = bypass_block(self.body(bi), BlockId(b as u32));
+            if cand.is_some_and(|c| self.try_body(bi, c)) {
                 progress = true;
             } else {
                 b += 1;
             }
         }
         // Instructions: chunks of halving size.
-        let mut chunk = (best.inst_count() / 2).max(1);
+        let mut chunk = (self.body(bi).inst_count() / 2).max(1);
         loop {
             let mut i = 0;
-            while i < best.inst_count() {
-                let ids: Vec<InstId> = best.placed_insts().map(|(_, id)| id).skip(i).take(chunk).collect();
-                let cand = remove_insts(&best, &ids);
-                if cand.is_some_and(|c| try_candidate(c, &mut stats, &mut best, &mut last)) {
+            while i < self.body(bi).inst_count() {
+                let ids: Vec<InstId> = self.body(bi).placed_insts().map(|(_, id)| id).skip(i).take(chunk).collect();
+                let cand = remove_insts(self.body(bi), &ids);
+                if cand.is_some_and(|c| self.try_body(bi, c)) {
                     progress = true;
                 } else {
                     i += chunk;
@@ -436,32 +721,29 @@ pub fn reduce(
             chunk /= 2;
         }
         // Block parameters.
-        for b in 1..best.blocks.len() {
+        for b in 1..self.body(bi).blocks.len() {
             let mut j = 0;
-            while b < best.blocks.len() && j < best.blocks[b].params.len() {
-                let cand = remove_block_param(&best, BlockId(b as u32), j);
-                if cand.is_some_and(|c| try_candidate(c, &mut stats, &mut best, &mut last)) {
+            while b < self.body(bi).blocks.len() && j < self.body(bi).blocks[b].params.len() {
+                let cand = remove_block_param(self.body(bi), BlockId(b as u32), j);
+                if cand.is_some_and(|c| self.try_body(bi, c)) {
                     progress = true;
                 } else {
                     j += 1;
                 }
             }
         }
-        if !progress || stats.checks >= budget {
-            break;
-        }
+        progress
     }
-    (best, last, stats)
 }
 
 /// Whether a reduction candidate passes the checks that come before a failure of `kind`: both
 /// verifiers, except the IR verifier alone for a barrier-verifier failure and none for a verifier
 /// failure.
-fn well_formed_for(k: &Kernel, kind: &FailureKind) -> bool {
+fn well_formed_for(m: &Module, kind: &FailureKind) -> bool {
     match kind {
         FailureKind::Verify => true,
-        FailureKind::Barrier => !has_errors(&kir_ir::verify::verify_kernel(k)),
-        _ => verifies(k).is_ok(),
+        FailureKind::Barrier => !has_errors(&kir_ir::verify::verify_module(m)),
+        _ => verifies_module(m).is_ok(),
     }
 }
 
@@ -567,8 +849,9 @@ pub fn remove_block_param(k: &Kernel, b: BlockId, j: usize) -> Option<Kernel> {
     Some(c)
 }
 
-/// A ready-to-run `.kir` file for a failing case.
-pub fn repro_file(k: &Kernel, seed: u64, failure: &Failure, cfg: &FuzzConfig, named: &[(String, String)]) -> String {
+/// A ready-to-run `.kir` file for a failing case: module `m`, whose first kernel the `; run:` line
+/// launches.
+pub fn repro_file(m: &Module, seed: u64, failure: &Failure, cfg: &FuzzConfig, named: &[(String, String)]) -> String {
     let contract = &cfg.contract;
     // The command that regenerates this case: the seed, and every setting that differs from the
     // defaults and changes what is generated or checked.
@@ -576,6 +859,9 @@ pub fn repro_file(k: &Kernel, seed: u64, failure: &Failure, cfg: &FuzzConfig, na
     let defaults = FuzzConfig::new();
     if cfg.gen.insts != defaults.gen.insts {
         cmd.push_str(&format!(" --insts {}", cfg.gen.insts));
+    }
+    if cfg.gen.max_funcs != defaults.gen.max_funcs {
+        cmd.push_str(&format!(" --funcs {}", cfg.gen.max_funcs));
     }
     if cfg.pipeline.spec() != defaults.pipeline.spec() {
         cmd.push_str(&format!(" --pipeline {}", cfg.pipeline.spec()));
@@ -587,10 +873,16 @@ pub fn repro_file(k: &Kernel, seed: u64, failure: &Failure, cfg: &FuzzConfig, na
         s.push_str(line);
         s.push('\n');
     }
-    s.push_str(&run_line(&k.name, contract, named));
+    let name = m.kernels.first().map(|k| k.name.as_str()).unwrap_or(kir_ir::generate::KERNEL_NAME);
+    s.push_str(&run_line(name, contract, named));
     s.push('\n');
-    s.push_str(&kir_ir::print_kernel(k));
+    s.push_str(&kir_ir::print_module(m));
     s
+}
+
+/// The instructions of every kernel and function of `m`.
+pub fn module_insts(m: &Module) -> usize {
+    m.bodies().map(Kernel::inst_count).sum()
 }
 
 #[cfg(test)]
@@ -605,9 +897,9 @@ mod tests {
     fn generated_cases_pass_every_check_without_tools() {
         let cfg = FuzzConfig::new();
         for seed in 0..5 {
-            let (k, named) = generate_case(seed, &cfg);
+            let (m, named) = generate_case(seed, &cfg);
             let mut ran = Ran::default();
-            check_kernel(&k, &named, &cfg, None, &mut ran).unwrap_or_else(|f| panic!("seed {seed}: {f}"));
+            check_module(&m, &named, &cfg, None, &mut ran).unwrap_or_else(|f| panic!("seed {seed}: {f}"));
             assert_eq!(ran, Ran { emu: true, ..Ran::default() });
         }
     }

@@ -36,10 +36,21 @@ pub fn sm_for(cc: (i32, i32)) -> Result<SmVersion, String> {
         .ok_or_else(|| format!("the device has compute capability {maj}.{min}; kir emits PTX for sm_80 and newer"))
 }
 
-/// The PTX of kernel `k` for `sm` (no comments), or the emitter's messages.
+/// The PTX of kernel `k` for `sm` (no comments), or the emitter's messages. `k` must not call
+/// functions (after the default pipeline's `inline` it does not); see [`ptx_in_module`].
 pub fn ptx_for(k: &Kernel, sm: SmVersion) -> Result<String, String> {
     let opts = PtxOptions { sm, source: None, comments: false };
     emit_kernel(k, &opts).map_err(|d| d.iter().map(|d| d.message.clone()).collect::<Vec<_>>().join("; "))
+}
+
+/// The PTX of kernel `k` of module `m` for `sm`, with the functions it calls as `.func`s.
+pub fn ptx_in_module(m: &kir_ir::Module, k: &Kernel, sm: SmVersion) -> Result<String, String> {
+    if k.callees.is_empty() {
+        return ptx_for(k, sm);
+    }
+    let opts = PtxOptions { sm, source: None, comments: false };
+    kir_backend_ptx::emit_kernel_in_module(m, &k.name, &opts)
+        .map_err(|d| d.iter().map(|d| d.message.clone()).collect::<Vec<_>>().join("; "))
 }
 
 fn scalar_bytes(c: Constant) -> Vec<u8> {
@@ -151,7 +162,7 @@ pub fn run_graph(
     let mut ptx_of: Vec<(String, String)> = Vec::new();
     for pl in &plan.launches {
         if !ptx_of.iter().any(|(n, _)| *n == pl.kernel.name) {
-            let p = ptx_for(pl.kernel, sm).map_err(|e| format!("{e} ({})", pl.where_(g)))?;
+            let p = ptx_in_module(m, pl.kernel, sm).map_err(|e| format!("{e} ({})", pl.where_(g)))?;
             ptx_of.push((pl.kernel.name.clone(), p));
         }
     }

@@ -646,7 +646,7 @@ fn run_on_gpu(
     }
     let k = optimized.kernel(&d.target).ok_or_else(|| format!("no kernel `@{}`", d.target))?;
     let bound = kir_interp::args::bind(k, specs, base_dir)?;
-    let ptx = gpu_exec::ptx_for(k, sm)?;
+    let ptx = gpu_exec::ptx_in_module(optimized, k, sm)?;
     let cfg = LaunchConfig {
         grid: d.grid.unwrap_or([1; 3]),
         block: d.block.unwrap_or([1; 3]),

@@ -23,7 +23,17 @@
 //! accepted kernel may diverge (soundness). Disabling the load-then-store part of the rule makes
 //! it fail. Races that only the "threads split at a non-uniform branch" part catches do not show
 //! in the interpreter's fixed warp order, so that part is covered by unit tests
-//! (`passes/src/uniformity.rs`). The whole file runs in about 2 s in the test profile.
+//! (`passes/src/uniformity.rs`).
+//!
+//! A fourth test does the first one's checks on [`MODULES`] generated modules with device
+//! functions (`generate_module`): barriers (shared exchanges through a `%sm` pointer parameter,
+//! plain barriers), full-mask shuffles and votes inside functions, functions calling functions,
+//! early returns from functions under thread-dependent branches, and, for half of them, calls of
+//! such functions under thread-dependent branches and loops. Each module is verified across calls
+//! ([`verify_module_barriers`]) and launched [`LAUNCHES`] times with the calls executed as written
+//! (`launch_in`, a call stack, not inlined): 3200 launches.
+//!
+//! The whole file runs in a few seconds in the test profile.
 //!
 //! Checked:
 //! - Soundness: whenever `verify_barriers` accepts a kernel, no launch reports barrier divergence
@@ -38,12 +48,14 @@
 //!   barriers is accepted, or rejected only through the documented conservative rule for global
 //!   memory (a load from global memory is varying in a kernel that also writes global memory,
 //!   since pointer parameters may alias: the generator knows `%in` is never written, the verifier
-//!   cannot), which its explanation must then name.
+//!   cannot), which its explanation must then name. The same for modules with functions.
+//! - For modules, also: some rejected modules with calls of synchronizing functions under
+//!   thread-dependent control flow do fault in the interpreter.
 
-use kir_interp::{launch, Arg, Buffer, ErrorKind, FaultKind, LaunchConfig, Options};
-use kir_ir::generate::{generate, GenConfig, Rng, SHARED_LEN};
-use kir_ir::{Constant, ScalarType};
-use kir_passes::barrier::verify_barriers;
+use kir_interp::{launch, launch_in, Arg, Buffer, ErrorKind, FaultKind, LaunchConfig, Options};
+use kir_ir::generate::{generate, generate_module, GenConfig, Rng, SHARED_LEN};
+use kir_ir::{Constant, Kernel, ScalarType};
+use kir_passes::barrier::{verify_barriers, verify_module_barriers};
 
 /// Random kernels checked.
 const KERNELS: u64 = 2000;
@@ -74,6 +86,11 @@ enum Outcome {
 }
 
 fn run_once(k: &kir_ir::Kernel, rng: &mut Rng) -> Outcome {
+    run_once_in(&[], k, rng)
+}
+
+/// [`run_once`] for a kernel calling the functions `funcs` (executed as written, with a call stack).
+fn run_once_in(funcs: &[Kernel], k: &kir_ir::Kernel, rng: &mut Rng) -> Outcome {
     let block = 32 * (1 + rng.below(4) as u32); // 32..=128, within SHARED_LEN
     assert!(block as u64 <= SHARED_LEN);
     let grid = 1 + rng.below(3) as u32;
@@ -96,7 +113,7 @@ fn run_once(k: &kir_ir::Kernel, rng: &mut Rng) -> Outcome {
     ];
     let args = [Arg::Buffer(0), Arg::Buffer(1), Arg::Buffer(2), Arg::Buffer(3), Arg::Scalar(Constant::u32(n))];
     let opts = Options { fuel: 1 << 24, threads: Some(1), ..Options::default() };
-    match launch(k, &LaunchConfig::linear(grid, block), &args, &mut buffers, &opts) {
+    match launch_in(funcs, k, &LaunchConfig::linear(grid, block), &args, &mut buffers, &opts) {
         Ok(_) => Outcome::Clean,
         Err(e) => match e.kind {
             ErrorKind::KernelFault(FaultKind::BarrierDivergence | FaultKind::DivergentCollective) => {
@@ -666,4 +683,97 @@ fn store_loop_kernels_never_diverge_when_accepted() {
     assert!(v.well_formed > STORE_LOOP_KERNELS / 3, "too few well-formed kernels: {}", v.well_formed);
     assert!(v.accepted >= v.well_formed, "accepted {} < well-formed {}", v.accepted, v.well_formed);
     assert!(v.rejected_faulting > STORE_LOOP_KERNELS / 10, "too few rejected kernels fault: {}", v.rejected_faulting);
+}
+
+/// Modules with functions checked by [`accepted_modules_never_diverge_at_barriers`].
+const MODULES: u64 = 800;
+
+fn module_config(seed: u64) -> GenConfig {
+    GenConfig { max_funcs: 3, call_percent: 12, ..config(seed) }
+}
+
+/// The first test's property on modules with device functions: barriers and collectives inside
+/// functions, called (for odd seeds) also from thread-dependent control flow, verified across
+/// calls and launched with the calls executed as written.
+#[test]
+fn accepted_modules_never_diverge_at_barriers() {
+    let (mut accepted, mut rejected, mut rejected_that_fault) = (0, 0, 0);
+    let (mut with_sync_calls, mut with_divergent_calls, mut divergent_calls_that_fault) = (0, 0, 0);
+    let mut unsound = vec![];
+    let mut other_failures = vec![];
+    let mut false_positives = vec![];
+    let mut rejected_by_global_rule = 0;
+    for seed in 0..MODULES {
+        let cfg = module_config(seed);
+        let g = generate_module(seed, &cfg);
+        let m = &g.module;
+        let k = &m.kernels[0];
+        if g.sync_calls > 0 {
+            with_sync_calls += 1;
+        }
+        if g.divergent_calls > 0 {
+            with_divergent_calls += 1;
+        }
+        let diags = verify_module_barriers(m);
+        let ok = diags.is_empty();
+        if ok {
+            accepted += 1;
+        } else {
+            rejected += 1;
+        }
+        if !cfg.allow_divergent_barriers && !ok {
+            let rule = "is loaded from global memory, which this kernel also writes";
+            let by_global_rule = diags.iter().all(|d| {
+                d.secondary.iter().any(|l| l.message.contains(rule)) || d.notes.iter().any(|n| n.contains(rule))
+            });
+            if by_global_rule {
+                rejected_by_global_rule += 1;
+            } else {
+                false_positives.push((seed, diags[0].message.clone()));
+            }
+        }
+        let mut rng = Rng::new(seed.wrapping_mul(0x9E37_79B9) ^ 0xF0CC_A11);
+        let mut faulted = false;
+        for _ in 0..LAUNCHES {
+            match run_once_in(&m.funcs, k, &mut rng) {
+                Outcome::Clean => {}
+                Outcome::Divergence(msg) => {
+                    faulted = true;
+                    if ok {
+                        unsound.push(format!("seed {seed}: {msg}\n{}", kir_ir::print_module(m)));
+                    }
+                }
+                Outcome::Other(msg) => other_failures.push(format!("seed {seed}: {msg}")),
+            }
+        }
+        if faulted && !ok {
+            rejected_that_fault += 1;
+            if g.divergent_calls > 0 {
+                divergent_calls_that_fault += 1;
+            }
+        }
+    }
+    eprintln!(
+        "{MODULES} modules ({with_sync_calls} calling functions with barriers or collectives, {with_divergent_calls} \
+         of them from thread-dependent control flow), {} launches: {accepted} accepted, {rejected} rejected \
+         ({rejected_that_fault} of them fault in the interpreter, {divergent_calls_that_fault} with divergent calls), \
+         {} other launch failures; {rejected_by_global_rule} well-synchronized modules rejected through the \
+         global-memory load rule",
+        MODULES * LAUNCHES,
+        other_failures.len()
+    );
+    for f in other_failures.iter().take(5) {
+        eprintln!("  other failure: {f}");
+    }
+    assert!(unsound.is_empty(), "verifier accepted modules that diverge at a barrier:\n{}", unsound.join("\n"));
+    assert!(
+        false_positives.is_empty(),
+        "well-synchronized generated modules were rejected for another reason than the global-memory load rule: {false_positives:?}"
+    );
+    assert!(accepted > MODULES / 3, "too few modules accepted ({accepted}) for the property to say much");
+    assert!(with_sync_calls > MODULES / 4, "too few modules call functions with barriers ({with_sync_calls})");
+    assert!(
+        divergent_calls_that_fault > 0,
+        "no module with divergent calls faulted: the launches do not exercise them"
+    );
 }

@@ -1,7 +1,8 @@
-//! `kir fuzz` as CI runs it: 50 generated kernels through the verifiers, the interpreter, the
-//! default pipeline (results preserved bit for bit), ptxas (required under CI=true), the PTX
-//! emulator and the GPU when there is one; plus its usage errors, and the reduction of an emulator
-//! mismatch to a ready-to-run `.kir`.
+//! `kir fuzz` as CI runs it: 50 generated modules (kernels with 0 to 3 device functions) through
+//! the verifiers, the interpreter (calls as written, and inlined), the default pipeline (results
+//! preserved bit for bit), ptxas (required under CI=true), the PTX emulator and the GPU when there
+//! is one; plus its usage errors, `--funcs 0` (the kernels of before functions), and the reduction
+//! of an emulator mismatch to a ready-to-run `.kir`.
 
 mod cli;
 use cli::kir;
@@ -60,6 +61,29 @@ fn usage_errors() {
     let (code, _, err) = kir(&["fuzz", "--insts", "0"]);
     assert_eq!(code, 2);
     assert_eq!(err, "error: --insts must be at least 1\n");
+    let (code, _, err) = kir(&["fuzz", "--funcs", "9"]);
+    assert_eq!(code, 2);
+    assert_eq!(err, "error: --funcs 9: at most 8 functions per module\n");
+}
+
+/// `--funcs 0` fuzzes the kernels `random_kernel` makes (no calls); the default has functions,
+/// and the case's module is what the generator makes from the seed.
+#[test]
+fn funcs_sets_how_many_functions_a_case_may_have() {
+    let (code, out, err) = kir(&["fuzz", "--cases", "20", "--seed", "7", "--funcs", "0", "--no-ptxas", "--no-emu"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("0 to 0 functions"), "{out}");
+    assert!(out.contains("fuzz: 20 cases, 20 passed, 0 failed;"), "{out}");
+    let mut cfg = FuzzConfig::new();
+    assert_eq!(cfg.gen.max_funcs, 3);
+    let with: usize = (0..20).map(|s| fuzz::generate_case(s, &cfg).0.funcs.len()).sum();
+    assert!(with > 10, "{with} functions in 20 cases");
+    cfg.gen.max_funcs = 0;
+    for s in 0..5 {
+        let (m, _) = fuzz::generate_case(s, &cfg);
+        assert!(m.funcs.is_empty());
+        assert_eq!(m.kernels, vec![kir_ir::generate::random_kernel(s, &cfg.gen)]);
+    }
 }
 
 /// Large kernels once made the generator and the barrier verifier disagree (seed 100967: a barrier
@@ -101,48 +125,57 @@ fn emulator_mismatches_are_reduced_to_a_ready_to_run_kir() {
     let bug = |ptx: &str| ptx.replace("mad.lo.u32", "mad.hi.u32");
     // The injected stage: every real check first (so reduction candidates that fault or loop are
     // other failures), then the corrupted PTX in the emulator against the interpreter.
-    let check = |c: &kir_ir::Kernel, named: &[(String, String)]| -> Option<Failure> {
+    let check = |c: &kir_ir::Module, named: &[(String, String)]| -> Option<Failure> {
         let mut ran = fuzz::Ran::default();
-        if let Err(f) = fuzz::check_kernel(c, named, &cfg, None, &mut ran) {
+        if let Err(f) = fuzz::check_module(c, named, &cfg, None, &mut ran) {
             return Some(f);
         }
-        let bound = fuzz::bind_case(c, named).ok()?;
+        let flat = fuzz::inlined(c).ok()?;
+        let k = &flat.kernels[0];
+        let bound = fuzz::bind_case(k, named).ok()?;
         let launch = fuzz::launch_config(&cfg.contract);
-        let reference = fuzz::interpret(c, &launch, &bound, cfg.fuel).ok()?;
-        let ptx = bug(&gpu_exec::ptx_for(c, emu_exec::EMU_SM).ok()?);
-        let got = match fuzz::emulate(c, &ptx, &launch, &bound, 1 << 30) {
+        let reference = fuzz::interpret(k, &launch, &bound, cfg.fuel).ok()?;
+        let ptx = bug(&gpu_exec::ptx_for(k, emu_exec::EMU_SM).ok()?);
+        let got = match fuzz::emulate(k, &ptx, &launch, &bound, 1 << 30) {
             Ok(b) => b,
             Err(f) => return Some(f),
         };
-        fuzz::compare_all(c, &bound, &reference, &got, Strictness::Bitwise)
+        fuzz::compare_all(k, &bound, &reference, &got, Strictness::Bitwise)
             .err()
             .map(|e| Failure::new(FailureKind::EmuMismatch, e))
     };
-    let found = (1..40).find_map(|seed| {
-        let (k, named) = fuzz::generate_case(seed, &cfg);
-        match check(&k, &named) {
-            Some(f) if f.kind == FailureKind::EmuMismatch => Some((seed, k, named, f)),
+    // A case with functions, so that the reducer has calls and function bodies to remove.
+    let found = (1..60).find_map(|seed| {
+        let (m, named) = fuzz::generate_case(seed, &cfg);
+        match check(&m, &named) {
+            Some(f) if f.kind == FailureKind::EmuMismatch && m.has_calls() => Some((seed, m, named, f)),
             _ => None,
         }
     });
-    let (seed, k, named, failure) = found.expect("a generated kernel whose PTX multiplies");
-    let (small, last, stats) = fuzz::reduce(&k, &failure.kind, &mut |c| check(c, &named), 2000);
+    let (seed, m, named, failure) = found.expect("a generated module whose PTX multiplies");
+    let (small, last, stats) = fuzz::reduce_module(&m, &failure.kind, &mut |c| check(c, &named), 2000);
     let last = last.expect("the failure persists");
     assert_eq!(last.kind, FailureKind::EmuMismatch);
-    assert!(small.inst_count() < k.inst_count() && stats.kept > 0, "{stats:?}");
-    assert!(small.inst_count() <= 12, "reduced to {} instructions", small.inst_count());
+    let (before, after) = (fuzz::module_insts(&m), fuzz::module_insts(&small));
+    assert!(after < before && stats.kept > 0, "{stats:?}");
+    assert!(after <= 12, "reduced to {after} instructions:\n{}", kir_ir::print_module(&small));
+    // The multiply may be the one of a function's sink (then the call and that function stay);
+    // every other function goes.
+    assert!(small.funcs.len() <= 1, "functions nothing needs are deleted:\n{}", kir_ir::print_module(&small));
     let text = fuzz::repro_file(&small, seed, &last, &cfg, &named);
     assert!(text.contains("; failure: interpreter and ptx-emu differ: "), "{text}");
     assert!(text.contains("\n; run: @fuzz grid(2) block(64) in=rand:u32:128:"), "{text}");
     let m = kir_ir::parse(&text).unwrap_or_else(|d| panic!("{d:?}\n{text}"));
-    assert!(fuzz::verifies(&m.kernels[0]).is_ok(), "{text}");
-    assert!(gpu_exec::ptx_for(&m.kernels[0], emu_exec::EMU_SM).unwrap().contains("mad.lo.u32"), "{text}");
+    assert!(fuzz::verifies_module(&m).is_ok(), "{text}");
+    let flat = fuzz::inlined(&m).unwrap();
+    assert!(gpu_exec::ptx_for(&flat.kernels[0], emu_exec::EMU_SM).unwrap().contains("mad.lo.u32"), "{text}");
 }
 
 /// The hostile-input report: `kir fuzz --pipeline fma-contract` passed 2,200 cases although the
 /// pass changes rounding by design — generated kernels had no `mul` whose only use is an `add`.
 /// Now the generator writes that shape, the rounding change is seen (bit-for-bit comparison), the
-/// header says why such cases fail, and the reproduction names the pipeline.
+/// header says why such cases fail, and the reproduction names the pipeline (and `--funcs 0`,
+/// which keeps the cases of that report: kernels without functions).
 #[test]
 fn fuzzing_a_rounding_changing_pass_sees_the_change() {
     let dir = std::env::temp_dir().join(format!("kir-fuzz-fma-{}", std::process::id()));
@@ -152,6 +185,8 @@ fn fuzzing_a_rounding_changing_pass_sees_the_change() {
         "8",
         "--seed",
         "26",
+        "--funcs",
+        "0",
         "--pipeline",
         "fma-contract",
         "--no-ptxas",
@@ -168,7 +203,7 @@ fn fuzzing_a_rounding_changing_pass_sees_the_change() {
     let repro = std::fs::read_to_string(dir.join("case-26.kir")).unwrap();
     assert!(
         repro.starts_with(
-            "; kir fuzz: case seed 26 (reproduce: kir fuzz --cases 1 --seed 26 --pipeline fma-contract)\n"
+            "; kir fuzz: case seed 26 (reproduce: kir fuzz --cases 1 --seed 26 --funcs 0 --pipeline fma-contract)\n"
         ),
         "{repro}"
     );

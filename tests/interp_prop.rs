@@ -1,8 +1,10 @@
 //! Property: random straight-line u32/f32 programs, run by the interpreter over a warp and a
 //! half (so lanes, warps and masks all matter), give what a plain-Rust model of the same program
-//! computes, lane by lane.
+//! computes, lane by lane. Some integer steps are calls of device functions (`@iop_add(%a, %b)`
+//! and so on, one per op, executed with the interpreter's call stack through `launch_in`), which
+//! the model computes like the op itself.
 
-use kir_interp::{launch, Arg, Buffer, LaunchConfig, Options};
+use kir_interp::{launch_in, Arg, Buffer, LaunchConfig, Options};
 use kir_ir::types::ScalarType;
 use proptest::prelude::*;
 
@@ -32,6 +34,8 @@ enum FOp {
 enum Step {
     /// op, operand indices into the int values so far.
     Int(IOp, usize, usize),
+    /// The same through a call of the device function computing the op.
+    Call(IOp, usize, usize),
     /// op, operand indices into the float values so far.
     Float(FOp, usize, usize, usize),
     /// f32 from an int value (cvt.rn.f32.u32).
@@ -60,14 +64,71 @@ fn fop() -> impl Strategy<Value = FOp> {
 fn step() -> impl Strategy<Value = Step> {
     prop_oneof![
         4 => (iop(), any::<usize>(), any::<usize>()).prop_map(|(o, a, b)| Step::Int(o, a, b)),
+        1 => (iop(), any::<usize>(), any::<usize>()).prop_map(|(o, a, b)| Step::Call(o, a, b)),
         3 => (fop(), any::<usize>(), any::<usize>(), any::<usize>()).prop_map(|(o, a, b, c)| Step::Float(o, a, b, c)),
         1 => any::<usize>().prop_map(Step::ToFloat),
     ]
 }
 
+/// The device functions the `Call` steps use: `@iop_NAME(%a: u32, %b: u32) -> u32` computes
+/// `NAME.u32 %a, %b` (the shifts take their amount in `%b`).
+const FUNCS: &str = "
+func @iop_add(%a: u32, %b: u32) -> u32 {
+entry:
+  %r = add.u32 %a, %b
+  ret %r
+}
+func @iop_sub(%a: u32, %b: u32) -> u32 {
+entry:
+  %r = sub.u32 %a, %b
+  ret %r
+}
+func @iop_mul(%a: u32, %b: u32) -> u32 {
+entry:
+  %r = mul.u32 %a, %b
+  ret %r
+}
+func @iop_and(%a: u32, %b: u32) -> u32 {
+entry:
+  %r = and.u32 %a, %b
+  ret %r
+}
+func @iop_or(%a: u32, %b: u32) -> u32 {
+entry:
+  %r = or.u32 %a, %b
+  ret %r
+}
+func @iop_xor(%a: u32, %b: u32) -> u32 {
+entry:
+  %r = xor.u32 %a, %b
+  ret %r
+}
+func @iop_min(%a: u32, %b: u32) -> u32 {
+entry:
+  %r = min.u32 %a, %b
+  ret %r
+}
+func @iop_max(%a: u32, %b: u32) -> u32 {
+entry:
+  %r = max.u32 %a, %b
+  ret %r
+}
+func @iop_shl(%a: u32, %b: u32) -> u32 {
+entry:
+  %r = shl.u32 %a, %b
+  ret %r
+}
+func @iop_shr(%a: u32, %b: u32) -> u32 {
+entry:
+  %r = shr.u32 %a, %b
+  ret %r
+}
+";
+
 /// The kir text of a program: int values start as [x, y, tid], floats as [f, g].
 fn program(steps: &[Step]) -> String {
-    let mut s = String::from(
+    let mut s = String::from(FUNCS);
+    s.push_str(
         "kernel @p(%x: ptr<global, u32>, %y: ptr<global, u32>, %f: ptr<global, f32>, %g: ptr<global, f32>, %oi: ptr<global, u32>, %of: ptr<global, f32>) {\nentry:\n  %t = tid.x : u32\n  %i0 = load %x[%t]\n  %i1 = load %y[%t]\n  %i2 = mov.u32 %t\n  %f0 = load %f[%t]\n  %f1 = load %g[%t]\n",
     );
     let (mut ni, mut nf) = (3usize, 2usize);
@@ -88,6 +149,23 @@ fn program(steps: &[Step]) -> String {
                     IOp::Shr(k) => format!("shr.u32 %i{a}, {k}"),
                 };
                 s.push_str(&format!("  %i{ni} = {text}\n"));
+                ni += 1;
+            }
+            Step::Call(op, a, b) => {
+                let (a, b) = (a % ni, b % ni);
+                let text = match op {
+                    IOp::Add => format!("@iop_add(%i{a}, %i{b})"),
+                    IOp::Sub => format!("@iop_sub(%i{a}, %i{b})"),
+                    IOp::Mul => format!("@iop_mul(%i{a}, %i{b})"),
+                    IOp::And => format!("@iop_and(%i{a}, %i{b})"),
+                    IOp::Or => format!("@iop_or(%i{a}, %i{b})"),
+                    IOp::Xor => format!("@iop_xor(%i{a}, %i{b})"),
+                    IOp::Min => format!("@iop_min(%i{a}, %i{b})"),
+                    IOp::Max => format!("@iop_max(%i{a}, %i{b})"),
+                    IOp::Shl(k) => format!("@iop_shl(%i{a}, {k})"),
+                    IOp::Shr(k) => format!("@iop_shr(%i{a}, {k})"),
+                };
+                s.push_str(&format!("  %i{ni} = call {text}\n"));
                 ni += 1;
             }
             Step::Float(op, a, b, c) => {
@@ -117,7 +195,7 @@ fn model(steps: &[Step], x: u32, y: u32, t: u32, f: f32, g: f32) -> (u32, f32) {
     let mut fv = vec![f, g];
     for st in steps {
         match st {
-            Step::Int(op, a, b) => {
+            Step::Int(op, a, b) | Step::Call(op, a, b) => {
                 let (a, b) = (iv[a % iv.len()], iv[b % iv.len()]);
                 iv.push(match op {
                     IOp::Add => a.wrapping_add(b),
@@ -176,7 +254,7 @@ proptest! {
             Buffer::zeros(ScalarType::F32, LANES),
         ];
         let args: Vec<Arg> = (0..6).map(Arg::Buffer).collect();
-        launch(&m.kernels[0], &LaunchConfig::linear(1, LANES as u32), &args, &mut bufs, &Options::default())
+        launch_in(&m.funcs, &m.kernels[0], &LaunchConfig::linear(1, LANES as u32), &args, &mut bufs, &Options::default())
             .map_err(|e| TestCaseError::fail(format!("{e}\n{src}")))?;
         let (oi, of) = (bufs[4].to_u32(), bufs[5].to_f32());
         for t in 0..LANES {

@@ -390,7 +390,8 @@ fn kernel_names(k: &Kernel, bound_param_buffer: &[Option<usize>], nbuf: usize) -
 fn check_file(path: &Path, twins: &Twins, arch: Arch, rows: &mut Vec<Row>, untwinned: &mut Vec<String>) {
     let src = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let rel = path.strip_prefix(root()).unwrap_or(path).display().to_string();
-    let module: Module = kir_ir::parse(&src).unwrap_or_else(|d| panic!("{rel}: {d:?}"));
+    let module: Module =
+        kir_ir::load::load_source(path, src.clone()).unwrap_or_else(|e| panic!("{rel}: {}", e.render(false))).module;
     let dirs = parse_directives(&src).unwrap_or_else(|e| panic!("{rel}: bad directives {e:?}"));
     let base = path.parent();
     let opts = kir_interp::Options::default();
@@ -438,7 +439,7 @@ fn check_file(path: &Path, twins: &Twins, arch: Arch, rows: &mut Vec<Row>, untwi
             for pl in &plan.launches {
                 let before = all.clone();
                 let llabel = format!("{label} launch {} @{}", pl.index, pl.kernel.name);
-                if let Err(e) = kir_interp::launch(pl.kernel, &pl.cfg, &pl.args, &mut all, &opts) {
+                if let Err(e) = kir_interp::launch_in(&module.funcs, pl.kernel, &pl.cfg, &pl.args, &mut all, &opts) {
                     rows.push(Row { label: llabel, result: Err(format!("interpreter: {e}")) });
                     break;
                 }
@@ -471,7 +472,7 @@ fn check_file(path: &Path, twins: &Twins, arch: Arch, rows: &mut Vec<Row>, untwi
             }
         };
         let mut after = bound.buffers.clone();
-        if let Err(e) = kir_interp::launch(k, &cfg, &bound.args, &mut after, &opts) {
+        if let Err(e) = kir_interp::launch_in(&module.funcs, k, &cfg, &bound.args, &mut after, &opts) {
             rows.push(Row { label, result: Err(format!("interpreter: {e}")) });
             continue;
         }

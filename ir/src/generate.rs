@@ -13,6 +13,31 @@
 //! - No approximate op is generated unless [`GenConfig::allow_approx`] is set.
 //! - Float arithmetic includes `mul` + `add` pairs whose `mul` has no other use (the shape a
 //!   contraction into `fma` rewrites), so a pass that changes rounding changes some outputs.
+//! - [`random_module`] / [`generate_module`] make a module: 0 to [`GenConfig::max_funcs`] device
+//!   functions and the kernel, which passes [`crate::verify::verify_module`], prints and parses
+//!   back structurally equal (callees are numbered in layout order, as parsing numbers them), and
+//!   obeys the same contract. A module without functions holds exactly
+//!   [`random_kernel`]`(seed, cfg)`; [`random_kernel`] ignores `max_funcs`, so its output for a
+//!   seed never depends on the function settings.
+//!
+//! # Device functions
+//!
+//! Function `@fi` may call `@f0 .. @f(i-1)` (never itself: no recursion); the kernel may call any.
+//! Each takes `%out`, `%n` and the caller's `%slot`, some of `%in`, `%fin`, `%fout` and the shared
+//! array's pointer `%sm`, and 0 to 3 scalars, in a random order; it has a result of a random type
+//! or none. Callers pass their own pointers, `%n` and `%slot`, so a function keeps the contract:
+//! it reads the inputs at `x rem %n` and writes only `%out[%slot]` / `%fout[%slot]`. A scalar
+//! parameter marked uniform gets a block-uniform argument at every call (a constant or a value the
+//! generator knows is uniform), so the function may branch on it around barriers. Bodies are made
+//! like the kernel's (loops, branches, loads, stores, atomics, shared exchanges through `%sm` or
+//! plain barriers, full-mask shuffles and votes, calls), and may return early from an `if` arm;
+//! after an early return under thread-dependent control flow the rest of the function places no
+//! barrier or collective. A function that contains barriers or full-mask collectives, directly or
+//! through its calls, is called only in block-uniform control flow, unless
+//! [`GenConfig::allow_divergent_barriers`] is set: then its calls are also placed (and preferred)
+//! in thread-dependent control flow, and counted in [`GeneratedModule::divergent_calls`]. Calls
+//! land wherever statements do: in loops, under uniform and thread-dependent branches; their
+//! results (when kept) join the scope as thread-dependent values.
 //!
 //! # Signature and launch contract
 //!
@@ -31,7 +56,7 @@
 //! - With shared memory, the kernel declares `shared @sm: u32[SHARED_LEN]`; each thread writes
 //!   `@sm[tid.x]`, then after a `barrier` reads `@sm[(tid.x + k) rem ntid.x]`, then `barrier` again.
 
-use crate::ir::{BlockCall, BlockId, Kernel, Operand, SharedDecl, Terminator, ValueId};
+use crate::ir::{BlockCall, BlockId, FuncInfo, Kernel, Module, Operand, SharedDecl, Terminator, ValueId};
 use crate::op::*;
 use crate::span::Span;
 use crate::types::{AddrSpace, Constant, ScalarType, Type};
@@ -94,6 +119,14 @@ pub struct GenConfig {
     pub types: Vec<ScalarType>,
     /// Percentage of operands that are constants (more gives more to fold).
     pub const_percent: u32,
+    /// Device functions per module ([`random_module`]): each module has 0 to `max_funcs` of them
+    /// (so some modules have none). [`random_kernel`] ignores it.
+    pub max_funcs: usize,
+    /// About how many instructions a generated function has (each gets between half and one and
+    /// a half times this).
+    pub func_insts: usize,
+    /// Percentage of statement slots that become a call, when a function can be called there.
+    pub call_percent: u32,
 }
 
 impl Default for GenConfig {
@@ -112,20 +145,87 @@ impl Default for GenConfig {
             allow_divergent_barriers: false,
             types: ScalarType::ALL.iter().copied().filter(|t| !t.is_pred()).collect(),
             const_percent: 25,
+            max_funcs: 0,
+            func_insts: 20,
+            call_percent: 8,
         }
     }
 }
 
-/// A generated kernel and what it contains.
+impl GenConfig {
+    /// The default configuration with device functions: modules with 0 to 3 functions
+    /// ([`random_module`]).
+    pub fn with_funcs() -> GenConfig {
+        GenConfig { max_funcs: 3, ..GenConfig::default() }
+    }
+}
+
+/// A generated kernel (or function) and what it contains.
 #[derive(Clone, Debug)]
 pub struct Generated {
     pub kernel: Kernel,
-    /// Barriers placed in thread-dependent control flow (0 unless `allow_divergent_barriers`).
+    /// Barriers placed in thread-dependent control flow (0 unless `allow_divergent_barriers`),
+    /// counting calls of functions with barriers or collectives placed there.
     pub divergent_barriers: usize,
     pub barriers: usize,
     pub collectives: usize,
     pub loops: usize,
     pub branches: usize,
+    /// `call` instructions.
+    pub calls: usize,
+    /// Calls of functions that contain barriers or full-mask collectives (directly or through
+    /// their own calls) placed in thread-dependent control flow (0 unless
+    /// `allow_divergent_barriers`).
+    pub divergent_calls: usize,
+    /// Calls of functions that contain barriers or full-mask collectives.
+    pub sync_calls: usize,
+    /// Calls inside loops.
+    pub calls_in_loops: usize,
+    /// Calls in thread-dependent control flow (of any function).
+    pub calls_in_divergent_flow: usize,
+    /// `ret` terminators inside a function other than its last block (early returns).
+    pub early_returns: usize,
+}
+
+impl Generated {
+    fn empty(name: &str) -> Generated {
+        Generated {
+            kernel: Kernel::new(name),
+            divergent_barriers: 0,
+            barriers: 0,
+            collectives: 0,
+            loops: 0,
+            branches: 0,
+            calls: 0,
+            divergent_calls: 0,
+            sync_calls: 0,
+            calls_in_loops: 0,
+            calls_in_divergent_flow: 0,
+            early_returns: 0,
+        }
+    }
+}
+
+/// A generated module (one kernel, [`KERNEL_NAME`], and its device functions) and what it
+/// contains, summed over all bodies.
+#[derive(Clone, Debug)]
+pub struct GeneratedModule {
+    pub module: Module,
+    /// Barriers in thread-dependent control flow, in the kernel or in a function, plus calls of
+    /// functions with barriers or collectives from thread-dependent control flow (a conservative
+    /// label, as for kernels: see [`Generated::divergent_barriers`]).
+    pub divergent_barriers: usize,
+    pub barriers: usize,
+    pub collectives: usize,
+    pub loops: usize,
+    pub branches: usize,
+    pub calls: usize,
+    pub divergent_calls: usize,
+    /// Calls of functions with barriers or collectives.
+    pub sync_calls: usize,
+    pub calls_in_loops: usize,
+    pub calls_in_divergent_flow: usize,
+    pub early_returns: usize,
 }
 
 /// A random valid kernel (see the module docs).
@@ -135,7 +235,159 @@ pub fn random_kernel(seed: u64, cfg: &GenConfig) -> Kernel {
 
 /// A random valid kernel, with counts of what it contains.
 pub fn generate(seed: u64, cfg: &GenConfig) -> Generated {
-    Gen::new(seed, cfg).run()
+    Gen::new(seed, cfg, vec![]).run()
+}
+
+/// A random valid module: 0 to [`GenConfig::max_funcs`] device functions `@f0`, `@f1`, ... and
+/// the kernel `@fuzz` (see the module docs).
+pub fn random_module(seed: u64, cfg: &GenConfig) -> Module {
+    generate_module(seed, cfg).module
+}
+
+/// Salt of the random stream that makes a module's functions (the kernel's own stream is the
+/// one [`random_kernel`] uses).
+const FUNC_SALT: u64 = 0xF0CC_A11E_D0DE_5EED;
+
+/// A random valid module, with counts of what it contains (see [`random_module`]).
+pub fn generate_module(seed: u64, cfg: &GenConfig) -> GeneratedModule {
+    let mut rng = Rng::new(seed ^ FUNC_SALT);
+    let nf = rng.below(cfg.max_funcs as u64 + 1) as usize;
+    let mut sigs: Vec<FuncSig> = Vec::with_capacity(nf);
+    let mut bodies: Vec<Generated> = Vec::with_capacity(nf + 1);
+    for i in 0..nf {
+        let mut sig = FuncSig::random(&mut rng, cfg, i);
+        let fseed = rng.next_u64();
+        let g = Gen::new_func(fseed, cfg, &sig, sigs.clone()).run_func(&sig, &mut rng);
+        sig.sync = g.barriers > 0 || g.collectives > 0 || g.sync_calls > 0;
+        sigs.push(sig);
+        bodies.push(g);
+    }
+    let kernel = Gen::new(seed, cfg, sigs).run();
+    let mut out = GeneratedModule {
+        module: Module::default(),
+        divergent_barriers: 0,
+        barriers: 0,
+        collectives: 0,
+        loops: 0,
+        branches: 0,
+        calls: 0,
+        divergent_calls: 0,
+        sync_calls: 0,
+        calls_in_loops: 0,
+        calls_in_divergent_flow: 0,
+        early_returns: 0,
+    };
+    bodies.push(kernel);
+    for g in bodies {
+        out.divergent_barriers += g.divergent_barriers;
+        out.barriers += g.barriers;
+        out.collectives += g.collectives;
+        out.loops += g.loops;
+        out.branches += g.branches;
+        out.calls += g.calls;
+        out.divergent_calls += g.divergent_calls;
+        out.sync_calls += g.sync_calls;
+        out.calls_in_loops += g.calls_in_loops;
+        out.calls_in_divergent_flow += g.calls_in_divergent_flow;
+        out.early_returns += g.early_returns;
+        let mut g = g;
+        callees_in_layout_order(&mut g.kernel);
+        if g.kernel.is_func() {
+            out.module.funcs.push(g.kernel);
+        } else {
+            out.module.kernels.push(g.kernel);
+        }
+    }
+    out
+}
+
+/// Numbers `k.callees` in the order the calls appear in the block layout, which is what parsing
+/// the printed body gives (the generator adds callees in generation order, which differs when a
+/// call lands in a block created before another call's).
+fn callees_in_layout_order(k: &mut Kernel) {
+    let calls: Vec<(crate::ir::InstId, u32)> = k
+        .placed_insts()
+        .filter_map(|(_, i)| match k.inst(i).op {
+            Op::Call(c) => Some((i, c)),
+            _ => None,
+        })
+        .collect();
+    let mut order: Vec<u32> = vec![];
+    for &(_, c) in &calls {
+        if !order.contains(&c) {
+            order.push(c);
+        }
+    }
+    let callees = order.iter().map(|&c| k.callees[c as usize].clone()).collect();
+    for (i, c) in calls {
+        let n = order.iter().position(|&x| x == c).unwrap_or(0);
+        k.inst_mut(i).op = Op::Call(n as u32);
+    }
+    k.callees = callees;
+}
+
+/// What a parameter of a generated function stands for. Every function takes `%out`, `%n` and
+/// `%slot` (the caller's thread slot), and some of the others; a caller passes its own.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Role {
+    In,
+    Fin,
+    Out,
+    Fout,
+    N,
+    Slot,
+    Sm,
+    /// A scalar; `true` when every call passes a block-uniform value (so the function may branch
+    /// on it around barriers).
+    Scalar(ScalarType, bool),
+}
+
+/// The signature of a generated function, and what it contains (for its callers).
+#[derive(Clone, Debug)]
+struct FuncSig {
+    name: String,
+    params: Vec<Role>,
+    ret: Option<ScalarType>,
+    /// Contains barriers or full-mask collectives, directly or through its calls: callers place
+    /// its calls in block-uniform control flow only (unless asked for divergent barriers).
+    sync: bool,
+}
+
+impl FuncSig {
+    fn random(rng: &mut Rng, cfg: &GenConfig, i: usize) -> FuncSig {
+        let mut fixed = vec![];
+        if rng.chance(70) {
+            fixed.push(Role::In);
+        }
+        if rng.chance(60) {
+            fixed.push(Role::Fin);
+        }
+        fixed.push(Role::Out);
+        if rng.chance(50) {
+            fixed.push(Role::Fout);
+        }
+        fixed.push(Role::N);
+        fixed.push(Role::Slot);
+        if cfg.allow_shared_barriers && rng.chance(50) {
+            fixed.push(Role::Sm);
+        }
+        let scalars: Vec<Role> = (0..rng.below(4)).map(|_| Role::Scalar(pick_type(rng, cfg), rng.chance(40))).collect();
+        let params = if rng.chance(50) { [fixed, scalars].concat() } else { [scalars, fixed].concat() };
+        let ret = rng.chance(65).then(|| pick_type(rng, cfg));
+        FuncSig { name: format!("f{i}"), params, ret, sync: false }
+    }
+}
+
+/// A random scalar type: `u32`, `f32` and `pred` often, else one of [`GenConfig::types`].
+fn pick_type(rng: &mut Rng, cfg: &GenConfig) -> ScalarType {
+    use ScalarType::*;
+    match rng.below(10) {
+        0..=2 => U32,
+        3 => F32,
+        4 => Pred,
+        _ if cfg.types.is_empty() => U32,
+        _ => rng.pick(&cfg.types),
+    }
 }
 
 /// SplitMix64: small, fast, good enough for test generation.
@@ -244,10 +496,10 @@ struct Gen<'c> {
     count: usize,
     names: u32,
     blocks: u32,
-    in_: ValueId,
-    fin: ValueId,
+    in_: Option<ValueId>,
+    fin: Option<ValueId>,
     out: ValueId,
-    fout: ValueId,
+    fout: Option<ValueId>,
     n: ValueId,
     gid: ValueId,
     tid: ValueId,
@@ -256,14 +508,23 @@ struct Gen<'c> {
     sm: Option<ValueId>,
     /// Whether every thread of the block executes the current point the same number of times.
     uniform_ctx: bool,
+    /// In a function: some threads may have returned early under a thread-dependent branch, so
+    /// the rest of the function is not block-uniform.
+    exited: bool,
     loop_depth: u32,
     stats: Generated,
+    /// Functions this body may call (all defined before it: no recursion).
+    callable: Vec<FuncSig>,
+    /// The most calls this body makes.
+    max_calls: usize,
+    /// In a function: its result type (`Some(None)` for a function without one).
+    func_ret: Option<Option<ScalarType>>,
 }
 
 type Mark = [usize; NTYPES];
 
 impl<'c> Gen<'c> {
-    fn new(seed: u64, cfg: &'c GenConfig) -> Gen<'c> {
+    fn new(seed: u64, cfg: &'c GenConfig, callable: Vec<FuncSig>) -> Gen<'c> {
         let mut k = Kernel::new(KERNEL_NAME);
         let in_ = k.add_param("in", Type::Ptr(AddrSpace::Global, ScalarType::U32));
         let fin = k.add_param("fin", Type::Ptr(AddrSpace::Global, ScalarType::F32));
@@ -271,14 +532,7 @@ impl<'c> Gen<'c> {
         let fout = k.add_param("fout", Type::Ptr(AddrSpace::Global, ScalarType::F32));
         let n = k.add_param("n", Type::U32);
         let entry = k.add_block("entry");
-        let stats = Generated {
-            kernel: Kernel::new(KERNEL_NAME),
-            divergent_barriers: 0,
-            barriers: 0,
-            collectives: 0,
-            loops: 0,
-            branches: 0,
-        };
+        let stats = Generated::empty(KERNEL_NAME);
         Gen {
             k,
             rng: Rng::new(seed),
@@ -288,10 +542,10 @@ impl<'c> Gen<'c> {
             count: 0,
             names: 0,
             blocks: 0,
-            in_,
-            fin,
+            in_: Some(in_),
+            fin: Some(fin),
             out,
-            fout,
+            fout: Some(fout),
             n,
             gid: n,
             tid: n,
@@ -299,9 +553,88 @@ impl<'c> Gen<'c> {
             slot: n,
             sm: None,
             uniform_ctx: true,
+            exited: false,
             loop_depth: 0,
             stats,
+            callable,
+            max_calls: 6,
+            func_ret: None,
         }
+    }
+
+    /// The generator of function `sig`'s body (parameters declared, nothing emitted yet).
+    fn new_func(seed: u64, cfg: &'c GenConfig, sig: &FuncSig, callable: Vec<FuncSig>) -> Gen<'c> {
+        let mut g = Gen::new(seed, cfg, callable);
+        let mut k = Kernel::new(sig.name.clone());
+        k.func = Some(FuncInfo { ret: sig.ret.map(Type::Scalar), ret_span: Span::DUMMY });
+        g.in_ = None;
+        g.fin = None;
+        g.fout = None;
+        g.max_calls = 2;
+        g.func_ret = Some(sig.ret);
+        let mut scalars = vec![];
+        let mut scalar_no = 0;
+        for r in &sig.params {
+            let ptr = |t| Type::Ptr(AddrSpace::Global, t);
+            match *r {
+                Role::In => g.in_ = Some(k.add_param("in", ptr(ScalarType::U32))),
+                Role::Fin => g.fin = Some(k.add_param("fin", ptr(ScalarType::F32))),
+                Role::Out => g.out = k.add_param("out", ptr(ScalarType::U32)),
+                Role::Fout => g.fout = Some(k.add_param("fout", ptr(ScalarType::F32))),
+                Role::N => g.n = k.add_param("n", Type::U32),
+                Role::Slot => g.slot = k.add_param("slot", Type::U32),
+                Role::Sm => g.sm = Some(k.add_param("sm", Type::Ptr(AddrSpace::Shared, ScalarType::U32))),
+                Role::Scalar(t, uniform) => {
+                    scalar_no += 1;
+                    let v = k.add_param(format!("a{scalar_no}"), Type::Scalar(t));
+                    scalars.push((t, Val { v, uniform }));
+                }
+            }
+        }
+        g.cur = k.add_block("entry");
+        g.k = k;
+        g.stats = Generated::empty(&sig.name);
+        for (t, v) in scalars {
+            g.scope[tidx(t)].push(v);
+        }
+        g
+    }
+
+    /// Whether barriers and full-mask collectives may be placed here: every thread of the block
+    /// reaches this point the same number of times.
+    fn sync_ok(&self) -> bool {
+        self.uniform_ctx && !self.exited
+    }
+
+    /// Generates a function's body: the thread's identity, a random region (calls of earlier
+    /// functions included), stores of what it computed to `%out[%slot]`, and `ret` with a value of
+    /// the result type. `rng` is the module's stream (it sizes the body).
+    fn run_func(mut self, sig: &FuncSig, rng: &mut Rng) -> Generated {
+        use ScalarType::U32;
+        self.scope[tidx(U32)].push(Val { v: self.n, uniform: true });
+        self.scope[tidx(U32)].push(Val { v: self.slot, uniform: false });
+        self.gid = self.emit(Op::Special(SpecialReg::GlobalId(Dim::X)), vec![], Some(U32), false).v;
+        self.tid = self.emit(Op::Special(SpecialReg::Tid(Dim::X)), vec![], Some(U32), false).v;
+        self.ntid = self.emit(Op::Special(SpecialReg::Ntid(Dim::X)), vec![], Some(U32), true).v;
+        if self.rng.chance(40) {
+            self.emit(Op::Special(SpecialReg::LaneId), vec![], Some(U32), false);
+        }
+        if self.rng.chance(30) {
+            self.emit(Op::Special(SpecialReg::Ctaid(Dim::X)), vec![], Some(U32), true);
+        }
+        let target = (self.cfg.func_insts / 2).max(4) + rng.below(self.cfg.func_insts.max(1) as u64) as usize;
+        let end = self.count + target;
+        self.region(end, 1);
+        let zero: Mark = [0; NTYPES];
+        self.sink_since(&zero, 3);
+        if self.fout.is_some() && self.rng.chance(50) {
+            self.sink_f32();
+        }
+        let v = sig.ret.map(|t| self.operand(t).0);
+        self.k.block_mut(self.cur).term = Terminator::Ret(v);
+        let mut stats = self.stats;
+        stats.kernel = self.k;
+        stats
     }
 
     fn run(mut self) -> Generated {
@@ -318,8 +651,9 @@ impl<'c> Gen<'c> {
             false,
         );
         self.slot = slot.v;
-        self.emit(Op::Load, vec![self.in_.into(), self.slot.into()], Some(ScalarType::U32), false);
-        self.emit(Op::Load, vec![self.fin.into(), self.slot.into()], Some(ScalarType::F32), false);
+        let (in_, fin) = (self.in_.unwrap_or(self.out), self.fin.unwrap_or(self.out));
+        self.emit(Op::Load, vec![in_.into(), self.slot.into()], Some(ScalarType::U32), false);
+        self.emit(Op::Load, vec![fin.into(), self.slot.into()], Some(ScalarType::F32), false);
         if self.cfg.allow_shared_barriers {
             self.k.shared.push(SharedDecl {
                 name: "sm".into(),
@@ -417,17 +751,7 @@ impl<'c> Gen<'c> {
     }
 
     fn pick_type(&mut self) -> ScalarType {
-        use ScalarType::*;
-        match self.rng.below(10) {
-            0..=2 => U32,
-            3 => F32,
-            4 => Pred,
-            _ if self.cfg.types.is_empty() => U32,
-            _ => {
-                let t = self.cfg.types.clone();
-                self.rng.pick(&t)
-            }
-        }
+        pick_type(&mut self.rng, self.cfg)
     }
 
     fn region(&mut self, end: usize, depth: u32) {
@@ -435,6 +759,15 @@ impl<'c> Gen<'c> {
         while self.count < end && guard < 4 * end + 16 {
             guard += 1;
             let before = self.count;
+            // Calls draw from the stream only where there is something to call, so that a kernel
+            // without functions is the one `random_kernel` makes.
+            if self.stats.calls < self.max_calls && !self.callable.is_empty() && self.rng.chance(self.cfg.call_percent)
+            {
+                self.call();
+                if self.count > before {
+                    continue;
+                }
+            }
             let r = self.rng.below(100);
             let nested = depth < self.cfg.max_depth && end - self.count > 4;
             match r {
@@ -445,9 +778,9 @@ impl<'c> Gen<'c> {
                 80..=86 if nested && self.cfg.allow_loops && self.loop_depth < self.cfg.max_loop_depth => {
                     self.counted_loop(end, depth)
                 }
-                87..=90 if self.cfg.allow_shared_barriers && self.uniform_ctx => self.shared_exchange(),
-                91..=94 if self.cfg.allow_shuffles && self.uniform_ctx => self.collective(),
-                95..=97 if self.cfg.allow_divergent_barriers && !self.uniform_ctx => {
+                87..=90 if self.cfg.allow_shared_barriers && self.sync_ok() => self.shared_exchange(),
+                91..=94 if self.cfg.allow_shuffles && self.sync_ok() => self.collective(),
+                95..=97 if self.cfg.allow_divergent_barriers && !self.sync_ok() => {
                     self.emit(Op::Barrier, vec![], None, true);
                     self.stats.barriers += 1;
                     self.stats.divergent_barriers += 1;
@@ -710,11 +1043,18 @@ impl<'c> Gen<'c> {
     /// barrier verifier (soundly) counts such loads as divergent — barriers and full-mask
     /// collectives must not be placed under control flow that depends on them.
     fn load(&mut self) {
+        if self.in_.is_none() && self.fin.is_none() {
+            return;
+        }
         let idx = self.in_index();
-        if self.rng.chance(50) {
-            self.emit(Op::Load, vec![self.in_.into(), idx.v.into()], Some(ScalarType::U32), false);
-        } else {
-            self.emit(Op::Load, vec![self.fin.into(), idx.v.into()], Some(ScalarType::F32), false);
+        match (self.rng.chance(50), self.in_, self.fin) {
+            (true, Some(p), _) | (false, Some(p), None) => {
+                self.emit(Op::Load, vec![p.into(), idx.v.into()], Some(ScalarType::U32), false);
+            }
+            (_, _, Some(p)) => {
+                self.emit(Op::Load, vec![p.into(), idx.v.into()], Some(ScalarType::F32), false);
+            }
+            (_, None, None) => {}
         }
     }
 
@@ -758,9 +1098,11 @@ impl<'c> Gen<'c> {
     fn store(&mut self) {
         let t = self.pick_type();
         if t == ScalarType::F32 && self.rng.chance(50) {
-            let (v, _) = self.operand(ScalarType::F32);
-            self.emit(Op::Store, vec![self.fout.into(), self.slot.into(), v], None, true);
-            return;
+            if let Some(fout) = self.fout {
+                let (v, _) = self.operand(ScalarType::F32);
+                self.emit(Op::Store, vec![fout.into(), self.slot.into(), v], None, true);
+                return;
+            }
         }
         let (v, u) = self.operand(t);
         let x = self.to_u32(t, v, u);
@@ -816,8 +1158,77 @@ impl<'c> Gen<'c> {
     fn sink_all(&mut self) {
         let zero: Mark = [0; NTYPES];
         self.sink_since(&zero, 10);
-        if let Some(f) = self.scope[tidx(ScalarType::F32)].last().copied() {
-            self.emit(Op::Store, vec![self.fout.into(), self.slot.into(), f.v.into()], None, true);
+        self.sink_f32();
+    }
+
+    /// Stores the newest f32 value into this thread's `%fout` slot.
+    fn sink_f32(&mut self) {
+        if let (Some(f), Some(fout)) = (self.scope[tidx(ScalarType::F32)].last().copied(), self.fout) {
+            self.emit(Op::Store, vec![fout.into(), self.slot.into(), f.v.into()], None, true);
+        }
+    }
+
+    /// A call of a function defined earlier whose pointers this body has, with this body's
+    /// pointers, `%n` and slot, and scalars from scope (block-uniform ones where the function
+    /// relies on it). A function with barriers or collectives only where they are allowed, except
+    /// that with `allow_divergent_barriers` it may be called anywhere (and, in thread-dependent
+    /// control flow, is then preferred).
+    fn call(&mut self) {
+        let sync_ok = self.sync_ok();
+        let divergent_ok = self.cfg.allow_divergent_barriers;
+        let have = |r: &Role| match r {
+            Role::In => self.in_.is_some(),
+            Role::Fin => self.fin.is_some(),
+            Role::Fout => self.fout.is_some(),
+            Role::Sm => self.sm.is_some(),
+            _ => true,
+        };
+        let cands: Vec<usize> = (0..self.callable.len())
+            .filter(|&i| {
+                let f = &self.callable[i];
+                f.params.iter().all(have) && (sync_ok || divergent_ok || !f.sync)
+            })
+            .collect();
+        if cands.is_empty() {
+            return;
+        }
+        let syncs: Vec<usize> = cands.iter().copied().filter(|&i| self.callable[i].sync).collect();
+        let fi = if !sync_ok && !syncs.is_empty() && self.rng.chance(60) {
+            self.rng.pick(&syncs)
+        } else {
+            self.rng.pick(&cands)
+        };
+        let f = self.callable[fi].clone();
+        let mut args = Vec::with_capacity(f.params.len());
+        for r in &f.params {
+            let a: Operand = match *r {
+                Role::In => self.in_.unwrap_or(self.out).into(),
+                Role::Fin => self.fin.unwrap_or(self.out).into(),
+                Role::Out => self.out.into(),
+                Role::Fout => self.fout.unwrap_or(self.out).into(),
+                Role::N => self.n.into(),
+                Role::Slot => self.slot.into(),
+                Role::Sm => self.sm.unwrap_or(self.out).into(),
+                Role::Scalar(t, true) => match self.value_of(t, true) {
+                    Some(v) if self.rng.chance(70) => v.v.into(),
+                    _ => Operand::Const(random_constant(&mut self.rng, t)),
+                },
+                Role::Scalar(t, false) => self.operand(t).0,
+            };
+            args.push(a);
+        }
+        let idx = self.k.callee_index(&f.name, Span::DUMMY);
+        let result = f.ret.filter(|_| self.rng.chance(85));
+        self.emit(Op::Call(idx), args, result, false);
+        self.stats.calls += 1;
+        self.stats.calls_in_loops += (self.loop_depth > 0) as usize;
+        self.stats.calls_in_divergent_flow += !sync_ok as usize;
+        if f.sync {
+            self.stats.sync_calls += 1;
+            if !sync_ok {
+                self.stats.divergent_calls += 1;
+                self.stats.divergent_barriers += 1;
+            }
         }
     }
 
@@ -886,15 +1297,42 @@ impl<'c> Gen<'c> {
     /// arguments for `join_tys`; the scope goes back to `m`. Returns whether the arguments are
     /// uniform.
     fn arm(&mut self, end: usize, depth: u32, join: BlockId, join_tys: &[ScalarType], m: &Mark) -> bool {
+        self.arm_or_return(end, depth, join, join_tys, m, false).0
+    }
+
+    /// [`Gen::arm`]; in a function, when `may_return`, the arm sometimes ends with `ret` (an early
+    /// return) instead: the second result says so.
+    fn arm_or_return(
+        &mut self,
+        end: usize,
+        depth: u32,
+        join: BlockId,
+        join_tys: &[ScalarType],
+        m: &Mark,
+        may_return: bool,
+    ) -> (bool, bool) {
         let sub = self.sub_budget(end);
         self.region(sub, depth + 1);
         if self.rng.chance(60) {
             self.sink_since(m, 2);
         }
+        // Not from a thread-dependent arm inside a loop: the threads that stay would run the
+        // loop's next trips (and whatever barrier or collective the body already holds) without
+        // the others.
+        let may_return = may_return && (self.loop_depth == 0 || self.sync_ok());
+        if let Some(ret) = self.func_ret.filter(|_| may_return) {
+            if self.rng.chance(20) {
+                let v = ret.map(|t| self.operand(t).0);
+                self.k.block_mut(self.cur).term = Terminator::Ret(v);
+                self.stats.early_returns += 1;
+                self.restore(m);
+                return (true, true);
+            }
+        }
         let (a, u) = self.args_for(join_tys);
         self.k.block_mut(self.cur).term = Terminator::Jmp(BlockCall { block: join, args: a });
         self.restore(m);
-        u
+        (u, false)
     }
 
     fn if_else(&mut self, end: usize, depth: u32) {
@@ -924,7 +1362,11 @@ impl<'c> Gen<'c> {
         self.cur = then_b;
         self.uniform_ctx = arm_ctx;
         self.add_params(then_b, &then_tys, cu && then_args_u);
-        join_uniform &= self.arm(end, depth, join, &join_tys, &m);
+        let (u, returned) = self.arm_or_return(end, depth, join, &join_tys, &m, true);
+        join_uniform &= u;
+        // Threads that returned under a thread-dependent branch are missing from the rest of the
+        // function.
+        self.exited |= returned && !arm_ctx;
         // else
         if let Some(e) = else_b {
             self.cur = e;
@@ -1007,7 +1449,14 @@ impl<'c> Gen<'c> {
     /// `store @sm[tid]; barrier; load @sm[(tid + k) rem ntid]; barrier` (block-uniform context).
     fn shared_exchange(&mut self) {
         use ScalarType::U32;
-        let Some(sm) = self.sm else { return };
+        let Some(sm) = self.sm else {
+            if self.func_ret.is_some() {
+                // A function without the shared array: a plain barrier.
+                self.emit(Op::Barrier, vec![], None, true);
+                self.stats.barriers += 1;
+            }
+            return;
+        };
         let rn = FloatFlags::RN;
         let (v, _) = self.operand(U32);
         self.emit(Op::Store, vec![sm.into(), self.tid.into(), v], None, true);
@@ -1133,6 +1582,100 @@ mod tests {
         };
         assert_eq!(count(&GenConfig::default()), 0);
         assert!(count(&GenConfig { allow_approx: true, insts: 200, ..GenConfig::default() }) > 0);
+    }
+
+    fn module_configs() -> Vec<GenConfig> {
+        let d = GenConfig::with_funcs();
+        vec![
+            d.clone(),
+            GenConfig { allow_divergent_barriers: true, insts: 120, ..d.clone() },
+            GenConfig { max_funcs: 5, func_insts: 40, call_percent: 20, ..d.clone() },
+            GenConfig { allow_shared_barriers: false, allow_shuffles: false, allow_loops: false, ..d.clone() },
+            GenConfig { types: vec![ScalarType::F16, ScalarType::S64], insts: 40, ..d },
+        ]
+    }
+
+    #[test]
+    fn generated_modules_verify_round_trip_and_inline() {
+        for (ci, cfg) in module_configs().iter().enumerate() {
+            for seed in 0..60u64 {
+                let m = random_module(seed, cfg);
+                let text = crate::print_module(&m);
+                let diags = crate::verify::verify_module(&m);
+                assert!(!has_errors(&diags), "config {ci} seed {seed}: {diags:?}\n{text}");
+                let back = crate::parse(&text).unwrap_or_else(|e| panic!("config {ci} seed {seed}: {e:?}\n{text}"));
+                let mut compacted = m.clone();
+                compacted.bodies_mut().for_each(Kernel::compact);
+                assert!(back.structurally_eq(&compacted), "config {ci} seed {seed}:\n{text}");
+                let mut inlined = m.clone();
+                crate::inline::inline_module(&mut inlined).unwrap_or_else(|e| panic!("config {ci} seed {seed}: {e:?}"));
+                let diags = crate::verify::verify_module(&inlined);
+                assert!(!has_errors(&diags), "config {ci} seed {seed}: {diags:?}\n{}", crate::print_module(&inlined));
+                assert!(!inlined.has_calls());
+            }
+        }
+    }
+
+    #[test]
+    fn modules_have_functions_of_every_kind_and_calls_everywhere() {
+        let cfg = GenConfig::with_funcs();
+        let (mut with_ret, mut without_ret, mut sync_funcs, mut calls_in_funcs) = (0, 0, 0, 0);
+        let (mut kernel_only, mut early, mut sync_calls, mut ptr_loads) = (0, 0, 0, 0);
+        let (mut in_loops, mut in_divergent_flow) = (0, 0);
+        for seed in 0..100u64 {
+            let g = generate_module(seed, &cfg);
+            let m = &g.module;
+            if m.funcs.is_empty() {
+                kernel_only += 1;
+                assert_eq!(m.kernels[0], random_kernel(seed, &cfg), "seed {seed}");
+            }
+            for f in &m.funcs {
+                if f.ret_type().is_some() {
+                    with_ret += 1;
+                } else {
+                    without_ret += 1;
+                }
+                let ops: Vec<&Op> = f.placed_insts().map(|(_, i)| &f.inst(i).op).collect();
+                if ops.iter().any(|o| matches!(o, Op::Barrier | Op::Shfl(..) | Op::Vote(_))) {
+                    sync_funcs += 1;
+                }
+                calls_in_funcs += ops.iter().filter(|o| matches!(o, Op::Call(_))).count();
+                ptr_loads += ops.iter().filter(|o| matches!(o, Op::Load)).count();
+            }
+            early += g.early_returns;
+            sync_calls += g.sync_calls;
+            in_loops += g.calls_in_loops;
+            in_divergent_flow += g.calls_in_divergent_flow;
+            assert_eq!(g.divergent_calls, 0, "seed {seed}");
+        }
+        assert!(kernel_only > 5 && kernel_only < 50, "{kernel_only} modules without functions");
+        for (what, n) in [
+            ("functions with a result", with_ret),
+            ("functions without one", without_ret),
+            ("functions with barriers or collectives", sync_funcs),
+            ("calls in functions", calls_in_funcs),
+            ("early returns", early),
+            ("calls of functions with barriers", sync_calls),
+            ("loads in functions", ptr_loads),
+            ("calls in loops", in_loops),
+            ("calls in thread-dependent control flow", in_divergent_flow),
+        ] {
+            assert!(n >= 10, "{what}: {n}");
+        }
+    }
+
+    #[test]
+    fn random_kernel_ignores_the_function_settings() {
+        for seed in 0..20u64 {
+            assert_eq!(random_kernel(seed, &GenConfig::default()), random_kernel(seed, &GenConfig::with_funcs()));
+        }
+    }
+
+    #[test]
+    fn divergent_calls_only_when_asked() {
+        let neg = GenConfig { allow_divergent_barriers: true, insts: 120, ..GenConfig::with_funcs() };
+        let n: usize = (0..100u64).map(|s| generate_module(s, &neg).divergent_calls).sum();
+        assert!(n >= 10, "{n} divergent calls");
     }
 
     #[test]

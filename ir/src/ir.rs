@@ -559,6 +559,32 @@ impl Kernel {
         if !self.compact_in_place() {
             self.compact_into_new_arenas();
         }
+        self.compact_callees();
+    }
+
+    /// Keeps in [`Kernel::callees`] only the functions placed calls name, numbered in the order
+    /// of their first call in the layout (the order the parser assigns), so a body whose last call
+    /// of a function was removed no longer lists it.
+    pub fn compact_callees(&mut self) {
+        if self.callees.is_empty() {
+            return;
+        }
+        let mut map: Vec<Option<u32>> = vec![None; self.callees.len()];
+        let mut kept: Vec<Callee> = Vec::new();
+        for bi in 0..self.blocks.len() {
+            for k in 0..self.blocks[bi].insts.len() {
+                let i = self.blocks[bi].insts[k];
+                let Some(d) = self.insts.get_mut(i.index()) else { continue };
+                let Op::Call(c) = d.op else { continue };
+                let Some(slot) = map.get_mut(c as usize) else { continue };
+                let n = *slot.get_or_insert_with(|| {
+                    kept.push(self.callees[c as usize].clone());
+                    (kept.len() - 1) as u32
+                });
+                d.op = Op::Call(n);
+            }
+        }
+        self.callees = kept;
     }
 
     /// Whether [`Kernel::compact`] would leave this kernel equal to what it is: the arenas hold

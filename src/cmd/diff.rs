@@ -283,7 +283,7 @@ pub fn run(a: &Args) -> ExitCode {
         }
     };
     let gpu_result = match &target {
-        Target::Kernel { k, cfg } => gpu_exec::ptx_for(k, sm)
+        Target::Kernel { k, cfg } => gpu_exec::ptx_in_module(m, k, sm)
             .and_then(|ptx| gpu_exec::run_kernel(&mut runner, k, &ptx, cfg, &launch_args, &initial).map(|b| (b, ptx))),
         Target::Graph { g } => {
             gpu_exec::run_graph(&mut runner, sm, m, g, &launch_args, &initial).map(|b| (b, String::new()))

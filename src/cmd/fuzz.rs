@@ -1,24 +1,30 @@
-//! `kir fuzz [--cases N] [--seed S] [--insts N] [--pipeline P] [--sm SM] [--out-dir DIR]
+//! `kir fuzz [--cases N] [--seed S] [--insts N] [--funcs N] [--pipeline P] [--sm SM] [--out-dir DIR]
 //! [--reduce-budget N] [--no-ptxas] [--no-emu] [--require-ptxas] [--require-gpu] [--device N]`: generate random
-//! valid kernels and check each through every stage of kir (see [`kir::fuzz`]).
+//! valid modules (a kernel and 0 to `--funcs` device functions it calls) and check each through
+//! every stage of kir (see [`kir::fuzz`]).
 //!
 //! Guarantees:
-//! - Case i (0-based) is the kernel [`kir_ir::generate`] makes from seed `S + i`, so
-//!   `kir fuzz --cases 1 --seed S+i` reproduces it alone. Per case: the verifiers accept it, the
-//!   interpreter runs it without a fault (races and uninitialized reads checked), the pipeline
-//!   preserves its results bit for bit, `ptxas` accepts its PTX (when found), the PTX emulator
-//!   runs its PTX and agrees with the interpreter (always, unless `--no-emu`), and the GPU agrees
-//!   with the interpreter (when there is one).
+//! - Case i (0-based) is the module [`kir_ir::generate::random_module`] makes from seed `S + i`,
+//!   so `kir fuzz --cases 1 --seed S+i` reproduces it alone; with `--funcs 0` it is the kernel
+//!   [`kir_ir::generate::random_kernel`] makes. Per case: the verifiers accept it (barriers across
+//!   calls), the interpreter runs it as written, calls and all, without a fault (races and
+//!   uninitialized reads checked), inlining every call preserves its results bit for bit, the
+//!   pipeline preserves them bit for bit, `ptxas` accepts its PTX (inlined, and with the
+//!   functions as `.func`s; when found), the PTX emulator runs the inlined kernel's PTX and agrees
+//!   with the interpreter (always, unless `--no-emu`), and the GPU agrees with the interpreter
+//!   (when there is one).
 //! - A missing `ptxas` or GPU is announced on stdout with a `skip:` line and the check is skipped;
 //!   a missing `ptxas` is an error (exit 1) with `--require-ptxas` or when `CI=true`, a missing
 //!   GPU with `--require-gpu` or `KIR_REQUIRE_GPU=1`.
-//! - Each failing case is reduced ([`kir::fuzz::reduce`]) and written to
+//! - Each failing case is reduced ([`kir::fuzz::reduce_module`], functions included) and written to
 //!   `DIR/case-SEED.kir`: a ready-to-run file with its `; run:` line. One line per failure and a
 //!   summary (cases, failures, checks run — ptxas, ptx-emu, GPU — emulator failures, cases per
 //!   second) go to stdout.
 //! - Exit 0 when every case passes, 1 when any fails (or a required tool is missing), 2 on a usage
 //!   error. `--insts` above [`MAX_INSTS`] is a usage error naming the limit (a case's cost grows
-//!   faster than its size: the reducer and the analyses are not linear in it).
+//!   faster than its size: the reducer and the analyses are not linear in it), and so is `--funcs`
+//!   above [`MAX_FUNCS`] (a function makes at most two calls and the kernel six, so inlining can
+//!   copy the first function up to 6 × 2^(N-1) times: 768 copies at the limit).
 
 use super::common::usage;
 use kir::fuzz::{self, FuzzConfig, Ran};
@@ -29,6 +35,8 @@ use std::time::Instant;
 
 /// The largest `--insts` accepted.
 pub const MAX_INSTS: usize = 20_000;
+/// The largest `--funcs` accepted.
+pub const MAX_FUNCS: usize = 8;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -41,6 +49,9 @@ pub struct Args {
     /// Target instructions per kernel.
     #[arg(long, default_value_t = kir_ir::generate::GenConfig::default().insts)]
     pub insts: usize,
+    /// Device functions per case: each module has 0 to N of them (0: kernels without calls).
+    #[arg(long, default_value_t = kir_ir::generate::GenConfig::with_funcs().max_funcs)]
+    pub funcs: usize,
     /// The pass pipeline whose results must equal the unoptimized kernel's.
     #[arg(long, default_value = kir_passes::DEFAULT_PIPELINE)]
     pub pipeline: String,
@@ -88,15 +99,20 @@ pub fn run(a: &Args) -> ExitCode {
             a.insts
         ));
     }
+    if a.funcs > MAX_FUNCS {
+        return usage(format!("--funcs {}: at most {MAX_FUNCS} functions per module", a.funcs));
+    }
     let mut cfg = FuzzConfig::new();
     cfg.set_insts(a.insts);
+    cfg.gen.max_funcs = a.funcs;
     cfg.pipeline = pipeline;
     cfg.emu = !a.no_emu;
     println!(
-        "kir fuzz: {} cases from seed {} (about {} instructions each; pipeline {})",
+        "kir fuzz: {} cases from seed {} (about {} instructions each, 0 to {} functions; pipeline {})",
         a.cases,
         a.seed,
         a.insts,
+        a.funcs,
         cfg.pipeline.spec()
     );
     // Passes documented to change float results: their changes show up as failures (the
@@ -165,9 +181,9 @@ pub fn run(a: &Args) -> ExitCode {
     let mut emu_failed = 0u64;
     for i in 0..a.cases {
         let seed = a.seed.wrapping_add(i);
-        let (k, named) = fuzz::generate_case(seed, &cfg);
+        let (m, named) = fuzz::generate_case(seed, &cfg);
         let mut ran = Ran::default();
-        let result = fuzz::check_kernel(&k, &named, &cfg, gpu.as_mut().map(|(r, s)| (r, *s)), &mut ran);
+        let result = fuzz::check_module(&m, &named, &cfg, gpu.as_mut().map(|(r, s)| (r, *s)), &mut ran);
         ptxas_runs += ran.ptxas as u64;
         emu_runs += ran.emu as u64;
         gpu_runs += ran.gpu as u64;
@@ -177,21 +193,22 @@ pub fn run(a: &Args) -> ExitCode {
             emu_failed += 1;
         }
         println!("FAIL case seed {seed}: {failure}");
-        let mut check = |c: &kir_ir::Kernel| -> Option<fuzz::Failure> {
+        let mut check = |c: &kir_ir::Module| -> Option<fuzz::Failure> {
             let mut ran = Ran::default();
-            fuzz::check_kernel(c, &named, &cfg, gpu.as_mut().map(|(r, s)| (r, *s)), &mut ran).err()
+            fuzz::check_module(c, &named, &cfg, gpu.as_mut().map(|(r, s)| (r, *s)), &mut ran).err()
         };
-        let (small, last, rs) = fuzz::reduce(&k, &failure.kind, &mut check, a.reduce_budget);
+        let (small, last, rs) = fuzz::reduce_module(&m, &failure.kind, &mut check, a.reduce_budget);
         let last = last.unwrap_or(failure.clone());
         let text = fuzz::repro_file(&small, seed, &last, &cfg, &named);
         let path = std::path::Path::new(&a.out_dir).join(format!("case-{seed}.kir"));
         let written = std::fs::create_dir_all(&a.out_dir).and_then(|_| std::fs::write(&path, text));
         match written {
             Ok(()) => println!(
-                "  reduced from {} to {} instructions ({} blocks) in {} checks: {}",
-                k.inst_count(),
-                small.inst_count(),
-                small.blocks.len(),
+                "  reduced from {} to {} instructions ({} blocks, {} functions) in {} checks: {}",
+                fuzz::module_insts(&m),
+                fuzz::module_insts(&small),
+                small.bodies().map(|b| b.blocks.len()).sum::<usize>(),
+                small.funcs.len(),
                 rs.checks,
                 path.display()
             ),

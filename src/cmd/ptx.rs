@@ -39,7 +39,7 @@ pub fn run(args: &Args) -> ExitCode {
     let opts = PtxOptions { sm, source: Some(loaded.source.clone()), comments: true };
     let result = match &args.kernel {
         Some(_) => match common::select_kernel(&loaded, args.kernel.as_deref()) {
-            Ok(k) => kir_backend_ptx::emit_kernel(k, &opts),
+            Ok(k) => kir_backend_ptx::emit_kernel_in_module(&loaded.module, &k.name, &opts),
             Err(code) => return code,
         },
         None => kir_backend_ptx::emit_module(&loaded.module, &opts),
