@@ -61,7 +61,7 @@
 //! [`kir_backend_ptx::gpu::GpuRunner`] side) or run launch graphs (the `kir run-graph` command).
 
 use kir_interp::{Arg, Buffer, LaunchConfig};
-use kir_ir::diag::{has_errors, Diagnostic};
+use kir_ir::diag::{has_errors, Diagnostic, SourceMap};
 use kir_ir::types::{AddrSpace, Constant, ScalarType, Type};
 use std::fmt;
 use std::path::Path;
@@ -112,27 +112,27 @@ pub struct Error {
     /// Printed before the rendered diagnostics (e.g. which pass failed).
     headline: bool,
     diagnostics: Vec<Diagnostic>,
-    file: String,
-    source: Option<Arc<str>>,
+    /// The files the diagnostics point into (the module's file and its imports).
+    sources: Option<Arc<SourceMap>>,
 }
 
 impl Error {
     fn new(kind: ErrorKind, message: impl Into<String>) -> Error {
-        Error { kind, message: message.into(), headline: false, diagnostics: vec![], file: String::new(), source: None }
+        Error { kind, message: message.into(), headline: false, diagnostics: vec![], sources: None }
     }
 
-    fn located(kind: ErrorKind, message: String, diagnostics: Vec<Diagnostic>, file: &str, source: &Arc<str>) -> Error {
-        Error { kind, message, headline: false, diagnostics, file: file.to_string(), source: Some(source.clone()) }
+    fn located(kind: ErrorKind, message: String, diagnostics: Vec<Diagnostic>, sources: &Arc<SourceMap>) -> Error {
+        Error { kind, message, headline: false, diagnostics, sources: Some(sources.clone()) }
     }
 
-    fn from_diagnostics(kind: ErrorKind, diagnostics: Vec<Diagnostic>, file: &str, source: &Arc<str>) -> Error {
+    fn from_diagnostics(kind: ErrorKind, diagnostics: Vec<Diagnostic>, sources: &Arc<SourceMap>) -> Error {
         let message = diagnostics
             .iter()
             .find(|d| d.is_error())
             .or(diagnostics.first())
             .map(|d| d.message.clone())
             .unwrap_or_else(|| "failed".into());
-        Error::located(kind, message, diagnostics, file, source)
+        Error::located(kind, message, diagnostics, sources)
     }
 
     /// What kind of failure this is.
@@ -160,22 +160,23 @@ impl Error {
 
     /// The 1-based line and column of the first diagnostic's primary span, when it has one.
     pub fn location(&self) -> Option<(usize, usize)> {
-        let source = self.source.as_deref()?;
+        let sources = self.sources.as_deref()?;
         let span = self.diagnostics.iter().find_map(|d| d.primary.as_ref())?.span;
-        let at = (span.start as usize).min(source.len());
+        let (file, range) = sources.locate(span)?;
+        let source = &sources.files[file].text;
         // An offset inside a character has no location.
-        source.is_char_boundary(at).then(|| kir_ir::span::line_col(source, at))
+        source.is_char_boundary(range.start).then(|| kir_ir::span::line_col(source, range.start))
     }
 }
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.source {
-            Some(source) if !self.diagnostics.is_empty() => {
+        match &self.sources {
+            Some(sources) if !self.diagnostics.is_empty() => {
                 if self.headline {
                     writeln!(f, "{}", self.message)?;
                 }
-                let text = kir_ir::diag::render(&self.diagnostics, &self.file, source, false);
+                let text = kir_ir::diag::render_map(&self.diagnostics, sources, false);
                 f.write_str(text.trim_end())
             }
             _ => f.write_str(&self.message),
@@ -201,7 +202,8 @@ impl std::error::Error for Error {}
 pub struct Module {
     ir: kir_ir::Module,
     file: String,
-    source: Arc<str>,
+    /// The module's file and the files it imports.
+    sources: Arc<SourceMap>,
     warnings: Vec<Diagnostic>,
 }
 
@@ -225,25 +227,32 @@ impl Module {
 
     /// Parses and checks `.kir` text; `file` is the name errors are rendered with.
     pub fn parse_named(file: &str, source: &str) -> Result<Module, Error> {
-        let source: Arc<str> = Arc::from(source);
-        let ir = kir_ir::parse(&source).map_err(|d| Error::from_diagnostics(ErrorKind::Parse, d, file, &source))?;
-        Module::checked(ir, file.to_string(), source)
+        let sources = Arc::new(SourceMap::single(file, source));
+        let ir = kir_ir::parse(source).map_err(|d| Error::from_diagnostics(ErrorKind::Parse, d, &sources))?;
+        Module::checked(ir, file.to_string(), sources)
     }
 
-    /// Reads, parses and checks a `.kir` file.
+    /// Reads, parses and checks a `.kir` file, with the files it imports (`import "..."`,
+    /// relative to it).
     pub fn from_file(path: impl AsRef<Path>) -> Result<Module, Error> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| Error::new(ErrorKind::Io, format!("cannot read {}: {e}", path.display())))?;
-        Module::parse_named(&path.display().to_string(), &text)
+        let file = path.display().to_string();
+        let loaded = kir_ir::load::load_file(path).map_err(|e| {
+            let sources = Arc::new(e.sources);
+            match e.diagnostics.first() {
+                Some(d) if d.primary.is_none() => Error::new(ErrorKind::Io, d.message.clone()),
+                _ => Error::from_diagnostics(ErrorKind::Parse, e.diagnostics, &sources),
+            }
+        })?;
+        Module::checked(loaded.module, file, Arc::new(loaded.sources))
     }
 
-    fn checked(ir: kir_ir::Module, file: String, source: Arc<str>) -> Result<Module, Error> {
+    fn checked(ir: kir_ir::Module, file: String, sources: Arc<SourceMap>) -> Result<Module, Error> {
         let diags = crate::checks::check_module(&ir);
         if has_errors(&diags) {
-            return Err(Error::from_diagnostics(ErrorKind::Check, diags, &file, &source));
+            return Err(Error::from_diagnostics(ErrorKind::Check, diags, &sources));
         }
-        Ok(Module { ir, file, source, warnings: diags })
+        Ok(Module { ir, file, sources, warnings: diags })
     }
 
     /// The kernel named `name` (without `@`).
@@ -299,11 +308,11 @@ impl Module {
     /// ```
     pub fn ptx(&self, sm: SmVersion) -> Result<String, Error> {
         kir_backend_ptx::emit_module(&self.ir, &self.ptx_options(sm))
-            .map_err(|d| Error::from_diagnostics(ErrorKind::Ptx, d, &self.file, &self.source))
+            .map_err(|d| Error::from_diagnostics(ErrorKind::Ptx, d, &self.sources))
     }
 
     fn ptx_options(&self, sm: SmVersion) -> kir_backend_ptx::PtxOptions {
-        kir_backend_ptx::PtxOptions { sm, source: Some(self.source.to_string()), comments: true }
+        kir_backend_ptx::PtxOptions { sm, source: self.sources.files.first().map(|f| f.text.clone()), comments: true }
     }
 
     /// Runs a pass pipeline (`kir opt --passes` syntax, e.g. `"fold,dce"` or
@@ -323,11 +332,11 @@ impl Module {
         let cfg = kir_passes::RunConfig { verify_each: true, ..kir_passes::RunConfig::default() };
         kir_passes::run_pipeline(&mut ir, &p, &cfg, &mut std::io::sink()).map_err(|e| {
             let diags = e.diagnostics().to_vec();
-            let mut err = Error::located(ErrorKind::Pass, e.to_string(), diags, &self.file, &self.source);
+            let mut err = Error::located(ErrorKind::Pass, e.to_string(), diags, &self.sources);
             err.headline = true;
             err
         })?;
-        Module::checked(ir, self.file.clone(), self.source.clone())
+        Module::checked(ir, self.file.clone(), self.sources.clone())
     }
 }
 
@@ -377,7 +386,7 @@ impl<'m> Kernel<'m> {
     /// A PTX module holding this kernel and the functions it calls (as `.func`s).
     pub fn ptx(&self, sm: SmVersion) -> Result<String, Error> {
         kir_backend_ptx::emit_kernel_in_module(&self.module.ir, &self.ir.name, &self.module.ptx_options(sm))
-            .map_err(|d| Error::from_diagnostics(ErrorKind::Ptx, d, &self.module.file, &self.module.source))
+            .map_err(|d| Error::from_diagnostics(ErrorKind::Ptx, d, &self.module.sources))
     }
 
     /// Starts a launch over `grid` blocks of `block` threads (each a `u32` for 1-D, `[x, y, z]`
@@ -724,7 +733,7 @@ impl<'m> Launch<'m> {
                 kir_interp::ErrorKind::Internal => ErrorKind::Internal,
             };
             let d = e.to_diagnostic();
-            Error::located(kind, e.to_string(), vec![d], &m.file, &m.source)
+            Error::located(kind, e.to_string(), vec![d], &m.sources)
         })?;
         let buffers = names.into_iter().zip(buffers).collect();
         Ok(Output { kernel: k.name().to_string(), buffers, stats })

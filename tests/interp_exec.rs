@@ -385,8 +385,8 @@ exit:
 
 #[test]
 fn persistent_rmsnorm_from_the_kernel_library_runs_clean() {
-    let src = include_str!("../kernels/rmsnorm.kir");
-    let m = kir_ir::parse(src).unwrap();
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels/rmsnorm.kir");
+    let m = kir_ir::load::load_file(&path).unwrap_or_else(|e| panic!("{}", e.render(false))).module;
     let k = m.kernel("persistent_decoder").expect("kernels/rmsnorm.kir has @persistent_decoder");
     let (tokens, hidden) = (7u32, 100u32);
     let x = kir_interp::args::generate(&kir_interp::args::ArgSpec::Rand {
@@ -398,7 +398,8 @@ fn persistent_rmsnorm_from_the_kernel_library_runs_clean() {
     let mut bufs = vec![x, Buffer::zeros(ScalarType::F16, (tokens * hidden) as usize)];
     let args = [Arg::Buffer(0), Arg::Buffer(1), Arg::Scalar(Constant::u32(tokens)), Arg::Scalar(Constant::u32(hidden))];
     let opts = Options { races: true, uninit: true, ..Options::default() };
-    launch(k, &LaunchConfig::linear(3, 64), &args, &mut bufs, &opts).unwrap_or_else(|e| panic!("{e}"));
+    kir_interp::launch_in(&m.funcs, k, &LaunchConfig::linear(3, 64), &args, &mut bufs, &opts)
+        .unwrap_or_else(|e| panic!("{e}"));
     assert!(bufs[1].to_f32().iter().all(|v| v.is_finite()) && bufs[1].to_f32().iter().any(|v| *v != 0.0));
 }
 

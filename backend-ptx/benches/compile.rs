@@ -15,14 +15,15 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Through
 use kir_backend_ptx::{PtxOptions, SmVersion};
 use std::path::PathBuf;
 
-fn compile(src: &str) -> String {
-    let mut m = kir_ir::parse(src).expect("parses");
+/// Loads (with imports, relative to `path`), runs the default pipeline, emits PTX.
+fn compile(path: &std::path::Path, src: &str) -> String {
+    let mut m = kir_ir::load::load_source(path, src.to_string()).map_err(|e| e.render(false)).expect("loads").module;
     let p = kir_passes::parse_pipeline(kir_passes::DEFAULT_PIPELINE).expect("pipeline");
     kir_passes::run_pipeline(&mut m, &p, &kir_passes::RunConfig::default(), &mut std::io::sink()).expect("passes");
     kir_backend_ptx::emit_module(&m, &PtxOptions { sm: SmVersion::Sm80, source: None, comments: false }).expect("emits")
 }
 
-fn kernel_sources() -> Vec<String> {
+fn kernel_sources() -> Vec<(PathBuf, String)> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../kernels");
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .expect("kernels/")
@@ -30,15 +31,15 @@ fn kernel_sources() -> Vec<String> {
         .filter(|p| p.extension().is_some_and(|x| x == "kir"))
         .collect();
     files.sort();
-    files.iter().map(|p| std::fs::read_to_string(p).expect("readable")).collect()
+    files.iter().map(|p| (p.clone(), std::fs::read_to_string(p).expect("readable"))).collect()
 }
 
 fn bench(c: &mut Criterion) {
     let sources = kernel_sources();
     c.bench_function("kernels_dir", |b| {
         b.iter(|| {
-            for s in &sources {
-                std::hint::black_box(compile(s));
+            for (p, s) in &sources {
+                std::hint::black_box(compile(p, s));
             }
         })
     });
@@ -50,7 +51,7 @@ fn bench(c: &mut Criterion) {
         let insts = k.inst_count();
         let text = kir_ir::print_kernel(&k);
         g.throughput(Throughput::Elements(insts as u64));
-        g.bench_with_input(BenchmarkId::from_parameter(n), &text, |b, t| b.iter(|| std::hint::black_box(compile(t))));
+        g.bench_with_input(BenchmarkId::from_parameter(n), &text, |b, t| b.iter(|| std::hint::black_box(compile(std::path::Path::new("generated.kir"), t))));
     }
     g.finish();
 }

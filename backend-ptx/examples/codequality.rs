@@ -42,11 +42,16 @@ fn files(dir: &Path, ext: &str) -> Vec<PathBuf> {
     v
 }
 
+/// A `.kir` file's text loaded with its imports.
+fn load(path: &Path, src: &str) -> Result<kir_ir::Module, String> {
+    kir_ir::load::load_source(path, src.to_string()).map(|l| l.module).map_err(|e| e.render(false))
+}
+
 /// kir: text → parse → verify → default passes → PTX, for one source file.
 /// Text → parse → verify → default passes → PTX. The module is verified once, after parsing; the
 /// passes keep it valid, so neither the pass manager nor the emitter verifies it again.
-fn kir_compile(src: &str, sm: SmVersion) -> Result<String, String> {
-    let mut m = kir_ir::parse(src).map_err(|d| format!("{d:?}"))?;
+fn kir_compile(path: &Path, src: &str, sm: SmVersion) -> Result<String, String> {
+    let mut m = load(path, src)?;
     let errors: Vec<_> = kir_ir::verify::verify_module(&m).into_iter().filter(|d| d.is_error()).collect();
     if !errors.is_empty() {
         return Err(format!("{errors:?}"));
@@ -152,8 +157,8 @@ fn main() {
     let mut kir_ptx = String::new();
     let mut kir_kernels = 0;
     for (p, src) in &kir_sources {
-        let ptx = kir_compile(src, sm).unwrap_or_else(|e| fail(format!("{}: {e}", p.display())));
-        kir_kernels += kir_ir::parse(src).map(|m| m.kernels.len()).unwrap_or(0);
+        let ptx = kir_compile(p, src, sm).unwrap_or_else(|e| fail(format!("{}: {e}", p.display())));
+        kir_kernels += load(p, src).map(|m| m.kernels.len()).unwrap_or(0);
         let s = stats(&ptx, sm);
         dump(&format!("kir_{}.ptx", p.file_stem().unwrap_or_default().to_string_lossy()), &ptx);
         kir_ptx.push_str(&ptx);
@@ -205,8 +210,8 @@ fn main() {
 
     // Compile time: kir's whole pipeline over kernels/ vs NVRTC over bench/*.cu.
     let kir_t = best_of(20, || {
-        for (_, src) in &kir_sources {
-            std::hint::black_box(kir_compile(src, sm).ok());
+        for (p, src) in &kir_sources {
+            std::hint::black_box(kir_compile(p, src, sm).ok());
         }
     });
     let nv_t = best_of(5, || {
@@ -215,11 +220,11 @@ fn main() {
         }
     });
     let parse_t = best_of(20, || {
-        for (_, src) in &kir_sources {
-            std::hint::black_box(kir_ir::parse(src).ok());
+        for (p, src) in &kir_sources {
+            std::hint::black_box(load(p, src).ok());
         }
     });
-    let parsed: Vec<kir_ir::Module> = kir_sources.iter().filter_map(|(_, s)| kir_ir::parse(s).ok()).collect();
+    let parsed: Vec<kir_ir::Module> = kir_sources.iter().filter_map(|(p, s)| load(p, s).ok()).collect();
     let verify_t = best_of(20, || {
         for m in &parsed {
             std::hint::black_box(kir_ir::verify::verify_module(m));

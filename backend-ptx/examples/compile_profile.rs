@@ -14,14 +14,15 @@ fn main() {
         .filter(|p| p.extension().is_some_and(|x| x == "kir"))
         .collect();
     files.sort();
-    let sources: Vec<String> = files.iter().map(|p| std::fs::read_to_string(p).unwrap()).collect();
+    let sources: Vec<(std::path::PathBuf, String)> =
+        files.iter().map(|p| (p.clone(), std::fs::read_to_string(p).unwrap())).collect();
     let reps: u32 = std::env::var("KIR_REPS").ok().and_then(|v| v.parse().ok()).unwrap_or(200);
     let (mut parse, mut passes, mut emit) = (Duration::ZERO, Duration::ZERO, Duration::ZERO);
     let p = kir_passes::parse_pipeline(kir_passes::DEFAULT_PIPELINE).unwrap();
     for _ in 0..reps {
-        for s in &sources {
+        for (path, s) in &sources {
             let t = Instant::now();
-            let mut m = kir_ir::parse(s).unwrap();
+            let mut m = kir_ir::load::load_source(path, s.clone()).map_err(|e| e.render(false)).unwrap().module;
             parse += t.elapsed();
             let t = Instant::now();
             kir_passes::run_pipeline(&mut m, &p, &kir_passes::RunConfig::default(), &mut std::io::sink()).unwrap();

@@ -20,6 +20,33 @@
 //!   rules. Race bookkeeping and stores still happen lane by lane in lane order.
 //! - Every failure is a typed [`InterpError`] with the block and thread coordinates and the span of
 //!   the instruction; nothing here panics on any kernel [`Prog::new`] accepted.
+//!
+//! Calls (device functions run as written, never inlined):
+//! - A `call` by the active lanes `m` of a warp pushes a frame: the callee's registers for the
+//!   warp (right after the caller's in the warp's register file, whose size, the kernel's slots
+//!   plus the deepest chain of frames, is fixed per launch: no allocation per call), with its
+//!   constants and its parameters (the argument rows) set, and its own reconvergence entries above
+//!   the caller's, starting at its entry block with mask `m`. Divergence inside a function
+//!   reconverges at immediate post-dominators of the function's CFG, whose `ret` blocks go to the
+//!   virtual exit, exactly as in kernels.
+//! - A lane that executes a function's `ret` writes its value into the call's result row and
+//!   leaves the frame's entries only (a kernel's `ret` makes lanes exit). When no entry of the
+//!   frame is left the frame pops and the caller continues after the call with `m`. Frames nest;
+//!   the depth is bounded by the (non-recursive) call graph.
+//! - Special registers, shared and global memory, shuffles and votes inside a function are those
+//!   of the calling lanes (`shfl`/`vote` use the frame's active mask, as in kernels). Instructions
+//!   of functions, `call` and `ret` included, are charged to `fuel` and `warp_fuel`.
+//! - A barrier instance is its instruction together with the warp's chain of call sites: a warp
+//!   suspended at a barrier inside a function resumes there, and a barrier completes only when
+//!   every warp waits at the same instruction through the same calls (so one function's barrier
+//!   reached from two call sites is two barriers). A barrier divergence names the barrier inside
+//!   the function, and its call sites in a note and labels.
+//! - An error raised while a warp is inside functions (out of bounds, race, uninitialized read,
+//!   collective, fuel) points at the instruction inside the function and gets a note naming the
+//!   chain (in `@g`, called from `@f` (block `b`), called from `@k` (block `entry`)) and a label
+//!   at each call site.
+//! - A launch without functions runs a copy of the warp loop with the frame bookkeeping compiled
+//!   out: call-free kernels pay nothing per instruction for calls.
 
 use crate::error::{coords, FaultKind, InterpError};
 use crate::mem::{self, tag, AccessFault, Conflict, GlobalMem};
@@ -51,9 +78,23 @@ fn lanes(mask: u32) -> impl Iterator<Item = usize> {
     })
 }
 
+/// The span of instruction `site` (dummy when there is none).
+fn site_span(cx: &LaunchCtx, site: Site) -> Span {
+    cx.progs
+        .get(site.0 as usize)
+        .and_then(|p| p.blocks.get(site.1 as usize))
+        .and_then(|b| b.insts.get(site.2 as usize))
+        .map_or(Span::DUMMY, |i| i.span)
+}
+
 /// Everything a block needs that is the same for the whole launch.
 pub(crate) struct LaunchCtx<'a> {
+    /// The kernel (`progs[0]`), whose launch-wide facts cover the functions too.
     pub prog: &'a Prog,
+    /// The kernel, then the functions it calls ([`crate::prog::Progs`]).
+    pub progs: &'a [Prog],
+    /// Register slots per warp: the kernel's and its deepest chain of call frames.
+    pub stride: usize,
     pub global: &'a GlobalMem,
     pub opts: &'a Options,
     pub grid: [u32; 3],
@@ -97,18 +138,42 @@ struct Entry {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum WarpState {
     Running,
-    /// Suspended at the barrier instruction `(block, index)`.
-    AtBarrier(u32, u32),
+    /// Suspended at the barrier instruction `(body, block, index)` (body: index in
+    /// [`LaunchCtx::progs`]); which instance of it also depends on the warp's call frames.
+    AtBarrier(u32, u32, u32),
     Done,
+}
+
+/// An instruction: `(body, block, index)`, the body an index in [`LaunchCtx::progs`].
+type Site = (u32, u32, u32);
+
+/// A function call in progress for a warp.
+#[derive(Clone, Copy, Debug)]
+struct Frame {
+    /// The callee (index in [`LaunchCtx::progs`]).
+    prog: u32,
+    /// Where the callee's registers start in the warp's register file.
+    base: usize,
+    /// The warp's stack entries from this index on are the callee's.
+    floor: usize,
+    /// The lanes that called.
+    mask: u32,
+    /// The register row (absolute) that receives the result, or `usize::MAX`.
+    res: usize,
+    /// The call instruction in the caller.
+    call: Site,
 }
 
 /// Per-host-thread state, reused across the blocks it runs.
 pub(crate) struct Worker {
-    nslots: usize,
+    /// Register rows per warp ([`LaunchCtx::stride`]): the kernel's slots, then call frames.
+    stride: usize,
     regs: Vec<Row>,
     /// `tid.{x,y,z}` of each lane of each warp.
     tids: Vec<[[u32; 32]; 3]>,
     stacks: Vec<Vec<Entry>>,
+    /// Call frames of each warp, outermost first (empty while the warp runs the kernel's body).
+    frames: Vec<Vec<Frame>>,
     live0: Vec<u32>,
     exited: Vec<u32>,
     exit_block: Vec<[u32; 32]>,
@@ -119,6 +184,11 @@ pub(crate) struct Worker {
     sh_race: Vec<u64>,
     sh_race_start: Vec<usize>,
     sh_init: Vec<u32>,
+    /// Where the registers of the body the running warp executes start: `w * stride` in the
+    /// kernel, the innermost frame's `base` in a function. Set by `run_warp`, read by `exec`.
+    cur_base: usize,
+    /// Whether the launch has functions (warps may have call frames).
+    calls: bool,
     /// Generation of the current block on this worker (tags shared-memory shadows).
     gen: u32,
     edge_tmp: Vec<Row>,
@@ -140,21 +210,22 @@ pub(crate) struct Worker {
 
 /// What a warp does next after running.
 enum Stop {
-    Barrier(u32, u32),
+    Barrier(u32, u32, u32),
     Done,
 }
 
 impl Worker {
     pub fn new(cx: &LaunchCtx) -> Worker {
-        let nslots = cx.prog.nslots;
-        let mut regs = vec![[0u64; 32]; nslots * cx.nwarps];
-        // Constants and parameters are the same for every block of the launch and never written.
+        let stride = cx.stride;
+        let mut regs = vec![[0u64; 32]; stride * cx.nwarps];
+        // The kernel's constants and parameters are the same for every block of the launch and
+        // never written (call frames above them set their own at each call).
         for w in 0..cx.nwarps {
             for &(slot, bits) in &cx.prog.consts {
-                regs[w * nslots + slot as usize] = [bits; 32];
+                regs[w * stride + slot as usize] = [bits; 32];
             }
             for (i, &slot) in cx.prog.params.iter().enumerate() {
-                regs[w * nslots + slot as usize] = [cx.params[i]; 32];
+                regs[w * stride + slot as usize] = [cx.params[i]; 32];
             }
         }
         let tids = (0..cx.nwarps)
@@ -191,10 +262,11 @@ impl Worker {
         }
         let uninit = cx.opts.uninit && cx.prog.uses_shared;
         Worker {
-            nslots,
+            stride,
             regs,
             tids,
             stacks: vec![Vec::with_capacity(16); cx.nwarps],
+            frames: vec![Vec::new(); cx.nwarps],
             live0,
             exited: vec![0; cx.nwarps],
             exit_block: vec![[EXIT; 32]; cx.nwarps],
@@ -203,6 +275,8 @@ impl Worker {
             sh_race: if races { vec![0; 2 * granules] } else { vec![] },
             sh_race_start,
             sh_init: if uninit { vec![0; cx.shared_total] } else { vec![] },
+            cur_base: 0,
+            calls: cx.progs.len() > 1,
             gen: 0,
             edge_tmp: vec![[0; 32]; 4],
             stats: Stats::default(),
@@ -233,6 +307,7 @@ impl Worker {
         }
         for w in 0..cx.nwarps {
             self.stacks[w].clear();
+            self.frames[w].clear();
             self.stacks[w].push(Entry { block: 0, ip: 0, mask: self.live0[w], rpc: EXIT });
             self.exited[w] = 0;
             self.warp_steps[w] = 0;
@@ -242,24 +317,23 @@ impl Worker {
         loop {
             for w in 0..cx.nwarps {
                 if self.state[w] == WarpState::Running {
-                    self.state[w] = match self.run_warp(cx, w)? {
-                        Stop::Barrier(b, i) => WarpState::AtBarrier(b, i),
-                        Stop::Done => WarpState::Done,
+                    self.state[w] = match self.run_warp(cx, w) {
+                        Ok(Stop::Barrier(p, b, i)) => WarpState::AtBarrier(p, b, i),
+                        Ok(Stop::Done) => WarpState::Done,
+                        Err(e) => return Err(self.with_call_chain(cx, w, e)),
                     };
                 }
             }
-            let first = self.state.iter().find_map(|s| match s {
-                WarpState::AtBarrier(b, i) => Some((*b, *i)),
-                _ => None,
-            });
-            let Some(bar) = first else { break };
+            // The first waiting warp's barrier instance: the instruction and the call path.
+            let Some(wb) = self.state.iter().position(|s| matches!(s, WarpState::AtBarrier(..))) else { break };
+            let bar = self.state[wb];
             let ok = (0..cx.nwarps).all(|w| {
-                self.state[w] == WarpState::AtBarrier(bar.0, bar.1)
+                self.state[w] == bar
                     && self.exited[w] == 0
                     && self.stacks[w].last().map(|e| e.mask) == Some(self.live0[w])
-            });
+            }) && (!self.calls || (0..cx.nwarps).all(|w| self.same_path(wb, w)));
             if !ok {
-                return Err(self.barrier_divergence(cx, bar));
+                return Err(self.barrier_divergence(cx, wb));
             }
             self.stats.barriers += 1;
             self.epoch += 1;
@@ -271,54 +345,134 @@ impl Worker {
         Ok(())
     }
 
+    /// Whether warps `a` and `b` wait at the same barrier instance: the same instruction, reached
+    /// through the same call sites.
+    fn same_barrier(&self, a: usize, b: usize) -> bool {
+        self.state[a] == self.state[b] && (!self.calls || self.same_path(a, b))
+    }
+
+    /// Whether warps `a` and `b` are in the same chain of calls.
+    fn same_path(&self, a: usize, b: usize) -> bool {
+        self.frames[a].len() == self.frames[b].len()
+            && self.frames[a].iter().zip(&self.frames[b]).all(|(x, y)| x.call == y.call)
+    }
+
+    /// Whether lane `l` of warp `w` waits at the barrier where the warp is suspended.
+    fn waits_at_barrier(&self, w: usize, l: usize) -> bool {
+        matches!(self.state[w], WarpState::AtBarrier(..))
+            && self.stacks[w].last().is_some_and(|e| e.mask & (1 << l) != 0)
+    }
+
     /// Where lane `l` of warp `w` is, for messages about diverged threads.
     fn lane_location(&self, cx: &LaunchCtx, w: usize, l: usize) -> (Span, String) {
-        if self.live0[w] & (1 << l) == 0 {
+        let bit = 1u32 << l;
+        if self.live0[w] & bit == 0 {
             return (Span::DUMMY, "do not exist".into());
         }
-        if self.exited[w] & (1 << l) != 0 {
+        if self.exited[w] & bit != 0 {
             let b = self.exit_block[w][l];
             return match cx.prog.blocks.get(b as usize) {
                 Some(blk) => (blk.term_span, format!("exited at the `ret` of block `{}`", blk.name)),
                 None => (Span::DUMMY, "exited".into()),
             };
         }
-        if let WarpState::AtBarrier(b, i) = self.state[w] {
-            if self.stacks[w].last().is_some_and(|e| e.mask & (1 << l) != 0) {
-                let span = cx.prog.blocks[b as usize].insts[i as usize].span;
-                return (span, "wait at this barrier".into());
+        if let WarpState::AtBarrier(p, b, i) = self.state[w] {
+            if self.waits_at_barrier(w, l) {
+                return (site_span(cx, (p, b, i)), "wait at this barrier".into());
             }
         }
-        // Below the top entry: the first entry holding the lane says where it resumes.
+        // Below the top entry: the first entry holding the lane says where it resumes. Entries from
+        // a frame's floor up are the frame's; a lane of a frame's call that is in none of them has
+        // returned and waits for the others.
         let stack = &self.stacks[w];
+        let frames = &self.frames[w];
+        let returned = |f: &Frame| {
+            let name = cx.progs.get(f.prog as usize).map_or("?", |p| p.name.as_str());
+            (site_span(cx, f.call), format!("returned from `@{name}` and wait for the warp's other lanes to return"))
+        };
         let skip = if matches!(self.state[w], WarpState::AtBarrier(..)) { 1 } else { 0 };
-        for e in stack.iter().rev().skip(skip) {
-            if e.mask & (1 << l) != 0 {
-                if let Some(blk) = cx.prog.blocks.get(e.block as usize) {
-                    return (blk.span, format!("diverged and wait to run block `{}`", blk.name));
+        let mut fi = frames.len();
+        for (idx, e) in stack.iter().enumerate().rev().skip(skip) {
+            while fi > 0 && idx < frames[fi - 1].floor {
+                if frames[fi - 1].mask & bit != 0 {
+                    return returned(&frames[fi - 1]);
+                }
+                fi -= 1;
+            }
+            if e.mask & bit != 0 {
+                let prog = if fi == 0 { Some(cx.prog) } else { cx.progs.get(frames[fi - 1].prog as usize) };
+                if let Some(blk) = prog.and_then(|p| p.blocks.get(e.block as usize)) {
+                    let of = if fi == 0 { String::new() } else { format!(" of `@{}`", prog.map_or("?", |p| &p.name)) };
+                    return (blk.span, format!("diverged and wait to run block `{}`{of}", blk.name));
                 }
             }
+        }
+        while fi > 0 {
+            if frames[fi - 1].mask & bit != 0 {
+                return returned(&frames[fi - 1]);
+            }
+            fi -= 1;
         }
         (Span::DUMMY, "are elsewhere".into())
     }
 
-    fn barrier_divergence(&self, cx: &LaunchCtx, bar: (u32, u32)) -> InterpError {
-        let span = cx.prog.blocks[bar.0 as usize].insts[bar.1 as usize].span;
+    /// `e` with the call chain of warp `w` when it is inside a function: a note naming the
+    /// functions and their call sites, innermost first, and a label at every call site.
+    #[cold]
+    #[inline(never)]
+    fn with_call_chain(&self, cx: &LaunchCtx, w: usize, mut e: InterpError) -> InterpError {
+        let frames = &self.frames[w];
+        let Some(last) = frames.last() else { return e };
+        let name = |p: u32| cx.progs.get(p as usize).map_or("?", |p| p.name.as_str());
+        let mut note = format!("in `@{}`", name(last.prog));
+        for f in frames.iter().rev() {
+            let (p, b, _) = f.call;
+            let block = cx.progs.get(p as usize).and_then(|p| p.blocks.get(b as usize)).map_or("?", |b| &b.name);
+            note.push_str(&format!(", called from `@{}` (block `{block}`)", name(p)));
+            let span = site_span(cx, f.call);
+            if !span.is_dummy() {
+                e = e.with_label(span, format!("`@{}` called here", name(f.prog)));
+            }
+        }
+        e.with_note(note)
+    }
+
+    fn barrier_divergence(&self, cx: &LaunchCtx, wb: usize) -> InterpError {
+        let WarpState::AtBarrier(p, b, i) = self.state[wb] else {
+            return InterpError::internal("barrier divergence without a waiting warp").in_block(self.ctaid);
+        };
+        let bar = (p, b, i);
+        let span = site_span(cx, bar);
         // Group every existing thread by where it is.
         let mut groups: Vec<(Span, String, u32)> = Vec::new();
         let mut arrived = 0u32;
         let mut first_missing: Option<(u32, String)> = None;
         for w in 0..cx.nwarps {
+            let same = self.same_barrier(wb, w);
             for l in lanes(self.live0[w]) {
-                let (s, what) = self.lane_location(cx, w, l);
-                if s == span && what == "wait at this barrier" {
+                let waits = self.waits_at_barrier(w, l);
+                if waits && same {
                     arrived += 1;
                     continue;
                 }
+                let (s, what) = match self.state[w] {
+                    WarpState::AtBarrier(p2, b2, i2) if waits && (p2, b2, i2) == bar => {
+                        // The same instruction through other calls: a different barrier. Point at
+                        // the first call where the paths part.
+                        let k =
+                            self.frames[w].iter().zip(&self.frames[wb]).take_while(|(x, y)| x.call == y.call).count();
+                        let s = self.frames[w].get(k).map_or(span, |f| site_span(cx, f.call));
+                        let name = cx.progs.get(p as usize).map_or("?", |p| p.name.as_str());
+                        (s, format!("wait at the same barrier of `@{name}`, reached through this call"))
+                    }
+                    WarpState::AtBarrier(p2, b2, i2) if waits => {
+                        (site_span(cx, (p2, b2, i2)), "wait at another barrier".to_string())
+                    }
+                    _ => self.lane_location(cx, w, l),
+                };
                 if first_missing.is_none() {
                     first_missing = Some(((w * 32 + l) as u32, what.clone()));
                 }
-                let what = if what == "wait at this barrier" { "wait at another barrier".to_string() } else { what };
                 match groups.iter_mut().find(|g| g.0 == s && g.1 == what) {
                     Some(g) => g.2 += 1,
                     None => groups.push((s, what, 1)),
@@ -342,6 +496,12 @@ impl Worker {
         if let Some((t, what)) = first_missing {
             e = e.with_note(format!("for example thread {} {what}", coords(cx.tid_of(t))));
         }
+        let e = self.with_call_chain(cx, wb, e);
+        let e = if self.frames[wb].is_empty() {
+            e
+        } else {
+            e.with_note("a barrier in a function is a different barrier at each call site (and each chain of calls)")
+        };
         e.with_note(
             "every thread of a block must reach the same barrier; a thread that exited before it counts as missing \
              (undefined behaviour in CUDA)",
@@ -394,10 +554,40 @@ impl Worker {
         Ok(())
     }
 
+    #[inline]
     fn run_warp(&mut self, cx: &LaunchCtx, w: usize) -> Result<Stop, InterpError> {
-        let prog = cx.prog;
-        loop {
-            let Some(&top) = self.stacks[w].last() else { return Ok(Stop::Done) };
+        // A kernel without calls runs a copy of the loop with the frame bookkeeping compiled out.
+        if !self.calls {
+            self.run_warp_in::<false>(cx, w)
+        } else {
+            self.run_warp_in::<true>(cx, w)
+        }
+    }
+
+    /// Runs warp `w` until it finishes or reaches a barrier. `CALLS` is false only when the launch
+    /// has no functions (then the warp never has a frame, and the loop is the call-free one).
+    fn run_warp_in<const CALLS: bool>(&mut self, cx: &LaunchCtx, w: usize) -> Result<Stop, InterpError> {
+        let mut prog = cx.prog;
+        self.cur_base = w * self.stride;
+        'warp: loop {
+            let mut floor = 0;
+            if CALLS {
+                // The body the warp runs: the kernel, or the innermost call frame.
+                (prog, self.cur_base, floor) = match self.frames[w].last() {
+                    None => (cx.prog, w * self.stride, 0),
+                    Some(f) => (&cx.progs[f.prog as usize], f.base, f.floor),
+                };
+            }
+            let len = self.stacks[w].len();
+            if len == floor {
+                // Every lane of the frame has returned (each wrote its result): the caller
+                // continues after the call with the lanes that called.
+                if !CALLS || self.frames[w].pop().is_none() {
+                    return Ok(Stop::Done);
+                }
+                continue;
+            }
+            let top = self.stacks[w][len - 1];
             if top.block == top.rpc || top.mask == 0 {
                 self.stacks[w].pop();
                 continue;
@@ -415,18 +605,27 @@ impl Worker {
                 while ip < blk.insts.len() {
                     let inst = &blk.insts[ip];
                     self.charge(cx, n, inst.span, w, mask)?;
-                    if let XOp::Barrier = inst.op {
+                    if inst.ctl {
+                        // A barrier or a call (calls exist only when `CALLS`: each call's callee
+                        // is a body of the launch besides the kernel).
+                        let pid = if CALLS { self.frames[w].last().map_or(0, |f| f.prog) } else { 0 };
+                        if CALLS {
+                            if let XOp::Call(c) = inst.op {
+                                self.call(cx, w, (pid, cur, ip as u32), mask, c, inst.res)?;
+                                continue 'warp;
+                            }
+                        }
                         if let Some(e) = self.stacks[w].last_mut() {
                             e.block = cur;
                             e.ip = ip as u32 + 1;
                         }
-                        return Ok(Stop::Barrier(cur, ip as u32));
+                        return Ok(Stop::Barrier(pid, cur, ip as u32));
                     }
-                    self.exec(cx, w, mask, inst)?;
+                    self.exec::<CALLS>(cx, w, mask, inst)?;
                     ip += 1;
                 }
                 self.charge(cx, n, blk.term_span, w, mask)?;
-                let base = w * self.nslots;
+                let base = if CALLS { self.cur_base } else { w * self.stride };
                 // The block all of `mask` continues at, if the warp does not diverge or exit.
                 let next = match &blk.term {
                     XTerm::Ret => {
@@ -435,6 +634,27 @@ impl Worker {
                             self.exit_block[w][l] = cur;
                         }
                         for e in &mut self.stacks[w] {
+                            e.mask &= !mask;
+                        }
+                        self.stacks[w].pop();
+                        None
+                    }
+                    XTerm::Return(slot) => {
+                        // The lanes leave the function: results go to the caller's result row,
+                        // and the lanes leave every stack entry of the frame.
+                        let Some(f) = self.frames[w].last() else {
+                            return Err(InterpError::internal("`ret` of a function outside a call")
+                                .at(blk.term_span, "here")
+                                .in_block(self.ctaid));
+                        };
+                        if *slot != NO_SLOT && f.res != usize::MAX {
+                            let (res, src) = (f.res, base + *slot as usize);
+                            for l in lanes(mask) {
+                                self.regs[res][l] = self.regs[src][l];
+                            }
+                        }
+                        let floor = f.floor;
+                        for e in &mut self.stacks[w][floor..] {
                             e.mask &= !mask;
                         }
                         self.stacks[w].pop();
@@ -497,6 +717,39 @@ impl Worker {
         }
     }
 
+    /// Enters call `c` of body `site.0` (the call instruction `site`) for the lanes in `mask`: the
+    /// caller resumes after the call once the frame pops; the callee's registers follow the
+    /// caller's (`base`), with its constants and its parameters (the argument rows) set.
+    #[inline(never)]
+    fn call(&mut self, cx: &LaunchCtx, w: usize, site: Site, mask: u32, c: u32, res: u32) -> Result<(), InterpError> {
+        let base = self.cur_base;
+        let caller = &cx.progs[site.0 as usize];
+        let span = site_span(cx, site);
+        let Some(call) = caller.calls.get(c as usize) else {
+            return Err(InterpError::internal("call to an unknown callee").at(span, "here").in_block(self.ctaid));
+        };
+        let callee = &cx.progs[call.callee as usize];
+        let new_base = base + caller.nslots;
+        if new_base + callee.nslots > (w + 1) * self.stride || callee.params.len() != call.args.len() {
+            return Err(InterpError::internal("a call frame does not fit the warp's registers").at(span, "here"));
+        }
+        if let Some(e) = self.stacks[w].last_mut() {
+            e.block = site.1;
+            e.ip = site.2 + 1;
+        }
+        for &(slot, bits) in &callee.consts {
+            self.regs[new_base + slot as usize] = [bits; 32];
+        }
+        for (&p, &a) in callee.params.iter().zip(&call.args) {
+            self.regs[new_base + p as usize] = self.regs[base + a as usize];
+        }
+        let res = if res == NO_SLOT { usize::MAX } else { base + res as usize };
+        let floor = self.stacks[w].len();
+        self.frames[w].push(Frame { prog: call.callee, base: new_base, floor, mask, res, call: site });
+        self.stacks[w].push(Entry { block: 0, ip: 0, mask, rpc: EXIT });
+        Ok(())
+    }
+
     /// Parallel copy of an edge's arguments onto the target's parameters, for the lanes in `mask`.
     fn moves(&mut self, base: usize, edge: &XEdge, mask: u32) {
         match edge.moves.len() {
@@ -539,21 +792,30 @@ impl Worker {
         }
     }
 
-    /// Executes one non-barrier instruction for the lanes in `mask` of warp `w`.
+    /// Executes one instruction other than a barrier or call for the lanes in `mask` of warp `w`
+    /// (whose current body's registers start at row `self.cur_base`).
     #[inline]
-    fn exec(&mut self, cx: &LaunchCtx, w: usize, mask: u32, inst: &XInst) -> Result<(), InterpError> {
-        let base = w * self.nslots;
+    fn exec<const CALLS: bool>(
+        &mut self,
+        cx: &LaunchCtx,
+        w: usize,
+        mask: u32,
+        inst: &XInst,
+    ) -> Result<(), InterpError> {
+        let base = if CALLS { self.cur_base } else { w * self.stride };
         let [a0, a1, a2, a3] = inst.args.map(|a| base + a as usize);
         match &inst.op {
             XOp::Pure(op) => {
                 if inst.res == NO_SLOT {
                     return Ok(());
                 }
-                let regs = &mut self.regs[base..base + self.nslots];
+                let regs = &mut self.regs[base..];
                 let p = regs.as_mut_ptr();
                 let (r, [a0, a1, a2, _]) = (inst.res as usize, inst.args.map(|a| a as usize));
-                // SAFETY: `Prog::new` guarantees every slot is < nslots and that the result slot is
-                // none of the operand slots, so `out` does not alias the operand rows.
+                // SAFETY: `Prog::new` guarantees every slot is < the body's nslots, and the body's
+                // registers `base..base + nslots` lie in `regs` (the kernel's at `w * stride`, a
+                // frame's checked by `call`); the result slot is none of the operand slots, so `out`
+                // does not alias the operand rows.
                 unsafe {
                     let out = &mut *p.add(r);
                     match inst.nargs {
@@ -819,8 +1081,10 @@ impl Worker {
             XOp::SharedAddr(n) => {
                 self.write_res(base, inst.res, mask, &[mem::make_ptr(n + 1, 0); 32]);
             }
-            XOp::Barrier => {
-                return Err(InterpError::internal("barrier reached the instruction executor").at(inst.span, "here"))
+            XOp::Barrier | XOp::Call(_) => {
+                return Err(
+                    InterpError::internal("barrier or call reached the instruction executor").at(inst.span, "here")
+                )
             }
             XOp::Shfl(mode) => {
                 let members = self.collective_mask(cx, w, mask, inst, a2)?;

@@ -12,9 +12,11 @@
 //! - [`GraphStats`] sums the [`Stats`] of every launch: `launches` counts launches run, and the
 //!   global-memory bytes are exactly the sums of the per-launch counts.
 //! - An error of a launch is returned with a note naming the launch (index and kernel).
+//! - Every launch runs with the module's functions ([`crate::launch_in`] over `Module::funcs`), so
+//!   kernels that call functions run as written.
 
 use crate::args::{materialize, ArgSpec, Value};
-use crate::{launch, Arg, Buffer, InterpError, LaunchConfig, Options, Stats, MAX_BUFFER_BYTES};
+use crate::{launch_in, Arg, Buffer, InterpError, LaunchConfig, Options, Stats, MAX_BUFFER_BYTES};
 use kir_ir::graph::{Expr, Graph, LaunchArg};
 use kir_ir::types::{Constant, ScalarType, Type};
 use kir_ir::{Kernel, Module};
@@ -223,7 +225,8 @@ pub fn run_graph(
     let result = (|| {
         let mut stats = GraphStats::default();
         for pl in &plan.launches {
-            let s = launch(pl.kernel, &pl.cfg, &pl.args, &mut all, opts).map_err(|e| e.with_note(pl.where_(g)))?;
+            let s = launch_in(&m.funcs, pl.kernel, &pl.cfg, &pl.args, &mut all, opts)
+                .map_err(|e| e.with_note(pl.where_(g)))?;
             stats.launches += 1;
             stats.total = stats.total.add(s);
             stats.per_launch.push((pl.kernel.name.clone(), s));

@@ -9,15 +9,29 @@
 //! order, each at its alignment, then the dynamic one sized by
 //! [`LaunchConfig::dynamic_shared_bytes`]); global buffers are shared by all blocks.
 //!
+//! # Functions
+//! [`launch`] runs a kernel without calls; a kernel that calls device functions is an
+//! [`ErrorKind::InvalidLaunch`] error there, saying its functions are needed. [`launch_in`] takes
+//! the module's functions ([`kir_ir::Module::funcs`]) and resolves each `call @f` by name, once
+//! per launch, for the functions the kernel reaches. Calls run as written, not inlined: each warp
+//! keeps a stack of call frames (registers and reconvergence entries per call; see [`exec`]), so
+//! running a module as written and after inlining is a real differential test. Recursion, which
+//! `kir check` rejects, is an invalid launch here. Graphs ([`graph::run_graph`]) launch with their
+//! module's functions.
+//!
 //! # Semantics guaranteed
 //! - Warps run in lockstep with a per-lane active mask; divergent branches reconverge at the
-//!   immediate post-dominator of the branch block (the classic SIMT stack, see [`exec`]). Pure ops
-//!   are evaluated by `kir_ir::eval`, the single definition shared with constant folding.
+//!   immediate post-dominator of the branch block (the classic SIMT stack, see [`exec`]), in
+//!   kernels and functions alike. Pure ops are evaluated by `kir_ir::eval`, the single definition
+//!   shared with constant folding.
+//! - A barrier is identified by its instruction and the chain of call sites that reached it: every
+//!   thread of the block must wait at the same one.
 //! - Atomics are sequentially consistent: within a block warps run one at a time; across blocks,
 //!   a kernel with any atomic on global memory runs its blocks one at a time in block-index order.
 //!   `atom.add.f32` follows PTX (round to nearest, subnormals flushed).
 //! - Faults ([`FaultKind`]) are typed errors with block/thread coordinates and the instruction's
-//!   span; invalid launches and interpreter bugs are other [`ErrorKind`]s. Nothing panics.
+//!   span (inside a function: the function's instruction, with a note and labels naming the call
+//!   sites); invalid launches and interpreter bugs are other [`ErrorKind`]s. Nothing panics.
 //!
 //! # Determinism contract
 //! For a given kernel, launch shape, arguments and options, outputs, statistics and the reported
@@ -41,7 +55,8 @@
 //! so a spinning thread is reported in about a second; buffers are
 //! capped at [`MAX_BUFFER_BYTES`] each (and [`MAX_RACE_BYTES`] in total with `--races`, whose
 //! shadow takes 16 bytes per granule of 1 to 8 bytes), shared memory at [`MAX_SHARED_BYTES`] per
-//! block, a block's register file at [`MAX_REGISTER_BYTES`]. One memory budget per run
+//! block, a block's register file (with the call frames of the deepest call chain) at
+//! [`MAX_REGISTER_BYTES`]. One memory budget per run
 //! ([`max_memory`], default [`DEFAULT_MAX_MEMORY`], `--max-memory`) bounds the arguments' buffers
 //! together (checked before any is made: [`args::check_buffer_budget`]), a graph's buffers with
 //! its temporaries, and a launch's buffers with its race shadow — an error, never an abort.
@@ -62,7 +77,7 @@ pub use error::{ErrorKind, FaultKind, InterpError};
 use exec::{LaunchCtx, Worker};
 use kir_ir::types::{AddrSpace, Constant, Type};
 use kir_ir::Kernel;
-use prog::Prog;
+use prog::Progs;
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -299,7 +314,37 @@ fn check_args(kernel: &Kernel, args: &[Arg], buffers: &[Buffer]) -> Result<(Vec<
 ///
 /// On success the buffers hold the kernel's results. On a kernel fault the buffers hold whatever
 /// the blocks wrote before stopping.
+///
+/// The kernel must not call functions: a kernel with a call is an [`ErrorKind::InvalidLaunch`]
+/// error saying that its functions are needed; launch it with [`launch_in`].
 pub fn launch(
+    kernel: &Kernel,
+    cfg: &LaunchConfig,
+    args: &[Arg],
+    buffers: &mut [Buffer],
+    opts: &Options,
+) -> Result<Stats, InterpError> {
+    launch_impl(None, kernel, cfg, args, buffers, opts)
+}
+
+/// [`launch`] for a kernel that may call device functions: each `call @f` is resolved by name in
+/// `module_funcs` (normally the module's [`kir_ir::Module::funcs`]) and executed as written, with
+/// a call frame per warp (see [`exec`]), not inlined. Only the functions the kernel reaches are
+/// prepared, each once per launch. A call to a name missing from `module_funcs`, or recursion,
+/// is an [`ErrorKind::InvalidLaunch`] error. For a kernel without calls this is [`launch`].
+pub fn launch_in(
+    module_funcs: &[Kernel],
+    kernel: &Kernel,
+    cfg: &LaunchConfig,
+    args: &[Arg],
+    buffers: &mut [Buffer],
+    opts: &Options,
+) -> Result<Stats, InterpError> {
+    launch_impl(Some(module_funcs), kernel, cfg, args, buffers, opts)
+}
+
+fn launch_impl(
+    funcs: Option<&[Kernel]>,
     kernel: &Kernel,
     cfg: &LaunchConfig,
     args: &[Arg],
@@ -309,7 +354,8 @@ pub fn launch(
     check_shape(cfg)?;
     check_reqntid(kernel, cfg)?;
     let (params, global_names) = check_args(kernel, args, buffers)?;
-    let prog = Prog::new(kernel)?;
+    let progs = Progs::build(kernel, funcs)?;
+    let prog = &progs.progs[0];
 
     // Shared memory layout.
     let mut shared_start = Vec::new();
@@ -338,10 +384,17 @@ pub fn launch(
 
     let nthreads = cfg.block.iter().product::<u32>();
     let nwarps = nthreads.div_ceil(32) as usize;
-    if (prog.nslots as u64) * nwarps as u64 * 256 > MAX_REGISTER_BYTES {
+    if (progs.stride as u64).saturating_mul(nwarps as u64 * 256) > MAX_REGISTER_BYTES {
+        let what = if progs.stride > prog.nslots {
+            format!(
+                "kernel @{} has {} values, {} with the call frames of its deepest chain of calls",
+                kernel.name, prog.nslots, progs.stride
+            )
+        } else {
+            format!("kernel @{} has {} values", kernel.name, prog.nslots)
+        };
         return Err(InterpError::invalid(format!(
-            "kernel @{} has {} values; with {nwarps} warps per block its register file exceeds {MAX_REGISTER_BYTES} bytes",
-            kernel.name, prog.nslots
+            "{what}; with {nwarps} warps per block its register file exceeds {MAX_REGISTER_BYTES} bytes"
         )));
     }
     let mut total_global = 0u64;
@@ -396,7 +449,9 @@ pub fn launch(
         );
         let fuel_used = AtomicU64::new(0);
         let cx = LaunchCtx {
-            prog: &prog,
+            prog,
+            progs: &progs.progs,
+            stride: progs.stride,
             global: &global,
             opts,
             grid: cfg.grid,

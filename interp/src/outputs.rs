@@ -2,8 +2,10 @@
 //!
 //! Guarantees:
 //! - [`written_params`] marks every pointer parameter from which a `store` or atomic's pointer may
-//!   derive (through `offset`, `offset.bytes`, `ptrcast` and block parameters); it never misses
-//!   one (it may over-approximate through block parameters that merge pointers).
+//!   derive (through `offset`, `offset.bytes`, `ptrcast` and block parameters), and every one from
+//!   which an argument of a `call` may derive (a function may write through any pointer it is
+//!   passed); it never misses one (it may over-approximate through block parameters that merge
+//!   pointers, and through calls).
 //! - [`summary`] never panics; it shows the first elements, min/max/mean over non-NaN values and the
 //!   NaN count (floats), in a stable format.
 //! - [`listing`] shows a buffer's values exactly (integers in decimal from their bits, floats —
@@ -13,12 +15,32 @@
 
 use crate::buffer::Buffer;
 use kir_ir::graph::param_access;
-use kir_ir::Kernel;
+use kir_ir::{Kernel, Op, Operand};
 
 /// For each kernel parameter, whether the kernel may write memory through it (the `write` flag of
-/// [`kir_ir::graph::param_access`], over [`kir_ir::provenance`]).
+/// [`kir_ir::graph::param_access`], over [`kir_ir::provenance`]), or pass it (or a pointer
+/// derived from it) to a function, which may write through it.
 pub fn written_params(k: &Kernel) -> Vec<bool> {
-    param_access(k).iter().map(|a| a.write).collect()
+    let mut written: Vec<bool> = param_access(k).iter().map(|a| a.write).collect();
+    if k.callees.is_empty() {
+        return written;
+    }
+    let origin = kir_ir::provenance::pointer_origins(k);
+    for (_, i) in k.placed_insts() {
+        let Some(d) = k.insts.get(i.index()) else { continue };
+        if !matches!(d.op, Op::Call(_)) {
+            continue;
+        }
+        for a in &d.args {
+            let Operand::Value(v) = a else { continue };
+            for &o in origin.get(v.index()).into_iter().flatten() {
+                if let Some(w) = written.get_mut(o as usize) {
+                    *w = true;
+                }
+            }
+        }
+    }
+    written
 }
 
 fn fmt_value(v: f64, float: bool) -> String {

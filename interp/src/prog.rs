@@ -1,5 +1,5 @@
-//! The execution form of a kernel: resolved once per launch so the hot loop does no hashing or
-//! allocation.
+//! The execution form of a kernel and of the device functions it calls: resolved once per launch
+//! (each function once, however often it is called) so the hot loop does no hashing or allocation.
 //!
 //! Guarantees:
 //! - Every operand is a register slot: SSA values use their `ValueId` index, each distinct constant
@@ -9,6 +9,17 @@
 //! - Every block call names an existing block with as many arguments as it has parameters; every
 //!   block knows its immediate post-dominator ([`EXIT`] when it is the virtual exit), where
 //!   divergent lanes reconverge.
+//! - [`Progs::build`] makes one [`Prog`] per body: index 0 is the kernel, then every function it
+//!   reaches through calls ([`XOp::Call`] names its callee by that index, resolved by name once).
+//!   A call names a function of the given list with as many arguments as it has parameters; a
+//!   call to an unknown name, and recursion (which `kir check` rejects), are
+//!   [`crate::ErrorKind::InvalidLaunch`] errors, so the call depth is bounded by the number of
+//!   functions. [`Progs::stride`] is the register slots one warp needs for the kernel and its
+//!   deepest chain of call frames (each frame's slots right after its caller's).
+//! - A function's `ret` is [`XTerm::Return`] (back to the caller, with the returned slot); a
+//!   kernel's is [`XTerm::Ret`] (the thread exits).
+//! - The kernel's `Prog` carries the launch-wide facts of every body: `global_atomics`,
+//!   `uses_shared` and `race_shift` cover the functions' memory accesses too.
 //! - A structurally malformed kernel (dangling value or block, wrong operand count, memory op on a
 //!   non-pointer) is an [`crate::ErrorKind::InvalidLaunch`] error, never a panic. Type errors beyond
 //!   that are the verifier's business; `kir run` verifies before launching.
@@ -59,6 +70,15 @@ pub(crate) enum XOp {
     Barrier,
     Shfl(ShflMode),
     Vote(VoteMode),
+    /// `call`: [`Prog::calls`]`[n]`.
+    Call(u32),
+}
+
+/// A call: the callee's index in [`Progs::progs`] and the caller's argument slots.
+#[derive(Clone, Debug)]
+pub(crate) struct XCall {
+    pub callee: u32,
+    pub args: Vec<u32>,
 }
 
 #[derive(Clone, Debug)]
@@ -66,6 +86,9 @@ pub(crate) struct XInst {
     pub op: XOp,
     pub args: [u32; 4],
     pub nargs: u8,
+    /// A barrier or a call: handled by the warp loop itself, not by the instruction executor
+    /// (one byte test per instruction, cheaper than matching the op).
+    pub ctl: bool,
     pub res: u32,
     pub span: Span,
 }
@@ -79,9 +102,17 @@ pub(crate) struct XEdge {
 
 #[derive(Clone, Debug)]
 pub(crate) enum XTerm {
+    /// A kernel's `ret`: the lanes exit.
     Ret,
+    /// A function's `ret`: the lanes return to the caller, with the value in this slot
+    /// ([`NO_SLOT`] for none).
+    Return(u32),
     Jmp(XEdge),
-    Br { cond: u32, then_: XEdge, else_: XEdge },
+    Br {
+        cond: u32,
+        then_: XEdge,
+        else_: XEdge,
+    },
 }
 
 #[derive(Clone, Debug)]
@@ -94,14 +125,18 @@ pub(crate) struct XBlock {
     pub term_span: Span,
 }
 
-/// A kernel ready to execute.
+/// A kernel or function ready to execute.
 #[derive(Clone, Debug)]
 pub(crate) struct Prog {
+    /// The body's name, without `@`.
+    pub name: String,
     pub blocks: Vec<XBlock>,
+    /// The calls of [`XOp::Call`].
+    pub calls: Vec<XCall>,
     pub nslots: usize,
     /// Broadcast constant slots and their bits.
     pub consts: Vec<(u32, u64)>,
-    /// Slot of each kernel parameter.
+    /// Slot of each parameter.
     pub params: Vec<u32>,
     /// Whether some atomic operates on global memory (blocks then run one at a time, in order).
     pub global_atomics: bool,
@@ -119,9 +154,15 @@ fn malformed(span: Span, msg: impl Into<String>) -> InterpError {
 }
 
 impl Prog {
-    pub fn new(k: &Kernel) -> Result<Prog, InterpError> {
+    /// The execution form of `k`; `resolve(n, span)` gives the [`Progs::progs`] index of
+    /// `k.callees[n]`, called once per call instruction.
+    pub fn new(
+        k: &Kernel,
+        resolve: &mut dyn FnMut(u32, Span) -> Result<u32, InterpError>,
+    ) -> Result<Prog, InterpError> {
+        let what = if k.is_func() { "function" } else { "kernel" };
         if k.blocks.is_empty() {
-            return Err(InterpError::invalid(format!("kernel @{} has no blocks", k.name)));
+            return Err(InterpError::invalid(format!("{what} @{} has no blocks", k.name)));
         }
         let nvalues = k.values.len();
         let mut consts: Vec<(u32, u64)> = Vec::new();
@@ -145,6 +186,7 @@ impl Prog {
         let mut global_atomics = false;
         let mut uses_shared = !k.shared.is_empty();
         let mut race_shift = [3u32; 2];
+        let mut calls: Vec<XCall> = Vec::new();
         for b in k.block_ids() {
             let block = k.block(b);
             let mut insts = Vec::with_capacity(block.insts.len());
@@ -157,6 +199,22 @@ impl Prog {
                     // The parser's span of an operand-less instruction may run up to the next token;
                     // point at the word `barrier` only.
                     span.end = span.start + 7;
+                }
+                if let Op::Call(n) = d.op {
+                    let mut args = Vec::with_capacity(d.args.len());
+                    for a in &d.args {
+                        args.push(slot_of(*a, span)?);
+                    }
+                    let res = match d.result {
+                        Some(r) if r.index() < nvalues => r.0,
+                        Some(_) => return Err(malformed(span, "result names an undefined value")),
+                        None => NO_SLOT,
+                    };
+                    let callee = resolve(n, span)?;
+                    calls.push(XCall { callee, args });
+                    let op = XOp::Call(calls.len() as u32 - 1);
+                    insts.push(XInst { op, args: [0; 4], nargs: 0, ctl: true, res, span });
+                    continue;
                 }
                 if d.args.len() != d.op.arity() || d.args.len() > 4 {
                     return Err(malformed(
@@ -245,7 +303,8 @@ impl Prog {
                 if needs_result && res == NO_SLOT && !matches!(op, XOp::Pure(_)) {
                     return Err(malformed(span, format!("`{}` must define a value", d.op)));
                 }
-                insts.push(XInst { op, args, nargs: d.args.len() as u8, res, span });
+                let ctl = matches!(op, XOp::Barrier);
+                insts.push(XInst { op, args, nargs: d.args.len() as u8, ctl, res, span });
             }
             let mut edge = |c: &BlockCall| -> Result<XEdge, InterpError> {
                 let Some(target) = k.blocks.get(c.block.index()) else {
@@ -275,6 +334,10 @@ impl Prog {
                 Ok(XEdge { block: c.block.0, moves })
             };
             let term = match &block.term {
+                Terminator::Ret(v) if k.is_func() => match v {
+                    Some(v) => XTerm::Return(slot_of(*v, block.term_span)?),
+                    None => XTerm::Return(NO_SLOT),
+                },
                 Terminator::Ret(_) => XTerm::Ret,
                 Terminator::Jmp(c) => XTerm::Jmp(edge(c)?),
                 Terminator::Br { cond, then_, else_ } => {
@@ -300,11 +363,154 @@ impl Prog {
         let mut params = Vec::with_capacity(k.params.len());
         for p in &k.params {
             if p.index() >= nvalues {
-                return Err(malformed(k.span, "kernel parameter is undefined"));
+                return Err(malformed(k.span, format!("{what} parameter is undefined")));
             }
             params.push(p.0);
         }
         let nslots = nvalues + consts.len();
-        Ok(Prog { blocks, nslots, consts, params, global_atomics, uses_shared, race_shift })
+        Ok(Prog {
+            name: k.name.clone(),
+            blocks,
+            calls,
+            nslots,
+            consts,
+            params,
+            global_atomics,
+            uses_shared,
+            race_shift,
+        })
     }
+}
+
+/// The execution forms of a launch: the kernel and the functions it reaches.
+#[derive(Clone, Debug)]
+pub(crate) struct Progs {
+    /// The kernel at index 0, then the functions in the order first reached.
+    pub progs: Vec<Prog>,
+    /// Register slots per warp: the kernel's plus the deepest chain of call frames.
+    pub stride: usize,
+}
+
+impl Progs {
+    /// Builds the kernel and every function it reaches, each once. `funcs` is `None` for a launch
+    /// without the module's functions: then any call is an invalid launch saying so.
+    pub fn build(kernel: &Kernel, funcs: Option<&[Kernel]>) -> Result<Progs, InterpError> {
+        let mut bodies: Vec<&Kernel> = vec![kernel];
+        let mut ids: HashMap<&str, u32> = HashMap::new();
+        let mut progs: Vec<Prog> = Vec::new();
+        let mut i = 0;
+        while i < bodies.len() {
+            let body = bodies[i];
+            let mut resolve = |n: u32, span: Span| -> Result<u32, InterpError> {
+                let Some(c) = body.callees.get(n as usize) else {
+                    return Err(malformed(
+                        span,
+                        format!("`call` names callee #{n}, but `@{}` has no such callee", body.name),
+                    ));
+                };
+                if let Some(&id) = ids.get(c.name.as_str()) {
+                    return Ok(id);
+                }
+                let Some(funcs) = funcs else {
+                    let mut names: Vec<String> = Vec::new();
+                    for c in &kernel.callees {
+                        names.push(format!("`@{}`", c.name));
+                    }
+                    return Err(InterpError::invalid(format!(
+                        "kernel @{} calls functions ({}), which `launch` does not have",
+                        kernel.name,
+                        names.join(", ")
+                    ))
+                    .at(span, "call here")
+                    .with_note(
+                        "launch it with `kir_interp::launch_in`, giving the module's functions (`Module::funcs`)",
+                    ));
+                };
+                let Some(f) = funcs.iter().find(|f| f.name == c.name) else {
+                    return Err(InterpError::invalid(format!(
+                        "`@{}` calls `@{}`, which is not among the functions given to the launch ({})",
+                        body.name,
+                        c.name,
+                        funcs.len()
+                    ))
+                    .at(span, "call here")
+                    .with_note("pass the module's functions (`Module::funcs`) to `launch_in`; run `kir check`"));
+                };
+                if !f.is_func() {
+                    return Err(malformed(span, format!("`@{}` is a kernel, not a function", f.name)));
+                }
+                let id = bodies.len() as u32;
+                bodies.push(f);
+                ids.insert(&f.name, id);
+                Ok(id)
+            };
+            progs.push(Prog::new(body, &mut resolve)?);
+            i += 1;
+        }
+        // Arity of every call, against its callee.
+        for p in &progs {
+            for inst in p.blocks.iter().flat_map(|b| &b.insts) {
+                if let XOp::Call(c) = inst.op {
+                    let call = &p.calls[c as usize];
+                    let f = &progs[call.callee as usize];
+                    if f.params.len() != call.args.len() {
+                        return Err(malformed(
+                            inst.span,
+                            format!("`@{}` takes {} arguments, given {}", f.name, f.params.len(), call.args.len()),
+                        ));
+                    }
+                }
+            }
+        }
+        let stride = stack_need(&progs)?;
+        // Launch-wide facts cover every body.
+        let (mut atomics, mut shared, mut shift) = (false, false, [3u32; 2]);
+        for p in &progs {
+            atomics |= p.global_atomics;
+            shared |= p.uses_shared;
+            shift = [shift[0].min(p.race_shift[0]), shift[1].min(p.race_shift[1])];
+        }
+        let k = &mut progs[0];
+        k.global_atomics = atomics;
+        k.uses_shared = shared;
+        k.race_shift = shift;
+        Ok(Progs { progs, stride })
+    }
+}
+
+/// The register slots of the kernel and its deepest call chain (each body's `nslots` plus the
+/// largest need of its callees); recursion is an invalid launch naming the cycle. Iterative.
+fn stack_need(progs: &[Prog]) -> Result<usize, InterpError> {
+    let n = progs.len();
+    // 0 = unvisited, 1 = on the stack, 2 = done.
+    let mut state = vec![0u8; n];
+    let mut need = vec![0usize; n];
+    let mut stack: Vec<(usize, usize)> = vec![(0, 0)];
+    state[0] = 1;
+    while let Some(&mut (p, ref mut next)) = stack.last_mut() {
+        if let Some(c) = progs[p].calls.get(*next).map(|c| c.callee as usize) {
+            *next += 1;
+            match state[c] {
+                0 => {
+                    state[c] = 1;
+                    stack.push((c, 0));
+                }
+                1 => {
+                    let start = stack.iter().position(|(x, _)| *x == c).unwrap_or(0);
+                    let mut names: Vec<String> =
+                        stack[start..].iter().map(|(x, _)| format!("`@{}`", progs[*x].name)).collect();
+                    names.push(format!("`@{}`", progs[c].name));
+                    return Err(InterpError::invalid(format!("recursive functions: {}", names.join(" -> ")))
+                        .with_note("kir functions cannot recurse (run `kir check`)"));
+                }
+                _ => {}
+            }
+        } else {
+            let deepest = progs[p].calls.iter().map(|c| need[c.callee as usize]).max().unwrap_or(0);
+            need[p] = progs[p].nslots.saturating_add(deepest);
+            state[p] = 2;
+            stack.pop();
+        }
+    }
+    Ok(need[0])
 }
