@@ -219,7 +219,7 @@ fn parse_check_and_lookup_errors() {
 
     let e = Module::from_file("no/such/file.kir").unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Io);
-    assert!(e.to_string().starts_with("cannot read no/such/file.kir: "), "{e}");
+    assert!(e.to_string().starts_with("cannot read `no/such/file.kir`: "), "{e}");
 }
 
 #[test]

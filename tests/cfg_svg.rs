@@ -55,14 +55,15 @@ fn svg_of(file: &str, kernel: &str) -> String {
 #[test]
 fn every_library_kernel_renders_one_group_per_block() {
     let mut files: Vec<_> = std::fs::read_dir("kernels").unwrap().map(|e| e.unwrap().path()).collect();
+    files.extend(std::fs::read_dir("kernels/lib").unwrap().map(|e| e.unwrap().path()));
     files.extend(std::fs::read_dir("tests/barrier_cases").unwrap().map(|e| e.unwrap().path()));
+    files.extend(std::fs::read_dir("tests/spelled_out").unwrap().map(|e| e.unwrap().path()));
     files.retain(|p| p.extension().is_some_and(|e| e == "kir"));
     files.sort();
     let mut kernels = 0;
     for f in &files {
-        let src = std::fs::read_to_string(f).unwrap();
-        let module = kir::ir::parse(&src).unwrap_or_else(|_| panic!("{} parses", f.display()));
-        for k in &module.kernels {
+        let module = kir::ir::load::load_file(f).unwrap_or_else(|e| panic!("{} loads: {}", f.display(), e.render(false))).module;
+        for k in module.kernels.iter().chain(&module.funcs) {
             kernels += 1;
             let svg = kir::cfg_svg::render_kernel(k);
             assert_eq!(svg, kir::cfg_svg::render_kernel(k), "deterministic: {}", k.name);
@@ -97,10 +98,10 @@ fn every_library_kernel_renders_one_group_per_block() {
 /// loop branches (`%j < %cols` with `%j` from `tid.x`) are marked; the legend explains them.
 #[test]
 fn softmax_marks_barriers_loops_and_divergence() {
-    let svg = svg_of("kernels/softmax.kir", "softmax_rows");
+    let svg = svg_of("tests/spelled_out/softmax.kir", "softmax_rows");
     let doc = parse(&svg);
     let b = blocks(&doc);
-    let src = std::fs::read_to_string("kernels/softmax.kir").unwrap();
+    let src = std::fs::read_to_string("tests/spelled_out/softmax.kir").unwrap();
     let m = kir::ir::parse(&src).unwrap();
     let k = m.kernel("softmax_rows").unwrap();
     let with_barrier: BTreeSet<&str> = k
@@ -135,11 +136,11 @@ fn softmax_marks_barriers_loops_and_divergence() {
 /// grad_clip's reductions: the barrier blocks are marked.
 #[test]
 fn grad_clip_marks_barriers() {
-    let svg = svg_of("kernels/grad_clip.kir", "squared_sum");
+    let svg = svg_of("tests/spelled_out/grad_clip.kir", "squared_sum");
     let doc = parse(&svg);
     let b = blocks(&doc);
     assert!(b.values().any(|v| v.1.contains("barrier")), "{:?}", b);
-    let src = std::fs::read_to_string("kernels/grad_clip.kir").unwrap();
+    let src = std::fs::read_to_string("tests/spelled_out/grad_clip.kir").unwrap();
     let m = kir::ir::parse(&src).unwrap();
     let k = m.kernel("squared_sum").unwrap();
     for (i, blk) in k.blocks.iter().enumerate() {

@@ -1,5 +1,6 @@
 //! The `ptx-emu` column of `kir test` can fail: each test corrupts the PTX kir emits for a kernel of
-//! `kernels/` on purpose (through `harness::Context::emu_ptx_hook`, which rewrites the PTX only on
+//! `kernels/` (or of `tests/spelled_out/`, the softmax and gradient-clipping kernels with their
+//! reductions written out, see its README) on purpose (through `harness::Context::emu_ptx_hook`, which rewrites the PTX only on
 //! its way into the emulator) and runs `kir test`'s checks on the file (`harness::test_file`).
 //!
 //! Guarantees:
@@ -159,8 +160,8 @@ fn assert_fault(run: &Corrupted, entry: &str, msg: &str, kind: &str, inst: &str)
 const GEMM_13: &str = "kernels/gemm_tiled.kir:18 @gemm_tiled grid(3,2) block(16,16) ptx-emu";
 const GEMM_14: &str = "kernels/gemm_tiled.kir:20 @gemm_tiled grid(4,4) block(16,16) ptx-emu";
 const GEMM_15: &str = "kernels/gemm_tiled.kir:22 @gemm_tiled grid(1) block(16,16) ptx-emu";
-const SQSUM_33: &str = "kernels/grad_clip.kir:33 @squared_sum grid(8) block(256) ptx-emu";
-const SQSUM_34: &str = "kernels/grad_clip.kir:34 @squared_sum grid(3) block(100) ptx-emu";
+const SQSUM_33: &str = "tests/spelled_out/grad_clip.kir:33 @squared_sum grid(8) block(256) ptx-emu";
+const SQSUM_34: &str = "tests/spelled_out/grad_clip.kir:34 @squared_sum grid(3) block(100) ptx-emu";
 
 /// At `gemm_tiled`'s outer back edge the parallel copy `(%t, %acc) <- (%t.next, %iacc)` is two
 /// moves; with the accumulator's move reversed the accumulator never leaves 0.0, so every element
@@ -192,7 +193,7 @@ fn swapped_parallel_copy_of_the_accumulator_is_a_mismatch() {
 fn swapped_parallel_copy_of_the_loop_counter_runs_out_of_fuel() {
     let fuel = 1 << 22;
     let run = run_corrupted(
-        "kernels/grad_clip.kir",
+        "tests/spelled_out/grad_clip.kir",
         Some(fuel),
         replace(
             "squared_sum",
@@ -221,15 +222,15 @@ fn swapped_parallel_copy_of_the_loop_counter_runs_out_of_fuel() {
 #[test]
 fn dropped_rn_on_div_makes_the_ptx_unloadable() {
     let run = run_corrupted(
-        "kernels/softmax.kir",
+        "tests/spelled_out/softmax.kir",
         None,
         replace("softmax_rows", &["div.rn.f32 %f36, %f35, %f3;"], &["div.f32 %f36, %f35, %f3;"]),
     );
     let msgs = run.failing(&[
-        "kernels/softmax.kir:27 @softmax_rows grid(13) block(64) ptx-emu",
-        "kernels/softmax.kir:29 @softmax_rows grid(4) block(32) ptx-emu",
-        "kernels/softmax.kir:31 @softmax_rows grid(3) block(256) ptx-emu",
-        "kernels/softmax.kir:33 @softmax_naive grid(1) block(32) ptx-emu",
+        "tests/spelled_out/softmax.kir:27 @softmax_rows grid(13) block(64) ptx-emu",
+        "tests/spelled_out/softmax.kir:29 @softmax_rows grid(4) block(32) ptx-emu",
+        "tests/spelled_out/softmax.kir:31 @softmax_rows grid(3) block(256) ptx-emu",
+        "tests/spelled_out/softmax.kir:33 @softmax_naive grid(1) block(32) ptx-emu",
     ]);
     let line = run.line_of("softmax_rows", "div.f32 %f36, %f35, %f3;");
     for msg in msgs {
@@ -314,10 +315,10 @@ fn dropped_rn_on_cvt_makes_the_ptx_unloadable() {
             out.join("\n") + "\n"
         });
         let msgs = run.failing(&[
-            "kernels/rmsnorm.kir:39 @persistent_decoder grid(3) block(128) ptx-emu",
-            "kernels/rmsnorm.kir:41 @persistent_decoder grid(2) block(64) ptx-emu",
-            "kernels/rmsnorm.kir:43 @persistent_decoder grid(4) block(32) ptx-emu",
-            "kernels/rmsnorm.kir:45 @rmsnorm_naive grid(1) block(32) ptx-emu",
+            "kernels/rmsnorm.kir:42 @persistent_decoder grid(3) block(128) ptx-emu",
+            "kernels/rmsnorm.kir:44 @persistent_decoder grid(2) block(64) ptx-emu",
+            "kernels/rmsnorm.kir:46 @persistent_decoder grid(4) block(32) ptx-emu",
+            "kernels/rmsnorm.kir:48 @rmsnorm_naive grid(1) block(32) ptx-emu",
         ]);
         for msg in msgs {
             assert!(msg.starts_with("the emulator cannot load the PTX: PTX line "), "{msg}");
@@ -382,7 +383,7 @@ fn address_shifted_by_one_element_stores_past_the_buffer() {
 #[test]
 fn address_shifted_by_one_element_reads_unwritten_shared_memory() {
     let run = run_corrupted(
-        "kernels/grad_clip.kir",
+        "tests/spelled_out/grad_clip.kir",
         None,
         replace("squared_sum", &["ld.shared.f32 %f4, [%rd12];"], &["ld.shared.f32 %f4, [%rd12+4];"]),
     );
@@ -400,7 +401,7 @@ fn address_shifted_by_one_element_reads_unwritten_shared_memory() {
 /// is too.)
 #[test]
 fn dropped_barrier_in_the_reduction_tree_is_a_mismatch() {
-    let run = run_corrupted("kernels/grad_clip.kir", None, drop_after("squared_sum", "$L__sync:", "bar.sync 0;"));
+    let run = run_corrupted("tests/spelled_out/grad_clip.kir", None, drop_after("squared_sum", "$L__sync:", "bar.sync 0;"));
     for (msg, len) in run.failing(&[SQSUM_33, SQSUM_34]).into_iter().zip([8, 3]) {
         let head =
             format!("buffer `partials` differs from the interpreter (tol exact, derived): {len} elements differ\n");
@@ -411,7 +412,7 @@ fn dropped_barrier_in_the_reduction_tree_is_a_mismatch() {
     // at most 512 threads (the first level, s = 512, folds nothing and ends with a barrier), so
     // dropping it is rightly not detected.
     let run = run_corrupted(
-        "kernels/grad_clip.kir",
+        "tests/spelled_out/grad_clip.kir",
         None,
         drop_after("squared_sum", "st.shared.f32 [%rd8], %f0;", "bar.sync 0;"),
     );
