@@ -726,15 +726,16 @@ impl<'m> Launch<'m> {
         kir_interp::check_memory(total, "the arguments' buffers")
             .map_err(|m| Error::new(ErrorKind::InvalidLaunch, m))?;
         let m = k.module;
-        let stats = kir_interp::launch_in(&m.ir.funcs, k.ir, &self.config, &args, &mut buffers, &self.options).map_err(|e| {
-            let kind = match e.kind {
-                kir_interp::ErrorKind::KernelFault(f) => ErrorKind::KernelFault(f),
-                kir_interp::ErrorKind::InvalidLaunch => ErrorKind::InvalidLaunch,
-                kir_interp::ErrorKind::Internal => ErrorKind::Internal,
-            };
-            let d = e.to_diagnostic();
-            Error::located(kind, e.to_string(), vec![d], &m.sources)
-        })?;
+        let stats = kir_interp::launch_in(&m.ir.funcs, k.ir, &self.config, &args, &mut buffers, &self.options)
+            .map_err(|e| {
+                let kind = match e.kind {
+                    kir_interp::ErrorKind::KernelFault(f) => ErrorKind::KernelFault(f),
+                    kir_interp::ErrorKind::InvalidLaunch => ErrorKind::InvalidLaunch,
+                    kir_interp::ErrorKind::Internal => ErrorKind::Internal,
+                };
+                let d = e.to_diagnostic();
+                Error::located(kind, e.to_string(), vec![d], &m.sources)
+            })?;
         let buffers = names.into_iter().zip(buffers).collect();
         Ok(Output { kernel: k.name().to_string(), buffers, stats })
     }

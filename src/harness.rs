@@ -493,7 +493,10 @@ fn check_expectation(e: &Expect, outputs: &Outputs, env: &ExpectEnv, ctx: &mut C
                 return Err(format!("{file}:{line}: no kernel or graph `@{target}` in this file to compare with"));
             };
             let reference = ran.map_err(|err| {
-                format!("{file}:{line}: reference @{target}: {}", render_run_error(err, &diag::SourceMap::single(file, "")).trim_end())
+                format!(
+                    "{file}:{line}: reference @{target}: {}",
+                    render_run_error(err, &diag::SourceMap::single(file, "")).trim_end()
+                )
             })?;
             let Some(ri) = reference.names.iter().position(|n| *n == e.buffer) else {
                 return Err(format!("{file}:{line}: reference @{target} has no buffer parameter `{}`", e.buffer));

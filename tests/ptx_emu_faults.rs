@@ -401,7 +401,8 @@ fn address_shifted_by_one_element_reads_unwritten_shared_memory() {
 /// is too.)
 #[test]
 fn dropped_barrier_in_the_reduction_tree_is_a_mismatch() {
-    let run = run_corrupted("tests/spelled_out/grad_clip.kir", None, drop_after("squared_sum", "$L__sync:", "bar.sync 0;"));
+    let run =
+        run_corrupted("tests/spelled_out/grad_clip.kir", None, drop_after("squared_sum", "$L__sync:", "bar.sync 0;"));
     for (msg, len) in run.failing(&[SQSUM_33, SQSUM_34]).into_iter().zip([8, 3]) {
         let head =
             format!("buffer `partials` differs from the interpreter (tol exact, derived): {len} elements differ\n");

@@ -51,7 +51,9 @@ fn bench(c: &mut Criterion) {
         let insts = k.inst_count();
         let text = kir_ir::print_kernel(&k);
         g.throughput(Throughput::Elements(insts as u64));
-        g.bench_with_input(BenchmarkId::from_parameter(n), &text, |b, t| b.iter(|| std::hint::black_box(compile(std::path::Path::new("generated.kir"), t))));
+        g.bench_with_input(BenchmarkId::from_parameter(n), &text, |b, t| {
+            b.iter(|| std::hint::black_box(compile(std::path::Path::new("generated.kir"), t)))
+        });
     }
     g.finish();
 }

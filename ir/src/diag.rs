@@ -143,7 +143,8 @@ impl SourceMap {
 pub fn render_map(diags: &[Diagnostic], map: &SourceMap, color: bool) -> String {
     let mut files = SimpleFiles::new();
     let shown: Vec<String> = map.files.iter().map(|f| visible_source(&f.text).into_owned()).collect();
-    let ids: Vec<usize> = map.files.iter().zip(&shown).map(|(f, text)| files.add(f.name.as_str(), text.as_str())).collect();
+    let ids: Vec<usize> =
+        map.files.iter().zip(&shown).map(|(f, text)| files.add(f.name.as_str(), text.as_str())).collect();
     let config = Config::default();
     let mut out = Vec::new();
     for d in diags {
@@ -155,7 +156,8 @@ pub fn render_map(diags: &[Diagnostic], map: &SourceMap, color: bool) -> String 
         let at = |s: Span| map.locate(s).map(|(i, r)| (ids[i], r));
         let mut labels = Vec::new();
         if let Some((f, r)) = d.primary.as_ref().and_then(|p| at(p.span)) {
-            labels.push(Label::primary(f, r).with_message(&d.primary.as_ref().map(|p| p.message.as_str()).unwrap_or("")));
+            labels
+                .push(Label::primary(f, r).with_message(&d.primary.as_ref().map(|p| p.message.as_str()).unwrap_or("")));
         }
         for s in &d.secondary {
             if let Some((f, r)) = at(s.span) {
@@ -163,8 +165,7 @@ pub fn render_map(diags: &[Diagnostic], map: &SourceMap, color: bool) -> String 
             }
         }
         let cs = CsDiagnostic::new(severity).with_message(&d.message).with_labels(labels).with_notes(d.notes.clone());
-        let mut buf =
-            if color { term::termcolor::Buffer::ansi() } else { term::termcolor::Buffer::no_color() };
+        let mut buf = if color { term::termcolor::Buffer::ansi() } else { term::termcolor::Buffer::no_color() };
         let _ = term::emit(&mut buf, &config, &files, &cs);
         out.extend_from_slice(buf.as_slice());
     }

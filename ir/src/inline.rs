@@ -134,7 +134,9 @@ fn inline_body_limited(k: &mut Kernel, funcs: &[Kernel], max_insts: usize) -> Re
                 k.name
             ))
             .at(k.inst(call).span, "this call")
-            .with_note("the call tree multiplies the code; call fewer functions per function or run without `inline`"));
+            .with_note(
+                "the call tree multiplies the code; call fewer functions per function or run without `inline`",
+            ));
         }
         let cont = inline_call(k, funcs, b, pos, &mut names, &mut map)?;
         work.push(cont);

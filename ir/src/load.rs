@@ -202,7 +202,8 @@ impl Loader {
     /// Resolves and loads one import of file `from`; `span` is the import line.
     fn import(&mut self, dir: &Path, path: &str, from: usize, span: Span, path_span: Span) -> Option<usize> {
         if path.is_empty() {
-            self.errors.push(Diagnostic::error("empty import path").at(path_span, "expected a file, e.g. \"lib/reduce.kir\""));
+            self.errors
+                .push(Diagnostic::error("empty import path").at(path_span, "expected a file, e.g. \"lib/reduce.kir\""));
             return None;
         }
         let full = dir.join(path);
@@ -212,10 +213,8 @@ impl Loader {
         let on_stack = self.stack.iter().position(|(f, _)| self.files[*f].key == key);
         if on_stack.is_some() || self.files[from].key == key {
             let start = on_stack.unwrap_or(self.stack.len());
-            let mut chain: Vec<String> = self.stack[start..]
-                .iter()
-                .map(|(f, _)| self.sources.files[*f].name.clone())
-                .collect();
+            let mut chain: Vec<String> =
+                self.stack[start..].iter().map(|(f, _)| self.sources.files[*f].name.clone()).collect();
             chain.push(self.sources.files[from].name.clone());
             chain.push(shown.clone());
             let mut d = Diagnostic::error(format!("import cycle: {}", chain.join(" -> ")))
@@ -240,8 +239,8 @@ impl Loader {
         let bytes = match std::fs::read(&full) {
             Ok(b) => b,
             Err(e) => {
-                let mut d =
-                    Diagnostic::error(format!("cannot read imported file `{shown}`: {e}")).at(path_span, "imported here");
+                let mut d = Diagnostic::error(format!("cannot read imported file `{shown}`: {e}"))
+                    .at(path_span, "imported here");
                 if e.kind() == std::io::ErrorKind::NotFound {
                     d = d.with_note("import paths are relative to the directory of the importing file");
                 }

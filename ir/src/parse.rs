@@ -39,7 +39,9 @@ pub fn parse(src: &str) -> Result<Module, Vec<Diagnostic>> {
             errs.push(
                 Diagnostic::error(format!("cannot resolve `import \"{}\"` without the file's location", i.path.node))
                     .at(i.span, "import here")
-                    .with_note("imports are resolved relative to the importing file: load it from a file (`kir` commands do)"),
+                    .with_note(
+                        "imports are resolved relative to the importing file: load it from a file (`kir` commands do)",
+                    ),
             );
         }
     }
@@ -604,7 +606,9 @@ pub(crate) fn lower_module(ast: &AstModule, external: &FuncSigs) -> Result<Modul
             } else {
                 format!("`@{}` names both a {prev_what} and a {what}", k.name.node)
             };
-            errs.push(Diagnostic::error(msg).at(k.name.span, "defined again here").with_label(*prev, "first defined here"));
+            errs.push(
+                Diagnostic::error(msg).at(k.name.span, "defined again here").with_label(*prev, "first defined here"),
+            );
         } else {
             seen.insert(&k.name.node, (k.name.span, what));
         }
@@ -1276,8 +1280,13 @@ impl<'a, 'e> KernelLowering<'a, 'e> {
             return Args::new();
         }
         let _ = callee;
-        let out: Option<Args> =
-            cargs.iter().zip(&params).map(|(a, t)| self.lower_operand(a, t.scalar())).collect::<Vec<_>>().into_iter().collect();
+        let out: Option<Args> = cargs
+            .iter()
+            .zip(&params)
+            .map(|(a, t)| self.lower_operand(a, t.scalar()))
+            .collect::<Vec<_>>()
+            .into_iter()
+            .collect();
         out.unwrap_or_default()
     }
 

@@ -181,13 +181,8 @@ pub fn verify_kernel(k: &Kernel) -> Vec<Diagnostic> {
 
 /// Verifies one body; with the module, calls are checked against their callees.
 pub fn verify_body(k: &Kernel, module: Option<&Module>) -> Vec<Diagnostic> {
-    let mut v = Verifier {
-        k,
-        module,
-        diags: Vec::new(),
-        sites: vec![None; k.values.len()],
-        placed: vec![None; k.insts.len()],
-    };
+    let mut v =
+        Verifier { k, module, diags: Vec::new(), sites: vec![None; k.values.len()], placed: vec![None; k.insts.len()] };
     v.run();
     let mut diags = v.diags;
     diags.sort_by_key(|d| d.span().map(|s| s.start).unwrap_or(u32::MAX));
@@ -512,11 +507,16 @@ impl<'a> Verifier<'a> {
         if k.is_func() {
             if let Some(s) = k.shared.first() {
                 let d = Diagnostic::error(format!("function `@{}` declares shared memory `@{}`", k.name, s.name))
-                    .with_note("declare shared memory in the kernel and pass the function a pointer (`ptr<shared, T>`)");
+                    .with_note(
+                        "declare shared memory in the kernel and pass the function a pointer (`ptr<shared, T>`)",
+                    );
                 self.report_shared(d, 0, "declared in a function");
             }
             if let Some(r) = k.reqntid {
-                let d = Diagnostic::error(format!("function `@{}` has `reqntid`: only kernels declare a block shape", k.name));
+                let d = Diagnostic::error(format!(
+                    "function `@{}` has `reqntid`: only kernels declare a block shape",
+                    k.name
+                ));
                 match real(r.span) {
                     Some(s) => self.diags.push(d.at(s, "kernel attribute on a function")),
                     None => self.report(d, Entity::Kernel, "kernel attribute on a function"),
@@ -754,7 +754,11 @@ impl<'a> Verifier<'a> {
     fn report_shared(&mut self, d: Diagnostic, n: usize, label: &str) {
         match real(self.k.shared[n].span) {
             Some(s) => {
-                let d = d.at(s, label).with_note(format!("in {} `@{}`", if self.k.is_func() { "function" } else { "kernel" }, self.k.name));
+                let d = d.at(s, label).with_note(format!(
+                    "in {} `@{}`",
+                    if self.k.is_func() { "function" } else { "kernel" },
+                    self.k.name
+                ));
                 self.diags.push(d);
             }
             None => self.report(
@@ -782,7 +786,11 @@ impl<'a> Verifier<'a> {
         let Some(problem) = problem else { return };
         let d = Diagnostic::error(format!("invalid block shape `{}`", r.to_text()));
         match real(r.span) {
-            Some(s) => self.diags.push(d.at(s, problem).with_note(format!("in {} `@{}`", if self.k.is_func() { "function" } else { "kernel" }, self.k.name))),
+            Some(s) => self.diags.push(d.at(s, problem).with_note(format!(
+                "in {} `@{}`",
+                if self.k.is_func() { "function" } else { "kernel" },
+                self.k.name
+            ))),
             None => self.report(d, Entity::Kernel, format!("`{}` of this kernel: {problem}", r.to_text())),
         }
     }
@@ -1623,8 +1631,12 @@ impl<'a> Verifier<'a> {
         let k = self.k;
         match (k.func, v) {
             (None, Some(v)) => {
-                let d = Diagnostic::error(format!("kernel `@{}` returns {}: kernels return no value", k.name, self.quoted_operand(v)))
-                    .with_note("write results through a pointer parameter, and end the kernel with a bare `ret`");
+                let d = Diagnostic::error(format!(
+                    "kernel `@{}` returns {}: kernels return no value",
+                    k.name,
+                    self.quoted_operand(v)
+                ))
+                .with_note("write results through a pointer parameter, and end the kernel with a bare `ret`");
                 self.report(d, e, "a kernel's `ret` takes no value");
             }
             (Some(FuncInfo { ret: None, .. }), Some(v)) => {
@@ -1637,7 +1649,10 @@ impl<'a> Verifier<'a> {
                 self.report(d, e, "returns a value");
             }
             (Some(FuncInfo { ret: Some(t), ret_span }), None) => {
-                let mut d = Diagnostic::error(format!("function `@{}` must return a `{t}`, but this `ret` has no value", k.name));
+                let mut d = Diagnostic::error(format!(
+                    "function `@{}` must return a `{t}`, but this `ret` has no value",
+                    k.name
+                ));
                 if let Some(s) = real(ret_span) {
                     d = d.with_label(s, "result type declared here");
                 }
