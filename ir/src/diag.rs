@@ -157,7 +157,7 @@ pub fn render_map(diags: &[Diagnostic], map: &SourceMap, color: bool) -> String 
         let mut labels = Vec::new();
         if let Some((f, r)) = d.primary.as_ref().and_then(|p| at(p.span)) {
             labels
-                .push(Label::primary(f, r).with_message(&d.primary.as_ref().map(|p| p.message.as_str()).unwrap_or("")));
+                .push(Label::primary(f, r).with_message(d.primary.as_ref().map(|p| p.message.as_str()).unwrap_or("")));
         }
         for s in &d.secondary {
             if let Some((f, r)) = at(s.span) {
