@@ -262,7 +262,8 @@ pub struct ParamAccess {
 
 pub use crate::provenance::pointer_origins;
 
-/// How `k` accesses each of its parameters (all-false for scalars).
+/// How `k` accesses each of its parameters (all-false for scalars). A pointer passed to a call
+/// counts as read, written and accessed atomically (the callee is not looked into).
 pub fn param_access(k: &Kernel) -> Vec<ParamAccess> {
     let origin = pointer_origins(k);
     let mut acc = vec![ParamAccess::default(); k.params.len()];
@@ -272,14 +273,18 @@ pub fn param_access(k: &Kernel) -> Vec<ParamAccess> {
             Op::Load => (true, false, false),
             Op::Store => (false, true, false),
             Op::Atomic(_) | Op::AtomicCas => (true, true, true),
+            // A function may do anything through the pointers it is passed.
+            Op::Call(_) => (true, true, true),
             _ => continue,
         };
-        let Some(Operand::Value(p)) = d.args.first() else { continue };
-        for &o in origin.get(p.index()).into_iter().flatten() {
-            if let Some(a) = acc.get_mut(o as usize) {
-                a.read |= read;
-                a.write |= write;
-                a.atomic |= atomic;
+        let pointers: &[Operand] = if matches!(d.op, Op::Call(_)) { &d.args } else { &d.args[..d.args.len().min(1)] };
+        for p in pointers.iter().filter_map(|a| a.as_value()) {
+            for &o in origin.get(p.index()).into_iter().flatten() {
+                if let Some(a) = acc.get_mut(o as usize) {
+                    a.read |= read;
+                    a.write |= write;
+                    a.atomic |= atomic;
+                }
             }
         }
     }

@@ -284,3 +284,16 @@ proptest! {
         }
     }
 }
+
+/// A pointer passed to a function counts as read and written: the graph's dependencies see writes
+/// made inside callees (the callee is not looked into, so this is conservative).
+#[test]
+fn pointers_passed_to_calls_count_as_accessed() {
+    let m = parse_ok(
+        "func @put(%p: ptr<global, u32>) {\nentry:\n  store %p[0], 1\n  ret\n}\n\
+         kernel @k(%a: ptr<global, u32>, %b: ptr<global, u32>) {\nentry:\n  call @put(%a)\n  %v = load %b[0]\n  ret\n}\n",
+    );
+    let acc = param_access(m.kernel("k").unwrap());
+    assert!(acc[0].write && acc[0].read, "{acc:?}");
+    assert_eq!(acc[1], ParamAccess { read: true, write: false, atomic: false });
+}
