@@ -149,7 +149,7 @@ pub fn number_constant(text: &str, ty: ScalarType) -> Result<Constant, String> {
 }
 
 /// splitmix64 as docs/testing.md defines it: the next `r` and the new state.
-pub use kir_ir::generate::splitmix64;
+pub use kir_ir::rng::splitmix64;
 
 /// Bits of `v` rounded to the float type `ty` (to nearest even).
 fn float_bits(ty: ScalarType, v: f64) -> u64 {

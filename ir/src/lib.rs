@@ -14,6 +14,9 @@ pub mod cfg;
 pub mod diag;
 pub mod eval;
 pub mod format;
+/// Random valid kernels and modules (property tests, `kir fuzz`, benchmarks): behind the
+/// `generate` feature, so a library user of the IR does not compile it.
+#[cfg(any(test, feature = "generate"))]
 pub mod generate;
 pub mod graph;
 mod graph_parse;
@@ -25,6 +28,7 @@ pub mod op;
 pub mod parse;
 pub mod printer;
 pub mod provenance;
+pub mod rng;
 pub mod span;
 pub mod subst;
 pub mod types;
