@@ -157,7 +157,9 @@ impl Report {
 #[derive(Debug)]
 pub enum PassError {
     /// The input does not verify; no pass ran on it.
-    InvalidInput { kernel: String, diagnostics: Vec<Diagnostic> },
+    /// The input does not verify: `kernel` names the first body with an error, `what` says
+    /// whether it is a "kernel" or a "function".
+    InvalidInput { kernel: String, what: &'static str, diagnostics: Vec<Diagnostic> },
     /// A pass left the kernel invalid (or changed it while reporting no change); the kernel holds
     /// its IR from before the pass. `ir_after` is the broken kernel's text.
     Broken { pass: String, kernel: String, diagnostics: Vec<Diagnostic>, ir_after: String },
@@ -182,7 +184,7 @@ impl PassError {
 impl fmt::Display for PassError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            PassError::InvalidInput { kernel, .. } => write!(f, "kernel @{kernel} does not verify; no pass was run"),
+            PassError::InvalidInput { kernel, what, .. } => write!(f, "{what} @{kernel} does not verify; no pass was run"),
             PassError::Broken { pass, kernel, .. } => {
                 write!(f, "pass `{pass}` broke kernel @{kernel}; keeping the IR from before the pass")
             }
@@ -217,11 +219,11 @@ fn verify_errors(k: &Kernel, m: Option<&Module>) -> Vec<Diagnostic> {
 }
 
 /// The input's verifier errors, with the name of the (first) body they are about.
-fn input_errors(m: &Module) -> Option<(String, Vec<Diagnostic>)> {
+fn input_errors(m: &Module) -> Option<(String, &'static str, Vec<Diagnostic>)> {
     if m.funcs.is_empty() {
         return m.kernels.iter().find_map(|k| {
             let errs = verify_errors(k, None);
-            (!errs.is_empty()).then(|| (k.name.clone(), errs))
+            (!errs.is_empty()).then(|| (k.name.clone(), "kernel", errs))
         });
     }
     // With functions: calls are typed against their callees, and recursion is an error.
@@ -229,13 +231,10 @@ fn input_errors(m: &Module) -> Option<(String, Vec<Diagnostic>)> {
     if errs.is_empty() {
         return None;
     }
-    let name = m
-        .bodies()
-        .find(|k| !verify_errors(k, Some(m)).is_empty())
-        .or_else(|| m.bodies().next())
-        .map(|k| k.name.clone())
-        .unwrap_or_default();
-    Some((name, errs))
+    let body = m.bodies().find(|k| !verify_errors(k, Some(m)).is_empty()).or_else(|| m.bodies().next());
+    let name = body.map(|k| k.name.clone()).unwrap_or_default();
+    let what = if body.is_some_and(|k| k.is_func()) { "function" } else { "kernel" };
+    Some((name, what, errs))
 }
 
 /// `kernel` or `function`, for dump headers.
@@ -260,8 +259,8 @@ fn body_mut(m: &mut Module, idx: usize) -> &mut Kernel {
 /// Runs `p` over every kernel and function of `m`, writing the requested dumps to `dumps`.
 pub fn run_pipeline(m: &mut Module, p: &Pipeline, cfg: &RunConfig, dumps: &mut dyn Write) -> Result<Report, PassError> {
     if cfg.verify_input {
-        if let Some((kernel, diagnostics)) = input_errors(m) {
-            return Err(PassError::InvalidInput { kernel, diagnostics });
+        if let Some((kernel, what, diagnostics)) = input_errors(m) {
+            return Err(PassError::InvalidInput { kernel, what, diagnostics });
         }
     }
     if let Some(dir) = &cfg.dump_dir {

@@ -473,3 +473,15 @@ fn fusion_sees_through_calls() {
     assert_eq!(m.graphs[0].launches.len(), 1);
     assert_eq!(m.graphs[0].launches[0].kernel, fused);
 }
+
+/// A pipeline refuses input that does not verify, naming the body: a function is called one.
+#[test]
+fn invalid_input_in_a_function_is_named_as_a_function() {
+    let mut m = parse(
+        "func @f(%x: u32) -> u32 {\nentry:\n  %c = cvt.rn.f32.u32 %x\n  %y = add.u32 %x, %c\n  ret %y\n}\n\
+         kernel @k(%p: ptr<global, u32>) {\nentry:\n  %v = call @f(1)\n  store %p[0], %v\n  ret\n}\n",
+    )
+    .unwrap();
+    let e = run(&mut m, DEFAULT_PIPELINE, &RunConfig::default()).unwrap_err();
+    assert_eq!(e.to_string(), "function @f does not verify; no pass was run");
+}
