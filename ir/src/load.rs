@@ -264,7 +264,8 @@ impl Loader {
         self.stack.push((from, span));
         let r = self.load(key, shown, text, Some(span));
         self.stack.pop();
-        if r.is_none() && !self.errors.iter().any(|d| d.span() == Some(path_span)) {
+        // Said once, at the loaded file's own import line (not at every level of a chain).
+        if r.is_none() && self.stack.is_empty() && !self.errors.iter().any(|d| d.span() == Some(path_span)) {
             self.errors.push(
                 Diagnostic::error(format!("imported file `{path}` has errors"))
                     .at(path_span, "imported here")
@@ -426,5 +427,34 @@ mod tests {
         let mut names: Vec<&str> = l.module.funcs.iter().map(|f| f.name.as_str()).collect();
         names.sort_unstable();
         assert_eq!(names, ["l", "r", "twice"]);
+    }
+
+    #[test]
+    fn a_chain_of_imports_deeper_than_the_limit_is_an_error_not_a_stack_overflow() {
+        let n = MAX_IMPORT_DEPTH + 5;
+        let files: Vec<(String, String)> = (0..n)
+            .map(|i| {
+                let next = if i + 1 < n { format!("import \"f{}.kir\"\n", i + 1) } else { String::new() };
+                (format!("f{i}.kir"), next)
+            })
+            .collect();
+        let refs: Vec<(&str, &str)> = files.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+        let d = dir_with(&refs);
+        let e = load_file(&d.path().join("f0.kir")).unwrap_err();
+        let text = e.render(false);
+        assert!(text.contains(&format!("imports nested more than {MAX_IMPORT_DEPTH} files deep")), "{text}");
+        assert_eq!(e.diagnostics.len(), 2, "the limit, and one note at the first import: {text}");
+        // A chain within the limit loads.
+        let ok: Vec<(String, String)> = (0..10)
+            .map(|i| {
+                let next = if i + 1 < 10 { format!("import \"g{}.kir\"\n", i + 1) } else { LIB.to_string() };
+                (format!("g{i}.kir"), next)
+            })
+            .collect();
+        let refs: Vec<(&str, &str)> = ok.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+        let d = dir_with(&refs);
+        let l = load_file(&d.path().join("g0.kir")).unwrap_or_else(|e| panic!("{}", e.render(false)));
+        assert_eq!(l.module.funcs.len(), 1);
+        assert_eq!(l.sources.files.len(), 10);
     }
 }
