@@ -773,6 +773,9 @@ fn calls_of_imported_functions_resolve_across_files() {
     assert!(!d.is_empty(), "the call under `tid.x` is rejected");
     let msg = d[0]["message"].as_str().unwrap();
     assert!(msg.contains("barrier"), "{msg}");
+    // Shown at the call in this document (0-based line 8: `  call @sync_put(%p, %v)`).
+    let line = d[0]["range"]["start"]["line"].as_u64().unwrap() as usize;
+    assert!(diverging.lines().nth(line).unwrap().contains("call @sync_put"), "{line}: {:?}", d[0]["range"]);
     let rel = d[0]["relatedInformation"].as_array().unwrap();
     assert!(rel.iter().any(|r| r["location"]["uri"] == json!(lib_uri)), "{rel:?}");
     assert!(rel.iter().any(|r| r["location"]["uri"] == json!(uri)), "{rel:?}");

@@ -11,9 +11,10 @@
 //!   the imported file it lies in, with the label as its message, in the diagnostic's order;
 //!   labels without a source span are dropped.
 //! - A diagnostic whose primary span lies in an imported file (an error in `lib/reduce.kir`, a
-//!   barrier inside an imported function) is shown at the document's `import` line that brings
-//!   that file in, its message prefixed with the file, line and column (`in
-//!   lib/reduce.kir:12:3: ...`); its first related entry is its own location in that file.
+//!   barrier inside an imported function) is shown at the call in this document it is reached
+//!   through (a secondary label on a `call`; else the first secondary label here), or, without one, at the document's
+//!   `import` line that brings that file in; its message is prefixed with the file, line and
+//!   column (`in lib/reduce.kir:12:3: ...`); its first related entry is its own location there.
 
 use super::document::Document;
 use kir_ir::diag::{Diagnostic, Severity};
@@ -39,8 +40,29 @@ pub fn to_lsp(d: &Diagnostic, doc: &Document, uri: &Uri) -> lsp_types::Diagnosti
                     message: label.unwrap_or(d.message.as_str()).to_string(),
                 });
             }
-            let at = a.import_line_for(file).or(a.imports.first()).map(|i| i.span);
-            doc.range(at.unwrap_or(kir_ir::Span::DUMMY))
+            // A secondary label in this document (the call through which a barrier inside an
+            // imported function is reached) is where the user can act: show it there; else at
+            // the import line.
+            let in_doc: Vec<_> = d
+                .secondary
+                .iter()
+                .filter(|l| !l.span.is_dummy())
+                .filter_map(|l| match a.locate(l.span) {
+                    Some((0, s)) => Some(s),
+                    _ => None,
+                })
+                .collect();
+            let main_text = a.file_text(0).unwrap_or("");
+            let is_call = |s: &kir_ir::Span| {
+                main_text.get(s.start as usize..s.end as usize).is_some_and(|t| t.contains("call @"))
+            };
+            match in_doc.iter().find(|s| is_call(s)).or(in_doc.first()).map(|s| (0, *s)) {
+                Some((_, s)) => doc.range(s),
+                None => {
+                    let at = a.import_line_for(file).or(a.imports.first()).map(|i| i.span);
+                    doc.range(at.unwrap_or(kir_ir::Span::DUMMY))
+                }
+            }
         }
     };
     message.push_str(&d.message);
