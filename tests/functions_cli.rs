@@ -135,7 +135,7 @@ fn import_problems_are_located_errors_with_exit_code_1() {
     std::fs::write(d.join("dir.kir"), "import \"lib\"\n").unwrap();
     let (code, _, err) = kir_in_dir(&d, &["check", "dir.kir"], &[]);
     assert_eq!(code, 1);
-    assert!(err.contains("cannot read imported file `lib`") && err.contains("dir.kir:1:8"), "{err}");
+    assert!(err.contains("cannot import `lib`: it is a directory") && err.contains("dir.kir:1:8"), "{err}");
     std::fs::write(d.join("lib/bin.kir"), [0xffu8, 0xfe, 0x00]).unwrap();
     std::fs::write(d.join("bin.kir"), "import \"lib/bin.kir\"\n").unwrap();
     let (code, _, err) = kir_in_dir(&d, &["check", "bin.kir"], &[]);

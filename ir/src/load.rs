@@ -9,8 +9,8 @@
 //! - Every file of the load has its own range of span offsets in the returned [`SourceMap`] (the
 //!   loaded file first, at 0), so every span of the module — including those inside imported
 //!   functions — and every diagnostic renders against the right file ([`crate::diag::render_map`]).
-//! - Errors are located diagnostics, never panics: a missing or unreadable file, a file that is not
-//!   UTF-8 or fails to parse (the errors in it, in that file), an import cycle (named file by
+//! - Errors are located diagnostics, never panics: a missing or unreadable file, a directory, a
+//!   device or FIFO (`import "/dev/zero"` is refused before reading), a file that is not UTF-8 or fails to parse (the errors in it, in that file), an import cycle (named file by
 //!   file, at the import that closes it), a function name defined by two files (at the second
 //!   definition, with the first), and imports nested deeper than [`MAX_IMPORT_DEPTH`].
 //! - The depth of nested imports is bounded ([`MAX_IMPORT_DEPTH`]) and the total text is bounded
@@ -236,15 +236,20 @@ impl Loader {
             );
             return None;
         }
-        let bytes = match std::fs::read(&full) {
+        let bytes = match read_regular_file(&full, self.sources.next_base()) {
             Ok(b) => b,
-            Err(e) => {
+            Err(ReadError::Io(e)) => {
                 let mut d = Diagnostic::error(format!("cannot read imported file `{shown}`: {e}"))
                     .at(path_span, "imported here");
                 if e.kind() == std::io::ErrorKind::NotFound {
                     d = d.with_note("import paths are relative to the directory of the importing file");
                 }
                 self.errors.push(d);
+                return None;
+            }
+            Err(ReadError::Not(what)) => {
+                self.errors
+                    .push(Diagnostic::error(format!("cannot import `{shown}`: {what}")).at(path_span, "imported here"));
                 return None;
             }
         };
@@ -301,6 +306,36 @@ impl Loader {
         }
         out
     }
+}
+
+enum ReadError {
+    Io(std::io::Error),
+    /// Not a file kir reads: a directory, a device, a FIFO, or too large.
+    Not(String),
+}
+
+/// Reads a regular file whose text still fits the span space after `base` (so `import
+/// "/dev/zero"` or a FIFO is an error, not an endless read). The size is checked before reading,
+/// and the read itself stops past the limit (a file that grows meanwhile).
+fn read_regular_file(path: &Path, base: u64) -> Result<Vec<u8>, ReadError> {
+    use std::io::Read;
+    let meta = std::fs::metadata(path).map_err(ReadError::Io)?;
+    if meta.is_dir() {
+        return Err(ReadError::Not("it is a directory".into()));
+    }
+    if !meta.is_file() {
+        return Err(ReadError::Not("not a regular file (a FIFO, socket or device)".into()));
+    }
+    let room = (u32::MAX as u64 - 1).saturating_sub(base);
+    if meta.len() > room {
+        return Err(ReadError::Not(format!("the program's files would total more than 4 GiB ({} bytes)", meta.len())));
+    }
+    let mut bytes = Vec::new();
+    std::fs::File::open(path).map_err(ReadError::Io)?.take(room + 1).read_to_end(&mut bytes).map_err(ReadError::Io)?;
+    if bytes.len() as u64 > room {
+        return Err(ReadError::Not("the program's files would total more than 4 GiB".into()));
+    }
+    Ok(bytes)
 }
 
 /// The name an imported file gets in diagnostics: its path next to the importing file's name.
@@ -456,5 +491,13 @@ mod tests {
         let l = load_file(&d.path().join("g0.kir")).unwrap_or_else(|e| panic!("{}", e.render(false)));
         assert_eq!(l.module.funcs.len(), 1);
         assert_eq!(l.sources.files.len(), 10);
+    }
+
+    #[test]
+    fn devices_and_directories_are_refused_before_reading() {
+        let d = dir_with(&[("main.kir", "import \"/dev/zero\"\nimport \"sub\"\n"), ("sub/x.kir", "")]);
+        let text = load_file(&d.path().join("main.kir")).unwrap_err().render(false);
+        assert!(text.contains("cannot import `/dev/zero`: not a regular file"), "{text}");
+        assert!(text.contains("it is a directory"), "{text}");
     }
 }

@@ -184,7 +184,9 @@ impl PassError {
 impl fmt::Display for PassError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            PassError::InvalidInput { kernel, what, .. } => write!(f, "{what} @{kernel} does not verify; no pass was run"),
+            PassError::InvalidInput { kernel, what, .. } => {
+                write!(f, "{what} @{kernel} does not verify; no pass was run")
+            }
             PassError::Broken { pass, kernel, .. } => {
                 write!(f, "pass `{pass}` broke kernel @{kernel}; keeping the IR from before the pass")
             }
