@@ -49,8 +49,11 @@ impl LoadError {
 
 /// Reads and loads the file at `path` (named `path` as given in diagnostics).
 pub fn load_file(path: &Path) -> Result<Loaded, LoadError> {
-    let text = std::fs::read(path).map_err(|e| LoadError {
-        diagnostics: vec![Diagnostic::error(format!("cannot read `{}`: {e}", path.display()))],
+    let text = read_regular_file(path, 0).map_err(|e| LoadError {
+        diagnostics: vec![Diagnostic::error(match e {
+            ReadError::Io(e) => format!("cannot read `{}`: {e}", path.display()),
+            ReadError::Not(what) => format!("cannot read `{}`: {what}", path.display()),
+        })],
         sources: SourceMap::default(),
     })?;
     let text = String::from_utf8(text).map_err(|e| LoadError {
@@ -499,5 +502,11 @@ mod tests {
         let text = load_file(&d.path().join("main.kir")).unwrap_err().render(false);
         assert!(text.contains("cannot import `/dev/zero`: not a regular file"), "{text}");
         assert!(text.contains("it is a directory"), "{text}");
+    }
+
+    #[test]
+    fn the_loaded_file_itself_must_be_a_regular_file() {
+        let text = load_file(Path::new("/dev/zero")).unwrap_err().render(false);
+        assert!(text.contains("cannot read `/dev/zero`: not a regular file"), "{text}");
     }
 }
