@@ -83,46 +83,7 @@ fn graph_errors_are_clear() {
 }
 
 /// A producer whose store is inside a device function, and its consumer.
-const CALLING_GRAPH: &str = "func @put(%p: ptr<global, f32>, %i: u32, %v: f32) {
-entry:
-  store %p[%i], %v
-  ret
-}
-
-kernel @produce(%x: ptr<global, f32>, %d: ptr<global, f32>, %n: u32) {
-entry:
-  %i = global_id.x
-  %inb = lt.u32 %i, %n
-  br %inb, body, exit
-body:
-  %xv = load %x[%i]
-  %r = mul.f32 %xv, 2.0
-  call @put(%d, %i, %r)
-  jmp exit
-exit:
-  ret
-}
-
-kernel @consume(%d: ptr<global, f32>, %out: ptr<global, f32>, %n: u32) {
-entry:
-  %i = global_id.x
-  %inb = lt.u32 %i, %n
-  br %inb, body, exit
-body:
-  %dv = load %d[%i]
-  %r = add.f32 %dv, 1.0
-  store %out[%i], %r
-  jmp exit
-exit:
-  ret
-}
-
-graph @g(%x: ptr<global, f32>, %out: ptr<global, f32>, %n: u32) {
-  temp %d: f32[%n]
-  launch @produce grid(ceil_div(%n, 256)) block(256) (%x, %d, %n)
-  launch @consume grid(ceil_div(%n, 256)) block(256) (%d, %out, %n)
-}
-";
+const CALLING_GRAPH: &str = include_str!("fixtures/fusion_through_call.kir");
 
 #[test]
 fn fusion_sees_through_calls_and_keeps_the_results() {
