@@ -304,7 +304,6 @@ fn inline_call(
     for (_, _, ni) in &copies {
         map.inst_call[ni.index()] = Some(site);
     }
-    let mut ret_seen = false;
     for (bi, fb) in f.blocks.iter().enumerate() {
         let call_of = |c: &BlockCall| BlockCall {
             block: bmap.get(c.block.index()).copied().unwrap_or(c.block),
@@ -312,7 +311,6 @@ fn inline_call(
         };
         let term = match &fb.term {
             Terminator::Ret(v) => {
-                ret_seen = true;
                 let args = match (v, data.result) {
                     (Some(v), Some(_)) => vec![sub(&vmap, &Op::Barrier, usize::MAX, *v)],
                     _ => vec![],
@@ -330,7 +328,6 @@ fn inline_call(
         k.block_mut(nb).term = term;
         k.block_mut(nb).term_span = fb.term_span;
     }
-    let _ = ret_seen;
     // The call's block now enters the copy.
     let entry = bmap.first().copied().unwrap_or(cont);
     k.block_mut(b).term = Terminator::Jmp(BlockCall { block: entry, args: vec![] });

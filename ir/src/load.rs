@@ -23,6 +23,9 @@ use crate::parse::{lower_module, parse_ast, FuncSig, FuncSigs};
 use crate::span::Span;
 use std::path::{Path, PathBuf};
 
+/// The note of a name clash between files.
+const SHARED_NAMES: &str = "function names are shared by a file and everything it imports; rename one";
+
 /// The deepest chain of nested imports accepted.
 pub const MAX_IMPORT_DEPTH: usize = 64;
 
@@ -73,7 +76,7 @@ pub fn load_source(path: &Path, text: String) -> Result<Loaded, LoadError> {
     let mut l = Loader { sources: SourceMap::default(), files: Vec::new(), stack: Vec::new(), errors: Vec::new() };
     let name = path.display().to_string();
     let key = canonical(path);
-    let main = l.load(key, name, text, None);
+    let main = l.load(key, name, text);
     if !l.errors.is_empty() {
         l.errors.sort_by_key(|d| d.span().map(|s| s.start).unwrap_or(0));
         return Err(LoadError { diagnostics: l.errors, sources: l.sources });
@@ -116,7 +119,7 @@ struct Loader {
 
 impl Loader {
     /// Loads one file (already read) and, first, its imports. Returns its index.
-    fn load(&mut self, key: PathBuf, name: String, text: String, _from: Option<Span>) -> Option<usize> {
+    fn load(&mut self, key: PathBuf, name: String, text: String) -> Option<usize> {
         let Some(base) = self.sources.add(name, text) else {
             self.errors.push(Diagnostic::error("the program's files total more than 4 GiB"));
             return None;
@@ -163,7 +166,7 @@ impl Loader {
                         Diagnostic::error(format!("function `@{}` is defined by two imported files", func.name))
                             .at(func.span, "defined again here")
                             .with_label(*prev, "first defined here")
-                            .with_note("function names are shared by a file and everything it imports; rename one"),
+                            .with_note(SHARED_NAMES),
                     );
                     ok = false;
                     continue;
@@ -188,7 +191,7 @@ impl Loader {
                             Diagnostic::error(format!("function `@{}` is also defined by an import", f.name))
                                 .at(f.span, "defined here")
                                 .with_label(*prev, "imported definition")
-                                .with_note("function names are shared by a file and everything it imports; rename one"),
+                                .with_note(SHARED_NAMES),
                         );
                     }
                 }
@@ -270,7 +273,7 @@ impl Loader {
             }
         };
         self.stack.push((from, span));
-        let r = self.load(key, shown, text, Some(span));
+        let r = self.load(key, shown, text);
         self.stack.pop();
         // Said once, at the loaded file's own import line (not at every level of a chain).
         if r.is_none() && self.stack.is_empty() && !self.errors.iter().any(|d| d.span() == Some(path_span)) {

@@ -1201,8 +1201,8 @@ impl<'a, 'e> KernelLowering<'a, 'e> {
         if matches!(op, Op::SharedAddr(_)) {
             return Args::new();
         }
-        if let Op::Call(c) = op {
-            return self.lower_call_args(*c, args);
+        if let Op::Call(_) = op {
+            return self.lower_call_args(args);
         }
         let is_mem = matches!(op, Op::Load | Op::Store | Op::Atomic(_) | Op::AtomicCas);
         let expected_count = if is_mem { op.arity() - 1 } else { op.arity() };
@@ -1261,7 +1261,7 @@ impl<'a, 'e> KernelLowering<'a, 'e> {
     }
 
     /// The arguments of `call @f(args)`, literals typed by the callee's parameters.
-    fn lower_call_args(&mut self, callee: u32, args: &[Spanned<AstOperand>]) -> Args {
+    fn lower_call_args(&mut self, args: &[Spanned<AstOperand>]) -> Args {
         let [Spanned { node: AstOperand::Call(name, cargs), span }] = args else { return Args::new() };
         let Some(sig) = self.sigs.get(name.node.as_str()) else { return Args::new() };
         let params = sig.params.clone();
@@ -1279,7 +1279,6 @@ impl<'a, 'e> KernelLowering<'a, 'e> {
             );
             return Args::new();
         }
-        let _ = callee;
         let out: Option<Args> = cargs
             .iter()
             .zip(&params)
