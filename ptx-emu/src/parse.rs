@@ -222,6 +222,23 @@ impl Parser {
         Ok(t)
     }
 
+    /// Skips the rest of a statement up to and including its `;` (`.pragma "...";`).
+    fn skip_statement(&mut self) -> Result<(), ParseError> {
+        while !self.is_punct(';') {
+            self.next("`;`")?;
+        }
+        self.pos += 1;
+        Ok(())
+    }
+
+    /// Skips a performance directive's name and its list of integers (`.maxntid 256, 1, 1`).
+    fn skip_directive_ints(&mut self) {
+        self.pos += 1;
+        while matches!(self.peek(), Some(Token { tok: Tok::Int(_) | Tok::Punct(','), .. })) {
+            self.pos += 1;
+        }
+    }
+
     fn is_punct(&self, c: char) -> bool {
         matches!(self.peek(), Some(Token { tok: Tok::Punct(p), .. }) if *p == c)
     }
@@ -344,10 +361,7 @@ impl Parser {
                     }
                     "pragma" => {
                         self.pos += 1;
-                        while !self.is_punct(';') {
-                            self.next("`;`")?;
-                        }
-                        self.pos += 1;
+                        self.skip_statement()?;
                     }
                     other => return Err(err(&t, format!("unknown or unsupported directive `.{other}`"))),
                 },
@@ -435,18 +449,10 @@ impl Parser {
                 | "reqntid"
                 | "minnctapersm"
                 | "abi_preserve"
-                | "abi_preserve_control" => {
-                    self.pos += 1;
-                    while matches!(self.peek(), Some(Token { tok: Tok::Int(_) | Tok::Punct(','), .. })) {
-                        self.pos += 1;
-                    }
-                }
+                | "abi_preserve_control" => self.skip_directive_ints(),
                 "pragma" => {
                     self.pos += 1;
-                    while !self.is_punct(';') {
-                        self.next("`;`")?;
-                    }
-                    self.pos += 1;
+                    self.skip_statement()?;
                 }
                 _ => break,
             }
@@ -815,18 +821,10 @@ impl Parser {
                     *slot = Some(r);
                 }
                 "minnctapersm" | "maxnreg" | "maxclusterrank" | "reqnctapercluster" | "explicitcluster"
-                | "noreturn" => {
-                    self.pos += 1;
-                    while matches!(self.peek(), Some(Token { tok: Tok::Int(_) | Tok::Punct(','), .. })) {
-                        self.pos += 1;
-                    }
-                }
+                | "noreturn" => self.skip_directive_ints(),
                 "pragma" => {
                     self.pos += 1;
-                    while !self.is_punct(';') {
-                        self.next("`;`")?;
-                    }
-                    self.pos += 1;
+                    self.skip_statement()?;
                 }
                 _ => break,
             }
@@ -907,12 +905,7 @@ impl Parser {
                         }
                         scopes.declare(n, Sym::CallParam(off), line, col)?;
                     }
-                    "pragma" => {
-                        while !self.is_punct(';') {
-                            self.next("`;`")?;
-                        }
-                        self.pos += 1;
-                    }
+                    "pragma" => self.skip_statement()?,
                     "loc" | "file" => self.skip_line(t.line),
                     other => return Err(err(&t, format!("unsupported directive `.{other}` in an entry body"))),
                 },
