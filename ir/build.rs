@@ -1,7 +1,7 @@
 fn main() {
     lalrpop::Configuration::new()
         .use_cargo_dir_conventions()
-        .process_file("src/grammar.lalrpop")
+        .process_file("src/text/grammar.lalrpop")
         .expect("lalrpop grammar failed to build");
-    println!("cargo:rerun-if-changed=src/grammar.lalrpop");
+    println!("cargo:rerun-if-changed=src/text/grammar.lalrpop");
 }

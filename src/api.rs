@@ -237,7 +237,7 @@ impl Module {
     pub fn from_file(path: impl AsRef<Path>) -> Result<Module, Error> {
         let path = path.as_ref();
         let file = path.display().to_string();
-        let loaded = kir_ir::load::load_file(path).map_err(|e| {
+        let loaded = kir_ir::text::load::load_file(path).map_err(|e| {
             let sources = Arc::new(e.sources);
             match e.diagnostics.first() {
                 Some(d) if d.primary.is_none() => Error::new(ErrorKind::Io, d.message.clone()),

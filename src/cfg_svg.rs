@@ -26,8 +26,8 @@
 //!   several layers go through reserved columns; the order within layers reduces crossings
 //!   (barycenter sweeps); blocks never overlap.
 
-use kir_ir::cfg::Cfg;
-use kir_ir::printer::{print_inst, print_terminator};
+use kir_ir::analysis::cfg::Cfg;
+use kir_ir::text::printer::{print_inst, print_terminator};
 use kir_ir::{BlockId, Kernel, Op, Terminator};
 use kir_passes::uniformity::{Level, Uniformity};
 use std::fmt::Write;

@@ -86,10 +86,10 @@ pub fn render_element(elem: ScalarType, bits: u64) -> String {
         if v.is_nan() {
             format!("NaN(0x{bits:x})")
         } else {
-            kir_ir::printer::print_constant(kir_ir::Constant::from_bits(elem, bits))
+            kir_ir::text::printer::print_constant(kir_ir::Constant::from_bits(elem, bits))
         }
     } else {
-        kir_ir::printer::print_constant(kir_ir::Constant::from_bits(elem, bits))
+        kir_ir::text::printer::print_constant(kir_ir::Constant::from_bits(elem, bits))
     }
 }
 

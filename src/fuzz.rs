@@ -768,7 +768,7 @@ pub fn remove_insts(k: &Kernel, ids: &[InstId]) -> Option<Kernel> {
     for &i in ids {
         if let Some(r) = c.inst(i).result {
             match replacement(&c, i) {
-                Some(rep) => c.replace_uses(r, rep),
+                Some(rep) => kir_ir::subst::replace_uses(&mut c, r, rep),
                 // A result nothing can stand in for may go only if nothing else uses it.
                 None if uses_outside(&c, r, ids) => return None,
                 None => {}
@@ -841,7 +841,7 @@ pub fn remove_block_param(k: &Kernel, b: BlockId, j: usize) -> Option<Kernel> {
     let p = *k.block(b).params.get(j)?;
     let Type::Scalar(t) = k.value_type(p) else { return None };
     let mut c = k.clone();
-    c.replace_uses(p, Operand::Const(Constant::from_bits(t, 0)));
+    kir_ir::subst::replace_uses(&mut c, p, Operand::Const(Constant::from_bits(t, 0)));
     let mut keep: Vec<Vec<bool>> = vec![Vec::new(); c.blocks.len()];
     keep[b.index()] = (0..c.block(b).params.len()).map(|i| i != j).collect();
     edit::retain_block_params(&mut c, &keep);

@@ -138,7 +138,7 @@ pub fn test_file(path: &Path, ctx: &mut Context, emit: &mut dyn FnMut(Row)) {
             return emit(Row { label: label.clone(), outcome: Outcome::Fail(format!("cannot read: {e}")), note: None })
         }
     };
-    let (module, sources) = match kir_ir::load::load_source(path, source.clone()) {
+    let (module, sources) = match kir_ir::text::load::load_source(path, source.clone()) {
         Ok(l) => (l.module, l.sources),
         Err(e) => {
             return emit(Row {

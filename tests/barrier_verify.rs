@@ -35,7 +35,7 @@ fn kir_files(dir: &Path, prefix: &str) -> Vec<PathBuf> {
 /// diagnostics are also returned rendered against every file they may point into.
 fn diagnose(path: &Path) -> (String, Vec<kir_ir::Diagnostic>, String) {
     let src = std::fs::read_to_string(path).unwrap();
-    let loaded = kir_ir::load::load_file(path)
+    let loaded = kir_ir::text::load::load_file(path)
         .unwrap_or_else(|e| panic!("{}: load failed:\n{}", path.display(), e.render(false)));
     let diags = check_module(&loaded.module);
     let rendered = kir_ir::diag::render_map(&diags, &loaded.sources, false);

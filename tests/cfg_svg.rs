@@ -62,8 +62,9 @@ fn every_library_kernel_renders_one_group_per_block() {
     files.sort();
     let mut kernels = 0;
     for f in &files {
-        let module =
-            kir::ir::load::load_file(f).unwrap_or_else(|e| panic!("{} loads: {}", f.display(), e.render(false))).module;
+        let module = kir::ir::text::load::load_file(f)
+            .unwrap_or_else(|e| panic!("{} loads: {}", f.display(), e.render(false)))
+            .module;
         for k in module.kernels.iter().chain(&module.funcs) {
             kernels += 1;
             let svg = kir::cfg_svg::render_kernel(k);

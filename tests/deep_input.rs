@@ -2,7 +2,7 @@
 //! generated files that used to overflow the stack (exit by SIGABRT) or were mishandled.
 //!
 //! Guarantees checked: a 100,000-block `jmp` chain is checked, emitted and analysed; a size
-//! expression or an indexed operand nested past `kir_ir::ast::MAX_NESTING` is a located error that
+//! expression or an indexed operand nested past `kir_ir::text::ast::MAX_NESTING` is a located error that
 //! names the limit; `kir fuzz --insts` above its maximum is a usage error naming it; a comment may
 //! sit between a definition's name and its `=`; `kir fmt` keeps a comment written between
 //! `kernel` and the kernel's name before that kernel. Sizes are chosen to overflow the 8 MiB main

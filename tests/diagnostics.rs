@@ -23,7 +23,7 @@ fn malformed_files() -> Vec<PathBuf> {
 /// Load (with imports, relative to `path`), then check: the diagnostics `kir check` would print,
 /// and the files they point into.
 fn diagnose(path: &str, src: &str) -> (Vec<Diagnostic>, SourceMap) {
-    match kir_ir::load::load_source(Path::new(path), src.to_string()) {
+    match kir_ir::text::load::load_source(Path::new(path), src.to_string()) {
         Ok(l) => (check_module(&l.module), l.sources),
         Err(e) => (e.diagnostics, e.sources),
     }

@@ -17,7 +17,7 @@
 //! And spot checks of single lines.
 
 use fancy_regex::Regex;
-use kir_ir::lexer::{tokens, Token};
+use kir_ir::text::lexer::{tokens, Token};
 use serde_json::Value;
 use std::collections::HashMap;
 

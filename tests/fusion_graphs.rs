@@ -12,7 +12,7 @@ use kir_passes::fuse::{fuse_module, FusionReport};
 /// Loads a library file with its imports (`kernels/lib/`).
 fn load(file: &str) -> Module {
     let path = format!("{}/kernels/{file}", env!("CARGO_MANIFEST_DIR"));
-    match kir_ir::load::load_file(std::path::Path::new(&path)) {
+    match kir_ir::text::load::load_file(std::path::Path::new(&path)) {
         Ok(l) => l.module,
         Err(e) => panic!("{}", e.render(false)),
     }
@@ -40,7 +40,7 @@ fn fuse_and_compare(m: &Module, g: &str, args: &[&str]) -> (Module, FusionReport
     let diags = kir_ir::verify::verify_module(&fused);
     assert!(!kir_ir::diag::has_errors(&diags), "fused module does not verify:\n{}", kir_ir::print_module(&fused));
     for gr in &fused.graphs {
-        assert!(kir_ir::graph::verify_graph(&fused, gr).is_empty());
+        assert!(kir_ir::verify::verify_graph(&fused, gr).is_empty());
     }
     let reparsed = kir_ir::parse(&kir_ir::print_module(&fused)).expect("fused module re-parses");
     assert!(reparsed.structurally_eq(&fused));
@@ -60,7 +60,7 @@ fn fused_ir(original: &Module, fused: &Module) -> String {
         }
     }
     for g in &fused.graphs {
-        out.push_str(&kir_ir::graph::print_graph(g));
+        out.push_str(&kir_ir::text::printer::print_graph(g));
     }
     out
 }

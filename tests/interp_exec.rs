@@ -386,7 +386,7 @@ exit:
 #[test]
 fn persistent_rmsnorm_from_the_kernel_library_runs_clean() {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels/rmsnorm.kir");
-    let m = kir_ir::load::load_file(&path).unwrap_or_else(|e| panic!("{}", e.render(false))).module;
+    let m = kir_ir::text::load::load_file(&path).unwrap_or_else(|e| panic!("{}", e.render(false))).module;
     let k = m.kernel("persistent_decoder").expect("kernels/rmsnorm.kir has @persistent_decoder");
     let (tokens, hidden) = (7u32, 100u32);
     let x = kir_interp::args::generate(&kir_interp::args::ArgSpec::Rand {

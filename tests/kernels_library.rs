@@ -21,7 +21,7 @@ fn kir_files() -> Vec<PathBuf> {
 
 fn parse_file(p: &Path) -> (String, Module) {
     let src = std::fs::read_to_string(p).unwrap();
-    let m = kir_ir::load::load_source(p, src.clone()).unwrap_or_else(|e| panic!("{}", e.render(false))).module;
+    let m = kir_ir::text::load::load_source(p, src.clone()).unwrap_or_else(|e| panic!("{}", e.render(false))).module;
     (src, m)
 }
 

@@ -390,8 +390,9 @@ fn kernel_names(k: &Kernel, bound_param_buffer: &[Option<usize>], nbuf: usize) -
 fn check_file(path: &Path, twins: &Twins, arch: Arch, rows: &mut Vec<Row>, untwinned: &mut Vec<String>) {
     let src = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let rel = path.strip_prefix(root()).unwrap_or(path).display().to_string();
-    let module: Module =
-        kir_ir::load::load_source(path, src.clone()).unwrap_or_else(|e| panic!("{rel}: {}", e.render(false))).module;
+    let module: Module = kir_ir::text::load::load_source(path, src.clone())
+        .unwrap_or_else(|e| panic!("{rel}: {}", e.render(false)))
+        .module;
     let dirs = parse_directives(&src).unwrap_or_else(|e| panic!("{rel}: bad directives {e:?}"));
     let base = path.parent();
     let opts = kir_interp::Options::default();

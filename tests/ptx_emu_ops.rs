@@ -524,7 +524,7 @@ fn pure_case(n: usize, op: Op, const_at: Option<(usize, Constant)>) -> Case {
     for (j, t) in tys.iter().enumerate() {
         if let Some((at, c)) = const_at {
             if at == j {
-                operands.push(kir_ir::printer::print_constant(c));
+                operands.push(kir_ir::text::printer::print_constant(c));
                 continue;
             }
         }
@@ -553,7 +553,7 @@ fn pure_case(n: usize, op: Op, const_at: Option<(usize, Constant)>) -> Case {
     let src = format!("kernel @{kname}({}) {{\nentry:\n{body}  ret\n}}\n", params.join(", "));
     let check = if op.is_approx() { Check::Approx(op, op_tolerance(op)) } else { Check::Exact };
     let what = match const_at {
-        Some((at, c)) => format!("{} (operand {at} = {})", op.mnemonic(), kir_ir::printer::print_constant(c)),
+        Some((at, c)) => format!("{} (operand {at} = {})", op.mnemonic(), kir_ir::text::printer::print_constant(c)),
         None => op.mnemonic(),
     };
     Case {

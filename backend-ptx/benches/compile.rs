@@ -17,7 +17,8 @@ use std::path::PathBuf;
 
 /// Loads (with imports, relative to `path`), runs the default pipeline, emits PTX.
 fn compile(path: &std::path::Path, src: &str) -> String {
-    let mut m = kir_ir::load::load_source(path, src.to_string()).map_err(|e| e.render(false)).expect("loads").module;
+    let mut m =
+        kir_ir::text::load::load_source(path, src.to_string()).map_err(|e| e.render(false)).expect("loads").module;
     let p = kir_passes::parse_pipeline(kir_passes::DEFAULT_PIPELINE).expect("pipeline");
     kir_passes::run_pipeline(&mut m, &p, &kir_passes::RunConfig::default(), &mut std::io::sink()).expect("passes");
     kir_backend_ptx::emit_module(&m, &PtxOptions { sm: SmVersion::Sm80, source: None, comments: false }).expect("emits")

@@ -44,7 +44,7 @@ fn files(dir: &Path, ext: &str) -> Vec<PathBuf> {
 
 /// A `.kir` file's text loaded with its imports.
 fn load(path: &Path, src: &str) -> Result<kir_ir::Module, String> {
-    kir_ir::load::load_source(path, src.to_string()).map(|l| l.module).map_err(|e| e.render(false))
+    kir_ir::text::load::load_source(path, src.to_string()).map(|l| l.module).map_err(|e| e.render(false))
 }
 
 /// kir: text → parse → verify → default passes → PTX, for one source file.

@@ -22,7 +22,7 @@ fn main() {
     for _ in 0..reps {
         for (path, s) in &sources {
             let t = Instant::now();
-            let mut m = kir_ir::load::load_source(path, s.clone()).map_err(|e| e.render(false)).unwrap().module;
+            let mut m = kir_ir::text::load::load_source(path, s.clone()).map_err(|e| e.render(false)).unwrap().module;
             parse += t.elapsed();
             let t = Instant::now();
             kir_passes::run_pipeline(&mut m, &p, &kir_passes::RunConfig::default(), &mut std::io::sink()).unwrap();

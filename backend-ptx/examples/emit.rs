@@ -15,7 +15,7 @@ fn main() {
         }
     };
     // With the functions it imports (relative to the file).
-    let m = match kir_ir::load::load_source(std::path::Path::new(path), src.clone()) {
+    let m = match kir_ir::text::load::load_source(std::path::Path::new(path), src.clone()) {
         Ok(l) => l.module,
         Err(e) => {
             eprint!("{}", e.render(false));

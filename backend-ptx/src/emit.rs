@@ -323,13 +323,13 @@ impl<'a> KernelEmitter<'a> {
             let _ = writeln!(self.out, "{}:", self.block_label(b));
             for &i in &blk.insts {
                 if self.opts.comments {
-                    let text = kir_ir::printer::print_inst(k, i);
+                    let text = kir_ir::text::printer::print_inst(k, i);
                     self.comment(k.inst(i).span, &text);
                 }
                 self.lower_inst(i);
             }
             if self.opts.comments {
-                let text = kir_ir::printer::print_terminator(k, &blk.term);
+                let text = kir_ir::text::printer::print_terminator(k, &blk.term);
                 self.comment(blk.term_span, &text);
             }
             self.terminator(&blk.term, next);

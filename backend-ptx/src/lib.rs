@@ -207,7 +207,7 @@ fn func_order(m: &Module, wanted: Vec<usize>) -> Result<Vec<usize>, Vec<Diagnost
     if wanted.is_empty() {
         return Ok(wanted);
     }
-    match kir_ir::verify::callee_order(m) {
+    match kir_ir::analysis::callgraph::callee_order(m) {
         Ok(order) => {
             let mut want = vec![false; m.funcs.len()];
             wanted.iter().for_each(|&i| want[i] = true);

@@ -20,7 +20,7 @@ fn kernel_files() -> Vec<PathBuf> {
 
 /// The module of a kernel file with the functions it imports.
 fn load(path: &std::path::Path) -> kir_ir::Module {
-    kir_ir::load::load_file(path).unwrap_or_else(|e| panic!("{}: {}", path.display(), e.render(false))).module
+    kir_ir::text::load::load_file(path).unwrap_or_else(|e| panic!("{}: {}", path.display(), e.render(false))).module
 }
 
 fn emit(path: &PathBuf, sm: SmVersion) -> String {

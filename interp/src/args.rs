@@ -17,7 +17,7 @@
 use crate::buffer::Buffer;
 use crate::npy;
 use crate::Arg;
-use kir_ir::ast::AstOperand;
+use kir_ir::text::ast::AstOperand;
 use kir_ir::types::{AddrSpace, Constant, ScalarType, Type};
 use kir_ir::Kernel;
 use std::path::{Path, PathBuf};
@@ -137,7 +137,7 @@ pub fn number_constant(text: &str, ty: ScalarType) -> Result<Constant, String> {
         }
     };
     let decimal = matches!(lit, AstOperand::Float(_) | AstOperand::Int(_));
-    let c = kir_ir::parse::literal_constant(&lit, ty).map_err(|e| format!("`{text}`: {e}"))?;
+    let c = kir_ir::text::literal::literal_constant(&lit, ty).map_err(|e| format!("`{text}`: {e}"))?;
     // A decimal that rounds to infinity is almost always a typo (and an integer that does not fit
     // is an error too); infinity is spelled `inf`.
     if decimal && c.as_f64().is_some_and(f64::is_infinite) {

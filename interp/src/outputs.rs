@@ -14,18 +14,18 @@
 //!   with the index of its first element.
 
 use crate::buffer::Buffer;
-use kir_ir::graph::param_access;
+use kir_ir::analysis::effects::param_access;
 use kir_ir::{Kernel, Op, Operand};
 
 /// For each kernel parameter, whether the kernel may write memory through it (the `write` flag of
-/// [`kir_ir::graph::param_access`], over [`kir_ir::provenance`]), or pass it (or a pointer
+/// [`kir_ir::analysis::effects::param_access`], over [`kir_ir::analysis::provenance`]), or pass it (or a pointer
 /// derived from it) to a function, which may write through it.
 pub fn written_params(k: &Kernel) -> Vec<bool> {
     let mut written: Vec<bool> = param_access(k).iter().map(|a| a.write).collect();
     if k.callees.is_empty() {
         return written;
     }
-    let origin = kir_ir::provenance::pointer_origins(k);
+    let origin = kir_ir::analysis::provenance::pointer_origins(k);
     for (_, i) in k.placed_insts() {
         let Some(d) = k.insts.get(i.index()) else { continue };
         if !matches!(d.op, Op::Call(_)) {
@@ -78,7 +78,7 @@ pub fn element_text(b: &Buffer, i: usize) -> String {
     if b.elem.is_unsigned_int() {
         bits.to_string()
     } else {
-        kir_ir::printer::print_constant(kir_ir::Constant::from_bits(b.elem, bits))
+        kir_ir::text::printer::print_constant(kir_ir::Constant::from_bits(b.elem, bits))
     }
 }
 

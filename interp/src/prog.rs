@@ -25,7 +25,7 @@
 //!   that are the verifier's business; `kir run` verifies before launching.
 
 use crate::error::InterpError;
-use kir_ir::cfg::Cfg;
+use kir_ir::analysis::cfg::Cfg;
 use kir_ir::op::{AtomicOp, Op, ShflMode, SpecialReg, VoteMode};
 use kir_ir::types::{AddrSpace, ScalarType, Type};
 use kir_ir::{BlockCall, Kernel, Operand, Span, Terminator};

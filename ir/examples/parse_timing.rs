@@ -10,7 +10,7 @@ fn main() {
         let mut items = 0;
         for _ in 0..5 {
             let t = Instant::now();
-            let ast = kir_ir::parse::parse_ast(&text).unwrap();
+            let ast = kir_ir::text::parse::parse_ast(&text).unwrap();
             a = a.min(t.elapsed());
             items = ast.items.len();
             let t = Instant::now();

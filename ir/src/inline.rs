@@ -2,7 +2,7 @@
 //!
 //! Guarantees:
 //! - [`inline_module`] leaves no call in any kernel or function of a verified module: functions
-//!   are processed callees first ([`crate::verify::callee_order`]), so the body copied at a call
+//!   are processed callees first ([`crate::analysis::callgraph::callee_order`]), so the body copied at a call
 //!   is already call-free and each call is replaced exactly once. The functions stay in the
 //!   module (call-free), so a module keeps its library; backends emit only what is called.
 //! - The result is a valid module when the input was: the block holding a call is split at the
@@ -92,7 +92,7 @@ pub fn inline_module_limited(m: &mut Module, max_insts: usize) -> Result<bool, D
     if !m.has_calls() {
         return Ok(false);
     }
-    let order = crate::verify::callee_order(m).map_err(|cycle| {
+    let order = crate::analysis::callgraph::callee_order(m).map_err(|cycle| {
         let names: Vec<String> = cycle.iter().map(|(f, _)| format!("`@{}`", m.funcs[*f].name)).collect();
         let mut d = Diagnostic::error(format!("cannot inline recursive functions: {}", names.join(" -> ")));
         if let Some(s) = cycle.first().map(|c| c.1).filter(|s| !s.is_dummy()) {
@@ -413,7 +413,7 @@ entry:
     fn the_map_names_the_call_chain() {
         let mut m = parse(NESTED).unwrap();
         // Inline @sum_sq's calls first (as inline_module does), then the kernel's.
-        let order = crate::verify::callee_order(&m).unwrap();
+        let order = crate::analysis::callgraph::callee_order(&m).unwrap();
         for f in order {
             let mut body = std::mem::replace(&mut m.funcs[f], Kernel::new(""));
             inline_body(&mut body, &m.funcs).unwrap();

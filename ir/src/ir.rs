@@ -538,15 +538,6 @@ impl Kernel {
         self.blocks.iter().map(|b| b.insts.len()).sum()
     }
 
-    /// Replaces every use of `from` (operands of placed instructions and block arguments) by `to`:
-    /// shorthand for a one-value [`crate::subst::Subst`], so a constant put in an index position
-    /// becomes the `u64` the text format uses there.
-    pub fn replace_uses(&mut self, from: ValueId, to: Operand) {
-        let mut s = crate::subst::Subst::new(self);
-        s.set(from, to);
-        s.apply(self);
-    }
-
     /// Rebuilds the arenas so that they hold only placed instructions and live values, renumbered in
     /// layout order. Printing and re-parsing a compacted kernel gives a structurally equal kernel.
     ///

@@ -9,35 +9,28 @@
 //!   verification.
 //! - [`diag`]: located diagnostics rendered as `file:line:col` with carets.
 
-pub mod ast;
-pub mod cfg;
+pub mod analysis;
 pub mod diag;
 pub mod eval;
-pub mod format;
 /// Random valid kernels and modules (property tests, `kir fuzz`, benchmarks): behind the
 /// `generate` feature, so a library user of the IR does not compile it.
 #[cfg(any(test, feature = "generate"))]
 pub mod generate;
 pub mod graph;
-mod graph_parse;
 pub mod inline;
 pub mod ir;
-pub mod lexer;
-pub mod load;
 pub mod op;
-pub mod parse;
-pub mod printer;
-pub mod provenance;
 pub mod rng;
 pub mod span;
 pub mod subst;
+pub mod text;
 pub mod types;
 pub mod verify;
 
 pub use diag::{Diagnostic, Severity};
 pub use ir::*;
 pub use op::*;
-pub use parse::parse;
-pub use printer::{print_kernel, print_module};
 pub use span::Span;
+pub use text::parse::parse;
+pub use text::printer::{print_kernel, print_module};
 pub use types::{AddrSpace, Constant, ScalarType, Type};

@@ -4,7 +4,7 @@
 //! - An [`Op`] carries every type and modifier needed to know its operand and result types
 //!   ([`Op::signature`]), except memory ops, whose element type comes from their pointer operand.
 //! - Every op has exactly one textual mnemonic ([`Op::mnemonic`]) that the parser maps back to the
-//!   same `Op` (`parse_mnemonic` in [`crate::parse`]). The per-op names (`BinOp::name` and the
+//!   same `Op` (`parse_mnemonic` in [`crate::text::parse`]). The per-op names (`BinOp::name` and the
 //!   like) live in this module and serve both directions; the parser's table of whole mnemonics is
 //!   separate, kept in step by the printer/parser round-trip tests.
 //! - Pure ops (no memory, no synchronization, no thread identity) are exactly those for which

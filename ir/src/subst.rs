@@ -178,3 +178,12 @@ pub fn const_for_use(op: &Op, pos: usize, c: Constant) -> Constant {
         c
     }
 }
+
+/// Replaces every use of `from` in `k` (operands of placed instructions and block arguments) by
+/// `to`: a one-value [`Subst`], so a constant put in an index position becomes the `u64` the text
+/// format uses there.
+pub fn replace_uses(k: &mut Kernel, from: ValueId, to: Operand) {
+    let mut s = Subst::new(k);
+    s.set(from, to);
+    s.apply(k);
+}

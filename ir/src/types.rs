@@ -251,6 +251,16 @@ pub struct Constant {
 }
 
 impl Constant {
+    /// The canonical quiet NaN of a float type, as the GPU produces it (all mantissa bits set for
+    /// f32/f64 per PTX: `0x7fffffff`; `0x7fff` for f16/bf16).
+    pub fn canonical_nan(ty: ScalarType) -> Constant {
+        match ty {
+            ScalarType::F32 => Constant::from_bits(ty, 0x7fff_ffff),
+            ScalarType::F64 => Constant::from_bits(ty, 0x7fff_ffff_ffff_ffff),
+            _ => Constant::from_bits(ty, 0x7fff),
+        }
+    }
+
     /// A constant from raw bits; bits above the type's width are cleared.
     pub fn from_bits(ty: ScalarType, bits: u64) -> Constant {
         Constant { ty, bits: bits & ty.mask() }

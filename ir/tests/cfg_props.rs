@@ -2,7 +2,7 @@
 //! `a` dominates `b` iff every path from the entry to `b` passes `a`; `a` post-dominates `b` iff
 //! every path from `b` to a `ret` passes `a` (and `b` can reach a `ret`).
 
-use kir_ir::cfg::Cfg;
+use kir_ir::analysis::cfg::Cfg;
 use kir_ir::*;
 use proptest::prelude::*;
 

@@ -39,7 +39,7 @@ fn exercise(src: &str) {
     let Ok(m) = parse(src) else { return };
     let _ = kir_ir::verify::verify_module(&m);
     for k in &m.kernels {
-        let cfg = kir_ir::cfg::Cfg::new(k);
+        let cfg = kir_ir::analysis::cfg::Cfg::new(k);
         let _ = cfg.to_dot(k);
         for b in k.block_ids() {
             let _ = cfg.ipdom(b);
@@ -49,7 +49,7 @@ fn exercise(src: &str) {
     let printed = print_module(&m);
     let again = parse(&printed).unwrap_or_else(|d| panic!("printed output does not parse: {d:?}\n{printed}"));
     assert!(again.structurally_eq(&m), "print/parse changed the module:\n{printed}");
-    let formatted = kir_ir::format::format_source(src, &m);
+    let formatted = kir_ir::text::format::format_source(src, &m);
     let from_formatted =
         parse(&formatted).unwrap_or_else(|d| panic!("formatted output does not parse: {d:?}\n{formatted}"));
     assert!(from_formatted.structurally_eq(&m), "formatting changed the module:\n{formatted}");

@@ -16,7 +16,7 @@ fn reqntid_parses_prints_and_round_trips() {
     assert!(again.structurally_eq(&m));
     // The formatter keeps comments and prints the clause like the printer.
     let commented = "; a kernel\nkernel @k(%n: u32) reqntid(32,8) { ; shape\nentry:\n  ret\n}\n";
-    let f = kir_ir::format::format_source(commented, &parse(commented).unwrap());
+    let f = kir_ir::text::format::format_source(commented, &parse(commented).unwrap());
     assert!(f.contains("kernel @k(%n: u32) reqntid(32, 8) {"), "{f}");
     assert!(f.contains("; shape") && f.contains("; a kernel"), "{f}");
 }

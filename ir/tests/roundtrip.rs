@@ -7,7 +7,7 @@
 //! they can meet, including kernels the verifier would reject.
 
 use kir_ir::op::{all_ops, Op};
-use kir_ir::parse::parse_mnemonic;
+use kir_ir::text::parse::parse_mnemonic;
 use kir_ir::*;
 use proptest::prelude::*;
 

@@ -63,7 +63,7 @@
 use crate::inlined::{CallSite, InlinedModule, Provenance};
 use crate::pass::{ModulePass, PassContext};
 use crate::uniformity::{ConflictKind, Level, LoadConflict, MemObject, Uniformity, ValueReason};
-use kir_ir::cfg::Cfg;
+use kir_ir::analysis::cfg::Cfg;
 use kir_ir::diag::Diagnostic;
 use kir_ir::{BlockId, InstId, Kernel, Module, Op, Operand, Span, SpecialReg, Terminator, ValueDef, ValueId};
 
@@ -557,7 +557,7 @@ impl<'a> Chain<'a> {
 
 impl<'a> Chain<'a> {
     fn store_text(&self, i: InstId) -> String {
-        let text = kir_ir::printer::print_inst(self.k, i);
+        let text = kir_ir::text::printer::print_inst(self.k, i);
         let block = self.u.inst_block(i).map(|b| self.bname(b)).unwrap_or_else(|| "a block".into());
         format!("`{}` (in block {block})", text.trim())
     }

@@ -39,10 +39,12 @@
 //! - Interpreter results of the graph before and after the pass are bit-identical (tests).
 
 use crate::pass::{ModulePass, PassContext};
-use kir_ir::cfg::Cfg;
-use kir_ir::graph::{dependency_graph, pointer_origins, Hazard, Launch, LaunchArg};
+use kir_ir::analysis::cfg::Cfg;
+use kir_ir::analysis::effects::{dependency_graph, Hazard};
+use kir_ir::analysis::provenance::pointer_origins;
+use kir_ir::graph::{Launch, LaunchArg};
 use kir_ir::op::{BinOp, Dim, Op, SpecialReg};
-use kir_ir::printer::print_constant;
+use kir_ir::text::printer::print_constant;
 use kir_ir::{BlockCall, BlockId, Constant, InstId, Kernel, Module, Operand, Span, Terminator, ValueDef, ValueId};
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
@@ -489,7 +491,7 @@ impl fmt::Display for Term {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Term::Special(r) => f.write_str(&Op::Special(*r).mnemonic()),
-            Term::Arg(a) => f.write_str(&kir_ir::graph::print_launch_arg(a)),
+            Term::Arg(a) => f.write_str(&kir_ir::text::printer::print_launch_arg(a)),
             Term::Const(c) => f.write_str(&print_constant(*c)),
             Term::Op(op, args) => {
                 let a: Vec<String> = args.iter().map(|t| t.to_string()).collect();
@@ -638,8 +640,8 @@ fn plan(m: &Module, li: &Launch, lj: &Launch, reasons: &mut Vec<Reason>) -> Opti
         if a != b {
             reasons.push(Reason::DifferentShape {
                 what,
-                first: kir_ir::graph::print_dims(a),
-                second: kir_ir::graph::print_dims(b),
+                first: kir_ir::text::printer::print_dims(a),
+                second: kir_ir::text::printer::print_dims(b),
             });
         }
     }
@@ -655,8 +657,8 @@ fn plan(m: &Module, li: &Launch, lj: &Launch, reasons: &mut Vec<Reason>) -> Opti
             reasons.push(Reason::WarpCollective(k.name.clone()));
         }
     }
-    let ep = kir_ir::graph::launch_effects(m, li);
-    let ec = kir_ir::graph::launch_effects(m, lj);
+    let ep = kir_ir::analysis::effects::launch_effects(m, li);
+    let ec = kir_ir::analysis::effects::launch_effects(m, lj);
     let mut shared: BTreeSet<String> = BTreeSet::new();
     shared.extend(ep.writes.intersection(&ec.reads).cloned());
     shared.extend(ep.writes.intersection(&ec.writes).cloned());
@@ -737,7 +739,7 @@ fn apply(m: &mut Module, gi: usize, i: usize, j: usize, up: bool, plan: Plan, ki
         return decision;
     };
     let name = fresh_kernel_name(m, &format!("{}.{}", li.kernel, lj.kernel));
-    let p_writes = kir_ir::graph::launch_effects(m, &li).writes;
+    let p_writes = kir_ir::analysis::effects::launch_effects(m, &li).writes;
     let mut b = Builder::new(name, kp, kc, &li, &lj);
     b.splice(&p_writes);
     let forwarded = b.forward(&plan.shared);
@@ -1147,7 +1149,7 @@ impl<'a> Builder<'a> {
                     continue;
                 }
                 if let Some(r) = self.f.inst(load).result {
-                    self.f.replace_uses(r, value);
+                    kir_ir::subst::replace_uses(&mut self.f, r, value);
                 }
                 self.remove_inst(load);
                 forwarded += 1;

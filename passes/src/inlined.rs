@@ -116,7 +116,7 @@ impl<'m> InlinedModule<'m> {
         };
         let mut funcs: Vec<Kernel> = (0..nf).map(|f| im.tagged(f as u32)).collect();
         let mut func_errors: Vec<Option<Diagnostic>> = vec![None; nf];
-        match kir_ir::verify::callee_order(m) {
+        match kir_ir::analysis::callgraph::callee_order(m) {
             Ok(order) => {
                 for f in order {
                     let mut body = std::mem::replace(&mut funcs[f], Kernel::new(""));

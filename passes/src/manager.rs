@@ -429,7 +429,7 @@ fn run_module_step(
     if let (true, Some(b)) = (cfg.verify_each, &before) {
         let mut errs: Vec<Diagnostic> = kir_ir::verify::verify_module(m)
             .into_iter()
-            .chain(m.graphs.iter().flat_map(|g| kir_ir::graph::verify_graph(m, g)))
+            .chain(m.graphs.iter().flat_map(|g| kir_ir::verify::verify_graph(m, g)))
             .filter(Diagnostic::is_error)
             .collect();
         for old in b.bodies() {

@@ -79,7 +79,7 @@
 //!   value, branch and reachable block varying, no reasons, [`Uniformity::is_too_large`]), which
 //!   is sound by the rule above.
 
-use kir_ir::cfg::{Cfg, ExitPolicy};
+use kir_ir::analysis::cfg::{Cfg, ExitPolicy};
 use kir_ir::{
     AddrSpace, BinOp, BlockId, InstId, Kernel, Op, Operand, ShflMode, SpecialReg, Terminator, Type, ValueDef, ValueId,
     VoteMode,
@@ -1306,7 +1306,7 @@ fn reason_text(k: &Kernel, r: Option<ValueReason>) -> String {
 /// `U` (block-uniform), `W` (warp-uniform) or `V` (varying), with the reason, for debugging a
 /// verdict of [`crate::barrier::verify_barriers`].
 pub fn annotate(k: &Kernel, u: &Uniformity) -> String {
-    use kir_ir::printer::{kernel_lines, LineKind};
+    use kir_ir::text::printer::{kernel_lines, LineKind};
     let mut rows: Vec<(String, String)> = vec![];
     if u.is_too_large() {
         rows.push((

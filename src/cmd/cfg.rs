@@ -40,7 +40,7 @@ pub fn run(args: &Args) -> ExitCode {
         Err(code) => return code,
     };
     match args.format {
-        Format::Dot => print!("{}", kir_ir::cfg::Cfg::new(k).to_dot(k)),
+        Format::Dot => print!("{}", kir_ir::analysis::cfg::Cfg::new(k).to_dot(k)),
         Format::Svg => print!("{}", kir::cfg_svg::render_kernel(k)),
     }
     ExitCode::SUCCESS

@@ -56,7 +56,7 @@ pub fn read_source(path: &str) -> Result<String, ExitCode> {
 /// failure.
 pub fn load(path: &str) -> Result<Loaded, ExitCode> {
     let source = read_source(path)?;
-    match kir_ir::load::load_source(std::path::Path::new(path), source.clone()) {
+    match kir_ir::text::load::load_source(std::path::Path::new(path), source.clone()) {
         Ok(l) => Ok(Loaded { path: path.to_string(), source, module: l.module, sources: l.sources }),
         Err(e) => {
             eprint!("{}", e.render(stderr_color()));

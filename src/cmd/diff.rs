@@ -193,7 +193,7 @@ pub fn run(a: &Args) -> ExitCode {
             Ok(b) => {
                 let mut writes = std::collections::BTreeSet::new();
                 for l in &g.launches {
-                    writes.extend(kir_ir::graph::launch_effects(m, l).writes);
+                    writes.extend(kir_ir::analysis::effects::launch_effects(m, l).writes);
                 }
                 let mut params = Vec::new();
                 let mut written = Vec::new();

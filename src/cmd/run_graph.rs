@@ -61,7 +61,7 @@ pub fn run(a: &Args, name: &str) -> ExitCode {
     common::print_buffers(&prints, &bound.buffers);
     if outs.is_empty() && prints.is_empty() {
         let written: std::collections::BTreeSet<String> =
-            g.launches.iter().flat_map(|l| kir_ir::graph::launch_effects(m, l).writes).collect();
+            g.launches.iter().flat_map(|l| kir_ir::analysis::effects::launch_effects(m, l).writes).collect();
         for p in &g.params {
             if let (true, Some(b)) = (written.contains(&p.name), buffer_of(&p.name)) {
                 println!("%{}: {}", p.name, kir_interp::outputs::summary(&bound.buffers[b]));

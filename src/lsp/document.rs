@@ -13,18 +13,18 @@
 //!   ([`crate::checks::check_module`]) when the module parses, and builds the name index from the
 //!   syntax tree when the text is syntactically valid (also when lowering reports errors).
 //! - A document with a file path ([`Analysis::at`], from a `file:` URI) is loaded as `kir` loads
-//!   a file ([`kir_ir::load::load_source`]): its `import` lines are resolved relative to its
+//!   a file ([`kir_ir::text::load::load_source`]): its `import` lines are resolved relative to its
 //!   directory (imported files are read from disk), the module holds the imported functions, and
 //!   `kir check` runs on that module. The [`SourceMap`] puts the document at offset 0 and every
 //!   imported file past it, so a diagnostic's span says which file it lies in
 //!   ([`Analysis::locate`]); calls of imported functions resolve in the name index. Without a
-//!   path (an unsaved buffer) an `import` is an error at its line, as `kir_ir::parse` reports it.
+//!   path (an unsaved buffer) an `import` is an error at its line, as `kir_ir::text::parse` reports it.
 //! - [`uri_to_path`] and [`path_to_uri`] convert `file:` URIs (percent-encoded) and paths both
 //!   ways; any other URI has no path.
 
 use super::symbols::{External, Index};
-use kir_ir::ast::{AstItem, AstModule};
 use kir_ir::diag::{Diagnostic, SourceMap};
+use kir_ir::text::ast::{AstItem, AstModule};
 use kir_ir::Span;
 use lsp_types::{Location, Position, Range, Uri};
 use std::path::{Path, PathBuf};
@@ -145,7 +145,7 @@ pub struct Analysis {
     /// functions in [`kir_ir::Module::funcs`].
     pub module: Option<kir_ir::Module>,
     /// The syntax tree, when the text is syntactically valid.
-    pub ast: Option<kir_ir::ast::AstModule>,
+    pub ast: Option<kir_ir::text::ast::AstModule>,
     /// Parse and load errors, or every diagnostic of `kir check`. Spans are in
     /// [`Analysis::sources`]' offsets: those of an imported file lie past the document's text.
     pub diagnostics: Vec<Diagnostic>,
@@ -175,7 +175,7 @@ impl Analysis {
     /// The analysis of a text that is (the unsaved content of) the file at `path`, when given:
     /// imports are resolved relative to its directory.
     pub fn at(text: &str, path: Option<&Path>) -> Analysis {
-        let ast = kir_ir::parse::parse_ast(text).ok();
+        let ast = kir_ir::text::parse::parse_ast(text).ok();
         let Some(path) = path else {
             let (module, diagnostics) = match kir_ir::parse(text) {
                 Ok(m) => {
@@ -197,7 +197,7 @@ impl Analysis {
                 imports,
             };
         };
-        let (module, diagnostics, mut sources) = match kir_ir::load::load_source(path, text.to_string()) {
+        let (module, diagnostics, mut sources) = match kir_ir::text::load::load_source(path, text.to_string()) {
             Ok(l) => {
                 let d = crate::checks::check_module(&l.module);
                 (Some(l.module), d, l.sources)
@@ -289,7 +289,7 @@ fn imported_files(sources: &SourceMap) -> Vec<ImportedFile> {
                 path: canonical(Path::new(&f.name)),
                 shown,
                 lines: LineIndex::new(&f.text),
-                ast: kir_ir::parse::parse_ast(&f.text).ok(),
+                ast: kir_ir::text::parse::parse_ast(&f.text).ok(),
                 imports: vec![],
             }
         })
@@ -298,7 +298,7 @@ fn imported_files(sources: &SourceMap) -> Vec<ImportedFile> {
     for f in &mut out {
         let dir = f.path.parent().map(Path::to_path_buf).unwrap_or_default();
         if let Some(ast) = &f.ast {
-            for (written, _) in kir_ir::load::imports_of(ast) {
+            for (written, _) in kir_ir::text::load::imports_of(ast) {
                 let target = canonical(&dir.join(&written));
                 if let Some(j) = paths.iter().position(|p| *p == target) {
                     if !f.imports.contains(&j) {

@@ -1,4 +1,4 @@
-//! `textDocument/formatting` through `kir fmt`'s formatter ([`kir_ir::format::format_source`]).
+//! `textDocument/formatting` through `kir fmt`'s formatter ([`kir_ir::text::format::format_source`]).
 //!
 //! Guarantees: the edit's text is exactly what `kir fmt` prints for the document's text (comments
 //! kept); one edit replaces the whole document; a document already in canonical form gets no
@@ -11,7 +11,7 @@ use super::document::Document;
 /// when the text is already canonical; `None` when the text does not parse (nothing to format).
 pub fn format_document(doc: &Document) -> Option<Vec<lsp_types::TextEdit>> {
     let module = doc.analysis.module.as_ref()?;
-    let formatted = kir_ir::format::format_source(&doc.text, module);
+    let formatted = kir_ir::text::format::format_source(&doc.text, module);
     if formatted == doc.text {
         return Some(vec![]);
     }

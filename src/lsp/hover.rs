@@ -23,7 +23,7 @@
 use super::document::Document;
 use super::op_docs;
 use super::symbols::{func_params_and_result, type_text, ImportUse, Symbol, SymbolKind};
-use kir_ir::ast::{AstItem, AstKernel, AstModule};
+use kir_ir::text::ast::{AstItem, AstKernel, AstModule};
 use kir_ir::{BlockId, Kernel, Op, Operand, Span, Terminator, ValueDef, ValueId};
 use kir_passes::uniformity::{Level, MemObject, Uniformity, ValueReason};
 use lsp_types::{Hover, HoverContents, MarkupContent, MarkupKind};
@@ -141,7 +141,7 @@ fn symbol_hover(doc: &Document, sym: &Symbol) -> Option<String> {
 
 /// `kernel @k(%a: T, ...) attrs` (or `graph @g(...)`) from the syntax tree.
 fn signature(ast: &AstModule, name: &str, kernel: bool) -> Option<String> {
-    let params = |ps: &[kir_ir::ast::AstParam]| {
+    let params = |ps: &[kir_ir::text::ast::AstParam]| {
         ps.iter().map(|p| format!("%{}: {}", p.name.node, type_text(&p.ty))).collect::<Vec<_>>().join(", ")
     };
     for item in &ast.items {

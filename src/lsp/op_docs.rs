@@ -227,8 +227,8 @@ pub fn doc_for(op: &Op) -> Option<OpDoc> {
 /// The documentation of a mnemonic as written (`add.rn.f32`), with the op it spells.
 pub fn doc_for_mnemonic(mnemonic: &str, annot: Option<kir_ir::Type>) -> Option<(Op, OpDoc)> {
     let annot = annot.or(Some(kir_ir::Type::Ptr(kir_ir::AddrSpace::Global, kir_ir::ScalarType::U8)));
-    let op = kir_ir::parse::parse_mnemonic(mnemonic, annot)
-        .or_else(|_| kir_ir::parse::parse_mnemonic(mnemonic, None))
+    let op = kir_ir::text::parse::parse_mnemonic(mnemonic, annot)
+        .or_else(|_| kir_ir::text::parse::parse_mnemonic(mnemonic, None))
         .ok()?;
     doc_for(&op).map(|d| (op, d))
 }

@@ -12,7 +12,7 @@
 //!   name (after `func`, and after `call`) is a `function` without `defaultLibrary`.
 
 use super::document::Document;
-use kir_ir::lexer::{tokens, Token};
+use kir_ir::text::lexer::{tokens, Token};
 use lsp_types::{SemanticToken, SemanticTokenModifier, SemanticTokenType, SemanticTokensLegend};
 
 /// Token types, in legend order.

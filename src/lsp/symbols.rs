@@ -17,7 +17,9 @@
 //! - Building walks the syntax tree without recursion (nested indexes and size expressions use an
 //!   explicit stack), so no input can overflow the stack here.
 
-use kir_ir::ast::{AstExpr, AstGraphArg, AstItem, AstModule, AstOperand, AstParam, AstStmtKind, AstType, Spanned};
+use kir_ir::text::ast::{
+    AstExpr, AstGraphArg, AstItem, AstModule, AstOperand, AstParam, AstStmtKind, AstType, Spanned,
+};
 use kir_ir::Span;
 use std::collections::HashMap;
 
@@ -485,12 +487,12 @@ pub fn document_symbols(doc: &super::document::Document) -> Vec<lsp_types::Docum
 }
 
 /// `func (%a: f32, %r: ptr<shared, f32>) -> f32`: the outline's detail of a function.
-fn func_detail(f: &kir_ir::ast::AstKernel) -> String {
+fn func_detail(f: &kir_ir::text::ast::AstKernel) -> String {
     format!("func {}", func_params_and_result(f))
 }
 
 /// `(%a: f32, %r: ptr<shared, f32>) -> f32` (without ` -> T` for a function without a result).
-pub fn func_params_and_result(f: &kir_ir::ast::AstKernel) -> String {
+pub fn func_params_and_result(f: &kir_ir::text::ast::AstKernel) -> String {
     let params: Vec<String> = f.params.iter().map(|p| format!("%{}: {}", p.name.node, type_text(&p.ty))).collect();
     let ret = f.func.as_ref().and_then(|s| s.ret.as_ref()).map(|t| format!(" -> {}", type_text(t))).unwrap_or_default();
     format!("({}){ret}", params.join(", "))

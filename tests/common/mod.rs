@@ -20,7 +20,7 @@ pub const EPS: f64 = 1.0 / 16_777_216.0;
 /// Parses `kernels/<file>`.
 pub fn load(file: &str) -> Module {
     let path = format!("{}/kernels/{file}", env!("CARGO_MANIFEST_DIR"));
-    match kir_ir::load::load_file(std::path::Path::new(&path)) {
+    match kir_ir::text::load::load_file(std::path::Path::new(&path)) {
         Ok(l) => l.module,
         Err(e) => panic!("{}", e.render(false)),
     }

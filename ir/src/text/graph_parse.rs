@@ -1,25 +1,26 @@
 //! Lowering of `graph` items from the syntax tree to [`crate::graph::Graph`], called by
-//! [`crate::parse`] after every kernel of the module is lowered.
+//! [`crate::text::parse`] after every kernel of the module is lowered.
 //!
 //! Guarantees:
 //! - Every error is a located [`Diagnostic`]: duplicate graph names, unknown types, launch clauses
 //!   other than one `grid(...)`, one `block(...)` and at most one `shared(...)`, more than three
 //!   dimensions, unknown expression functions or wrong argument counts, names that are not
 //!   parameters or temporaries, literals that do not fit the kernel parameter they are passed to.
-//! - A graph that lowers without errors is then checked by [`crate::graph::verify_graph`], whose
-//!   errors are reported too; a graph with errors is not added to the module.
+//! - A graph with lowering errors is not added to the module. Whether a graph that lowers fits the
+//!   kernels it launches (argument counts and types, size expressions) is the verifier's question
+//!   ([`crate::verify::verify_graph`], run by [`crate::verify::verify_module`]).
 //! - A graph that launches a kernel that failed to lower is dropped silently (the kernel's own
 //!   errors are already reported), so one mistake is not reported twice.
 //! - Expression lowering recurses, but the grammar accepts no expression nested deeper than
-//!   [`crate::ast::MAX_NESTING`], so the depth of that recursion (and of the resulting
+//!   [`crate::text::ast::MAX_NESTING`], so the depth of that recursion (and of the resulting
 //!   [`crate::graph::Expr`] trees' `Display`, `eval`, `Clone` and `Drop`) is bounded.
 
-use crate::ast::*;
 use crate::diag::Diagnostic;
 use crate::graph::*;
 use crate::ir::Module;
-use crate::parse::literal_constant;
 use crate::span::Span;
+use crate::text::ast::*;
+use crate::text::literal::{literal_constant, lower_type_in, TypeContext};
 use crate::types::{AddrSpace, ScalarType, Type};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
@@ -54,10 +55,7 @@ pub(crate) fn lower_graphs(ast: &AstModule, module: &mut Module, errs: &mut Vec<
         let mut local = Vec::new();
         if let Some(graph) = lower_graph(g, module, &mut local) {
             if local.is_empty() {
-                local.extend(verify_graph(module, &graph));
-                if local.is_empty() {
-                    module.graphs.push(graph);
-                }
+                module.graphs.push(graph);
             }
         }
         errs.extend(local);
@@ -65,11 +63,10 @@ pub(crate) fn lower_graphs(ast: &AstModule, module: &mut Module, errs: &mut Vec<
 }
 
 /// Graph parameters: global buffers and scalars.
-const GRAPH_TYPES: crate::parse::TypeContext =
-    crate::parse::TypeContext { spaces: "expected `global`", list_types: false };
+const GRAPH_TYPES: TypeContext = TypeContext { spaces: "expected `global`", list_types: false };
 
 fn lower_type(t: &AstType, errs: &mut Vec<Diagnostic>) -> Option<Type> {
-    crate::parse::lower_type_in(t, errs, &GRAPH_TYPES)
+    lower_type_in(t, errs, &GRAPH_TYPES)
 }
 
 /// The span of a `name(` token without the parenthesis.

@@ -1,7 +1,7 @@
 //! The printer: the canonical text form of a module.
 //!
 //! Guarantees:
-//! - The output is valid input to [`crate::parse`], and for a compacted module
+//! - The output is valid input to [`crate::text::parse`], and for a compacted module
 //!   (see [`Kernel::compact`]) `parse(print(m))` is structurally equal to `m`.
 //! - Constants print so that they re-parse to the same bits: floats in their shortest round-trip
 //!   decimal form, the canonical NaN as `nan` and other NaNs as hex bits (`0f7fc00001`), infinities as `inf`/`-inf`, and `-0.0` with its
@@ -9,6 +9,7 @@
 //! - Output is deterministic: the same module always prints the same bytes. Unsigned integers
 //!   print in decimal, except masks (above 255, every hex digit `0` or `f`), which print in hex.
 
+use crate::graph::{Expr, Graph, Launch, LaunchArg};
 use crate::ir::*;
 use crate::op::Op;
 use crate::types::{Constant, ScalarType};
@@ -28,7 +29,7 @@ pub fn print_module(m: &Module) -> String {
         if !out.is_empty() {
             out.push('\n');
         }
-        out.push_str(&crate::graph::print_graph(g));
+        out.push_str(&print_graph(g));
     }
     out
 }
@@ -157,7 +158,7 @@ pub fn print_constant(c: Constant) -> String {
 
 /// `nan` for the canonical NaN (which the literal `nan` stands for), else the exact bits.
 fn nan_text(c: Constant, bits_text: String) -> String {
-    if c == crate::parse::canonical_nan(c.ty) {
+    if c == Constant::canonical_nan(c.ty) {
         "nan".to_string()
     } else {
         bits_text
@@ -231,4 +232,45 @@ pub fn print_terminator(k: &Kernel, t: &Terminator) -> String {
             format!("br {}, {}, {}", print_operand(k, *cond), print_call(k, then_), print_call(k, else_))
         }
     }
+}
+
+/// Prints a launch argument.
+pub fn print_launch_arg(a: &LaunchArg) -> String {
+    match a {
+        LaunchArg::Value(v) => format!("%{v}"),
+        LaunchArg::Const(c) => print_constant(*c),
+        LaunchArg::Expr(e) => e.to_string(),
+    }
+}
+
+/// Prints launch dimensions as written in a launch, without trailing `1`s.
+pub fn print_dims(dims: &[Expr; 3]) -> String {
+    let used = dims.iter().rposition(|d| *d != Expr::Int(1)).map(|i| i + 1).unwrap_or(1);
+    dims[..used].iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", ")
+}
+
+/// Prints one launch (without indentation or newline).
+pub fn print_launch(l: &Launch) -> String {
+    let mut s = format!("launch @{} grid({}) block({})", l.kernel, print_dims(&l.grid), print_dims(&l.block));
+    if let Some(b) = &l.shared_bytes {
+        let _ = write!(s, " shared({b})");
+    }
+    let args: Vec<String> = l.args.iter().map(print_launch_arg).collect();
+    let _ = write!(s, " ({})", args.join(", "));
+    s
+}
+
+/// Prints a graph in the text format.
+pub fn print_graph(g: &Graph) -> String {
+    let mut out = String::new();
+    let params: Vec<String> = g.params.iter().map(|p| format!("%{}: {}", p.name, p.ty)).collect();
+    let _ = writeln!(out, "graph @{}({}) {{", g.name, params.join(", "));
+    for t in &g.temps {
+        let _ = writeln!(out, "  temp %{}: {}[{}]", t.name, t.elem, t.len);
+    }
+    for l in &g.launches {
+        let _ = writeln!(out, "  {}", print_launch(l));
+    }
+    out.push_str("}\n");
+    out
 }

@@ -1,5 +1,5 @@
 //! Pointer provenance: for each value, the kernel parameters and shared declarations it may point
-//! into. The one such analysis: launch-graph effects ([`crate::graph::param_access`]), fusion and
+//! into. The one such analysis: launch-graph effects ([`crate::analysis::effects::param_access`]), fusion and
 //! the interpreter's written-buffer list (`kir_interp::outputs::written_params`) read it.
 //!
 //! Guarantees:

@@ -20,7 +20,7 @@
 //!   size of the loop.
 
 use crate::ir::{BlockId, Kernel, Terminator};
-use crate::printer::{print_inst, print_terminator};
+use crate::text::printer::{print_inst, print_terminator};
 use petgraph::algo::dominators::{simple_fast, Dominators};
 use petgraph::graph::{DiGraph, NodeIndex};
 use petgraph::visit::{DfsPostOrder, Walker};

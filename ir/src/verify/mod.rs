@@ -11,6 +11,7 @@
 //!   enclosing block's label, then to the kernel's name, and the label says so; a diagnostic never
 //!   puts a caret at `0..0` as if it were real source (with no real span anywhere, it has no caret
 //!   and names the entity in its notes). For such entities a note prints the instruction as text.
+//! - [`verify_module`] checks launch graphs too ([`verify_graph`]), after the kernels.
 //! - Only the verifier decides well-formedness: every invariant below holds for any module it
 //!   accepts, so passes, the PTX backend and the interpreter may rely on them without re-checking.
 //!
@@ -115,13 +116,17 @@
 //! - E: `reqntid(x, y, z)`: every dimension at least 1, x and y at most 1024, z at most 64, and
 //!   `x * y * z` at most 1024 threads (CUDA's limits, which the interpreter enforces at launch).
 
-use crate::cfg::Cfg;
+use crate::analysis::callgraph::callee_order;
+use crate::analysis::cfg::Cfg;
 use crate::diag::Diagnostic;
 use crate::ir::*;
 use crate::op::*;
-use crate::printer::{print_constant, print_inst};
+use crate::text::printer::{print_constant, print_inst};
+
+mod graph;
 use crate::span::Span;
 use crate::types::{AddrSpace, Constant, ScalarType, Type};
+pub use graph::verify_graph;
 use rustc_hash::FxHashMap as HashMap;
 
 /// The parameter space of a kernel entry in PTX ISA 8.0 (what the backend emits), in bytes:
@@ -170,6 +175,9 @@ pub fn verify_module(m: &Module) -> Vec<Diagnostic> {
         out.extend(verify_body(k, Some(m)));
     }
     out.extend(check_recursion(m));
+    for g in &m.graphs {
+        out.extend(verify_graph(m, g));
+    }
     out
 }
 
@@ -191,72 +199,6 @@ pub fn verify_body(k: &Kernel, module: Option<&Module>) -> Vec<Diagnostic> {
 
 fn real(s: Span) -> Option<Span> {
     (!s.is_dummy()).then_some(s)
-}
-
-/// The call graph of a module's functions: for each function, the functions it calls (index into
-/// `m.funcs`) with the span of a call. Calls to unknown names are left out (reported elsewhere).
-pub fn call_graph(m: &Module) -> Vec<Vec<(usize, Span)>> {
-    let index: HashMap<&str, usize> = m.funcs.iter().enumerate().map(|(i, f)| (f.name.as_str(), i)).collect();
-    m.funcs
-        .iter()
-        .map(|f| {
-            let mut out: Vec<(usize, Span)> = Vec::new();
-            for (_, i) in f.placed_insts() {
-                let Some(d) = f.insts.get(i.index()) else { continue };
-                if let Op::Call(c) = d.op {
-                    if let Some(&t) = f.callees.get(c as usize).and_then(|c| index.get(c.name.as_str())) {
-                        if !out.iter().any(|(x, _)| *x == t) {
-                            out.push((t, d.span));
-                        }
-                    }
-                }
-            }
-            out
-        })
-        .collect()
-}
-
-/// The functions of `m` in an order where every function comes after the functions it calls, or
-/// the first call cycle found (as function indices, the cycle's first function repeated at the
-/// end is left out). Iterative (no recursion on deep call chains).
-pub fn callee_order(m: &Module) -> Result<Vec<usize>, Vec<(usize, Span)>> {
-    let graph = call_graph(m);
-    let n = graph.len();
-    // 0 = unvisited, 1 = on the stack, 2 = done.
-    let mut state = vec![0u8; n];
-    let mut order = Vec::with_capacity(n);
-    for root in 0..n {
-        if state[root] != 0 {
-            continue;
-        }
-        let mut stack: Vec<(usize, usize)> = vec![(root, 0)];
-        state[root] = 1;
-        while let Some(&mut (f, ref mut next)) = stack.last_mut() {
-            if let Some(&(g, _)) = graph[f].get(*next) {
-                *next += 1;
-                match state[g] {
-                    0 => {
-                        state[g] = 1;
-                        stack.push((g, 0));
-                    }
-                    1 => {
-                        // A cycle: the stack from `g` to the top, each with the call it makes.
-                        let start = stack.iter().position(|(x, _)| *x == g).unwrap_or(0);
-                        return Err(stack[start..]
-                            .iter()
-                            .map(|&(x, nx)| (x, graph[x].get(nx.saturating_sub(1)).map(|c| c.1).unwrap_or(Span::DUMMY)))
-                            .collect());
-                    }
-                    _ => {}
-                }
-            } else {
-                state[f] = 2;
-                order.push(f);
-                stack.pop();
-            }
-        }
-    }
-    Ok(order)
 }
 
 /// Rejects recursion: one error naming the cycle, with every call of it labelled.
@@ -469,7 +411,7 @@ impl<'a> Verifier<'a> {
                     if let Some(blk) = self.k.blocks.get(b.index()) {
                         ctx.push_str(&format!(
                             ", terminator `{}`",
-                            crate::printer::print_terminator(self.k, &blk.term)
+                            crate::text::printer::print_terminator(self.k, &blk.term)
                         ));
                     }
                 }

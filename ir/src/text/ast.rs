@@ -1,7 +1,7 @@
 //! The syntax tree the grammar produces: names and literals as written, not yet resolved.
 //!
 //! Guarantees: every node keeps the byte span of its text. Nothing here is checked beyond the
-//! grammar; [`crate::parse`] lowers it to the IR and reports every resolution error.
+//! grammar; [`crate::text::parse`] lowers it to the IR and reports every resolution error.
 //!
 //! The grammar builds no tree deeper than [`MAX_NESTING`] levels (size expressions, indexed
 //! operands): deeper input is a located syntax error, so code that walks these trees recursively

@@ -1,7 +1,7 @@
 //! Source formatting: the canonical printed form of a parsed file, with its comments kept.
 //!
 //! Guarantees:
-//! - The code is exactly the printer's output ([`crate::printer::kernel_lines`]); only comments and
+//! - The code is exactly the printer's output ([`crate::text::printer::kernel_lines`]); only comments and
 //!   blank lines are added, so the result parses to the same module as the printer's output.
 //! - Every `;` comment of the source appears in the output, in source order relative to the code:
 //!   a comment on its own line is placed before the first entity that follows it in the source
@@ -20,8 +20,8 @@
 //! Precondition: `module` was parsed from `src` (spans point into it).
 
 use crate::ir::Module;
-use crate::printer::{kernel_lines, LineKind};
 use crate::span::Span;
+use crate::text::printer::{kernel_lines, LineKind};
 
 struct Comment {
     offset: usize,
@@ -98,8 +98,8 @@ pub fn format_source(src: &str, module: &Module) -> String {
     let mut comments = collect_comments(src);
     let mut items: Vec<Vec<Item>> = Vec::new();
     // `import` lines, as written (the module holds what they import, not the lines).
-    if let Ok(ast) = crate::parse::parse_ast(src) {
-        let imports: Vec<Item> = crate::load::imports_of(&ast)
+    if let Ok(ast) = crate::text::parse::parse_ast(src) {
+        let imports: Vec<Item> = crate::text::load::imports_of(&ast)
             .into_iter()
             .map(|(path, span)| Item {
                 text: format!("import \"{path}\""),
@@ -150,7 +150,7 @@ pub fn format_source(src: &str, module: &Module) -> String {
         let mut group = Vec::new();
         let mut max_end = g.span.start as usize;
         group.push(Item {
-            text: first_line(&crate::graph::print_graph(g)),
+            text: first_line(&crate::text::printer::print_graph(g)),
             offset: g.span.start as usize,
             indent: "",
             comment_indent: "",
@@ -163,7 +163,7 @@ pub fn format_source(src: &str, module: &Module) -> String {
         for l in &g.launches {
             max_end = max_end.max(l.span.end as usize);
             group.push(Item {
-                text: crate::graph::print_launch(l),
+                text: crate::text::printer::print_launch(l),
                 offset: l.span.start as usize,
                 indent: "  ",
                 comment_indent: "  ",

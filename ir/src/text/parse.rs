@@ -4,7 +4,7 @@
 //! Guarantees:
 //! - No input panics: every failure is a [`Diagnostic`] with a span into the input. A byte order
 //!   mark, a NUL byte or another control character is named in the message; nesting past
-//!   [`crate::ast::MAX_NESTING`] is an error naming the limit. Lowering walks flat lists (blocks,
+//!   [`crate::text::ast::MAX_NESTING`] is an error naming the limit. Lowering walks flat lists (blocks,
 //!   statements) iteratively, so no input depth can overflow the stack.
 //! - Lowering reports every error it finds (not just the first): unknown ops, bad literals,
 //!   undefined or duplicate names, wrong operand counts, instructions after a terminator, blocks
@@ -14,22 +14,23 @@
 //! - Literal operands take their type from their position (the op's operand type, the pointee type
 //!   of a store, `u64` for an index, the target block's parameter type for a block argument).
 
-use crate::ast::*;
 use crate::diag::Diagnostic;
 use crate::ir::*;
-use crate::lexer::{self, LexError, LexErrorKind, Token};
 use crate::op::*;
 use crate::span::Span;
+use crate::text::ast::*;
+use crate::text::lexer::{self, LexError, LexErrorKind, Token};
+use crate::text::literal::{literal_constant, lower_type};
 use crate::types::{AddrSpace, Constant, ScalarType, Type};
 use rustc_hash::FxHashMap as HashMap;
 
 #[allow(clippy::all)]
 mod grammar {
-    include!(concat!(env!("OUT_DIR"), "/grammar.rs"));
+    include!(concat!(env!("OUT_DIR"), "/text/grammar.rs"));
 }
 
 /// Parses source text into a module. On failure, returns every error found. A file with
-/// `import` lines needs its location to resolve them: load it with [`crate::load`] instead (here
+/// `import` lines needs its location to resolve them: load it with [`crate::text::load`] instead (here
 /// an `import` is an error that says so).
 pub fn parse(src: &str) -> Result<Module, Vec<Diagnostic>> {
     let ast = parse_ast(src).map_err(|d| vec![d])?;
@@ -387,184 +388,6 @@ pub fn parse_mnemonic(m: &str, annot: Option<Type>) -> Result<Op, String> {
     Ok(op)
 }
 
-/// Parses a literal as a constant of type `ty`.
-pub fn literal_constant(lit: &AstOperand, ty: ScalarType) -> Result<Constant, String> {
-    match lit {
-        AstOperand::Bool(b) => {
-            if ty == ScalarType::Pred {
-                Ok(Constant::pred(*b))
-            } else {
-                Err(format!("`{b}` is a pred literal, but a `{ty}` is expected here"))
-            }
-        }
-        AstOperand::Int(text) => int_literal(text, ty),
-        AstOperand::Float(text) => {
-            if !ty.is_float() {
-                return Err(format!("float literal `{text}` where a `{ty}` is expected"));
-            }
-            float_from_text(text, ty)
-        }
-        AstOperand::HexFloat(text) => {
-            let (kind, digits) = text.split_at(2);
-            let want = match ty {
-                ScalarType::F32 => ("0f", 8),
-                ScalarType::F64 => ("0d", 16),
-                ScalarType::F16 | ScalarType::BF16 => ("0h", 4),
-                _ => return Err(format!("hex float literal `{text}` where a `{ty}` is expected")),
-            };
-            if kind != want.0 || digits.len() != want.1 {
-                return Err(format!(
-                    "a `{ty}` hex literal is `{}` followed by {} hex digits, not `{text}`",
-                    want.0, want.1
-                ));
-            }
-            let bits = u64::from_str_radix(digits, 16).map_err(|_| format!("bad hex float literal `{text}`"))?;
-            Ok(Constant::from_bits(ty, bits))
-        }
-        AstOperand::Inf { negative } => {
-            if !ty.is_float() {
-                return Err(format!("`inf` where a `{ty}` is expected"));
-            }
-            float_from_f64(if *negative { f64::NEG_INFINITY } else { f64::INFINITY }, ty)
-        }
-        AstOperand::Nan => {
-            if !ty.is_float() {
-                return Err(format!("`nan` where a `{ty}` is expected"));
-            }
-            Ok(canonical_nan(ty))
-        }
-        AstOperand::Value(_) | AstOperand::Indexed(..) | AstOperand::Global(_) | AstOperand::Call(..) => {
-            Err("not a literal".into())
-        }
-    }
-}
-
-/// The canonical quiet NaN of a float type, as the GPU produces it (all mantissa bits set for
-/// f32/f64 per PTX: `0x7fffffff`; `0x7fff` for f16/bf16).
-pub fn canonical_nan(ty: ScalarType) -> Constant {
-    match ty {
-        ScalarType::F32 => Constant::from_bits(ty, 0x7fff_ffff),
-        ScalarType::F64 => Constant::from_bits(ty, 0x7fff_ffff_ffff_ffff),
-        _ => Constant::from_bits(ty, 0x7fff),
-    }
-}
-
-fn int_literal(text: &str, ty: ScalarType) -> Result<Constant, String> {
-    let (neg, body) = match text.strip_prefix('-') {
-        Some(b) => (true, b),
-        None => (false, text),
-    };
-    let hex = body.starts_with("0x");
-    let magnitude = if hex { u128::from_str_radix(&body[2..], 16) } else { body.parse::<u128>() }
-        .map_err(|_| format!("integer literal `{text}` is too large"))?;
-    if ty.is_float() {
-        // Integer spelling of a float: must be exactly representable.
-        let v = if neg { -(magnitude as f64) } else { magnitude as f64 };
-        let c = float_from_f64(v, ty)?;
-        let back = c.as_f64().unwrap_or(f64::NAN);
-        if magnitude > (1u128 << 53) || back != v {
-            return Err(format!("`{text}` is not exactly representable as `{ty}`; write a float literal"));
-        }
-        return Ok(c);
-    }
-    if ty.is_pred() {
-        return Err(format!("integer literal `{text}` where a `pred` is expected (use `true` or `false`)"));
-    }
-    let bits = ty.bits();
-    let umax: u128 = if bits == 64 { u64::MAX as u128 } else { (1u128 << bits) - 1 };
-    let value: i128 = if neg { -(magnitude as i128) } else { magnitude as i128 };
-    let ok = if ty.is_signed_int() {
-        let min = -(1i128 << (bits - 1));
-        let max = (1i128 << (bits - 1)) - 1;
-        // Hex literals may spell the bit pattern of a negative number (`0xffffffff` as s32 is -1).
-        (value >= min && value <= max) || (hex && !neg && magnitude <= umax)
-    } else {
-        !neg && magnitude <= umax
-    };
-    if !ok {
-        return Err(format!("integer literal `{text}` is out of range for `{ty}`"));
-    }
-    Ok(Constant::int_wrapping(ty, value))
-}
-
-fn float_from_text(text: &str, ty: ScalarType) -> Result<Constant, String> {
-    let bad = || format!("bad float literal `{text}`");
-    Ok(match ty {
-        ScalarType::F64 => Constant::f64(text.parse::<f64>().map_err(|_| bad())?),
-        ScalarType::F32 => Constant::f32(text.parse::<f32>().map_err(|_| bad())?),
-        // f16/bf16: the printer writes the exact f32 value, which converts exactly; other decimal
-        // text is rounded to f32 first, then to the narrow type (round to nearest even each time).
-        ScalarType::F16 => {
-            Constant::from_bits(ty, half::f16::from_f32(text.parse::<f32>().map_err(|_| bad())?).to_bits() as u64)
-        }
-        ScalarType::BF16 => {
-            Constant::from_bits(ty, half::bf16::from_f32(text.parse::<f32>().map_err(|_| bad())?).to_bits() as u64)
-        }
-        _ => return Err(bad()),
-    })
-}
-
-fn float_from_f64(v: f64, ty: ScalarType) -> Result<Constant, String> {
-    Ok(match ty {
-        ScalarType::F64 => Constant::f64(v),
-        ScalarType::F32 => Constant::f32(v as f32),
-        ScalarType::F16 => Constant::from_bits(ty, half::f16::from_f64(v).to_bits() as u64),
-        ScalarType::BF16 => Constant::from_bits(ty, half::bf16::from_f64(v).to_bits() as u64),
-        _ => return Err(format!("a float where a `{ty}` is expected")),
-    })
-}
-
-/// How a type position describes what it accepts, for its error messages.
-pub(crate) struct TypeContext {
-    /// The label under an unknown address space.
-    pub spaces: &'static str,
-    /// Whether an unknown type gets a note listing every type.
-    pub list_types: bool,
-}
-
-/// Kernel parameters and block parameters: every type.
-const KERNEL_TYPES: TypeContext = TypeContext { spaces: "expected `global` or `shared`", list_types: true };
-
-fn lower_type(t: &AstType, errs: &mut Vec<Diagnostic>) -> Option<Type> {
-    lower_type_in(t, errs, &KERNEL_TYPES)
-}
-
-/// Resolves a written type, reporting unknown names (shared by kernels and graphs).
-pub(crate) fn lower_type_in(t: &AstType, errs: &mut Vec<Diagnostic>, cx: &TypeContext) -> Option<Type> {
-    let scalar = |n: &Spanned<AstStr>, errs: &mut Vec<Diagnostic>| match ScalarType::from_name(&n.node) {
-        Some(s) => Some(s),
-        None => {
-            let mut d = Diagnostic::error(format!("unknown type `{}`", n.node)).at(n.span, "not a type");
-            if cx.list_types {
-                d = d.with_note(
-                    "types are pred, u8, u16, u32, u64, s8, s16, s32, s64, f16, bf16, f32, f64, ptr<global|shared, T>",
-                );
-            }
-            errs.push(d);
-            None
-        }
-    };
-    match t {
-        AstType::Named(n) => scalar(n, errs).map(Type::Scalar),
-        AstType::Ptr { space, elem } => {
-            let sp = AddrSpace::from_name(&space.node);
-            if sp.is_none() {
-                errs.push(
-                    Diagnostic::error(format!("unknown address space `{}`", space.node)).at(space.span, cx.spaces),
-                );
-            }
-            let el = scalar(elem, errs);
-            if el == Some(ScalarType::Pred) {
-                errs.push(
-                    Diagnostic::error("pointers to `pred` are not allowed").at(elem.span, "use u8 or u32 storage"),
-                );
-                return None;
-            }
-            Some(Type::Ptr(sp?, el?))
-        }
-    }
-}
-
 /// Span of a name token with its sigil but without the trailing `=` or `:` the lexer attached.
 fn name_span(s: &Spanned<AstStr>, sigil: bool) -> Span {
     Span { start: s.span.start, end: s.span.start + s.node.len() as u32 + sigil as u32 }
@@ -620,7 +443,7 @@ pub(crate) fn lower_module(ast: &AstModule, external: &FuncSigs) -> Result<Modul
             }
         }
     }
-    crate::graph_parse::lower_graphs(ast, &mut module, &mut errs);
+    crate::text::graph_parse::lower_graphs(ast, &mut module, &mut errs);
     if errs.iter().any(|d| d.is_error()) {
         errs.sort_by_key(|d| d.span().map(|s| s.start).unwrap_or(0));
         Err(errs)

@@ -16,11 +16,11 @@
 //! - The depth of nested imports is bounded ([`MAX_IMPORT_DEPTH`]) and the total text is bounded
 //!   by the 4 GiB span space; nothing recurses on input size.
 
-use crate::ast::{AstItem, AstModule};
 use crate::diag::{Diagnostic, SourceMap};
 use crate::ir::Module;
-use crate::parse::{lower_module, parse_ast, FuncSig, FuncSigs};
 use crate::span::Span;
+use crate::text::ast::{AstItem, AstModule};
+use crate::text::parse::{lower_module, parse_ast, FuncSig, FuncSigs};
 use std::path::{Path, PathBuf};
 
 /// The note of a name clash between files.
