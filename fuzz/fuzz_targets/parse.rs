@@ -9,12 +9,12 @@ fuzz_target!(|data: &[u8]| {
     let Ok(m) = kir_ir::parse(src) else { return };
     let _ = kir_ir::verify::verify_module(&m);
     for k in &m.kernels {
-        let _ = kir_ir::cfg::Cfg::new(k).to_dot(k);
+        let _ = kir_ir::analysis::cfg::Cfg::new(k).to_dot(k);
     }
     let printed = kir_ir::print_module(&m);
     let again = kir_ir::parse(&printed).expect("printed output must parse");
     assert!(again.structurally_eq(&m), "print/parse round trip changed the module");
-    let formatted = kir_ir::format::format_source(src, &m);
+    let formatted = kir_ir::text::format::format_source(src, &m);
     let again = kir_ir::parse(&formatted).expect("formatted output must parse");
     assert!(again.structurally_eq(&m), "formatting changed the module");
 });
