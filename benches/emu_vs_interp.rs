@@ -15,7 +15,8 @@ const N: usize = 1 << 20;
 fn module(src: &str) -> kir_ir::Module {
     let mut m = kir_ir::parse(src).expect("benchmark kernel parses");
     let p = kir_passes::parse_pipeline(kir_passes::DEFAULT_PIPELINE).expect("default pipeline");
-    kir_passes::run_pipeline(&mut m, &p, &kir_passes::RunConfig::default(), &mut std::io::sink()).expect("passes");
+    kir_passes::run_pipeline_in_place(&mut m, &p, &kir_passes::RunConfig::default(), &mut std::io::sink())
+        .expect("passes");
     m
 }
 
@@ -37,7 +38,11 @@ fn bench(c: &mut Criterion) {
     for (name, src, nbufs) in cases {
         let m = module(src);
         let k = &m.kernels[0];
-        let ptx = emit_module(&m, &PtxOptions { sm: SmVersion::Sm90, source: None, comments: false }).expect("emits");
+        let ptx = emit_module(
+            &kir_ir::verify::verify(m.clone()).expect("verifies"),
+            &PtxOptions { sm: SmVersion::Sm90, source: None, comments: false },
+        )
+        .expect("emits");
         let pm = emu::Module::parse(&ptx).expect("the emulator loads kir's PTX");
         let inputs: Vec<Buffer> = if nbufs == 3 {
             vec![rand(N, 1), rand(N, 2), Buffer::zeros(ScalarType::F32, N)]

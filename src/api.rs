@@ -49,7 +49,7 @@
 //!   value of exactly its type (`n: u32` takes `1000u32`, not `1000`). Unknown names, a name given
 //!   twice, a missing argument or a wrong type are [`ErrorKind::Argument`] errors naming the
 //!   parameter and its type; no launch happens.
-//! - Launches run in the kir interpreter ([`kir_interp::launch`]) with race detection and
+//! - Launches run in the kir interpreter ([`kir_interp::launch_verified`]) with race detection and
 //!   uninitialized-shared-memory checks **on** by default ([`Launch::races`], [`Launch::uninit`]
 //!   turn them off), and its default fuel; a kernel fault is [`ErrorKind::KernelFault`].
 //! - Results are read back by parameter name and typed: [`Output::read`] of an `f32` buffer as
@@ -61,8 +61,9 @@
 //! [`kir_backend_ptx::gpu::GpuRunner`] side) or run launch graphs (the `kir run-graph` command).
 
 use kir_interp::{Arg, Buffer, LaunchConfig};
-use kir_ir::diag::{has_errors, Diagnostic, SourceMap};
+use kir_ir::diag::{Diagnostic, SourceMap};
 use kir_ir::types::{AddrSpace, Constant, ScalarType, Type};
+use kir_ir::verify::Verified;
 use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
@@ -200,7 +201,7 @@ impl std::error::Error for Error {}
 /// (for rendering errors).
 #[derive(Clone, Debug)]
 pub struct Module {
-    ir: kir_ir::Module,
+    ir: Verified,
     file: String,
     /// The module's file and the files it imports.
     sources: Arc<SourceMap>,
@@ -248,11 +249,18 @@ impl Module {
     }
 
     fn checked(ir: kir_ir::Module, file: String, sources: Arc<SourceMap>) -> Result<Module, Error> {
-        let diags = crate::checks::check_module(&ir);
-        if has_errors(&diags) {
-            return Err(Error::from_diagnostics(ErrorKind::Check, diags, &sources));
+        Module::with_checks(crate::checks::check(ir), file, sources)
+    }
+
+    fn with_checks(
+        (diags, ir): (Vec<Diagnostic>, Option<Verified>),
+        file: String,
+        sources: Arc<SourceMap>,
+    ) -> Result<Module, Error> {
+        match ir {
+            Some(ir) => Ok(Module { ir, file, sources, warnings: diags }),
+            None => Err(Error::from_diagnostics(ErrorKind::Check, diags, &sources)),
         }
-        Ok(Module { ir, file, sources, warnings: diags })
     }
 
     /// The kernel named `name` (without `@`).
@@ -292,6 +300,12 @@ impl Module {
         &self.ir
     }
 
+    /// The verified IR (what `kir_passes::run_pipeline`, `kir_backend_ptx::emit_module` and
+    /// `kir_interp::launch_verified` take).
+    pub fn verified(&self) -> &Verified {
+        &self.ir
+    }
+
     /// The module as `.kir` text (the printer's canonical form).
     pub fn to_text(&self) -> String {
         kir_ir::print_module(&self.ir)
@@ -328,15 +342,14 @@ impl Module {
     pub fn run_passes(&self, pipeline: &str) -> Result<Module, Error> {
         let p = kir_passes::parse_pipeline(pipeline)
             .map_err(|e| Error::new(ErrorKind::Pass, format!("pass pipeline `{pipeline}`: {e}")))?;
-        let mut ir = self.ir.clone();
         let cfg = kir_passes::RunConfig { verify_each: true, ..kir_passes::RunConfig::default() };
-        kir_passes::run_pipeline(&mut ir, &p, &cfg, &mut std::io::sink()).map_err(|e| {
+        let (ir, _) = kir_passes::run_pipeline(self.ir.clone(), &p, &cfg, &mut std::io::sink()).map_err(|e| {
             let diags = e.diagnostics().to_vec();
             let mut err = Error::located(ErrorKind::Pass, e.to_string(), diags, &self.sources);
             err.headline = true;
             err
         })?;
-        Module::checked(ir, self.file.clone(), self.sources.clone())
+        Module::with_checks(crate::checks::check_verified(ir), self.file.clone(), self.sources.clone())
     }
 }
 
@@ -726,8 +739,12 @@ impl<'m> Launch<'m> {
         kir_interp::check_memory(total, "the arguments' buffers")
             .map_err(|m| Error::new(ErrorKind::InvalidLaunch, m))?;
         let m = k.module;
-        let stats = kir_interp::launch_in(&m.ir.funcs, k.ir, &self.config, &args, &mut buffers, &self.options)
-            .map_err(|e| {
+        let verified = m
+            .ir
+            .verified_kernel(&k.ir.name)
+            .ok_or_else(|| Error::new(ErrorKind::UnknownKernel, format!("no kernel @{} in {}", k.ir.name, m.file)))?;
+        let stats =
+            kir_interp::launch_verified(verified, &self.config, &args, &mut buffers, &self.options).map_err(|e| {
                 let kind = match e.kind {
                     kir_interp::ErrorKind::KernelFault(f) => ErrorKind::KernelFault(f),
                     kir_interp::ErrorKind::InvalidLaunch => ErrorKind::InvalidLaunch,

@@ -6,9 +6,29 @@
 //! error, its diagnostics are returned alone.
 
 use kir_ir::diag::{has_errors, Diagnostic};
+use kir_ir::verify::Verified;
 use kir_ir::Module;
 
-/// Runs every static check on a module.
+/// Runs every static check on a module, taking it: when no check reports an error, the module
+/// comes back [`Verified`] (what the pipeline, the emitter and the interpreter take), together
+/// with the warnings. The diagnostics are those of [`check_module`], in the same order.
+pub fn check(m: Module) -> (Vec<Diagnostic>, Option<Verified>) {
+    match kir_ir::verify::verify(m) {
+        Ok(v) => check_verified(v),
+        Err(d) => (d.into_vec(), None),
+    }
+}
+
+/// The checks after the verifier (barrier verification), on a module verified already: what
+/// [`check`] does once the verifier accepts.
+pub fn check_verified(v: Verified) -> (Vec<Diagnostic>, Option<Verified>) {
+    let mut diags = v.warnings().to_vec();
+    diags.extend(kir_passes::barrier::verify_verified_barriers(&v));
+    let ok = !has_errors(&diags);
+    (diags, ok.then_some(v))
+}
+
+/// Runs every static check on a module (borrowed: the diagnostics only, see [`check`]).
 pub fn check_module(m: &Module) -> Vec<Diagnostic> {
     let diags = kir_ir::verify::verify_module(m);
     if has_errors(&diags) {

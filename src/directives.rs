@@ -2,9 +2,14 @@
 //!
 //! Guarantees:
 //! - Parsing is linear in the text (a `run:` line with 100,000 arguments included).
-//! - Every line whose comment text starts with `run:`, `expect:` or `check-ptx:` (after `;` and
-//!   spaces) is a directive and is parsed; a malformed directive is an error with its line number,
-//!   never silently ignored.
+//! - Every line whose comment text starts with `run:`, `expect:`, `check-ptx:`, `test:`, `error:` or
+//!   `warning:` (after `;` and spaces) is a directive and is parsed; a malformed directive is an
+//!   error with its line number, never silently ignored. So is a near miss: one of these names in
+//!   another case or with spaces before the colon (`RUN:`, `error :`), `error:`/`warning:` one
+//!   letter off (`eror:`, `warnings:`), and a test header without its colon (`test verify`).
+//! - `test:` names a known filetest kind ([`TEST_KINDS`]); `error:`/`warning:` annotations (used by
+//!   `crate::filetest`) refer to their own line when they end a code line, else to the closest
+//!   preceding line that is neither blank nor a comment. `kir test` ignores these three.
 //! - Argument values are kept as text here; `kir_interp::args` gives them meaning, so `kir run`,
 //!   `kir diff` and `kir test` accept exactly the same values.
 //! - `expect:` lines attach to the closest preceding `run:` line of the same kernel or graph; each
@@ -20,9 +25,15 @@
 //! ; expect: @kernel NAME == @PATH.npy [tol=...]
 //! ; expect: @kernel NAME == @reference [grid(..) block(..)] [shared=BYTES] [tol=...]
 //! ; check-ptx: TEXT       (the emitted PTX must contain TEXT, in order with other check-ptx lines)
+//! ; test: verify|optimize|run            (a filetest's kind, see crate::filetest)
+//! CODE ; error: TEXT     ; warning: TEXT  (an expected diagnostic on that line, see crate::filetest)
 //! ```
 
+use kir_ir::diag::Severity;
 use std::fmt;
+
+/// The kinds of filetest a `; test:` header may name (see `crate::filetest`).
+pub const TEST_KINDS: [&str; 3] = ["verify", "optimize", "run"];
 
 /// A comparison tolerance for floating-point outputs.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -178,12 +189,31 @@ pub struct RunDirective {
     pub expects: Vec<Expect>,
 }
 
+/// An `; error: TEXT` or `; warning: TEXT` annotation: a diagnostic a filetest expects.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Annotation {
+    /// 1-based line of the annotation itself.
+    pub line: usize,
+    /// 1-based line the expected diagnostic is on: `line` when the annotation ends a code line,
+    /// else the closest preceding line that is neither blank nor a comment.
+    pub target_line: usize,
+    /// `Error` or `Warning`.
+    pub severity: Severity,
+    /// The text the diagnostic's message must contain (trimmed, never empty).
+    pub text: String,
+}
+
 /// Every directive of a file.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Directives {
     pub runs: Vec<RunDirective>,
     /// `; check-ptx:` patterns, in order, with their line numbers.
     pub ptx_checks: Vec<(usize, String)>,
+    /// `; test:` headers (a kind from [`TEST_KINDS`]) with their line numbers, in order; a
+    /// filetest has exactly one.
+    pub test_headers: Vec<(usize, String)>,
+    /// `; error:` / `; warning:` annotations, in order.
+    pub annotations: Vec<Annotation>,
 }
 
 /// A malformed directive.
@@ -410,29 +440,96 @@ fn parse_expect(line: usize, body: &str) -> Result<(String, Expect), String> {
     Ok((target, Expect { line, buffer: buffer.trim().to_string(), expected, tol }))
 }
 
-/// `RUN:`, `run :`, `Expect:` ...: a comment that starts with a directive's name in another case or
-/// with spaces before the colon (returned as written, up to the colon), which would otherwise be
-/// silently ignored.
-fn misspelled_directive(comment: &str) -> Option<&str> {
+/// Every directive name.
+const DIRECTIVE_NAMES: [&str; 6] = ["run", "expect", "check-ptx", "test", "error", "warning"];
+
+/// Whether `a` becomes `b` by one insertion, deletion, substitution or swap of neighbours.
+fn one_edit_apart(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let prefix = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    let (ra, rb) = (&a[prefix..], &b[prefix..]);
+    match (ra.len(), rb.len()) {
+        (0, 0) => false,
+        (x, y) if x == y => ra[1..] == rb[1..] || (x >= 2 && ra[0] == rb[1] && ra[1] == rb[0] && ra[2..] == rb[2..]),
+        (x, y) if x + 1 == y => ra == &rb[1..],
+        (x, y) if y + 1 == x => &ra[1..] == rb,
+        _ => false,
+    }
+}
+
+/// A comment that looks like a directive but is not one, which would otherwise be silently
+/// ignored: a directive's name in another case or with spaces before the colon (`RUN:`,
+/// `run :`, `Expect:`), `error`/`warning` one letter off (`eror:`, `warnings:`), or a test header
+/// without its colon (`test verify`). Returns the text as written (up to the colon, or the whole
+/// header) and what to write instead.
+fn misspelled_directive(comment: &str) -> Option<(&str, String)> {
     let word_end = comment.find(|c: char| !(c.is_ascii_alphabetic() || c == '-')).unwrap_or(comment.len());
     let word = &comment[..word_end];
+    let lower = word.to_ascii_lowercase();
     let rest = comment[word_end..].trim_start_matches([' ', '\t']);
-    if !rest.starts_with(':') || !["run", "expect", "check-ptx"].contains(&word.to_ascii_lowercase().as_str()) {
+    if !rest.starts_with(':') {
+        // `test verify`: a header without its colon (only with a known kind, so that prose such
+        // as `; test depends on ...` stays a comment).
+        let kind = rest.trim_end();
+        if lower == "test" && word_end < comment.len() && TEST_KINDS.contains(&kind) {
+            return Some((comment.trim_end(), format!("test: {kind}")));
+        }
         return None;
     }
     let colon = word_end + (comment[word_end..].len() - rest.len());
-    Some(&comment[..=colon])
+    let spelled = &comment[..=colon];
+    if DIRECTIVE_NAMES.contains(&lower.as_str()) {
+        return Some((spelled, format!("{lower}:")));
+    }
+    ["error", "warning"].into_iter().find(|n| one_edit_apart(&lower, n)).map(|n| (spelled, format!("{n}:")))
 }
 
 /// Parses every directive of a file.
 pub fn parse_directives(source: &str) -> Result<Directives, Vec<DirectiveError>> {
     let mut out = Directives::default();
     let mut errs = Vec::new();
+    // The closest line so far that is neither blank nor a comment (what a comment-only
+    // annotation refers to).
+    let mut last_code_line = None;
     for (n, raw) in source.lines().enumerate() {
         let line = n + 1;
+        let code = raw.split(';').next().unwrap_or("");
+        let on_code_line = !code.trim().is_empty();
+        if on_code_line {
+            last_code_line = Some(line);
+        }
         let Some(pos) = raw.find(';') else { continue };
         let comment = raw[pos + 1..].trim_start();
-        if let Some(body) = comment.strip_prefix("run:") {
+        let annotation = [("error:", Severity::Error), ("warning:", Severity::Warning)]
+            .into_iter()
+            .find_map(|(name, severity)| comment.strip_prefix(name).map(|body| (name, severity, body.trim())));
+        if let Some((name, severity, text)) = annotation {
+            if text.is_empty() {
+                errs.push(DirectiveError {
+                    line,
+                    message: format!("`{name}` needs the text the diagnostic's message must contain"),
+                });
+            } else if let Some(target_line) = last_code_line {
+                out.annotations.push(Annotation { line, target_line, severity, text: text.to_string() });
+            } else {
+                errs.push(DirectiveError {
+                    line,
+                    message: format!(
+                        "`{name}` on a comment line refers to the closest code line above it, and there is none"
+                    ),
+                });
+            }
+        } else if let Some(body) = comment.strip_prefix("test:") {
+            let kind = body.trim();
+            if TEST_KINDS.contains(&kind) {
+                out.test_headers.push((line, kind.to_string()));
+            } else {
+                errs.push(DirectiveError {
+                    line,
+                    message: format!("unknown test kind `{kind}` (expected one of: {})", TEST_KINDS.join(", ")),
+                });
+            }
+        } else if let Some(body) = comment.strip_prefix("run:") {
             match parse_run(line, body) {
                 Ok(d) => out.runs.push(d),
                 Err(message) => errs.push(DirectiveError { line, message }),
@@ -454,13 +551,15 @@ pub fn parse_directives(source: &str) -> Result<Directives, Vec<DirectiveError>>
             } else {
                 out.ptx_checks.push((line, body.trim().to_string()));
             }
-        } else if let Some(spelled) = misspelled_directive(comment) {
+        } else if let Some((spelled, instead)) = misspelled_directive(comment) {
+            let how = if spelled.to_ascii_lowercase().replace([' ', '\t'], "") == instead {
+                " (lowercase, no space before `:`)"
+            } else {
+                ""
+            };
             errs.push(DirectiveError {
                 line,
-                message: format!(
-                    "`{spelled}` looks like a directive but is not one: write `{}` (lowercase, no space before `:`)",
-                    spelled.to_lowercase().replace(' ', "")
-                ),
+                message: format!("`{spelled}` looks like a directive but is not one: write `{instead}`{how}"),
             });
         }
     }
@@ -624,6 +723,63 @@ mod tests {
                     "`Expect:` looks like a directive but is not one: write `expect:` (lowercase, no space before `:`)"
                 ),
                 (4, "`check-ptx:` needs the text the PTX must contain"),
+            ]
+        );
+    }
+
+    #[test]
+    fn test_headers_and_annotations() {
+        let src = "; test: verify\nkernel @k() {\nentry:\n  %x = add.u32 %y, 1 ; error: `%y` is not defined\n\n; warning: unreachable\n  ; error:   second on line 4  \n  ret\n}\n";
+        let d = parse_directives(src).unwrap();
+        assert_eq!(d.test_headers, vec![(1, "verify".to_string())]);
+        let got: Vec<(usize, usize, Severity, &str)> =
+            d.annotations.iter().map(|a| (a.line, a.target_line, a.severity, a.text.as_str())).collect();
+        assert_eq!(
+            got,
+            vec![
+                (4, 4, Severity::Error, "`%y` is not defined"),
+                (6, 4, Severity::Warning, "unreachable"),
+                (7, 4, Severity::Error, "second on line 4"),
+            ]
+        );
+        assert!(d.runs.is_empty());
+    }
+
+    #[test]
+    fn malformed_headers_and_annotations_are_errors_with_line_numbers() {
+        let src = "; error: nothing above\n; test: verfy\n; test:\nkernel @k() {\n; warning:\n}\n";
+        let errs = parse_directives(src).unwrap_err();
+        let got: Vec<(usize, &str)> = errs.iter().map(|e| (e.line, e.message.as_str())).collect();
+        assert_eq!(
+            got,
+            vec![
+                (1, "`error:` on a comment line refers to the closest code line above it, and there is none"),
+                (2, "unknown test kind `verfy` (expected one of: verify, optimize, run)"),
+                (3, "unknown test kind `` (expected one of: verify, optimize, run)"),
+                (5, "`warning:` needs the text the diagnostic's message must contain"),
+            ]
+        );
+    }
+
+    #[test]
+    fn near_misses_of_the_filetest_directives_are_errors() {
+        let src = "; eror: x\n; test verify\n; Warning: y\n; error : z\n; warnign: w\n; TEST: run\n; errors: e\n\
+                   ; test depends on the counter\n; testing: fine\n; mirror: fine\n; warn: fine\n; the error: fine\n";
+        let errs = parse_directives(src).unwrap_err();
+        let got: Vec<(usize, &str)> = errs.iter().map(|e| (e.line, e.message.as_str())).collect();
+        assert_eq!(
+            got,
+            vec![
+                (1, "`eror:` looks like a directive but is not one: write `error:`"),
+                (2, "`test verify` looks like a directive but is not one: write `test: verify`"),
+                (
+                    3,
+                    "`Warning:` looks like a directive but is not one: write `warning:` (lowercase, no space before `:`)"
+                ),
+                (4, "`error :` looks like a directive but is not one: write `error:` (lowercase, no space before `:`)"),
+                (5, "`warnign:` looks like a directive but is not one: write `warning:`"),
+                (6, "`TEST:` looks like a directive but is not one: write `test:` (lowercase, no space before `:`)"),
+                (7, "`errors:` looks like a directive but is not one: write `error:`"),
             ]
         );
     }

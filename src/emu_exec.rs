@@ -78,7 +78,7 @@ impl fmt::Display for EmuFailure {
 
 /// The PTX of every kernel of `m` for the emulator: [`EMU_SM`], with kir's instruction comments
 /// (carrying `.kir` line numbers when `source` is the text `m` was parsed from).
-pub fn module_ptx(m: &Module, source: Option<&str>) -> Result<String, String> {
+pub fn module_ptx(m: &kir_ir::verify::Verified, source: Option<&str>) -> Result<String, String> {
     let opts = PtxOptions { sm: EMU_SM, source: source.map(str::to_string), comments: true };
     emit_module(m, &opts).map_err(|d| d.iter().map(|d| d.message.clone()).collect::<Vec<_>>().join("; "))
 }
@@ -274,7 +274,7 @@ mod tests {
 
     fn setup(src: &str) -> (Module, String, emu::Module) {
         let m = kir_ir::parse(src).unwrap_or_else(|d| panic!("{d:?}"));
-        let ptx = module_ptx(&m, Some(src)).unwrap();
+        let ptx = module_ptx(&kir_ir::verify::verify(m.clone()).unwrap(), Some(src)).unwrap();
         let module = load(&ptx).unwrap_or_else(|e| panic!("{e}\n{ptx}"));
         (m, ptx, module)
     }

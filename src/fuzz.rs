@@ -44,6 +44,7 @@ use kir_backend_ptx::SmVersion;
 use kir_interp::{args, Buffer, ErrorKind, LaunchConfig, Options};
 use kir_ir::diag::has_errors;
 use kir_ir::generate::{GenConfig, LaunchContract};
+use kir_ir::verify::Verified;
 use kir_ir::{BlockId, Constant, InstId, Kernel, Module, Op, Operand, Terminator, Type};
 use kir_passes::{edit, Pipeline};
 use std::fmt;
@@ -218,16 +219,13 @@ pub fn verifies(k: &Kernel) -> Result<(), Failure> {
 
 /// [`verifies`] for a module: the verifier on every kernel and function (calls typed against their
 /// callees, no recursion), and barrier verification across calls.
-pub fn verifies_module(m: &Module) -> Result<(), Failure> {
-    let d = kir_ir::verify::verify_module(m);
-    if has_errors(&d) {
-        return Err(Failure::new(FailureKind::Verify, first_error(&d)));
-    }
-    let d = kir_passes::barrier::verify_module_barriers(m);
+pub fn verifies_module(m: &Module) -> Result<Verified, Failure> {
+    let v = kir_ir::verify::verify(m.clone()).map_err(|d| Failure::new(FailureKind::Verify, first_error(d.list())))?;
+    let d = kir_passes::barrier::verify_verified_barriers(&v);
     if has_errors(&d) {
         return Err(Failure::new(FailureKind::Barrier, first_error(&d)));
     }
-    Ok(())
+    Ok(v)
 }
 
 fn first_error(d: &[kir_ir::Diagnostic]) -> String {
@@ -336,7 +334,7 @@ pub fn check_module(
     gpu: Option<(&mut GpuRunner, SmVersion)>,
     ran: &mut Ran,
 ) -> Result<(), Failure> {
-    verifies_module(m)?;
+    let verified = verifies_module(m)?;
     let Some(k) = m.kernels.first() else {
         return Err(Failure::new(FailureKind::Interp("invalid launch".into()), "the module has no kernel"));
     };
@@ -354,16 +352,28 @@ pub fn check_module(
         compare_all(k, &bound, &reference, &got, Strictness::Bitwise)
             .map_err(|e| Failure::new(FailureKind::InlineChangedResult, format!("as written vs inlined: {e}")))?;
     }
-    let mut opt = if m.has_calls() && !pipeline_inlines(&cfg.pipeline) { flat.clone() } else { m.clone() };
+    let input = if m.has_calls() && !pipeline_inlines(&cfg.pipeline) {
+        kir_ir::verify::verify(flat.clone()).map_err(|d| {
+            Failure::new(FailureKind::Inline, format!("the inlined module does not verify: {}", first_error(d.list())))
+        })?
+    } else {
+        verified.clone()
+    };
     let run_cfg = kir_passes::RunConfig { verify_each: true, ..kir_passes::RunConfig::default() };
-    if let Err(e) = kir_passes::run_pipeline(&mut opt, &cfg.pipeline, &run_cfg, &mut std::io::sink()) {
-        let pass = match &e {
-            kir_passes::PassError::Broken { pass, .. } | kir_passes::PassError::Rejected { pass, .. } => pass.clone(),
-            _ => "pipeline".to_string(),
-        };
-        let detail = e.diagnostics().first().map(|d| format!("{e}: {}", d.message)).unwrap_or_else(|| e.to_string());
-        return Err(Failure::new(FailureKind::Pass(pass), detail));
-    }
+    let opt = match kir_passes::run_pipeline(input, &cfg.pipeline, &run_cfg, &mut std::io::sink()) {
+        Ok((opt, _)) => opt,
+        Err(e) => {
+            let pass = match &e {
+                kir_passes::PassError::Broken { pass, .. } | kir_passes::PassError::Rejected { pass, .. } => {
+                    pass.clone()
+                }
+                _ => "pipeline".to_string(),
+            };
+            let detail =
+                e.diagnostics().first().map(|d| format!("{e}: {}", d.message)).unwrap_or_else(|| e.to_string());
+            return Err(Failure::new(FailureKind::Pass(pass), detail));
+        }
+    };
     let Some(ok) = opt.kernels.first() else {
         return Err(Failure::new(FailureKind::Pass("pipeline".into()), "the optimized module has no kernel"));
     };
@@ -378,7 +388,7 @@ pub fn check_module(
         if m.has_calls() {
             // The functions as `.func`s, called: the backend's calling convention through ptxas.
             let opts = kir_backend_ptx::PtxOptions { sm, source: None, comments: false };
-            let with_calls = kir_backend_ptx::emit_kernel_in_module(m, &k.name, &opts).map_err(|d| {
+            let with_calls = kir_backend_ptx::emit_kernel_in_module(&verified, &k.name, &opts).map_err(|d| {
                 let msgs: Vec<String> = d.iter().map(|d| d.message.clone()).collect();
                 Failure::new(FailureKind::Emit, format!("with calls: {}", msgs.join("; ")))
             })?;
@@ -415,7 +425,7 @@ pub fn check_module(
             // On hardware, also the functions as `.func`s, really called (the emulated driver's
             // PTX emulator has no `call`).
             let opts = kir_backend_ptx::PtxOptions { sm, source: None, comments: false };
-            let ptx = kir_backend_ptx::emit_kernel_in_module(m, &k.name, &opts).map_err(|d| {
+            let ptx = kir_backend_ptx::emit_kernel_in_module(&verified, &k.name, &opts).map_err(|d| {
                 let msgs: Vec<String> = d.iter().map(|d| d.message.clone()).collect();
                 Failure::new(FailureKind::Emit, format!("with calls: {}", msgs.join("; ")))
             })?;

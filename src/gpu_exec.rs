@@ -21,7 +21,7 @@ use kir_backend_ptx::{emit_kernel, PtxOptions, SmVersion};
 use kir_interp::{Arg, Buffer, LaunchConfig};
 use kir_ir::graph::Graph;
 use kir_ir::types::Constant;
-use kir_ir::{Kernel, Module};
+use kir_ir::Kernel;
 
 /// The PTX target for a device of compute capability `cc`: its own `sm_XX` when kir knows it,
 /// else the newest known target below it (the driver JIT-compiles PTX forward). Devices older than
@@ -44,7 +44,7 @@ pub fn ptx_for(k: &Kernel, sm: SmVersion) -> Result<String, String> {
 }
 
 /// The PTX of kernel `k` of module `m` for `sm`, with the functions it calls as `.func`s.
-pub fn ptx_in_module(m: &kir_ir::Module, k: &Kernel, sm: SmVersion) -> Result<String, String> {
+pub fn ptx_in_module(m: &kir_ir::verify::Verified, k: &Kernel, sm: SmVersion) -> Result<String, String> {
     if k.callees.is_empty() {
         return ptx_for(k, sm);
     }
@@ -149,7 +149,7 @@ pub fn median(xs: &[f32]) -> Option<f64> {
 pub fn run_graph(
     runner: &mut GpuRunner,
     sm: SmVersion,
-    m: &Module,
+    m: &kir_ir::verify::Verified,
     g: &Graph,
     args: &[Arg],
     buffers: &[Buffer],

@@ -27,7 +27,8 @@ use kir_backend_ptx::{gpu, tools, PtxOptions, SmVersion};
 use kir_interp::args::{parse_arg_spec, ArgSpec};
 use kir_interp::{Arg, Buffer, LaunchConfig, Options};
 use kir_ir::diag::{self, Diagnostic};
-use kir_ir::{Kernel, Module};
+use kir_ir::verify::{Verified, VerifiedKernel};
+use kir_ir::Module;
 use std::path::{Path, PathBuf};
 
 /// The outcome of one row.
@@ -159,8 +160,8 @@ pub fn test_file(path: &Path, ctx: &mut Context, emit: &mut dyn FnMut(Row)) {
             });
         }
     };
-    let diags = checks::check_module(&module);
-    if diag::has_errors(&diags) {
+    let (diags, verified) = checks::check(module.clone());
+    let Some(verified) = verified else {
         return emit(Row {
             label: label.clone(),
             outcome: Outcome::Fail(format!(
@@ -169,8 +170,7 @@ pub fn test_file(path: &Path, ctx: &mut Context, emit: &mut dyn FnMut(Row)) {
             )),
             note: None,
         });
-    }
-    let mut optimized = module.clone();
+    };
     let pipeline = match kir_passes::parse_pipeline(kir_passes::DEFAULT_PIPELINE) {
         Ok(p) => p,
         Err(e) => {
@@ -182,14 +182,22 @@ pub fn test_file(path: &Path, ctx: &mut Context, emit: &mut dyn FnMut(Row)) {
         }
     };
     let run_cfg = kir_passes::RunConfig { verify_each: true, ..Default::default() };
-    if let Err(e) = kir_passes::run_pipeline(&mut optimized, &pipeline, &run_cfg, &mut std::io::sink()) {
-        let detail = rendered(e.diagnostics(), &sources);
-        return emit(Row {
-            label: label.clone(),
-            outcome: Outcome::Fail(format!("pass pipeline `{}` failed: {e}\n{detail}", kir_passes::DEFAULT_PIPELINE)),
-            note: None,
-        });
-    }
+    // The module as written, for the interpreter's first column; the pipeline takes the other.
+    let written = verified.clone();
+    let optimized = match kir_passes::run_pipeline(verified, &pipeline, &run_cfg, &mut std::io::sink()) {
+        Ok((optimized, _)) => optimized,
+        Err(e) => {
+            let detail = rendered(e.diagnostics(), &sources);
+            return emit(Row {
+                label: label.clone(),
+                outcome: Outcome::Fail(format!(
+                    "pass pipeline `{}` failed: {e}\n{detail}",
+                    kir_passes::DEFAULT_PIPELINE
+                )),
+                note: None,
+            });
+        }
+    };
     // PTX of the optimized module, assembled for the oldest and newest supported targets.
     let mut notes = vec![format!("passes: {}", kir_passes::DEFAULT_PIPELINE)];
     let ptx = if optimized.kernels.is_empty() {
@@ -270,7 +278,7 @@ pub fn test_file(path: &Path, ctx: &mut Context, emit: &mut dyn FnMut(Row)) {
     }
     let emu_ptx = emu_module(&optimized, &source, ctx);
     for d in &directives.runs {
-        run_directive(d, &label, &sources, &module, &optimized, &emu_ptx, base_dir.as_deref(), ctx, emit);
+        run_directive(d, &label, &sources, &written, &optimized, &emu_ptx, base_dir.as_deref(), ctx, emit);
     }
 }
 
@@ -287,8 +295,8 @@ fn run_directive(
     d: &RunDirective,
     file: &str,
     sources: &diag::SourceMap,
-    module: &Module,
-    optimized: &Module,
+    module: &Verified,
+    optimized: &Verified,
     emu_ptx: &EmuPtx,
     base_dir: Option<&Path>,
     ctx: &mut Context,
@@ -325,17 +333,14 @@ fn run_directive(
             (_, Err(e)) => return emit(fail(format!("after passes: {}", render_run_error(e, sources)))),
         }
     } else {
-        let (Some(k), Some(ko)) = (module.kernel(&d.target), optimized.kernel(&d.target)) else {
+        let (Some(k), Some(ko)) = (module.verified_kernel(&d.target), optimized.verified_kernel(&d.target)) else {
             return emit(fail(format!("no kernel or graph `@{}` in this file", d.target)));
         };
         let (Some(grid), Some(block)) = (d.grid, d.block) else {
             return emit(fail(format!("@{} is a kernel: the directive needs grid(..) and block(..)", d.target)));
         };
         let cfg = LaunchConfig { grid, block, dynamic_shared_bytes: d.shared_bytes };
-        match (
-            run_kernel(&module.funcs, k, &cfg, &specs, base_dir, &opts),
-            run_kernel(&optimized.funcs, ko, &cfg, &specs, base_dir, &opts),
-        ) {
+        match (run_kernel(k, &cfg, &specs, base_dir, &opts), run_kernel(ko, &cfg, &specs, base_dir, &opts)) {
             (Ok(a), Ok(b)) => (a, b),
             (Err(e), _) => return emit(fail(render_run_error(e, sources))),
             (_, Err(e)) => return emit(fail(format!("after passes: {}", render_run_error(e, sources)))),
@@ -431,7 +436,7 @@ fn run_directive(
 /// What an expectation is checked in: the file, its module as written, the run and its inputs.
 struct ExpectEnv<'a> {
     file: &'a str,
-    module: &'a Module,
+    module: &'a Verified,
     run: &'a RunDirective,
     specs: &'a [(String, ArgSpec)],
     base_dir: Option<&'a Path>,
@@ -477,7 +482,7 @@ fn check_expectation(e: &Expect, outputs: &Outputs, env: &ExpectEnv, ctx: &mut C
             let ran = if m.graph(target).is_some() {
                 let specs = specs_for_graph(m, target, env.specs);
                 run_graph(m, target, &specs, env.base_dir, env.opts)
-            } else if let Some(k) = m.kernel(target) {
+            } else if let Some(k) = m.verified_kernel(target) {
                 let (Some(grid), Some(block)) = (grid.or(env.run.grid), block.or(env.run.block)) else {
                     return Err(format!(
                         "{file}:{line}: reference @{target} is a kernel and the run is a graph: give its launch shape (`@{target} grid(..) block(..)`)"
@@ -488,7 +493,7 @@ fn check_expectation(e: &Expect, outputs: &Outputs, env: &ExpectEnv, ctx: &mut C
                 let names: Vec<&str> = k.params.iter().map(|p| k.value(*p).name.as_str()).collect();
                 let specs: Vec<(String, ArgSpec)> =
                     env.specs.iter().filter(|(n, _)| names.contains(&n.as_str())).cloned().collect();
-                run_kernel(&m.funcs, k, &cfg, &specs, env.base_dir, env.opts)
+                run_kernel(k, &cfg, &specs, env.base_dir, env.opts)
             } else {
                 return Err(format!("{file}:{line}: no kernel or graph `@{target}` in this file to compare with"));
             };
@@ -592,7 +597,7 @@ fn first_difference(reference: &Outputs, other: &[Buffer], tol: Tolerance, tol_s
 
 /// The optimized module's PTX (with kir's line comments), passed through the context's hook and
 /// loaded in the emulator.
-fn emu_module(optimized: &Module, source: &str, ctx: &Context) -> EmuPtx {
+fn emu_module(optimized: &Verified, source: &str, ctx: &Context) -> EmuPtx {
     let ptx = emu_exec::module_ptx(optimized, Some(source)).map_err(|e| EmuFailure {
         class: emu_exec::FailureClass::Setup,
         message: format!("PTX emission for the emulator failed: {e}"),
@@ -611,7 +616,7 @@ fn emu_module(optimized: &Module, source: &str, ctx: &Context) -> EmuPtx {
 /// interpreter started from; returns the buffers after the run, in the interpreter's order.
 fn run_in_emulator(
     emu_ptx: &EmuPtx,
-    optimized: &Module,
+    optimized: &Verified,
     d: &RunDirective,
     before: &Outputs,
     opts: &kir_ptx_emu::Options,
@@ -635,7 +640,7 @@ fn run_in_emulator(
 /// interpreter got; returns the buffers after the run, in the interpreter's order.
 fn run_on_gpu(
     runner: &mut gpu::GpuRunner,
-    optimized: &Module,
+    optimized: &Verified,
     d: &RunDirective,
     specs: &[(String, ArgSpec)],
     base_dir: Option<&Path>,
@@ -680,16 +685,15 @@ fn render_run_error(e: RunError, sources: &diag::SourceMap) -> String {
 }
 
 fn run_kernel(
-    funcs: &[Kernel],
-    k: &Kernel,
+    k: VerifiedKernel<'_>,
     cfg: &LaunchConfig,
     specs: &[(String, ArgSpec)],
     base_dir: Option<&Path>,
     opts: &Options,
 ) -> Result<Outputs, RunError> {
-    let mut bound = kir_interp::args::bind(k, specs, base_dir).map_err(RunError::Args)?;
+    let mut bound = kir_interp::args::bind(&k, specs, base_dir).map_err(RunError::Args)?;
     let initial = bound.buffers.clone();
-    kir_interp::launch_in(funcs, k, cfg, &bound.args, &mut bound.buffers, opts)
+    kir_interp::launch_verified(k, cfg, &bound.args, &mut bound.buffers, opts)
         .map_err(|e| RunError::Interp(Box::new(e)))?;
     let mut names = vec![String::new(); bound.buffers.len()];
     for (p, b) in bound.param_buffer.iter().enumerate() {

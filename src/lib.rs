@@ -5,10 +5,12 @@
 //!   (see `docs/api.md`).
 //! - [`cfg_svg`]: a kernel's CFG as an SVG picture with the divergence verdicts (`kir cfg --format svg`).
 //! - [`checks`]: what `kir check` runs (verifier, then barrier verification).
-//! - [`directives`]: `; run:` / `; expect:` / `; check-ptx:` test directives in `.kir` files.
+//! - [`directives`]: `; run:` / `; expect:` / `; check-ptx:` test directives in `.kir` files, and the
+//!   filetest header `; test:` and `; error:` / `; warning:` annotations.
 //! - [`compare`]: comparing output buffers (bitwise, or within ULP/relative/absolute tolerances).
 //! - [`tolerance`]: tolerances derived from the approximate ops a kernel uses.
 //! - [`harness`]: the engine of `kir test`, the main job.
+//! - [`filetest`]: the runner of `tests/filetests/`: one `.kir` file per test, its kind named by a `; test:` header.
 //! - [`gpu_exec`]: running kernels and graphs on a GPU with the interpreter's inputs.
 //! - [`emu_exec`]: running kernels and graphs in the PTX emulator with the interpreter's inputs.
 //! - [`ptx_args`]: binding `kir run FILE.ptx` arguments to a PTX entry's parameters.
@@ -22,6 +24,7 @@ pub mod compare;
 pub mod directives;
 pub mod emu_exec;
 pub mod files;
+pub mod filetest;
 pub mod fuzz;
 pub mod gpu_exec;
 pub mod harness;

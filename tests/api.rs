@@ -206,7 +206,7 @@ fn parse_check_and_lookup_errors() {
     assert!(e.message().contains("%zz"), "{}", e.message());
 
     // Barrier verification is part of the checks.
-    let e = Module::parse(include_str!("barrier_cases/bad_barrier_under_tid.kir")).unwrap_err();
+    let e = Module::parse(include_str!("filetests/barriers/bad_barrier_under_tid.kir")).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Check);
     assert_eq!(e.message(), "barrier must be reached by all threads of the block");
 

@@ -56,7 +56,7 @@ fn svg_of(file: &str, kernel: &str) -> String {
 fn every_library_kernel_renders_one_group_per_block() {
     let mut files: Vec<_> = std::fs::read_dir("kernels").unwrap().map(|e| e.unwrap().path()).collect();
     files.extend(std::fs::read_dir("kernels/lib").unwrap().map(|e| e.unwrap().path()));
-    files.extend(std::fs::read_dir("tests/barrier_cases").unwrap().map(|e| e.unwrap().path()));
+    files.extend(std::fs::read_dir("tests/filetests/barriers").unwrap().map(|e| e.unwrap().path()));
     files.extend(std::fs::read_dir("tests/spelled_out").unwrap().map(|e| e.unwrap().path()));
     files.retain(|p| p.extension().is_some_and(|e| e == "kir"));
     files.sort();
@@ -155,7 +155,7 @@ fn grad_clip_marks_barriers() {
 /// run by only some threads.
 #[test]
 fn divergent_branch_is_marked() {
-    let svg = svg_of("tests/barrier_cases/bad_barrier_under_tid.kir", "barrier_under_tid");
+    let svg = svg_of("tests/filetests/barriers/bad_barrier_under_tid.kir", "barrier_under_tid");
     let doc = parse(&svg);
     let b = blocks(&doc);
     let entry = by_name(&b, "entry").1;
@@ -168,7 +168,7 @@ fn divergent_branch_is_marked() {
     assert!(from_entry.iter().all(|(_, c)| c.contains("divergent")), "{from_entry:?}");
     assert!(e.values().all(|c| !c.contains("back")));
     // A uniform early exit is not marked.
-    let svg = svg_of("tests/barrier_cases/ok_uniform_early_exit.kir", "uniform_early_exit");
+    let svg = svg_of("tests/filetests/barriers/ok_uniform_early_exit.kir", "uniform_early_exit");
     assert!(!svg.contains("class=\"block entry divergent-branch"), "{svg}");
 }
 

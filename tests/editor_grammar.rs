@@ -9,7 +9,7 @@
 //! in multi-line mode, so `$` means the end of the line as in Oniguruma. (Not implemented, and not
 //! used by the grammar: `\G`, `while`, back-references in `end`, injections.)
 //!
-//! Checked on every file in kernels/, kernels/lib/ and tests/barrier_cases/:
+//! Checked on every file in kernels/, kernels/lib/ and tests/filetests/barriers/:
 //! - coverage: every non-whitespace character gets a scope besides the root `source.kir`;
 //! - agreement with ir/src/lexer.rs: every token the lexer produces gets a scope of its kind
 //!   (values `variable.*`, numbers `constant.numeric.*`, keywords, ops, labels, punctuation).
@@ -260,7 +260,7 @@ impl Grammar {
 
 fn corpus() -> Vec<std::path::PathBuf> {
     let mut files = Vec::new();
-    for dir in ["kernels", "kernels/lib", "tests/barrier_cases"] {
+    for dir in ["kernels", "kernels/lib", "tests/filetests/barriers"] {
         for e in std::fs::read_dir(dir).unwrap() {
             let p = e.unwrap().path();
             if p.extension().is_some_and(|x| x == "kir") {

@@ -182,7 +182,7 @@ fn fusion_through_the_pass_manager_reports_statistics() {
     let mut m = load("graph_act_chain.kir");
     let p = kir_passes::parse_pipeline("fuse,dce").unwrap();
     let cfg = kir_passes::RunConfig { verify_each: true, ..Default::default() };
-    let report = kir_passes::run_pipeline(&mut m, &p, &cfg, &mut std::io::sink()).unwrap();
+    let report = kir_passes::run_pipeline_in_place(&mut m, &p, &cfg, &mut std::io::sink()).unwrap();
     let stats = report.stats_text();
     assert!(stats.contains("2  launch pairs fused vertically"), "{stats}");
     assert!(stats.contains("1  temporaries removed"), "{stats}");

@@ -189,7 +189,7 @@ fn hover_text(v: &Value) -> String {
     v["contents"]["value"].as_str().unwrap_or_else(|| panic!("no hover text in {v}")).to_string()
 }
 
-const BARRIER: &str = include_str!("barrier_cases/bad_barrier_under_tid.kir");
+const BARRIER: &str = include_str!("filetests/barriers/bad_barrier_under_tid.kir");
 const BARRIER_URI: &str = "file:///w/bad_barrier_under_tid.kir";
 
 #[test]

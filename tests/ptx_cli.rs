@@ -65,11 +65,11 @@ fn devices_without_a_driver_says_so() {
 
 #[test]
 fn ptx_refuses_kernels_whose_barriers_may_diverge() {
-    let (code, out, err) = kir(&["ptx", "tests/barrier_cases/bad_bounds_exit.kir"]);
+    let (code, out, err) = kir(&["ptx", "tests/filetests/barriers/bad_bounds_exit.kir"]);
     assert_eq!(code, 1, "{out}");
     assert!(out.is_empty(), "no PTX may be printed:\n{out}");
     assert!(err.contains("barrier must be reached by all threads of the block"), "{err}");
-    let (code, out, _) = kir(&["ptx", "tests/barrier_cases/ok_uniform_early_exit.kir"]);
+    let (code, out, _) = kir(&["ptx", "tests/filetests/barriers/ok_uniform_early_exit.kir"]);
     assert_eq!(code, 0);
     assert!(out.contains("bar.sync"));
 }

@@ -18,8 +18,9 @@
 
 mod cli;
 
-use kir_backend_ptx::{emit_kernel, emit_kernel_in_module, emit_module, emit_verified_module, tools};
+use kir_backend_ptx::{emit_kernel, emit_kernel_in_module, emit_module, tools};
 use kir_backend_ptx::{PtxOptions, SmVersion};
+use kir_ir::verify::verify;
 
 const RESULT: &str = "\
 func @warp_sum(%v: f32) -> f32 {
@@ -264,7 +265,7 @@ fn parse(what: &str, src: &str) -> kir_ir::Module {
 
 fn emit(what: &str, src: &str, sm: SmVersion) -> String {
     let m = parse(what, src);
-    emit_module(&m, &PtxOptions { sm, source: Some(src.to_string()), comments: true })
+    emit_module(&verify(m.clone()).unwrap(), &PtxOptions { sm, source: Some(src.to_string()), comments: true })
         .unwrap_or_else(|d| panic!("{what}: emission failed: {d:#?}"))
 }
 
@@ -424,8 +425,11 @@ entry:
 }
 ";
     let m = parse("snapshot", SRC);
-    let ptx = emit_module(&m, &PtxOptions { sm: SmVersion::Sm80, source: Some(SRC.to_string()), comments: true })
-        .expect("emits");
+    let ptx = emit_module(
+        &verify(m.clone()).unwrap(),
+        &PtxOptions { sm: SmVersion::Sm80, source: Some(SRC.to_string()), comments: true },
+    )
+    .expect("emits");
     insta::assert_snapshot!("ptx_funcs_call", ptx);
 }
 
@@ -440,6 +444,7 @@ fn bodies_that_call_need_their_module() {
     // `emit_kernel_in_module` as with `emit_module`.
     let mut two = m.clone();
     two.funcs.push(parse("x", "func @other() {\nentry:\n  ret\n}\n").funcs.remove(0));
+    let two = verify(two.clone()).unwrap();
     let ptx = emit_kernel_in_module(&two, "k", &PtxOptions::default()).expect("emits");
     assert!(ptx.contains(" warp_sum(") && !ptx.contains(" other("), "{ptx}");
     let ptx = emit_module(&two, &PtxOptions::default()).expect("emits");
@@ -447,7 +452,7 @@ fn bodies_that_call_need_their_module() {
     // After inlining, the functions stay in the module but nothing calls them: no `.func`.
     let mut inlined = parse("nested", NESTED);
     kir_ir::inline::inline_module(&mut inlined).expect("inlines");
-    let ptx = emit_module(&inlined, &PtxOptions::default()).expect("emits");
+    let ptx = emit_module(&verify(inlined.clone()).unwrap(), &PtxOptions::default()).expect("emits");
     assert!(!ptx.contains(".func") && !ptx.contains("call"), "{ptx}");
     assert!(emit_kernel_in_module(&two, "nope", &PtxOptions::default()).is_err());
     // A function without calls emits on its own, as a `.func`.
@@ -463,18 +468,15 @@ fn missing_or_recursive_functions_are_errors() {
     let m = parse("result", RESULT);
     let mut missing = m.clone();
     missing.funcs.clear();
-    let d = emit_module(&missing, &PtxOptions::default()).expect_err("call to a missing function");
-    assert!(d.iter().any(|d| d.message.contains("unknown function `@warp_sum`")), "{d:#?}");
-    // Without the verifier, still an error rather than a panic.
-    let d = emit_verified_module(&missing, &PtxOptions::default()).expect_err("unverified, missing callee");
-    assert!(d.iter().any(|d| d.message.contains("`@warp_sum`")), "{d:#?}");
-    // Recursion (which the verifier rejects) is an error from the unverified entry point too.
+    // The emitter takes a verified module: a call to a missing function never gets that far.
+    let d = verify(missing).expect_err("call to a missing function");
+    assert!(d.list().iter().any(|d| d.message.contains("unknown function `@warp_sum`")), "{d}");
+    // Nor does recursion.
     let rec = "func @f(%a: u32) -> u32 {\nentry:\n  %b = call @f(%a)\n  ret %b\n}\n\
                kernel @k() {\nentry:\n  %x = call @f(1)\n  ret\n}\n";
     let rm = kir_ir::parse(rec).expect("parses");
-    assert!(emit_module(&rm, &PtxOptions::default()).is_err());
-    let d = emit_verified_module(&rm, &PtxOptions::default()).expect_err("recursion");
-    assert!(d[0].message.contains("recursive"), "{d:#?}");
+    let d = verify(rm).expect_err("recursion");
+    assert!(d.list().iter().any(|d| d.message.contains("calls itself")), "{d}");
 }
 
 #[test]

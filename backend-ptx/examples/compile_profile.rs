@@ -25,12 +25,15 @@ fn main() {
             let mut m = kir_ir::text::load::load_source(path, s.clone()).map_err(|e| e.render(false)).unwrap().module;
             parse += t.elapsed();
             let t = Instant::now();
-            kir_passes::run_pipeline(&mut m, &p, &kir_passes::RunConfig::default(), &mut std::io::sink()).unwrap();
+            kir_passes::run_pipeline_in_place(&mut m, &p, &kir_passes::RunConfig::default(), &mut std::io::sink())
+                .unwrap();
             passes += t.elapsed();
             let t = Instant::now();
             let opts =
                 kir_backend_ptx::PtxOptions { sm: kir_backend_ptx::SmVersion::Sm80, source: None, comments: false };
-            std::hint::black_box(kir_backend_ptx::emit_module(&m, &opts).unwrap());
+            std::hint::black_box(
+                kir_backend_ptx::emit_module(&kir_ir::verify::verify(m.clone()).expect("verifies"), &opts).unwrap(),
+            );
             emit += t.elapsed();
         }
     }

@@ -19,15 +19,18 @@ fn main() {
         let verify = t.elapsed();
         let p = kir_passes::parse_pipeline(kir_passes::DEFAULT_PIPELINE).expect("pipeline");
         let t = Instant::now();
-        kir_passes::run_pipeline(&mut m, &p, &kir_passes::RunConfig::default(), &mut std::io::sink()).expect("passes");
+        kir_passes::run_pipeline_in_place(&mut m, &p, &kir_passes::RunConfig::default(), &mut std::io::sink())
+            .expect("passes");
         let passes = t.elapsed();
         let t = Instant::now();
         let _ = kir_ir::verify::verify_module(&m);
         let reverify = t.elapsed();
         let t = Instant::now();
-        let ptx =
-            kir_backend_ptx::emit_module(&m, &kir_backend_ptx::PtxOptions { comments: false, ..Default::default() })
-                .expect("emits");
+        let ptx = kir_backend_ptx::emit_module(
+            &kir_ir::verify::verify(m.clone()).expect("verifies"),
+            &kir_backend_ptx::PtxOptions { comments: false, ..Default::default() },
+        )
+        .expect("emits");
         let emit = t.elapsed();
         println!(
             "{:>7} insts: parse {:>9.2?} verify {:>9.2?} passes {:>9.2?} emit(+verify) {:>9.2?} of which verify {:>9.2?} ({} PTX lines)",

@@ -23,6 +23,13 @@ fn main() {
         }
     };
     let opts = kir_backend_ptx::PtxOptions { sm, source: Some(src.clone()), comments: true };
+    let m = match kir_ir::verify::verify(m) {
+        Ok(v) => v,
+        Err(d) => {
+            eprint!("{}", kir_ir::diag::render(d.list(), path, &src, false));
+            std::process::exit(1);
+        }
+    };
     match kir_backend_ptx::emit_module(&m, &opts) {
         Ok(p) => print!("{p}"),
         Err(d) => {

@@ -2,9 +2,10 @@
 //! machine with a CUDA driver) loads and launches it.
 //!
 //! Guarantees:
-//! - [`emit_module`] / [`emit_kernel_in_module`] / [`emit_kernel`] verify their input first (the
-//!   whole module, functions included, where there is one) and return the verifier's diagnostics
-//!   instead of emitting anything for an ill-formed module; they never panic. A body that calls
+//! - [`emit_module`] and [`emit_kernel_in_module`] take a [`Verified`] module (validity is in the
+//!   type: nothing is re-checked); [`emit_kernel`], for one body without its module, verifies it
+//!   first and returns the verifier's diagnostics instead of emitting anything for an ill-formed
+//!   body. None of them panics. A body that calls
 //!   functions cannot be emitted without its module: [`emit_kernel`] reports that as an error.
 //! - The output is one PTX module: `.version 8.0`, `.target sm_XX`, `.address_size 64`, then one
 //!   `.func` per device function that an emitted kernel calls, directly or not (the functions of a
@@ -48,6 +49,7 @@ pub mod pcopy;
 pub mod regs;
 pub mod tools;
 
+use kir_ir::verify::Verified;
 use kir_ir::{Diagnostic, Kernel, Module};
 
 /// The GPU architecture the PTX targets.
@@ -123,36 +125,16 @@ fn header(opts: &PtxOptions) -> String {
     )
 }
 
-fn verify(m: &Module) -> Result<(), Vec<Diagnostic>> {
-    let diags: Vec<Diagnostic> = kir_ir::verify::verify_module(m).into_iter().filter(|d| d.is_error()).collect();
-    if diags.is_empty() {
-        Ok(())
-    } else {
-        Err(diags)
-    }
-}
-
 /// Emits the PTX module for every kernel of `m` and every device function they call (directly or
 /// not; a function no kernel calls, such as the rest of an imported library, is left out).
-pub fn emit_module(m: &Module, opts: &PtxOptions) -> Result<String, Vec<Diagnostic>> {
-    verify(m)?;
-    emit_verified_module(m, opts)
-}
-
-/// Emits the PTX module of [`emit_module`] without running the verifier first:
-/// for callers that have verified `m` already, such as a compile pipeline that verifies the parsed
-/// module and then runs the pass pipeline (passes keep verified IR valid; the pass tests check that
-/// with the verifier after every pass). On IR that does not verify, the output is unspecified (but
-/// this never panics: recursion, for one, is an error).
-pub fn emit_verified_module(m: &Module, opts: &PtxOptions) -> Result<String, Vec<Diagnostic>> {
+pub fn emit_module(m: &Verified, opts: &PtxOptions) -> Result<String, Vec<Diagnostic>> {
     let order = func_order(m, reachable_funcs(m, m.kernels.iter()))?;
     emit_verified(m, &order, m.kernels.iter(), opts)
 }
 
 /// Emits a PTX module holding kernel `kernel` of `m` (the name without `@`) and the functions it
-/// calls, directly or not. Verifies the whole module first.
-pub fn emit_kernel_in_module(m: &Module, kernel: &str, opts: &PtxOptions) -> Result<String, Vec<Diagnostic>> {
-    verify(m)?;
+/// calls, directly or not.
+pub fn emit_kernel_in_module(m: &Verified, kernel: &str, opts: &PtxOptions) -> Result<String, Vec<Diagnostic>> {
     let Some(k) = m.kernel(kernel) else {
         return Err(vec![Diagnostic::error(format!("no kernel `@{kernel}` in the module"))]);
     };
@@ -160,8 +142,9 @@ pub fn emit_kernel_in_module(m: &Module, kernel: &str, opts: &PtxOptions) -> Res
     emit_verified(m, &order, std::iter::once(k), opts)
 }
 
-/// Emits a PTX module holding only kernel `k` (or only function `k`, as a `.func`). A body that
-/// calls functions needs its module: that is an error here (use [`emit_kernel_in_module`]).
+/// Emits a PTX module holding only kernel `k` (or only function `k`, as a `.func`), verifying the
+/// body first (on its own: the one entry point that takes an unverified body). A body that calls
+/// functions needs its module: that is an error here (use [`emit_kernel_in_module`]).
 pub fn emit_kernel(k: &Kernel, opts: &PtxOptions) -> Result<String, Vec<Diagnostic>> {
     let diags: Vec<Diagnostic> = kir_ir::verify::verify_kernel(k).into_iter().filter(|d| d.is_error()).collect();
     if !diags.is_empty() {

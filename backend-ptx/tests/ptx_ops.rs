@@ -178,7 +178,8 @@ fn assemble_all(m: &Module, what: &str) {
         return;
     }
     for sm in [SmVersion::Sm80, SmVersion::Sm90] {
-        let ptx = emit_module(m, &PtxOptions::new(sm)).unwrap_or_else(|d| panic!("{what}: emission failed: {d:#?}"));
+        let v = kir_ir::verify::verify(m.clone()).unwrap_or_else(|d| panic!("{what}: {d}"));
+        let ptx = emit_module(&v, &PtxOptions::new(sm)).unwrap_or_else(|d| panic!("{what}: emission failed: {d:#?}"));
         if let Err(e) = tools::run_ptxas(&ptx, sm) {
             // Show the offending PTX lines next to ptxas's messages.
             let lines: Vec<&str> = ptx.lines().collect();

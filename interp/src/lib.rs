@@ -310,7 +310,23 @@ fn check_args(kernel: &Kernel, args: &[Arg], buffers: &[Buffer]) -> Result<(Vec<
     Ok((bits, names))
 }
 
+/// Runs a kernel of a [`Verified`](kir_ir::verify::Verified) module: the typed entry point (what
+/// `kir run`, `kir test` and `kir::api` use). The kernel's calls resolve against its module's
+/// functions, as in [`launch_in`]; validity is in the type, so nothing is left unchecked.
+pub fn launch_verified(
+    kernel: kir_ir::verify::VerifiedKernel<'_>,
+    cfg: &LaunchConfig,
+    args: &[Arg],
+    buffers: &mut [Buffer],
+    opts: &Options,
+) -> Result<Stats, InterpError> {
+    launch_impl(Some(kernel.funcs()), kernel.kernel(), cfg, args, buffers, opts)
+}
+
 /// Runs `kernel` over the launch shape with the given arguments, reading and writing `buffers`.
+/// The caller vouches that `kernel` verifies (`kir_ir::verify`); [`launch_verified`] is the form
+/// that takes the proof. The interpreter never panics on unverified IR, but its results then
+/// mean nothing.
 ///
 /// On success the buffers hold the kernel's results. On a kernel fault the buffers hold whatever
 /// the blocks wrote before stopping.

@@ -25,6 +25,7 @@
 //!   that are the verifier's business; `kir run` verifies before launching.
 
 use crate::error::InterpError;
+use kir_ir::analysis::callgraph::successors_first;
 use kir_ir::analysis::cfg::Cfg;
 use kir_ir::op::{AtomicOp, Op, ShflMode, SpecialReg, VoteMode};
 use kir_ir::types::{AddrSpace, ScalarType, Type};
@@ -479,38 +480,86 @@ impl Progs {
 }
 
 /// The register slots of the kernel and its deepest call chain (each body's `nslots` plus the
-/// largest need of its callees); recursion is an invalid launch naming the cycle. Iterative.
+/// largest need of its callees); recursion is an invalid launch naming the cycle. Callees first
+/// from `kir_ir::analysis::callgraph::successors_first` (iterative).
 fn stack_need(progs: &[Prog]) -> Result<usize, InterpError> {
-    let n = progs.len();
-    // 0 = unvisited, 1 = on the stack, 2 = done.
-    let mut state = vec![0u8; n];
-    let mut need = vec![0usize; n];
-    let mut stack: Vec<(usize, usize)> = vec![(0, 0)];
-    state[0] = 1;
-    while let Some(&mut (p, ref mut next)) = stack.last_mut() {
-        if let Some(c) = progs[p].calls.get(*next).map(|c| c.callee as usize) {
-            *next += 1;
-            match state[c] {
-                0 => {
-                    state[c] = 1;
-                    stack.push((c, 0));
-                }
-                1 => {
-                    let start = stack.iter().position(|(x, _)| *x == c).unwrap_or(0);
-                    let mut names: Vec<String> =
-                        stack[start..].iter().map(|(x, _)| format!("`@{}`", progs[*x].name)).collect();
-                    names.push(format!("`@{}`", progs[c].name));
-                    return Err(InterpError::invalid(format!("recursive functions: {}", names.join(" -> ")))
-                        .with_note("kir functions cannot recurse (run `kir check`)"));
-                }
-                _ => {}
-            }
-        } else {
-            let deepest = progs[p].calls.iter().map(|c| need[c.callee as usize]).max().unwrap_or(0);
-            need[p] = progs[p].nslots.saturating_add(deepest);
-            state[p] = 2;
-            stack.pop();
-        }
+    let succs: Vec<Vec<usize>> = progs.iter().map(|p| p.calls.iter().map(|c| c.callee as usize).collect()).collect();
+    let order = successors_first(&succs, [0]).map_err(|cycle| {
+        let mut names: Vec<String> = cycle.iter().map(|&(x, _)| format!("`@{}`", progs[x].name)).collect();
+        names.extend(cycle.first().map(|&(x, _)| format!("`@{}`", progs[x].name)));
+        InterpError::invalid(format!("recursive functions: {}", names.join(" -> ")))
+            .with_note("kir functions cannot recurse (run `kir check`)")
+    })?;
+    let mut need = vec![0usize; progs.len()];
+    for p in order {
+        let deepest =
+            progs[p].calls.iter().map(|c| need.get(c.callee as usize).copied().unwrap_or(0)).max().unwrap_or(0);
+        need[p] = progs[p].nslots.saturating_add(deepest);
     }
-    Ok(need[0])
+    Ok(need.first().copied().unwrap_or(0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn module(src: &str) -> kir_ir::Module {
+        kir_ir::parse(src).unwrap_or_else(|d| panic!("{d:?}"))
+    }
+
+    #[test]
+    fn the_stride_is_the_kernel_plus_its_deepest_call_chain() {
+        let m = module(
+            "func @leaf(%x: u32) -> u32 {
+entry:
+  %a = add.u32 %x, 1
+  %b = add.u32 %a, 2
+  %c = add.u32 %b, 3
+  ret %c
+}
+func @mid(%x: u32) -> u32 {
+entry:
+  %y = call @leaf(%x)
+  ret %y
+}
+kernel @k(%out: ptr<global, u32>) {
+entry:
+  %t = tid.x
+  %v = call @leaf(%t)
+  %w = call @mid(%v)
+  store %out[%t], %w
+  ret
+}",
+        );
+        let p = Progs::build(&m.kernels[0], Some(&m.funcs)).unwrap();
+        let slots = |n: &str| p.progs.iter().find(|x| x.name == n).unwrap().nslots;
+        // k -> mid -> leaf is deeper than k -> leaf.
+        assert_eq!(p.stride, slots("k") + slots("mid") + slots("leaf"));
+    }
+
+    #[test]
+    fn recursion_is_an_invalid_launch_naming_the_cycle() {
+        let m = module(
+            "func @a(%x: u32) -> u32 {
+entry:
+  %y = call @b(%x)
+  ret %y
+}
+func @b(%x: u32) -> u32 {
+entry:
+  %y = call @a(%x)
+  ret %y
+}
+kernel @k(%out: ptr<global, u32>) {
+entry:
+  %t = tid.x
+  %v = call @a(%t)
+  store %out[%t], %v
+  ret
+}",
+        );
+        let e = Progs::build(&m.kernels[0], Some(&m.funcs)).unwrap_err();
+        assert_eq!(e.kind, crate::ErrorKind::InvalidLaunch);
+        assert_eq!(e.message, "recursive functions: `@a` -> `@b` -> `@a`");
+    }
 }

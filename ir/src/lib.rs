@@ -1,13 +1,19 @@
-//! kir-ir: the kir intermediate representation.
+//! kir-ir: the kir intermediate representation, laid out by concern (no two modules import each
+//! other in a circle: `ir/tests/layering.rs`).
 //!
-//! - [`types`]: value types and typed constants.
-//! - [`op`]: the op set and each op's signature and mnemonic.
-//! - [`ir`]: modules, kernels, blocks with block parameters, instructions, SSA values (arena handles).
-//! - [`parse`] and [`printer`]: the `.kir` text format (logos lexer, lalrpop grammar); the printer's
-//!   output re-parses to a structurally equal module.
-//! - [`graph`]: launch graphs (ordered kernel launches over buffers), their dependency DAG and
-//!   verification.
-//! - [`diag`]: located diagnostics rendered as `file:line:col` with carets.
+//! - The data model: [`types`] (value types, typed constants), [`op`] (the op set, each op's
+//!   signature), [`mnemonic`] (the one table of op spellings, read by the printer and the parser),
+//!   [`ir`] (modules, kernels and functions, blocks with block parameters, instructions, SSA
+//!   values: arena handles), [`graph`] (launch graphs), [`span`], [`diag`] (located diagnostics
+//!   rendered as `file:line:col` with carets).
+//! - [`text`]: the `.kir` text format both ways (lexer, grammar, syntax tree, lowering, imports,
+//!   printer, formatter); the printer's output re-parses to a structurally equal module.
+//! - [`verify`]: the verifier; [`verify::verify`] turns a `Module` into a [`verify::Verified`] one
+//!   (validity as a type, with the CFGs it built) or [`verify::Diagnostics`].
+//! - [`analysis`]: CFG with dominators and post-dominators, pointer provenance, call graph, launch
+//!   effects — each written once.
+//! - [`subst`] and [`inline`]: IR transformations the passes build on; [`eval`]: the one
+//!   definition of every pure op.
 
 pub mod analysis;
 pub mod diag;
@@ -19,6 +25,7 @@ pub mod generate;
 pub mod graph;
 pub mod inline;
 pub mod ir;
+pub mod mnemonic;
 pub mod op;
 pub mod rng;
 pub mod span;

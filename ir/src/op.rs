@@ -4,9 +4,8 @@
 //! - An [`Op`] carries every type and modifier needed to know its operand and result types
 //!   ([`Op::signature`]), except memory ops, whose element type comes from their pointer operand.
 //! - Every op has exactly one textual mnemonic ([`Op::mnemonic`]) that the parser maps back to the
-//!   same `Op` (`parse_mnemonic` in [`crate::text::parse`]). The per-op names (`BinOp::name` and the
-//!   like) live in this module and serve both directions; the parser's table of whole mnemonics is
-//!   separate, kept in step by the printer/parser round-trip tests.
+//!   same `Op`. Both directions are driven by one table, [`crate::mnemonic`]; the per-op words
+//!   (`BinOp::name` and the like, each sub-enum's `ALL` in the order messages list them) live here.
 //! - Pure ops (no memory, no synchronization, no thread identity) are exactly those for which
 //!   [`Op::is_pure`] holds; they are evaluated by [`crate::eval`], the single definition of their
 //!   semantics used by constant folding and the interpreter.
@@ -22,7 +21,6 @@
 //! - `Barrier`: none. `Shfl`: `[value, lane_or_delta, member_mask]`. `Vote`: `[pred, member_mask]`.
 
 use crate::types::{ScalarType, Type};
-use std::fmt;
 
 /// A dimension of the thread/block index space.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -94,6 +92,16 @@ pub enum Rounding {
 }
 
 impl Rounding {
+    pub const ALL: [Rounding; 8] = [
+        Rounding::Rn,
+        Rounding::Rz,
+        Rounding::Rm,
+        Rounding::Rp,
+        Rounding::Rni,
+        Rounding::Rzi,
+        Rounding::Rmi,
+        Rounding::Rpi,
+    ];
     pub fn name(self) -> &'static str {
         match self {
             Rounding::Rn => "rn",
@@ -107,17 +115,7 @@ impl Rounding {
         }
     }
     pub fn from_name(s: &str) -> Option<Rounding> {
-        Some(match s {
-            "rn" => Rounding::Rn,
-            "rz" => Rounding::Rz,
-            "rm" => Rounding::Rm,
-            "rp" => Rounding::Rp,
-            "rni" => Rounding::Rni,
-            "rzi" => Rounding::Rzi,
-            "rmi" => Rounding::Rmi,
-            "rpi" => Rounding::Rpi,
-            _ => return None,
-        })
+        Rounding::ALL.iter().copied().find(|r| r.name() == s)
     }
     /// True for the integral roundings (`rni`, `rzi`, `rmi`, `rpi`).
     pub fn is_integral(self) -> bool {
@@ -377,6 +375,7 @@ pub enum AtomicOp {
 }
 
 impl AtomicOp {
+    pub const ALL: [AtomicOp; 4] = [AtomicOp::Add, AtomicOp::Min, AtomicOp::Max, AtomicOp::Exch];
     pub fn name(self) -> &'static str {
         match self {
             AtomicOp::Add => "add",
@@ -410,6 +409,7 @@ pub enum ShflMode {
 }
 
 impl ShflMode {
+    pub const ALL: [ShflMode; 4] = [ShflMode::Down, ShflMode::Up, ShflMode::Bfly, ShflMode::Idx];
     pub fn name(self) -> &'static str {
         match self {
             ShflMode::Down => "down",
@@ -432,6 +432,7 @@ pub enum VoteMode {
 }
 
 impl VoteMode {
+    pub const ALL: [VoteMode; 3] = [VoteMode::All, VoteMode::Any, VoteMode::Ballot];
     pub fn name(self) -> &'static str {
         match self {
             VoteMode::All => "all",
@@ -602,90 +603,6 @@ impl Op {
         };
         Signature { args, result, has_result }
     }
-
-    /// The op's textual mnemonic, as the parser accepts it (without operands).
-    pub fn mnemonic(&self) -> String {
-        fn flags(f: &FloatFlags) -> String {
-            let mut s = String::new();
-            match f.mode {
-                FloatMode::Exact(Rounding::Rn) => {}
-                FloatMode::Exact(r) => {
-                    s.push('.');
-                    s.push_str(r.name())
-                }
-                FloatMode::Approx => s.push_str(".approx"),
-                FloatMode::Full => s.push_str(".full"),
-            }
-            if f.ftz {
-                s.push_str(".ftz");
-            }
-            s
-        }
-        match self {
-            Op::Special(r) => match r {
-                SpecialReg::Tid(d) => format!("tid.{}", d.name()),
-                SpecialReg::Ctaid(d) => format!("ctaid.{}", d.name()),
-                SpecialReg::Ntid(d) => format!("ntid.{}", d.name()),
-                SpecialReg::Nctaid(d) => format!("nctaid.{}", d.name()),
-                SpecialReg::GlobalId(d) => format!("global_id.{}", d.name()),
-                SpecialReg::LaneId => "laneid".into(),
-                SpecialReg::WarpId => "warpid".into(),
-            },
-            Op::Mov(ty) => format!("mov.{ty}"),
-            Op::Bin(op, ty, f) => {
-                if ty.is_float() && op.has_float_mode() {
-                    format!("{}{}.{ty}", op.name(), flags(f))
-                } else {
-                    format!("{}.{ty}", op.name())
-                }
-            }
-            Op::MulWide(ty) => format!("mul.wide.{ty}"),
-            Op::Mad(ty) => format!("mad.{ty}"),
-            Op::Fma(ty, f) => format!("fma{}.{ty}", flags(f)),
-            Op::Unary(op, ty, f) => {
-                if op.has_float_mode() {
-                    format!("{}{}.{ty}", op.name(), flags(f))
-                } else {
-                    format!("{}.{ty}", op.name())
-                }
-            }
-            Op::Cmp(op, ty) => format!("{}.{ty}", op.name()),
-            Op::Select(ty) => format!("select.{ty}"),
-            Op::Cvt { to, from, rounding, sat, ftz } => {
-                let mut s = String::from("cvt");
-                if let Some(r) = rounding {
-                    s.push('.');
-                    s.push_str(r.name());
-                }
-                if *sat {
-                    s.push_str(".sat");
-                }
-                if *ftz {
-                    s.push_str(".ftz");
-                }
-                format!("{s}.{to}.{from}")
-            }
-            Op::Bitcast { to, from } => format!("bitcast.{to}.{from}"),
-            Op::Load => "load".into(),
-            Op::Store => "store".into(),
-            Op::Atomic(a) => format!("atom.{}", a.name()),
-            Op::AtomicCas => "atom.cas".into(),
-            Op::PtrOffset => "offset".into(),
-            Op::PtrOffsetBytes => "offset.bytes".into(),
-            Op::PtrCast(_) => "ptrcast".into(),
-            Op::SharedAddr(_) => "addr".into(),
-            Op::Barrier => "barrier".into(),
-            Op::Shfl(m, ty) => format!("shfl.{}.{ty}", m.name()),
-            Op::Vote(m) => format!("vote.{}", m.name()),
-            Op::Call(_) => "call".into(),
-        }
-    }
-}
-
-impl fmt::Display for Op {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.mnemonic())
-    }
 }
 
 /// Every op the text format can spell, with every operand type its `accepts` admits and every
@@ -766,18 +683,7 @@ pub fn all_ops() -> Vec<Op> {
             if t.is_pred() || from.is_pred() {
                 continue;
             }
-            let roundings = [
-                None,
-                Some(Rounding::Rn),
-                Some(Rounding::Rz),
-                Some(Rounding::Rm),
-                Some(Rounding::Rp),
-                Some(Rounding::Rni),
-                Some(Rounding::Rzi),
-                Some(Rounding::Rmi),
-                Some(Rounding::Rpi),
-            ];
-            for rounding in roundings {
+            for rounding in std::iter::once(None).chain(Rounding::ALL.map(Some)) {
                 for sat in [false, true] {
                     for ftz in [false, true] {
                         ops.push(Op::Cvt { to: t, from, rounding, sat, ftz });
@@ -788,7 +694,7 @@ pub fn all_ops() -> Vec<Op> {
                 ops.push(Op::Bitcast { to: t, from });
             }
         }
-        for m in [ShflMode::Down, ShflMode::Up, ShflMode::Bfly, ShflMode::Idx] {
+        for m in ShflMode::ALL {
             ops.push(Op::Shfl(m, t));
         }
     }

@@ -1,16 +1,12 @@
-//! Verifier unit tests: SSA dominance, unreachable blocks, block arguments and branch conditions,
-//! on kernels built programmatically and on parsed text.
+//! Verifier unit tests: SSA dominance, block arguments and branch conditions, on kernels built
+//! programmatically (IR the parser cannot produce, or edited in place). The cases written as
+//! `.kir` text are filetests: `tests/filetests/verify/ssa_*.kir` and
+//! `every_kernel_is_verified.kir` (run by `tests/filetests.rs` in the `kir` crate).
 
-use kir_ir::diag::Severity;
-use kir_ir::verify::{verify_kernel, verify_module};
 use kir_ir::*;
 
 mod common;
 use common::*;
-
-fn kernel(src: &str) -> Kernel {
-    parse(src).unwrap_or_else(|d| panic!("test kernel does not parse: {d:#?}")).kernels.remove(0)
-}
 
 fn add(k: &mut Kernel, b: BlockId, name: &str, x: Operand, y: Operand) -> ValueId {
     let i = k.append_inst(
@@ -32,25 +28,6 @@ fn br(cond: Operand, t: BlockId, e: BlockId) -> Terminator {
 }
 
 const ONE: Operand = Operand::Const(Constant { ty: ScalarType::U32, bits: 1 });
-
-#[test]
-fn a_loop_with_block_parameters_is_clean() {
-    let k = kernel(
-        "kernel @sum(%n: u32, %out: ptr<global, u32>) {
-entry:
-  jmp loop(0, 0)
-loop(%i: u32, %acc: u32):
-  %acc.next = add.u32 %acc, %i
-  %i.next = add.u32 %i, 1
-  %more = lt.u32 %i.next, %n
-  br %more, loop(%i.next, %acc.next), exit(%acc.next)
-exit(%r: u32):
-  store %out[0], %r
-  ret
-}",
-    );
-    assert_clean(&k);
-}
 
 #[test]
 fn use_before_definition_in_the_same_block() {
@@ -108,139 +85,6 @@ fn definition_must_dominate_use_across_blocks() {
 }
 
 #[test]
-fn block_parameters_dominate_only_their_block_s_dominance_region() {
-    let k = kernel(
-        "kernel @k(%p: pred) {
-entry:
-  br %p, a(1), b
-a(%x: u32):
-  jmp b
-b:
-  %y = add.u32 %x, 1
-  ret
-}",
-    );
-    assert_error(&k, "`%x` is used in block `b`, but its definition in block `a` does not dominate this use");
-}
-
-#[test]
-fn block_arguments_are_uses_at_the_end_of_the_branching_block() {
-    // A value defined in the same block as the jump, after nothing else: fine.
-    let k = kernel(
-        "kernel @k() {
-entry:
-  %v = add.u32 1, 2
-  jmp next(%v)
-next(%w: u32):
-  ret
-}",
-    );
-    assert_clean(&k);
-    // A value defined in the target, passed on the edge into it from a block it does not dominate.
-    let k = kernel(
-        "kernel @k() {
-entry:
-  jmp next(%v)
-next(%w: u32):
-  %v = add.u32 %w, 1
-  ret
-}",
-    );
-    assert_error(&k, "`%v` is used in block `entry`, but its definition in block `next` does not dominate this use");
-    // A loop latch passing its own value back to the header: fine.
-    let k = kernel(
-        "kernel @k(%n: u32) {
-entry:
-  jmp h(0)
-h(%i: u32):
-  %i2 = add.u32 %i, 1
-  %c = lt.u32 %i2, %n
-  br %c, h(%i2), out
-out:
-  ret
-}",
-    );
-    assert_clean(&k);
-}
-
-#[test]
-fn branch_condition_is_a_use_at_the_end_of_the_block() {
-    let k = kernel(
-        "kernel @k(%n: u32) {
-entry:
-  %c = lt.u32 %n, 4
-  br %c, a, a
-a:
-  ret
-}",
-    );
-    assert_clean(&k);
-    let k = kernel(
-        "kernel @k(%n: u32) {
-entry:
-  br %c, a, b
-a:
-  %c = lt.u32 %n, 4
-  ret
-b:
-  ret
-}",
-    );
-    assert_error(&k, "`%c` is used in block `entry`, but its definition in block `a` does not dominate this use");
-}
-
-#[test]
-fn unreachable_blocks_warn_once_and_skip_dominance() {
-    // `dead` uses %y from `live`, which does not dominate it: not reported, the block is dead.
-    let k = kernel(
-        "kernel @k(%out: ptr<global, u32>) {
-entry:
-  jmp live
-dead:
-  store %out[0], %y
-  jmp dead
-live:
-  %y = add.u32 1, 2
-  ret
-}",
-    );
-    let d = verify_kernel(&k);
-    assert_eq!(d.len(), 1, "{d:#?}");
-    assert_eq!(d[0].severity, Severity::Warning);
-    assert_eq!(d[0].message, "block `dead` is unreachable");
-    // Type errors inside unreachable blocks are still errors.
-    let k = kernel(
-        "kernel @k(%out: ptr<global, f32>) {
-entry:
-  ret
-dead:
-  %v = add.u32 1, 2
-  store %out[0], %v
-  ret
-}",
-    );
-    let d = verify_kernel(&k);
-    assert_eq!(d.iter().filter(|d| d.is_error()).count(), 1, "{d:#?}");
-}
-
-#[test]
-fn values_defined_in_unreachable_blocks_cannot_be_used_in_reachable_ones() {
-    let k = kernel(
-        "kernel @k() {
-entry:
-  jmp exit
-dead:
-  %y = add.u32 1, 2
-  jmp exit
-exit:
-  %z = add.u32 %y, 1
-  ret
-}",
-    );
-    assert_error(&k, "block `dead` is unreachable, so `%y` is never defined");
-}
-
-#[test]
 fn block_argument_arity_and_types() {
     let mut k = Kernel::new("k");
     let x = k.add_param("x", Type::F32);
@@ -282,39 +126,4 @@ fn branch_condition_must_be_pred() {
     assert_error(&k, "the condition of `br` must be a `pred`, but `%n` has type `u32`");
     k.block_mut(entry).term = br(Constant::pred(true).into(), exit, exit);
     assert_clean(&k);
-}
-
-#[test]
-fn kernel_parameters_dominate_everything() {
-    let k = kernel(
-        "kernel @k(%a: u32, %p: pred) {
-entry:
-  br %p, x, y
-x:
-  %u = add.u32 %a, 1
-  jmp y
-y:
-  %v = add.u32 %a, 2
-  ret
-}",
-    );
-    assert_clean(&k);
-}
-
-#[test]
-fn every_kernel_of_a_module_is_verified() {
-    let m = parse(
-        "kernel @a() {
-entry:
-  ret
-}
-kernel @b(%n: u32) {
-entry:
-  br %n, entry, entry
-}",
-    )
-    .unwrap();
-    let d = verify_module(&m);
-    assert_eq!(d.len(), 1, "{d:#?}");
-    assert!(d[0].notes.iter().any(|n| n.contains("in kernel `@b`")));
 }

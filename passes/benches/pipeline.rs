@@ -11,7 +11,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
 use kir_ir::generate::{random_kernel, GenConfig};
 use kir_ir::Module;
-use kir_passes::{parse_pipeline, run_pipeline, RunConfig, DEFAULT_PIPELINE};
+use kir_passes::{parse_pipeline, run_pipeline_in_place, RunConfig, DEFAULT_PIPELINE};
 
 fn bench(c: &mut Criterion) {
     let pipeline = parse_pipeline(DEFAULT_PIPELINE).expect("default pipeline");
@@ -30,7 +30,7 @@ fn bench(c: &mut Criterion) {
             // `kir opt` reports it and the `scaling` example measures it).
             b.iter_batched_ref(
                 || Module { kernels: vec![k.clone()], ..Module::default() },
-                |m| run_pipeline(m, &pipeline, &cfg, &mut std::io::sink()).expect("pipeline"),
+                |m| run_pipeline_in_place(m, &pipeline, &cfg, &mut std::io::sink()).expect("pipeline"),
                 BatchSize::LargeInput,
             )
         });

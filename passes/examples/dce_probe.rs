@@ -8,9 +8,9 @@ fn main() {
     let mut m = kir_ir::Module { kernels: vec![k], ..Default::default() };
     let cfg = kir_passes::RunConfig { verify_input: false, ..Default::default() };
     let pre = kir_passes::parse_pipeline("fold,simplify-cfg").unwrap();
-    kir_passes::run_pipeline(&mut m, &pre, &cfg, &mut std::io::sink()).unwrap();
+    kir_passes::run_pipeline_in_place(&mut m, &pre, &cfg, &mut std::io::sink()).unwrap();
     let dce = kir_passes::parse_pipeline("dce").unwrap();
     let t = std::time::Instant::now();
-    kir_passes::run_pipeline(&mut m, &dce, &cfg, &mut std::io::sink()).unwrap();
+    kir_passes::run_pipeline_in_place(&mut m, &dce, &cfg, &mut std::io::sink()).unwrap();
     println!("{insts}: dce pipeline {:?}", t.elapsed());
 }

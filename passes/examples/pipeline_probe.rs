@@ -18,7 +18,7 @@ fn main() {
     for _ in 0..repeat {
         let mut m = kir_ir::Module { kernels: vec![k.clone()], ..Default::default() };
         let t = std::time::Instant::now();
-        kir_passes::run_pipeline(&mut m, &p, &cfg, &mut std::io::sink()).unwrap();
+        kir_passes::run_pipeline_in_place(&mut m, &p, &cfg, &mut std::io::sink()).unwrap();
         println!("{insts}: default pipeline {:?}", t.elapsed());
     }
 }

@@ -11,7 +11,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use kir_ir::generate::{random_kernel, GenConfig};
 use kir_ir::Module;
-use kir_passes::{parse_pipeline, run_pipeline, RunConfig, DEFAULT_PIPELINE};
+use kir_passes::{parse_pipeline, run_pipeline_in_place, RunConfig, DEFAULT_PIPELINE};
 use std::time::{Duration, Instant};
 
 fn main() {
@@ -43,7 +43,7 @@ fn main() {
                 std::hint::black_box(&evict);
             }
             let t = Instant::now();
-            let r = run_pipeline(&mut m, &pipeline, &cfg, &mut std::io::sink()).expect("pipeline");
+            let r = run_pipeline_in_place(&mut m, &pipeline, &cfg, &mut std::io::sink()).expect("pipeline");
             best[i] = best[i].min(t.elapsed());
             for (b, s) in best_steps[i].iter_mut().zip(&r.steps) {
                 *b = (*b).min(s.time);

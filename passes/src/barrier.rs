@@ -65,6 +65,7 @@ use crate::pass::{ModulePass, PassContext};
 use crate::uniformity::{ConflictKind, Level, LoadConflict, MemObject, Uniformity, ValueReason};
 use kir_ir::analysis::cfg::Cfg;
 use kir_ir::diag::Diagnostic;
+use kir_ir::verify::Verified;
 use kir_ir::{BlockId, InstId, Kernel, Module, Op, Operand, Span, SpecialReg, Terminator, ValueDef, ValueId};
 
 /// The `verify-barriers` pass (a module pass, since a function's barriers are checked at its call
@@ -91,16 +92,31 @@ fn count_barriers(k: &Kernel) -> usize {
 /// Barrier verification of a whole module: [`verify_kernel_barriers`] for every kernel, in module
 /// order. This is the entry point for modules with functions (`kir check` runs it).
 pub fn verify_module_barriers(m: &Module) -> Vec<Diagnostic> {
+    module_barriers(m, |_| None)
+}
+
+/// [`verify_module_barriers`] on a verified module, reusing the CFG the verifier built for each
+/// kernel (a kernel with calls is analysed as an inlined copy, which gets its own).
+pub fn verify_verified_barriers(v: &Verified) -> Vec<Diagnostic> {
+    module_barriers(v, |i| Some(v.cfg(i)))
+}
+
+/// The barriers of every kernel of `m`; `cfg_of(i)` may supply the CFG of kernel `i`.
+fn module_barriers<'c>(m: &Module, cfg_of: impl Fn(usize) -> Option<&'c Cfg>) -> Vec<Diagnostic> {
+    let own = |i: usize, k: &Kernel| match cfg_of(i) {
+        Some(cfg) => verify_with(k, &Uniformity::compute_with(k, Some(cfg))),
+        None => verify_barriers(k),
+    };
     let with_calls: Vec<&Kernel> = m.kernels.iter().filter(|k| !k.callees.is_empty()).collect();
     if with_calls.is_empty() {
-        return m.kernels.iter().flat_map(verify_barriers).collect();
+        return m.kernels.iter().enumerate().flat_map(|(i, k)| own(i, k)).collect();
     }
     let im = InlinedModule::new(m, &with_calls);
     let mut n = 0;
     let mut out = vec![];
-    for k in &m.kernels {
+    for (i, k) in m.kernels.iter().enumerate() {
         if k.callees.is_empty() {
-            out.extend(verify_barriers(k));
+            out.extend(own(i, k));
         } else {
             out.extend(verify_inlined(&im, n, k));
             n += 1;

@@ -25,6 +25,11 @@ impl Pass for Dce {
         "dce"
     }
 
+    /// It removes instructions and block parameters (with their arguments), never a block or an edge.
+    fn preserves_cfg(&self) -> bool {
+        true
+    }
+
     fn run(&self, k: &mut Kernel, cx: &mut PassContext) -> bool {
         let Liveness { flags, kept_if } = liveness(k);
         let is_live = |v: ValueId| flags.get(v.index()).is_none_or(|f| f & LIVE != 0);

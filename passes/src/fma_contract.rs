@@ -24,6 +24,11 @@ impl Pass for FmaContract {
         "fma-contract"
     }
 
+    /// It rewrites instructions only.
+    fn preserves_cfg(&self) -> bool {
+        true
+    }
+
     fn run(&self, k: &mut Kernel, cx: &mut PassContext) -> bool {
         let uses = use_counts(k);
         let mut contracted = 0u64;

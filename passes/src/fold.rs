@@ -36,6 +36,11 @@ impl Pass for Fold {
         "fold"
     }
 
+    /// It folding rewrites instructions and terminator operands, never an edge.
+    fn preserves_cfg(&self) -> bool {
+        true
+    }
+
     fn run(&self, k: &mut Kernel, cx: &mut PassContext) -> bool {
         let mut subst = Subst::new(k);
         let (mut folded, mut simplified) = (0u64, 0u64);

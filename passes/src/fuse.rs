@@ -1126,11 +1126,13 @@ impl<'a> Builder<'a> {
         let is_load = |o: &Op| matches!(o, Op::Load);
         let writes = |o: &Op| matches!(o, Op::Store | Op::Atomic(_) | Op::AtomicCas);
         let mut forwarded = 0;
+        // Forwarding rewrites loads and removes stores, never a terminator: one CFG serves
+        // every buffer.
+        let cfg = Cfg::new(&self.f);
         for buf in shared {
             let params = self.buffer_params(buf);
             let c_writes = self.accesses_of(&self.c.insts, &params, writes);
             let stores = self.accesses_of(&self.p.insts, &params, is_store);
-            let cfg = Cfg::new(&self.f);
             let pos: Vec<(InstId, (BlockId, usize))> =
                 stores.iter().filter_map(|&s| self.position(s).map(|p| (s, p))).collect();
             let before =
@@ -1163,6 +1165,8 @@ impl<'a> Builder<'a> {
     fn remove_dead_stores(&mut self, shared: &[String]) -> usize {
         let mut removed = 0;
         let all: Vec<(InstId, InstId)> = self.p.insts.iter().chain(&self.c.insts).copied().collect();
+        // Removing stores never changes a terminator: one CFG serves every buffer.
+        let cfg = Cfg::new(&self.f);
         for buf in shared {
             let params = self.buffer_params(buf);
             let reads = |o: &Op| matches!(o, Op::Load | Op::Atomic(_) | Op::AtomicCas);
@@ -1170,7 +1174,6 @@ impl<'a> Builder<'a> {
                 continue;
             }
             let stores = self.accesses_of(&all, &params, |o| matches!(o, Op::Store));
-            let cfg = Cfg::new(&self.f);
             let pos: Vec<(InstId, (BlockId, usize))> =
                 stores.iter().filter_map(|&s| self.position(s).map(|p| (s, p))).collect();
             let after = |a: (BlockId, usize), b: (BlockId, usize)| {

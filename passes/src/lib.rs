@@ -4,7 +4,7 @@
 //! - Passes are registered by name in [`registry::registry`]; a pipeline is a string such as
 //!   `fold,simplify-cfg,dce` or `fold{approx},dce` ([`pipeline::parse_pipeline`]);
 //!   [`pipeline::DEFAULT_PIPELINE`] is what `kir opt` runs without `--passes`.
-//! - [`manager::run_pipeline`] verifies its input, runs every kernel pass on every kernel and
+//! - [`manager::run_pipeline`] takes and returns a verified module, runs every kernel pass on every kernel and
 //!   function and every module pass once on the module, optionally verifies after each pass (keeping the IR
 //!   from before a pass that breaks it), and produces the `--print-ir-*` dumps, per-step dump
 //!   files, statistics and timings.
@@ -37,7 +37,7 @@ pub mod registry;
 pub mod simplify_cfg;
 pub mod uniformity;
 
-pub use manager::{run_on_kernel, run_pipeline, PassError, Report, RunConfig, StepReport};
+pub use manager::{run_on_kernel, run_pipeline, run_pipeline_in_place, PassError, Report, RunConfig, StepReport};
 pub use pass::{ModulePass, Pass, PassContext, PassKind, PassOptions, PassStats};
 pub use pipeline::{parse_pipeline, Pipeline, Step, DEFAULT_PIPELINE};
 pub use registry::{registry, PassInfo};

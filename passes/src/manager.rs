@@ -2,9 +2,11 @@
 //! timing.
 //!
 //! Guarantees:
-//! - The input is verified first (unless [`RunConfig::verify_input`] is off), with the module when
-//!   it has functions (calls typed against their callees, recursion rejected); passes only ever
-//!   see verified IR.
+//! - [`run_pipeline`] takes a [`Verified`] module and hands back a [`Verified`] one (the result is
+//!   verified again, whole: kernels, functions, calls and graphs). [`run_pipeline_in_place`], the
+//!   engine under it for a plain `Module`, verifies its input first (unless
+//!   [`RunConfig::verify_input`] is off), with the module when it has functions (calls typed
+//!   against their callees, recursion rejected); either way passes only ever see verified IR.
 //! - Steps run in order, dispatched on the pass's kind ([`PassKind`]): a kernel pass runs on every
 //!   body, the kernels then the device functions (in module order), a module pass once on the
 //!   module, before the next step starts. At the end every kernel and function is compacted
@@ -39,6 +41,8 @@
 
 use crate::pass::{ModulePass, Pass, PassContext, PassKind, PassStats};
 use crate::pipeline::Pipeline;
+use kir_ir::analysis::cfg::Cfg;
+use kir_ir::verify::Verified;
 use kir_ir::{diag, print_kernel, print_module, Diagnostic, Kernel, Module};
 use std::collections::HashSet;
 use std::fmt;
@@ -167,6 +171,9 @@ pub enum PassError {
     Rejected { pass: String, kernel: String, diagnostics: Vec<Diagnostic> },
     /// Writing a dump failed.
     Io { what: String, error: std::io::Error },
+    /// The pipeline's result does not verify (a pass broke an invariant that only the
+    /// module-wide verification sees; run with `verify_each` to find which).
+    InvalidOutput { diagnostics: Vec<Diagnostic> },
 }
 
 impl PassError {
@@ -175,7 +182,8 @@ impl PassError {
         match self {
             PassError::InvalidInput { diagnostics, .. }
             | PassError::Broken { diagnostics, .. }
-            | PassError::Rejected { diagnostics, .. } => diagnostics,
+            | PassError::Rejected { diagnostics, .. }
+            | PassError::InvalidOutput { diagnostics } => diagnostics,
             PassError::Io { .. } => &[],
         }
     }
@@ -192,6 +200,7 @@ impl fmt::Display for PassError {
             }
             PassError::Rejected { pass, kernel, .. } => write!(f, "pass `{pass}` rejected kernel @{kernel}"),
             PassError::Io { what, error } => write!(f, "{what}: {error}"),
+            PassError::InvalidOutput { .. } => write!(f, "the optimized module does not verify"),
         }
     }
 }
@@ -218,6 +227,17 @@ fn verify_errors(k: &Kernel, m: Option<&Module>) -> Vec<Diagnostic> {
     } else {
         vec![]
     }
+}
+
+/// [`verify_errors`] with the body's cached CFG when there is one; otherwise the CFG the
+/// verifier builds is handed back for the cache.
+fn verify_errors_cached(k: &Kernel, m: Option<&Module>, cached: Option<&Cfg>) -> (Vec<Diagnostic>, Option<Cfg>) {
+    let (d, fresh) = match cached {
+        Some(cfg) => (kir_ir::verify::verify_body_using(k, m, cfg), None),
+        None => kir_ir::verify::verify_body_with_cfg(k, m),
+    };
+    let errs = if diag::has_errors(&d) { d.into_iter().filter(Diagnostic::is_error).collect() } else { vec![] };
+    (errs, fresh)
 }
 
 /// The input's verifier errors, with the name of the (first) body they are about.
@@ -258,8 +278,63 @@ fn body_mut(m: &mut Module, idx: usize) -> &mut Kernel {
     }
 }
 
-/// Runs `p` over every kernel and function of `m`, writing the requested dumps to `dumps`.
-pub fn run_pipeline(m: &mut Module, p: &Pipeline, cfg: &RunConfig, dumps: &mut dyn Write) -> Result<Report, PassError> {
+/// Runs `p` over every kernel and function of the verified module `m`, writing the requested dumps
+/// to `dumps`, and hands back the result verified again (with its CFGs): the typed entry point.
+/// The input needs no verification ([`RunConfig::verify_input`] is ignored: it is in the type).
+pub fn run_pipeline(
+    m: Verified,
+    p: &Pipeline,
+    cfg: &RunConfig,
+    dumps: &mut dyn Write,
+) -> Result<(Verified, Report), PassError> {
+    let (mut m, cfgs) = m.into_parts();
+    let cfg = RunConfig { verify_input: false, ..cfg.clone() };
+    // The analysis cache starts with the CFGs the verifier built.
+    let mut cache = AnalysisCache { cfgs: cfgs.into_iter().map(Some).collect() };
+    let report = run_with_cache(&mut m, p, &cfg, dumps, &mut cache)?;
+    let m = kir_ir::verify::verify(m).map_err(|d| PassError::InvalidOutput { diagnostics: d.into_vec() })?;
+    Ok((m, report))
+}
+
+/// Runs `p` over every kernel and function of `m` in place, writing the requested dumps to
+/// `dumps`: the engine under [`run_pipeline`], for callers that hold a plain `Module` (the input
+/// is verified first unless [`RunConfig::verify_input`] is off; the output is not verified again
+/// unless [`RunConfig::verify_each`]). On an error, `m` holds the IR described by the error.
+pub fn run_pipeline_in_place(
+    m: &mut Module,
+    p: &Pipeline,
+    cfg: &RunConfig,
+    dumps: &mut dyn Write,
+) -> Result<Report, PassError> {
+    let mut cache = AnalysisCache { cfgs: vec![] };
+    run_with_cache(m, p, cfg, dumps, &mut cache)
+}
+
+/// The analyses kept between steps, per body ([`Module::bodies`] order): the CFG, while no pass
+/// that changes control flow has changed the body.
+struct AnalysisCache {
+    cfgs: Vec<Option<Cfg>>,
+}
+
+impl AnalysisCache {
+    /// Forgets everything (after a module pass changed the module: bodies may be added).
+    fn clear(&mut self, bodies: usize) {
+        self.cfgs.clear();
+        self.cfgs.resize_with(bodies, || None);
+    }
+}
+
+fn run_with_cache(
+    m: &mut Module,
+    p: &Pipeline,
+    cfg: &RunConfig,
+    dumps: &mut dyn Write,
+    cache: &mut AnalysisCache,
+) -> Result<Report, PassError> {
+    let bodies = m.kernels.len() + m.funcs.len();
+    if cache.cfgs.len() != bodies {
+        cache.clear(bodies);
+    }
     if cfg.verify_input {
         if let Some((kernel, what, diagnostics)) = input_errors(m) {
             return Err(PassError::InvalidInput { kernel, what, diagnostics });
@@ -281,8 +356,14 @@ pub fn run_pipeline(m: &mut Module, p: &Pipeline, cfg: &RunConfig, dumps: &mut d
             time: Duration::ZERO,
         };
         match &step.pass {
-            PassKind::Kernel(pass) => run_kernel_step(&**pass, &step.spec, m, cfg, dumps, &mut sr, &mut report)?,
-            PassKind::Module(pass) => run_module_step(&**pass, &step.spec, m, cfg, dumps, &mut sr, &mut report)?,
+            PassKind::Kernel(pass) => run_kernel_step(&**pass, &step.spec, m, cfg, dumps, &mut sr, &mut report, cache)?,
+            PassKind::Module(pass) => {
+                let changed_before = sr.changed_kernels;
+                run_module_step(&**pass, &step.spec, m, cfg, dumps, &mut sr, &mut report)?;
+                if sr.changed_kernels != changed_before {
+                    cache.clear(m.kernels.len() + m.funcs.len());
+                }
+            }
         }
         if let Some(dir) = &cfg.dump_dir {
             write_dump_file(dir, si + 1, name, m)?;
@@ -296,7 +377,8 @@ pub fn run_pipeline(m: &mut Module, p: &Pipeline, cfg: &RunConfig, dumps: &mut d
 }
 
 /// Runs kernel pass `pass` (written `spec` in the pipeline) on every kernel and then every
-/// function of `m`, in order.
+/// function of `m`, in order, with the cached CFG of each body in its context.
+#[allow(clippy::too_many_arguments)]
 fn run_kernel_step(
     pass: &dyn Pass,
     spec: &str,
@@ -305,6 +387,7 @@ fn run_kernel_step(
     dumps: &mut dyn Write,
     sr: &mut StepReport,
     report: &mut Report,
+    cache: &mut AnalysisCache,
 ) -> Result<(), PassError> {
     let name = pass.name();
     // Calls are checked against their callees only when there are functions.
@@ -316,12 +399,17 @@ fn run_kernel_step(
         }
         let before = cfg.verify_each.then(|| k.clone());
         let mut cx = PassContext::default();
+        cx.cached_cfg.0 = cache.cfgs[idx].take();
         let start = Instant::now();
         let changed = pass.run(k, &mut cx);
         sr.time += start.elapsed();
         if changed {
             sr.changed_kernels += 1;
+            if !pass.preserves_cfg() {
+                cx.cached_cfg.0 = None;
+            }
         }
+        cache.cfgs[idx] = cx.cached_cfg.0.take();
         sr.stats.merge(&cx.stats);
         let (errors, warnings): (Vec<Diagnostic>, Vec<Diagnostic>) =
             cx.diagnostics.into_iter().partition(Diagnostic::is_error);
@@ -334,7 +422,10 @@ fn run_kernel_step(
         }
         if let Some(b) = before {
             let k = m.bodies().nth(idx).unwrap_or(&b);
-            let mut errs = verify_errors(k, with_module.then_some(&*m));
+            let (mut errs, fresh) = verify_errors_cached(k, with_module.then_some(&*m), cache.cfgs[idx].as_ref());
+            if fresh.is_some() {
+                cache.cfgs[idx] = fresh;
+            }
             if !changed && *k != b {
                 errs.push(Diagnostic::error(format!(
                     "pass `{spec}` reported no change but changed {} @{}",
@@ -427,11 +518,9 @@ fn run_module_step(
         return Err(PassError::Rejected { pass: spec.to_string(), kernel, diagnostics: errors });
     }
     if let (true, Some(b)) = (cfg.verify_each, &before) {
-        let mut errs: Vec<Diagnostic> = kir_ir::verify::verify_module(m)
-            .into_iter()
-            .chain(m.graphs.iter().flat_map(|g| kir_ir::verify::verify_graph(m, g)))
-            .filter(Diagnostic::is_error)
-            .collect();
+        // Kernels, functions and graphs.
+        let mut errs: Vec<Diagnostic> =
+            kir_ir::verify::verify_module(m).into_iter().filter(Diagnostic::is_error).collect();
         for old in b.bodies() {
             let mut expected = old.clone();
             expected.compact();
@@ -477,7 +566,98 @@ fn run_module_step(
 pub fn run_on_kernel(k: &mut Kernel, p: &Pipeline) -> Result<Report, PassError> {
     let mut m = Module { kernels: vec![std::mem::replace(k, Kernel::new(""))], ..Module::default() };
     let cfg = RunConfig { verify_each: true, ..RunConfig::default() };
-    let r = run_pipeline(&mut m, p, &cfg, &mut std::io::sink());
+    let r = run_pipeline_in_place(&mut m, p, &cfg, &mut std::io::sink());
     *k = m.kernels.pop().unwrap_or_else(|| Kernel::new(""));
     r
+}
+
+#[cfg(test)]
+mod cache_tests {
+    //! The analysis cache: a pass sees the verifier's CFG, keeps it across passes that preserve
+    //! control flow, and never sees a stale one after a pass that changed it.
+    use super::*;
+    use crate::pipeline::Step;
+    use kir_ir::Terminator;
+    use std::cell::RefCell;
+    use std::rc::Rc;
+
+    const SRC: &str = "kernel @k(%p: ptr<global, u32>, %c: pred) {\nentry:\n  %t = tid.x\n  \
+                       br %c, a, b\na:\n  store %p[%t], 1\n  ret\nb:\n  store %p[%t], 2\n  ret\n}\n";
+
+    /// Records, per run, whether a CFG was cached on entry, and checks that the CFG it is given
+    /// matches the body's terminators.
+    struct Probe(Rc<RefCell<Vec<bool>>>);
+    impl Pass for Probe {
+        fn name(&self) -> &'static str {
+            "probe"
+        }
+        fn preserves_cfg(&self) -> bool {
+            true
+        }
+        fn run(&self, k: &mut Kernel, cx: &mut PassContext) -> bool {
+            self.0.borrow_mut().push(cx.cached_cfg.0.is_some());
+            let cfg = cx.cfg(k);
+            for b in k.block_ids() {
+                let want: Vec<_> = k.block(b).term.successors().map(|c| c.block).collect();
+                assert_eq!(cfg.succs(b), &want[..], "stale CFG at {b:?}");
+            }
+            false
+        }
+    }
+
+    /// Swaps the targets of the entry's branch: the same blocks, other edges.
+    struct Flip;
+    impl Pass for Flip {
+        fn name(&self) -> &'static str {
+            "flip"
+        }
+        fn run(&self, k: &mut Kernel, _cx: &mut PassContext) -> bool {
+            if let Terminator::Br { then_, else_, .. } = &mut k.blocks[0].term {
+                std::mem::swap(then_, else_);
+                return true;
+            }
+            false
+        }
+    }
+
+    fn pipeline(steps: Vec<(&str, Box<dyn Pass>)>) -> Pipeline {
+        let mut p = crate::pipeline::parse_pipeline("dce").unwrap();
+        p.steps.clear();
+        for (spec, pass) in steps {
+            p.steps.push(Step { spec: spec.into(), pass: PassKind::Kernel(pass) });
+        }
+        p
+    }
+
+    fn run(steps: Vec<(&str, Box<dyn Pass>)>, verify_each: bool) {
+        let v = kir_ir::verify::verify(kir_ir::parse(SRC).unwrap()).unwrap();
+        let cfg = RunConfig { verify_each, ..RunConfig::default() };
+        run_pipeline(v, &pipeline(steps), &cfg, &mut std::io::sink()).unwrap();
+    }
+
+    #[test]
+    fn the_verifiers_cfg_is_kept_across_passes_that_preserve_control_flow() {
+        let seen = Rc::new(RefCell::new(vec![]));
+        let probe = || Box::new(Probe(seen.clone())) as Box<dyn Pass>;
+        let dce = crate::registry::registry().into_iter().find(|p| p.name == "dce").unwrap();
+        let dce = match (dce.create)(&Default::default()).unwrap() {
+            PassKind::Kernel(p) => p,
+            PassKind::Module(_) => unreachable!(),
+        };
+        run(vec![("probe", probe()), ("dce", dce), ("probe", probe())], false);
+        assert_eq!(*seen.borrow(), vec![true, true]);
+    }
+
+    #[test]
+    fn a_pass_that_changes_edges_drops_the_cached_cfg() {
+        let seen = Rc::new(RefCell::new(vec![]));
+        let probe = || Box::new(Probe(seen.clone())) as Box<dyn Pass>;
+        run(vec![("probe", probe()), ("flip", Box::new(Flip)), ("probe", probe())], false);
+        assert_eq!(*seen.borrow(), vec![true, false], "after `flip` the CFG is built again");
+        // With verify-each the verifier's fresh CFG of the flipped body is cached instead; the
+        // probe checks it matches the flipped edges.
+        seen.borrow_mut().clear();
+        run(vec![("flip", Box::new(Flip)), ("probe", probe())], true);
+        assert_eq!(*seen.borrow(), vec![true]);
+    }
 }

@@ -20,9 +20,13 @@
 //!   (as its header says) keeps the IR from before the pass. A module pass that can never report
 //!   errors says so ([`ModulePass::may_reject`]), which spares the manager a copy of the module.
 //!   Warnings are passed on to the caller.
+//! - [`PassContext::cfg`] is the analysis cache: the CFG of the body a kernel pass runs on, the
+//!   verifier's own when the pipeline started from a verified module, kept across passes that
+//!   declare [`Pass::preserves_cfg`] and dropped after any other pass that changed the body.
 //! - Statistics are named counters, kept in the order they were first bumped, so reports are
 //!   deterministic.
 
+use kir_ir::analysis::cfg::Cfg;
 use kir_ir::{Diagnostic, Kernel, Module};
 
 /// A kernel pass: a transformation or analysis over one kernel.
@@ -31,6 +35,12 @@ pub trait Pass {
     fn name(&self) -> &'static str;
     /// Runs on `k`; returns whether `k` changed.
     fn run(&self, k: &mut Kernel, cx: &mut PassContext) -> bool;
+    /// Whether the pass never changes the control-flow graph (blocks and edges; it may rewrite
+    /// instructions, terminator operands and block parameters): the analysis cache then keeps
+    /// the body's CFG across it ([`PassContext::cfg`]). `fold`, `dce` and `fma-contract` do.
+    fn preserves_cfg(&self) -> bool {
+        false
+    }
 }
 
 /// A module pass: a transformation over the whole module (inlining; launch fusion, which rewrites
@@ -113,12 +123,38 @@ impl PassStats {
     }
 }
 
-/// What a pass may report besides changing the kernel.
+/// What a pass may report besides changing the kernel, and the analyses cached for the body it
+/// runs on.
 #[derive(Debug, Default)]
 pub struct PassContext {
     pub stats: PassStats,
     /// Errors stop the pipeline; warnings are kept in the report.
     pub diagnostics: Vec<Diagnostic>,
+    /// The body's CFG, when the analysis cache holds it (see [`PassContext::cfg`]).
+    pub(crate) cached_cfg: CachedCfg,
+}
+
+impl PassContext {
+    /// The CFG of `k`, the body this context was made for: the cached one when the pass manager
+    /// holds it (the verifier's, kept across passes that [`Pass::preserves_cfg`]), else built
+    /// now and kept for the passes after this one. Ask before changing blocks or edges; a pass
+    /// that changes them is not given a stale one afterwards (the manager invalidates it).
+    pub fn cfg(&mut self, k: &Kernel) -> &Cfg {
+        if self.cached_cfg.0.as_ref().is_none_or(|c| c.len() != k.blocks.len()) {
+            self.cached_cfg.0 = Some(Cfg::new(k));
+        }
+        self.cached_cfg.0.get_or_insert_with(|| Cfg::new(k))
+    }
+}
+
+/// A cached CFG (its own type so that [`PassContext`] stays `Debug` and `Default`).
+#[derive(Default)]
+pub(crate) struct CachedCfg(pub(crate) Option<Cfg>);
+
+impl std::fmt::Debug for CachedCfg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() { "CachedCfg(Some(..))" } else { "CachedCfg(None)" })
+    }
 }
 
 /// The options given to a pass in braces: `fold{approx}`, `name{key=value other}`.

@@ -55,9 +55,11 @@
 //!   both `S` and `L` are reached without crossing a barrier (threads split there). The load is
 //!   stable when none holds for any aliasing write. Shared memory: a pointer derived from
 //!   `addr @x` only aliases `@x` (the interpreter faults on an access outside its declaration); a
-//!   shared pointer of other origin aliases all shared memory. Global memory is written by other
-//!   blocks with no ordering at all, so a global load is stable only when the kernel contains no
-//!   store or atomic to global memory whatsoever. Rule (c) depends on branch levels, which depend
+//!   shared pointer of other origin aliases all shared memory. What a pointer derives from is
+//!   `kir_ir::analysis::provenance::reachable_pointer_roots` (a least fixed point over the
+//!   reachable blocks; a call's pointer result may be any object of its address space). Global
+//!   memory is written by other blocks with no ordering at all, so a global load is stable only
+//!   when the kernel contains no store or atomic to global memory whatsoever. Rule (c) depends on branch levels, which depend
 //!   on loads: the analysis iterates to a fixpoint, starting from no conflict and only adding.
 //! - Sync dependence. For a branch `Y` whose condition has level `l > Uniform`, let `P` be its
 //!   immediate post-dominator (blocks that cannot reach a `ret` are treated as exiting, so an
@@ -69,17 +71,20 @@
 //!   `l` inside it has a region that leaves the loop. A value defined in that loop and used outside
 //!   it (operands, and block arguments whose target is outside) is used at level `>= l`.
 //! - Irreducible control flow is outside what loops describe: when the CFG is irreducible and any
-//!   branch is non-uniform, every value and block is reported varying.
-//! - COST. No recursion (irreducibility is Kahn's algorithm, regions and reachability explicit
-//!   stacks). Each region costs its own size, temporal divergence asks only loops with a divergent
-//!   exit, and reachability from non-uniform branches is computed only when a shared-memory load
-//!   and a write exist. What stays superlinear (nested non-uniform branches: the sum of their
-//!   regions; memory accesses times blocks; loads times writes) is charged to a budget of
-//!   [`WORK_LIMIT`] steps: past it the analysis stops and gives the conservative answer (every
-//!   value, branch and reachable block varying, no reasons, [`Uniformity::is_too_large`]), which
-//!   is sound by the rule above.
+//!   branch is non-uniform, every value and block is reported varying. Loops and irreducibility are
+//!   `kir_ir::analysis::loops::LoopForest`'s (one natural loop per header).
+//! - COST. No recursion (loops and irreducibility from `LoopForest`, regions and reachability
+//!   explicit stacks). Each region costs its own size, temporal divergence asks only loops with a
+//!   divergent exit, and reachability from non-uniform branches is computed only when a
+//!   shared-memory load and a write exist. What stays superlinear (nested non-uniform branches:
+//!   the sum of their regions; memory accesses times blocks; loads times writes) is charged to a
+//!   budget of [`WORK_LIMIT`] steps: past it the analysis stops and gives the conservative answer
+//!   (every value, branch and reachable block varying, no reasons, [`Uniformity::is_too_large`]),
+//!   which is sound by the rule above.
 
 use kir_ir::analysis::cfg::{Cfg, ExitPolicy};
+use kir_ir::analysis::loops::LoopForest;
+use kir_ir::analysis::provenance::{reachable_pointer_roots, Root};
 use kir_ir::{
     AddrSpace, BinOp, BlockId, InstId, Kernel, Op, Operand, ShflMode, SpecialReg, Terminator, Type, ValueDef, ValueId,
     VoteMode,
@@ -353,6 +358,17 @@ impl Uniformity {
 
     /// Runs the analysis on a kernel.
     pub fn compute(k: &Kernel) -> Uniformity {
+        if k.blocks.is_empty() || !handles_ok(k) {
+            return Uniformity::compute_with(k, None);
+        }
+        Uniformity::compute_with(k, Some(&Cfg::new(k)))
+    }
+
+    /// [`Uniformity::compute`] on a CFG computed already (the one a
+    /// [`Verified`](kir_ir::verify::Verified) module carries, or an analysis cache's). `cfg` must
+    /// be `k`'s; `None` only for a body whose handles do not check, which gets the all-varying
+    /// answer either way.
+    pub fn compute_with(k: &Kernel, cfg: Option<&Cfg>) -> Uniformity {
         let nv = k.values.len();
         let nb = k.blocks.len();
         let mut u = Uniformity {
@@ -381,14 +397,17 @@ impl Uniformity {
             budget: WORK_LIMIT,
             too_large: false,
         };
-        if nb == 0 || !handles_ok(k) {
-            u.value_level = vec![Level::Varying; nv];
-            u.block_level = vec![Level::Varying; nb];
-            u.branch_level = vec![Level::Varying; nb];
-            u.reachable = vec![true; nb];
-            u.malformed = true;
-            return u;
-        }
+        let cfg = match cfg {
+            Some(c) if nb != 0 && c.len() == nb && handles_ok(k) => c,
+            _ => {
+                u.value_level = vec![Level::Varying; nv];
+                u.block_level = vec![Level::Varying; nb];
+                u.branch_level = vec![Level::Varying; nb];
+                u.reachable = vec![true; nb];
+                u.malformed = true;
+                return u;
+            }
+        };
         if k.is_func() {
             // A function analysed on its own: a caller may pass a thread-dependent argument.
             for &p in &k.params {
@@ -396,7 +415,6 @@ impl Uniformity {
                 u.value_reason[p.index()] = Some(ValueReason::FuncParam);
             }
         }
-        let cfg = Cfg::new(k);
         for b in k.block_ids() {
             u.reachable[b.index()] = cfg.is_reachable(b);
             for &i in &k.block(b).insts {
@@ -411,20 +429,21 @@ impl Uniformity {
             };
         }
         u.ipdom = cfg.post_dominators(ExitPolicy::RetOrStuck);
-        u.loops = natural_loops(&cfg, nb);
-        u.irreducible = is_irreducible(&cfg, nb);
-        u.ptr_obj = pointer_objects(k, &cfg);
+        let forest = LoopForest::new(cfg);
+        u.loops = loops_of(&forest, nb);
+        u.irreducible = forest.is_irreducible();
+        u.ptr_obj = pointer_objects(k, cfg, &u.inst_block);
         // Reach walks the CFG once per memory access.
         let accesses =
             k.insts.iter().filter(|i| matches!(i.op, Op::Load | Op::Store | Op::Atomic(_) | Op::AtomicCas)).count();
         if !u.spend((accesses as u64 + 1) * nb as u64) {
-            return u.give_up(&cfg);
+            return u.give_up(cfg);
         }
-        u.reach = Some(Reach::new(k, &cfg, &u.ptr_obj));
+        u.reach = Some(Reach::new(k, cfg, &u.ptr_obj));
         u.update_load_conflicts(k);
-        u.warp_bits = warp_bits(k, &cfg, u.reqntid);
+        u.warp_bits = warp_bits(k, cfg, u.reqntid);
         let aligned = Some(u.reqntid.map_or([32, 2, 2], |[x, y, z]| [x.div_ceil(32).max(1) * 32, y, z]));
-        let hyp = warp_bits(k, &cfg, aligned);
+        let hyp = warp_bits(k, cfg, aligned);
         for &b in cfg.rpo() {
             for &i in &k.block(b).insts {
                 let Some(r) = k.inst(i).result else { continue };
@@ -435,8 +454,8 @@ impl Uniformity {
         }
 
         loop {
-            u.propagate_values(k, &cfg);
-            u.compute_branches(k, &cfg);
+            u.propagate_values(k, cfg);
+            u.compute_branches(k, cfg);
             if u.irreducible && cfg.rpo().iter().any(|b| u.branch_level[b.index()] > Level::Uniform) {
                 for l in u.value_level.iter_mut() {
                     *l = Level::Varying;
@@ -451,16 +470,16 @@ impl Uniformity {
                 break;
             }
             let loads_changed = u.update_load_conflicts(k);
-            let regions_changed = u.compute_regions(&cfg);
+            let regions_changed = u.compute_regions(cfg);
             if u.too_large {
-                return u.give_up(&cfg);
+                return u.give_up(cfg);
             }
             if !loads_changed && !regions_changed {
                 break;
             }
         }
         if u.too_large {
-            return u.give_up(&cfg);
+            return u.give_up(cfg);
         }
         u
     }
@@ -872,127 +891,58 @@ fn handles_ok(k: &Kernel) -> bool {
     k.params.iter().all(|p| p.index() < nv)
 }
 
-/// Natural loops, one per header (the union over its back edges), with uniform exits to start.
-fn natural_loops(cfg: &Cfg, nb: usize) -> Vec<Loop> {
-    let mut loops: Vec<Loop> = vec![];
-    let mut by_header: HashMap<BlockId, usize> = HashMap::new();
-    for (latch, header) in cfg.back_edges() {
-        let body = cfg.natural_loop(header, latch);
-        let idx = *by_header.entry(header).or_insert_with(|| {
-            loops.push(Loop { header, blocks: vec![false; nb], exit_level: Level::Uniform, exit_branch: None });
-            loops.len() - 1
-        });
-        for b in body {
-            loops[idx].blocks[b.index()] = true;
-        }
-    }
-    loops
-}
-
-/// Whether the reachable CFG has a cycle that is not a natural loop (a cycle left after removing
-/// every back edge). Kahn's algorithm (no recursion, linear in the size of the CFG).
-fn is_irreducible(cfg: &Cfg, nb: usize) -> bool {
-    let back: std::collections::HashSet<(BlockId, BlockId)> = cfg.back_edges().into_iter().collect();
-    let back = &back;
-    let forward = |b: BlockId| cfg.succs(b).iter().copied().filter(move |&s| !back.contains(&(b, s)));
-    let mut indegree = vec![0usize; nb];
-    for &b in cfg.rpo() {
-        for s in forward(b) {
-            indegree[s.index()] += 1;
-        }
-    }
-    let mut ready: Vec<BlockId> = cfg.rpo().iter().copied().filter(|b| indegree[b.index()] == 0).collect();
-    let mut removed = 0;
-    while let Some(b) = ready.pop() {
-        removed += 1;
-        for s in forward(b) {
-            indegree[s.index()] -= 1;
-            if indegree[s.index()] == 0 {
-                ready.push(s);
+/// Uniformity's view of the shared natural loops ([`LoopForest`]), with uniform exits to start.
+fn loops_of(forest: &LoopForest, nb: usize) -> Vec<Loop> {
+    forest
+        .loops()
+        .iter()
+        .map(|l| {
+            let mut blocks = vec![false; nb];
+            for b in &l.blocks {
+                blocks[b.index()] = true;
             }
-        }
-    }
-    removed < cfg.rpo().len()
+            Loop { header: l.header, blocks, exit_level: Level::Uniform, exit_branch: None }
+        })
+        .collect()
 }
 
-/// What memory each pointer value may point into (a fixpoint over block arguments).
-fn pointer_objects(k: &Kernel, cfg: &Cfg) -> Vec<Option<MemObject>> {
+/// What memory each pointer value defined in a reachable block (or a parameter) may point into,
+/// from the shared provenance analysis over reachable blocks: a global pointer parameter is
+/// [`MemObject::Global`], a shared one [`MemObject::SharedAny`], `addr @x` [`MemObject::Shared`],
+/// a call's pointer result ([`Root::Unknown`]) any object of its address space; a value with
+/// several roots gets their join.
+/// `inst_block` is the block of each placed instruction.
+fn pointer_objects(k: &Kernel, cfg: &Cfg, inst_block: &HashMap<InstId, BlockId>) -> Vec<Option<MemObject>> {
     let by_type = |t: Type| match t {
         Type::Ptr(AddrSpace::Global, _) => Some(MemObject::Global),
         Type::Ptr(AddrSpace::Shared, _) => Some(MemObject::SharedAny),
         Type::Scalar(_) => None,
     };
-    let mut obj: Vec<Option<MemObject>> = vec![None; k.values.len()];
-    for &p in &k.params {
-        obj[p.index()] = by_type(k.value_type(p));
-    }
-    let get = |obj: &Vec<Option<MemObject>>, o: Option<&Operand>| -> Option<MemObject> {
-        match o {
-            Some(Operand::Value(v)) => obj[v.index()].or_else(|| by_type(k.value_type(*v))),
-            _ => None,
-        }
-    };
-    let mut changed = true;
-    let mut rounds = 0;
-    while changed && rounds < 64 {
-        changed = false;
-        rounds += 1;
-        for &b in cfg.rpo() {
-            for (n, &p) in k.block(b).params.iter().enumerate() {
-                if !k.value_type(p).is_ptr() {
-                    continue;
-                }
-                let mut acc: Option<MemObject> = None;
-                for &q in cfg.preds(b) {
-                    if !cfg.is_reachable(q) {
-                        continue;
-                    }
-                    for call in k.block(q).term.successors() {
-                        if call.block == b {
-                            if let Some(o) = get(&obj, call.args.get(n)) {
-                                acc = Some(acc.map_or(o, |a| a.join(o)));
-                            }
-                        }
-                    }
-                }
-                if acc.is_some() && acc != obj[p.index()] {
-                    let joined = match (obj[p.index()], acc) {
-                        (Some(a), Some(b)) => Some(a.join(b)),
-                        (_, b) => b,
-                    };
-                    if joined != obj[p.index()] {
-                        obj[p.index()] = joined;
-                        changed = true;
-                    }
-                }
+    let reachable = |b: BlockId| b.index() < cfg.len() && cfg.is_reachable(b);
+    let roots = reachable_pointer_roots(k, cfg);
+    k.values
+        .iter()
+        .zip(&roots)
+        .map(|(v, roots)| {
+            let space = by_type(v.ty)?;
+            let defined = match v.def {
+                ValueDef::Param(_) => true,
+                ValueDef::BlockParam(b, _) => reachable(b),
+                ValueDef::Inst(i) => inst_block.get(&i).is_some_and(|&b| reachable(b)),
+            };
+            if !defined {
+                return None;
             }
-            for &i in &k.block(b).insts {
-                let inst = k.inst(i);
-                let Some(r) = inst.result else { continue };
-                let new = match &inst.op {
-                    Op::SharedAddr(n) => Some(MemObject::Shared(*n)),
-                    Op::PtrOffset | Op::PtrOffsetBytes | Op::PtrCast(_) => get(&obj, inst.args.first()),
-                    // A pointer a function returns is one it was passed, of unknown origin here.
-                    Op::Call(_) => by_type(k.value_type(r)),
-                    _ => None,
-                };
-                if new.is_some() && new != obj[r.index()] {
-                    obj[r.index()] = new;
-                    changed = true;
-                }
-            }
-        }
-    }
-    if changed {
-        // Did not settle (cannot happen on a finite lattice of height 3, but stay sound): every
-        // shared pointer may point anywhere in shared memory.
-        for (vi, v) in k.values.iter().enumerate() {
-            if v.ty.is_ptr() {
-                obj[vi] = by_type(v.ty);
-            }
-        }
-    }
-    obj
+            let objects = roots.iter().filter_map(|r| match *r {
+                Root::Param(i) => k.params.get(i as usize).and_then(|&p| by_type(k.value_type(p))),
+                Root::Shared(n) => Some(MemObject::Shared(n)),
+                Root::Unknown => Some(space),
+            });
+            // No roots cannot happen in a verified kernel (every pointer comes from a parameter,
+            // an `addr` or a call): stay sound with the whole address space.
+            Some(objects.reduce(MemObject::join).unwrap_or(space))
+        })
+        .collect()
 }
 
 /// `Some(k)` for values whose bits above bit `k` are the same in all lanes of a warp, given the
@@ -1795,5 +1745,50 @@ entry:
             }
             assert_eq!(level(&k, &u, "lw"), Level::WarpUniform);
         }
+    }
+
+    #[test]
+    fn memory_objects_come_from_the_shared_provenance_analysis() {
+        let src = "func @id(%p: ptr<shared, u32>) -> ptr<shared, u32> {
+entry:
+  ret %p
+}
+kernel @k(%g: ptr<global, u32>, %n: u32, %sp: ptr<shared, u32>) {
+  shared @s: u32[64]
+  shared @t: u32[64]
+entry:
+  %a = addr @s
+  %b = addr @t
+  %c = lt.u32 %n, 3
+  br %c, l, r
+l:
+  %a1 = offset %a, 1
+  jmp j(%a1, %a1, %a)
+r:
+  %r = call @id(%b)
+  jmp j(%r, %a, %sp)
+j(%q: ptr<shared, u32>, %same: ptr<shared, u32>, %w: ptr<shared, u32>):
+  %g1 = offset %g, %n
+  ret
+dead:
+  jmp j(%b, %b, %b)
+}";
+        let m = kir_ir::parse(src).unwrap_or_else(|d| panic!("{}", kir_ir::diag::render(&d, "t.kir", src, false)));
+        let v = kir_ir::verify::verify_module(&m);
+        assert!(!kir_ir::diag::has_errors(&v), "{}", kir_ir::diag::render(&v, "t.kir", src, false));
+        let k = &m.kernels[0];
+        let u = Uniformity::compute(k);
+        let obj = |name: &str| u.mem_object(ValueId(k.values.iter().position(|d| d.name == name).unwrap() as u32));
+        assert_eq!(obj("g"), Some(MemObject::Global), "a global pointer parameter");
+        assert_eq!(obj("g1"), Some(MemObject::Global));
+        assert_eq!(obj("sp"), Some(MemObject::SharedAny), "a shared pointer parameter");
+        assert_eq!(obj("w"), Some(MemObject::SharedAny), "@s joined with a parameter");
+        assert_eq!(obj("n"), None, "not a pointer");
+        assert_eq!(obj("a1"), Some(MemObject::Shared(0)), "derived from `addr @s`");
+        assert_eq!(obj("r"), Some(MemObject::SharedAny), "a call's result: any shared memory");
+        assert_eq!(obj("q"), Some(MemObject::SharedAny), "@s joined with a call result");
+        // The unreachable block's `@t` does not count.
+        assert_eq!(obj("same"), Some(MemObject::Shared(0)), "@s on both reachable edges");
+        assert_eq!(obj("b"), Some(MemObject::Shared(1)));
     }
 }

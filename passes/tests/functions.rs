@@ -6,7 +6,7 @@
 use kir_ir::{parse, print_kernel, print_module, Module, Op};
 use kir_passes::barrier::{verify_barriers, verify_kernel_barriers, verify_module_barriers};
 use kir_passes::uniformity::{Level, Uniformity, ValueReason};
-use kir_passes::{parse_pipeline, registry, run_pipeline, PassError, PassKind, RunConfig, DEFAULT_PIPELINE};
+use kir_passes::{parse_pipeline, registry, run_pipeline_in_place, PassError, PassKind, RunConfig, DEFAULT_PIPELINE};
 
 fn module(src: &str) -> Module {
     let m = parse(src).unwrap_or_else(|d| panic!("{d:?}"));
@@ -17,7 +17,7 @@ fn module(src: &str) -> Module {
 
 fn run(m: &mut Module, pipeline: &str, cfg: &RunConfig) -> Result<String, PassError> {
     let mut out = Vec::new();
-    run_pipeline(m, &parse_pipeline(pipeline).unwrap(), cfg, &mut out)?;
+    run_pipeline_in_place(m, &parse_pipeline(pipeline).unwrap(), cfg, &mut out)?;
     Ok(String::from_utf8(out).unwrap())
 }
 
@@ -70,7 +70,7 @@ fn the_default_pipeline_inlines_then_optimizes_across_the_call_and_keeps_the_fun
     let mut m = module(SQUARE);
     let cfg = RunConfig { verify_each: true, ..RunConfig::default() };
     let mut out = Vec::new();
-    let report = run_pipeline(&mut m, &parse_pipeline(DEFAULT_PIPELINE).unwrap(), &cfg, &mut out).unwrap();
+    let report = run_pipeline_in_place(&mut m, &parse_pipeline(DEFAULT_PIPELINE).unwrap(), &cfg, &mut out).unwrap();
     verified(&m);
     let k = m.kernel("k").unwrap();
     assert!(!has_call(k) && k.callees.is_empty(), "{}", print_kernel(k));
@@ -132,7 +132,7 @@ fn inline_on_a_module_without_calls_is_skipped_and_changes_nothing() {
     let mut m = module(src);
     let cfg = RunConfig { verify_each: true, print_after_all: true, ..RunConfig::default() };
     let mut out = Vec::new();
-    let r = run_pipeline(&mut m, &parse_pipeline("inline").unwrap(), &cfg, &mut out).unwrap();
+    let r = run_pipeline_in_place(&mut m, &parse_pipeline("inline").unwrap(), &cfg, &mut out).unwrap();
     assert_eq!(r.steps[0].changed_kernels, 0);
     assert_eq!(m, module(src));
     assert!(String::from_utf8(out).unwrap().starts_with("*** IR Dump After inline (kernel @k) ***"));

@@ -5,7 +5,7 @@
 use kir_ir::{parse, print_module, Kernel, Module};
 use kir_passes::pass::{ModulePass, Pass, PassContext, PassKind};
 use kir_passes::pipeline::Step;
-use kir_passes::{parse_pipeline, registry, run_pipeline, PassError, Pipeline, RunConfig, DEFAULT_PIPELINE};
+use kir_passes::{parse_pipeline, registry, run_pipeline_in_place, PassError, Pipeline, RunConfig, DEFAULT_PIPELINE};
 
 const SRC: &str = "kernel @k(%out: ptr<global, u32>, %x: u32) {
 entry:
@@ -89,7 +89,8 @@ fn with(pass: Box<dyn Pass>, spec: &str) -> Pipeline {
 fn a_pass_that_breaks_the_ir_is_named_and_the_ir_before_it_is_kept() {
     let mut m = module();
     let cfg = RunConfig { verify_each: true, ..RunConfig::default() };
-    let err = run_pipeline(&mut m, &with(Box::new(Breaker), "breaker"), &cfg, &mut std::io::sink()).unwrap_err();
+    let err =
+        run_pipeline_in_place(&mut m, &with(Box::new(Breaker), "breaker"), &cfg, &mut std::io::sink()).unwrap_err();
     let PassError::Broken { pass, kernel, diagnostics, ir_after } = &err else { panic!("{err}") };
     assert_eq!((pass.as_str(), kernel.as_str()), ("breaker", "k"));
     assert!(diagnostics.iter().any(|d| d.message.contains("%b")), "{diagnostics:?}");
@@ -104,7 +105,7 @@ fn a_pass_that_breaks_the_ir_is_named_and_the_ir_before_it_is_kept() {
 fn a_pass_that_changes_the_ir_while_reporting_no_change_is_caught() {
     let mut m = module();
     let cfg = RunConfig { verify_each: true, ..RunConfig::default() };
-    let err = run_pipeline(&mut m, &with(Box::new(Liar), "liar"), &cfg, &mut std::io::sink()).unwrap_err();
+    let err = run_pipeline_in_place(&mut m, &with(Box::new(Liar), "liar"), &cfg, &mut std::io::sink()).unwrap_err();
     assert!(
         err.diagnostics().iter().any(|d| d.message == "pass `liar` reported no change but changed kernel @k"),
         "{err:?}"
@@ -116,8 +117,9 @@ fn invalid_input_is_rejected_before_any_pass() {
     let mut m = module();
     m.kernels[0].blocks[0].insts.remove(0);
     let before = m.clone();
-    let err = run_pipeline(&mut m, &parse_pipeline("fold").unwrap(), &RunConfig::default(), &mut std::io::sink())
-        .unwrap_err();
+    let err =
+        run_pipeline_in_place(&mut m, &parse_pipeline("fold").unwrap(), &RunConfig::default(), &mut std::io::sink())
+            .unwrap_err();
     assert!(matches!(err, PassError::InvalidInput { .. }), "{err:?}");
     assert_eq!(m, before);
 }
@@ -127,7 +129,7 @@ fn dumps_are_headed_per_pass_and_kernel() {
     let mut m = module();
     let cfg = RunConfig { print_after_all: true, print_before: vec!["dce".into()], ..RunConfig::default() };
     let mut out = Vec::new();
-    run_pipeline(&mut m, &parse_pipeline("fold,dce").unwrap(), &cfg, &mut out).unwrap();
+    run_pipeline_in_place(&mut m, &parse_pipeline("fold,dce").unwrap(), &cfg, &mut out).unwrap();
     let text = String::from_utf8(out).unwrap();
     let headers: Vec<&str> = text.lines().filter(|l| l.starts_with("***")).collect();
     assert_eq!(
@@ -145,7 +147,7 @@ fn after_change_prints_only_changed_kernels() {
     let mut m = module();
     let cfg = RunConfig { print_after_change: true, ..RunConfig::default() };
     let mut out = Vec::new();
-    run_pipeline(&mut m, &parse_pipeline("dce,fold,dce").unwrap(), &cfg, &mut out).unwrap();
+    run_pipeline_in_place(&mut m, &parse_pipeline("dce,fold,dce").unwrap(), &cfg, &mut out).unwrap();
     let text = String::from_utf8(out).unwrap();
     let headers: Vec<&str> = text.lines().filter(|l| l.starts_with("***")).collect();
     assert_eq!(headers, ["*** IR Dump After fold (kernel @k) ***"]);
@@ -157,7 +159,8 @@ fn dump_dir_gets_one_valid_file_per_step() {
     let _ = std::fs::remove_dir_all(&dir);
     let mut m = module();
     let cfg = RunConfig { dump_dir: Some(dir.clone()), ..RunConfig::default() };
-    run_pipeline(&mut m, &parse_pipeline("fold,simplify-cfg,dce").unwrap(), &cfg, &mut std::io::sink()).unwrap();
+    run_pipeline_in_place(&mut m, &parse_pipeline("fold,simplify-cfg,dce").unwrap(), &cfg, &mut std::io::sink())
+        .unwrap();
     let mut names: Vec<String> =
         std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
     names.sort();
@@ -175,8 +178,13 @@ fn dump_dir_gets_one_valid_file_per_step() {
 #[test]
 fn stats_count_what_each_pass_did() {
     let mut m = module();
-    let r = run_pipeline(&mut m, &parse_pipeline("fold,dce").unwrap(), &RunConfig::default(), &mut std::io::sink())
-        .unwrap();
+    let r = run_pipeline_in_place(
+        &mut m,
+        &parse_pipeline("fold,dce").unwrap(),
+        &RunConfig::default(),
+        &mut std::io::sink(),
+    )
+    .unwrap();
     assert_eq!(r.steps[0].stats.get("instructions folded"), 1);
     assert_eq!(r.steps[0].changed_kernels, 1);
     assert_eq!(r.steps[1].stats.get("instructions removed"), 0);
@@ -189,8 +197,13 @@ fn stats_count_what_each_pass_did() {
 #[test]
 fn output_is_compacted_and_round_trips() {
     let mut m = module();
-    run_pipeline(&mut m, &parse_pipeline(DEFAULT_PIPELINE).unwrap(), &RunConfig::default(), &mut std::io::sink())
-        .unwrap();
+    run_pipeline_in_place(
+        &mut m,
+        &parse_pipeline(DEFAULT_PIPELINE).unwrap(),
+        &RunConfig::default(),
+        &mut std::io::sink(),
+    )
+    .unwrap();
     let reparsed = parse(&print_module(&m)).unwrap();
     assert!(m.structurally_eq(&reparsed));
     assert_eq!(m.kernels[0].insts.len(), m.kernels[0].inst_count());
@@ -234,7 +247,7 @@ fn with_module_pass(pass: AddCopy, front: &str) -> Pipeline {
 fn a_module_pass_counts_the_kernels_it_added_and_those_compaction_renumbered() {
     // Right after parsing, @k is compact: only the added kernel changed.
     let mut m = module();
-    let r = run_pipeline(
+    let r = run_pipeline_in_place(
         &mut m,
         &with_module_pass(AddCopy { edit: false, reject: false }, ""),
         &RunConfig::default(),
@@ -248,7 +261,7 @@ fn a_module_pass_counts_the_kernels_it_added_and_those_compaction_renumbered() {
         let mut m = module();
         let cfg = RunConfig { verify_each, ..RunConfig::default() };
         let p = with_module_pass(AddCopy { edit: false, reject: false }, "fold,dce");
-        let r = run_pipeline(&mut m, &p, &cfg, &mut std::io::sink()).unwrap();
+        let r = run_pipeline_in_place(&mut m, &p, &cfg, &mut std::io::sink()).unwrap();
         assert_eq!(r.steps[2].changed_kernels, 2, "verify_each {verify_each}");
     }
 }
@@ -258,7 +271,7 @@ fn a_module_pass_that_changes_a_kernel_it_was_given_is_caught_and_the_module_res
     let mut m = module();
     let cfg = RunConfig { verify_each: true, ..RunConfig::default() };
     let p = with_module_pass(AddCopy { edit: true, reject: false }, "");
-    let err = run_pipeline(&mut m, &p, &cfg, &mut std::io::sink()).unwrap_err();
+    let err = run_pipeline_in_place(&mut m, &p, &cfg, &mut std::io::sink()).unwrap_err();
     let PassError::Broken { pass, .. } = &err else { panic!("{err}") };
     assert_eq!(pass, "add-copy");
     assert!(
@@ -272,7 +285,7 @@ fn a_module_pass_that_changes_a_kernel_it_was_given_is_caught_and_the_module_res
 fn a_module_pass_that_may_reject_is_undone_without_verify_each() {
     let mut m = module();
     let p = with_module_pass(AddCopy { edit: true, reject: true }, "");
-    let err = run_pipeline(&mut m, &p, &RunConfig::default(), &mut std::io::sink()).unwrap_err();
+    let err = run_pipeline_in_place(&mut m, &p, &RunConfig::default(), &mut std::io::sink()).unwrap_err();
     assert!(matches!(err, PassError::Rejected { .. }), "{err}");
     assert_eq!(m, module());
 }

@@ -4,20 +4,22 @@
 //! located message to stderr and yields exit code 1 (2 for usage errors); nothing here panics.
 
 use kir_ir::diag::{self, Diagnostic};
+use kir_ir::verify::Verified;
 use kir_ir::Module;
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
-/// A parsed source file, with the files it imports.
-pub struct Loaded {
+/// A parsed source file, with the files it imports; `Loaded<Verified>` once it passed the checks
+/// ([`load_checked`]).
+pub struct Loaded<M = Module> {
     pub path: String,
     pub source: String,
-    pub module: Module,
+    pub module: M,
     /// The file and everything it imports: spans of the module point into these.
     pub sources: diag::SourceMap,
 }
 
-impl Loaded {
+impl<M> Loaded<M> {
     /// Prints diagnostics about the module (their spans may lie in imported files) to stderr.
     pub fn emit(&self, diags: &[Diagnostic]) {
         if !diags.is_empty() {
@@ -66,8 +68,11 @@ pub fn load(path: &str) -> Result<Loaded, ExitCode> {
 }
 
 /// Looks up a kernel by name (with or without `@`), or the only kernel when `name` is None.
-pub fn select_kernel<'m>(loaded: &'m Loaded, name: Option<&str>) -> Result<&'m kir_ir::Kernel, ExitCode> {
-    let m = &loaded.module;
+pub fn select_kernel<'m, M: std::borrow::Borrow<Module>>(
+    loaded: &'m Loaded<M>,
+    name: Option<&str>,
+) -> Result<&'m kir_ir::Kernel, ExitCode> {
+    let m: &Module = loaded.module.borrow();
     match name {
         Some(n) => {
             let n = n.trim_start_matches('@');
@@ -98,7 +103,7 @@ pub fn select_kernel<'m>(loaded: &'m Loaded, name: Option<&str>) -> Result<&'m k
 
 /// Reports an interpreter error located in the source: exit 2 for an invalid launch (a usage
 /// problem), 1 for a kernel fault or an interpreter bug.
-pub fn interp_failure(e: &kir_interp::InterpError, loaded: &Loaded) -> ExitCode {
+pub fn interp_failure<M>(e: &kir_interp::InterpError, loaded: &Loaded<M>) -> ExitCode {
     loaded.emit(&[e.to_diagnostic()]);
     ExitCode::from(if e.kind == kir_interp::ErrorKind::InvalidLaunch { 2 } else { 1 })
 }
@@ -272,18 +277,20 @@ pub fn named_args(args: &[String]) -> Result<Vec<(String, kir_interp::args::ArgS
 
 /// Reads, parses and checks a file (`kir check`'s checks: verifier and barrier verification);
 /// prints every diagnostic and returns exit code 1 when any is an error.
-pub fn load_checked(path: &str) -> Result<Loaded, ExitCode> {
-    let loaded = load(path)?;
-    let diags = kir::checks::check_module(&loaded.module);
-    loaded.emit(&diags);
-    if diag::has_errors(&diags) {
-        return Err(ExitCode::from(1));
+pub fn load_checked(path: &str) -> Result<Loaded<Verified>, ExitCode> {
+    let Loaded { path, source, module, sources } = load(path)?;
+    let (diags, verified) = kir::checks::check(module);
+    if !diags.is_empty() {
+        eprint!("{}", diag::render_map(&diags, &sources, stderr_color()));
     }
-    Ok(loaded)
+    match verified {
+        Some(module) => Ok(Loaded { path, source, module, sources }),
+        None => Err(ExitCode::from(1)),
+    }
 }
 
 /// Looks up a graph by name (with or without `@`).
-pub fn select_graph<'m>(loaded: &'m Loaded, name: &str) -> Result<&'m kir_ir::graph::Graph, ExitCode> {
+pub fn select_graph<'m>(loaded: &'m Loaded<Verified>, name: &str) -> Result<&'m kir_ir::graph::Graph, ExitCode> {
     let name = name.trim_start_matches('@');
     loaded.module.graph(name).ok_or_else(|| {
         let names: Vec<String> = loaded.module.graphs.iter().map(|g| format!("@{}", g.name)).collect();

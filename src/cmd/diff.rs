@@ -344,7 +344,7 @@ pub fn run(a: &Args) -> ExitCode {
 #[allow(clippy::too_many_arguments)]
 fn against_emulator(
     a: &Args,
-    loaded: &common::Loaded,
+    loaded: &common::Loaded<kir_ir::verify::Verified>,
     target: &Target,
     launch_args: &[Arg],
     initial: &[Buffer],

@@ -17,7 +17,7 @@
 //!   graph); DIR is created; the files are written only when every pass succeeded.
 
 use super::common;
-use kir_passes::{parse_pipeline, registry, run_pipeline, PassError, RunConfig, DEFAULT_PIPELINE};
+use kir_passes::{parse_pipeline, registry, run_pipeline_in_place, PassError, RunConfig, DEFAULT_PIPELINE};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -143,7 +143,7 @@ pub fn run(args: &Args) -> ExitCode {
         dump_dir: args.dump_dir.clone(),
     };
     let stderr = std::io::stderr();
-    let result = run_pipeline(&mut loaded.module, &pipeline, &cfg, &mut stderr.lock());
+    let result = run_pipeline_in_place(&mut loaded.module, &pipeline, &cfg, &mut stderr.lock());
     let report = match result {
         Ok(r) => r,
         Err(e) => {

@@ -130,7 +130,10 @@ pub fn run(a: &Args) -> ExitCode {
     let cfg = LaunchConfig { grid, block, dynamic_shared_bytes: a.shared };
     let opts = cli_options(a.races, a.uninit, a.fuel, a.threads);
     let start = Instant::now();
-    let result = kir_interp::launch_in(&loaded.module.funcs, kernel, &cfg, &bound.args, &mut bound.buffers, &opts);
+    let Some(verified) = loaded.module.verified_kernel(&kernel.name) else {
+        return common::file_error(&loaded.path, format!("no kernel `@{}`", kernel.name));
+    };
+    let result = kir_interp::launch_verified(verified, &cfg, &bound.args, &mut bound.buffers, &opts);
     let elapsed = start.elapsed();
     let stats = match result {
         Ok(s) => s,

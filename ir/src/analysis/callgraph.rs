@@ -1,7 +1,15 @@
 //! The call graph of a module's device functions, and an order of them in which every function
-//! comes after the functions it calls (or the call cycle that prevents one). Iterative: no call
-//! chain, however deep, overflows the stack. Used by the verifier (recursion), the inliner, the
-//! barrier verification across calls and the interpreter's stack bound.
+//! comes after the functions it calls (or the call cycle that prevents one).
+//!
+//! Guarantees:
+//! - [`call_graph`] lists each function's callees once, in the order of their first call, with
+//!   that call's span; calls of unknown names are left out.
+//! - [`successors_first`] is the one depth-first callees-first order (and cycle finder): over
+//!   [`call_graph`] it is [`callee_order`], used by the verifier (recursion), the inliner, the
+//!   barrier verification across calls and the PTX backend; the interpreter runs it over the
+//!   functions a launch reaches for its stack bound. Deterministic: roots and successors are taken
+//!   in list order.
+//! - Iterative: no call chain, however deep, overflows the stack.
 
 use crate::ir::Module;
 use crate::op::Op;
@@ -36,40 +44,102 @@ pub fn call_graph(m: &Module) -> Vec<Vec<(usize, Span)>> {
 /// end is left out). Iterative (no recursion on deep call chains).
 pub fn callee_order(m: &Module) -> Result<Vec<usize>, Vec<(usize, Span)>> {
     let graph = call_graph(m);
-    let n = graph.len();
+    let succs: Vec<Vec<usize>> = graph.iter().map(|calls| calls.iter().map(|c| c.0).collect()).collect();
+    successors_first(&succs, 0..succs.len()).map_err(|cycle| {
+        cycle.into_iter().map(|(f, e)| (f, graph[f].get(e).map(|c| c.1).unwrap_or(Span::DUMMY))).collect()
+    })
+}
+
+/// The nodes of a graph given by successor lists (`succs[v]`, indices into `succs`) that are
+/// reachable from `roots`, in an order where every node comes after its successors (a depth-first
+/// post-order, roots and successors taken in list order), or the first cycle found: the nodes
+/// from the one entered twice to the last, each with the position in its successor list of the
+/// edge it takes to the next (the last one's edge closes the cycle). A successor out of range is
+/// skipped. Iterative: any depth is fine. [`callee_order`] is this over [`call_graph`]; the
+/// interpreter runs it over the functions a launch reaches.
+pub fn successors_first(
+    succs: &[Vec<usize>],
+    roots: impl IntoIterator<Item = usize>,
+) -> Result<Vec<usize>, Vec<(usize, usize)>> {
+    let n = succs.len();
     // 0 = unvisited, 1 = on the stack, 2 = done.
     let mut state = vec![0u8; n];
     let mut order = Vec::with_capacity(n);
-    for root in 0..n {
-        if state[root] != 0 {
+    for root in roots {
+        if root >= n || state[root] != 0 {
             continue;
         }
         let mut stack: Vec<(usize, usize)> = vec![(root, 0)];
         state[root] = 1;
-        while let Some(&mut (f, ref mut next)) = stack.last_mut() {
-            if let Some(&(g, _)) = graph[f].get(*next) {
+        while let Some(&mut (v, ref mut next)) = stack.last_mut() {
+            if let Some(&w) = succs[v].get(*next) {
                 *next += 1;
-                match state[g] {
-                    0 => {
-                        state[g] = 1;
-                        stack.push((g, 0));
+                match state.get(w) {
+                    Some(0) => {
+                        state[w] = 1;
+                        stack.push((w, 0));
                     }
-                    1 => {
-                        // A cycle: the stack from `g` to the top, each with the call it makes.
-                        let start = stack.iter().position(|(x, _)| *x == g).unwrap_or(0);
-                        return Err(stack[start..]
-                            .iter()
-                            .map(|&(x, nx)| (x, graph[x].get(nx.saturating_sub(1)).map(|c| c.1).unwrap_or(Span::DUMMY)))
-                            .collect());
+                    Some(1) => {
+                        // A cycle: the stack from `w` to the top, each with the edge it took.
+                        let start = stack.iter().position(|(x, _)| *x == w).unwrap_or(0);
+                        return Err(stack[start..].iter().map(|&(x, nx)| (x, nx.saturating_sub(1))).collect());
                     }
                     _ => {}
                 }
             } else {
-                state[f] = 2;
-                order.push(f);
+                state[v] = 2;
+                order.push(v);
                 stack.pop();
             }
         }
     }
     Ok(order)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn successors_come_first_from_the_roots_only() {
+        // 0 -> 1 -> 2, 0 -> 2, 3 -> 0 (3 is not a root), 1 -> 9 (out of range).
+        let g = vec![vec![1, 2], vec![2, 9], vec![], vec![0]];
+        assert_eq!(successors_first(&g, [0]), Ok(vec![2, 1, 0]));
+        assert_eq!(successors_first(&g, 0..4), Ok(vec![2, 1, 0, 3]));
+    }
+
+    #[test]
+    fn the_first_cycle_is_named_with_its_edges() {
+        // 0 -> 1 -> 2 -> 1: the cycle is 1 (edge 0) then 2 (edge 1, back to 1).
+        let g = vec![vec![1], vec![2], vec![3, 1], vec![]];
+        assert_eq!(successors_first(&g, [0]), Err(vec![(1, 0), (2, 1)]));
+        // A self-call.
+        assert_eq!(successors_first(&[vec![0]], [0]), Err(vec![(0, 0)]));
+    }
+
+    #[test]
+    fn callee_order_and_its_cycle_spans() {
+        let m = crate::parse(
+            "func @a(%x: u32) -> u32 {
+entry:
+  %y = call @b(%x)
+  ret %y
+}
+func @b(%x: u32) -> u32 {
+entry:
+  ret %x
+}
+",
+        )
+        .unwrap_or_else(|d| panic!("{d:?}"));
+        assert_eq!(callee_order(&m), Ok(vec![1, 0]));
+        let mut m = m;
+        // Make @b call @a: a cycle a -> b -> a, each entry with the span of its call.
+        let call = m.funcs[0].clone();
+        m.funcs[1] = crate::ir::Kernel { name: "b".into(), ..call.clone() };
+        m.funcs[1].callees[0].name = "a".into();
+        let cycle = callee_order(&m).unwrap_err();
+        assert_eq!(cycle.iter().map(|c| c.0).collect::<Vec<_>>(), [0, 1]);
+        assert!(cycle.iter().all(|c| !c.1.is_dummy()));
+    }
 }

@@ -121,13 +121,15 @@ use crate::analysis::cfg::Cfg;
 use crate::diag::Diagnostic;
 use crate::ir::*;
 use crate::op::*;
+use crate::span::Span;
 use crate::text::printer::{print_constant, print_inst};
+use crate::types::{AddrSpace, Constant, ScalarType, Type};
+use rustc_hash::FxHashMap as HashMap;
 
 mod graph;
-use crate::span::Span;
-use crate::types::{AddrSpace, Constant, ScalarType, Type};
+mod verified;
 pub use graph::verify_graph;
-use rustc_hash::FxHashMap as HashMap;
+pub use verified::{verify, Diagnostics, Verified, VerifiedKernel};
 
 /// The parameter space of a kernel entry in PTX ISA 8.0 (what the backend emits), in bytes:
 /// ptxas rejects more ("uses too much parameter space (0x1108 bytes, 0x1100 max)"), on sm_80 and
@@ -150,7 +152,14 @@ pub const MAX_STATIC_SHARED_BYTES: u64 = 48 * 1024;
 /// Verifies every kernel and function of a module; returns all errors and warnings (empty =
 /// clean).
 pub fn verify_module(m: &Module) -> Vec<Diagnostic> {
+    verify_module_keeping_cfgs(m).0
+}
+
+/// [`verify_module`], also handing back the CFG the dominance check built for each body
+/// ([`Module::bodies`] order; `None` where the body's own checks stopped before it).
+pub(crate) fn verify_module_keeping_cfgs(m: &Module) -> (Vec<Diagnostic>, Vec<Option<Cfg>>) {
     let mut out = Vec::new();
+    let mut cfgs = Vec::new();
     let mut seen: HashMap<&str, &Kernel> = HashMap::default();
     for k in m.kernels.iter().chain(&m.funcs) {
         if let Some(prev) = seen.get(k.name.as_str()) {
@@ -172,13 +181,15 @@ pub fn verify_module(m: &Module) -> Vec<Diagnostic> {
         } else {
             seen.insert(&k.name, k);
         }
-        out.extend(verify_body(k, Some(m)));
+        let (diags, cfg) = verify_body_with_cfg(k, Some(m));
+        out.extend(diags);
+        cfgs.push(cfg);
     }
     out.extend(check_recursion(m));
     for g in &m.graphs {
         out.extend(verify_graph(m, g));
     }
-    out
+    (out, cfgs)
 }
 
 /// Verifies one kernel or function on its own: calls are checked only for a valid callee index
@@ -189,12 +200,35 @@ pub fn verify_kernel(k: &Kernel) -> Vec<Diagnostic> {
 
 /// Verifies one body; with the module, calls are checked against their callees.
 pub fn verify_body(k: &Kernel, module: Option<&Module>) -> Vec<Diagnostic> {
-    let mut v =
-        Verifier { k, module, diags: Vec::new(), sites: vec![None; k.values.len()], placed: vec![None; k.insts.len()] };
+    verify_body_with_cfg(k, module).0
+}
+
+/// [`verify_body`], also handing back the CFG its dominance check built (`None` when the body's
+/// structural checks stopped before dominance), for a caller that caches analyses.
+pub fn verify_body_with_cfg(k: &Kernel, module: Option<&Module>) -> (Vec<Diagnostic>, Option<Cfg>) {
+    verify_body_impl(k, module, None)
+}
+
+/// [`verify_body`] with `k`'s CFG computed already (an analysis cache's): the dominance check
+/// uses it instead of building one. `cfg` must be the CFG of `k` as it is now.
+pub fn verify_body_using(k: &Kernel, module: Option<&Module>, cfg: &Cfg) -> Vec<Diagnostic> {
+    verify_body_impl(k, module, Some(cfg)).0
+}
+
+fn verify_body_impl(k: &Kernel, module: Option<&Module>, given: Option<&Cfg>) -> (Vec<Diagnostic>, Option<Cfg>) {
+    let mut v = Verifier {
+        k,
+        module,
+        diags: Vec::new(),
+        sites: vec![None; k.values.len()],
+        placed: vec![None; k.insts.len()],
+        given_cfg: given.filter(|c| c.len() == k.blocks.len()),
+        cfg: None,
+    };
     v.run();
     let mut diags = v.diags;
     diags.sort_by_key(|d| d.span().map(|s| s.start).unwrap_or(u32::MAX));
-    diags
+    (diags, v.cfg)
 }
 
 fn real(s: Span) -> Option<Span> {
@@ -250,6 +284,10 @@ struct Verifier<'a> {
     sites: Vec<Option<Site>>,
     /// The (first) placement of every placed instruction.
     placed: Vec<Option<(BlockId, usize)>>,
+    /// A CFG the caller computed already, used by the dominance check instead of a new one.
+    given_cfg: Option<&'a Cfg>,
+    /// The CFG built by the dominance check (kept for [`Verified`]).
+    cfg: Option<Cfg>,
 }
 
 const RESERVED: [&str; 12] =
@@ -1621,8 +1659,17 @@ impl<'a> Verifier<'a> {
     }
 
     fn check_dominance(&mut self) {
+        if let Some(cfg) = self.given_cfg {
+            self.check_dominance_on(cfg);
+            return;
+        }
+        let cfg = Cfg::new(self.k);
+        self.check_dominance_on(&cfg);
+        self.cfg = Some(cfg);
+    }
+
+    fn check_dominance_on(&mut self, cfg: &Cfg) {
         let k = self.k;
-        let cfg = Cfg::new(k);
         for b in k.block_ids() {
             if !cfg.is_reachable(b) {
                 let d = Diagnostic::warning(format!("block `{}` is unreachable", k.block(b).name))
@@ -1637,7 +1684,7 @@ impl<'a> Verifier<'a> {
                 }
                 for &a in &inst.args {
                     if let Operand::Value(v) = a {
-                        self.check_use(&cfg, v, b, pos, Entity::Inst(b, i), &|| format!("`{}`", inst.op.mnemonic()));
+                        self.check_use(cfg, v, b, pos, Entity::Inst(b, i), &|| format!("`{}`", inst.op.mnemonic()));
                     }
                 }
             }
@@ -1649,7 +1696,7 @@ impl<'a> Verifier<'a> {
                         Terminator::Ret(_) => "the returned value".to_string(),
                         _ => "a block argument".to_string(),
                     };
-                    self.check_use(&cfg, v, b, end, Entity::Term(b), &what);
+                    self.check_use(cfg, v, b, end, Entity::Term(b), &what);
                 }
             }
         }

@@ -1,0 +1,274 @@
+//! Validity as a type: [`Verified`] is a module the verifier accepted, and [`Diagnostics`] is why
+//! one was refused.
+//!
+//! Guarantees:
+//! - The only ways to get a [`Verified`] are [`verify`] (which runs [`super::verify_module`]:
+//!   every kernel and function, calls, recursion and launch graphs) and [`Verified::edit`], whose
+//!   closure's result is verified again before it is handed back. So every holder of a
+//!   `Verified` may rely on every invariant the verifier lists, and interpretation, emission and
+//!   the pass pipeline take this type instead of re-checking (or trusting) a plain `Module`.
+//! - It carries the analyses computed once: the [`Cfg`] of every body (with dominators; the
+//!   verifier builds it for its dominance check and keeps it), post-dominators on first use
+//!   (inside the `Cfg`), and the warnings of the verification.
+//! - [`Diagnostics`] implements `Display` and `std::error::Error`; with the source attached
+//!   ([`Diagnostics::with_sources`]) it renders exactly as `kir check` prints, carets and all.
+
+use crate::analysis::cfg::Cfg;
+use crate::diag::{has_errors, render_map, Diagnostic, SourceMap};
+use crate::ir::{Kernel, Module};
+use std::fmt;
+
+/// A module the verifier accepted, with the analyses the verification computed.
+pub struct Verified {
+    module: Module,
+    warnings: Vec<Diagnostic>,
+    /// One per body, in [`Module::bodies`] order (kernels, then functions).
+    cfgs: Vec<Cfg>,
+}
+
+/// Verifies `m`; on success the module is handed back as [`Verified`], otherwise every error and
+/// warning found.
+pub fn verify(m: Module) -> Result<Verified, Diagnostics> {
+    let (diags, cfgs) = super::verify_module_keeping_cfgs(&m);
+    if has_errors(&diags) {
+        return Err(Diagnostics::new(diags));
+    }
+    // A body without errors always gets its CFG built by the dominance check.
+    let cfgs: Option<Vec<Cfg>> = cfgs.into_iter().collect();
+    match cfgs {
+        Some(cfgs) => Ok(Verified { module: m, warnings: diags, cfgs }),
+        None => Err(Diagnostics::new(vec![Diagnostic::error(
+            "internal error: a body passed verification without its control-flow graph",
+        )])),
+    }
+}
+
+impl Verified {
+    /// The verified module.
+    pub fn module(&self) -> &Module {
+        &self.module
+    }
+
+    /// The module, giving up the proof of validity (to edit it; verify it again afterwards).
+    pub fn into_module(self) -> Module {
+        self.module
+    }
+
+    /// The module and the CFG of each of its bodies ([`Module::bodies`] order), for a caller that
+    /// goes on caching analyses while it edits the module (the pass manager).
+    pub fn into_parts(self) -> (Module, Vec<Cfg>) {
+        (self.module, self.cfgs)
+    }
+
+    /// The warnings of the verification (valid but suspicious IR, e.g. unreachable blocks).
+    pub fn warnings(&self) -> &[Diagnostic] {
+        &self.warnings
+    }
+
+    /// The kernel named `name`, with the module it belongs to.
+    pub fn verified_kernel(&self, name: &str) -> Option<VerifiedKernel<'_>> {
+        let index = self.module.kernels.iter().position(|k| k.name == name)?;
+        Some(VerifiedKernel { module: self, index })
+    }
+
+    /// Every kernel, in module order.
+    pub fn verified_kernels(&self) -> impl Iterator<Item = VerifiedKernel<'_>> + '_ {
+        (0..self.module.kernels.len()).map(move |index| VerifiedKernel { module: self, index })
+    }
+
+    /// The CFG of body `i` ([`Module::bodies`] order: kernels, then functions), built once by the
+    /// verifier.
+    pub fn cfg(&self, body: usize) -> &Cfg {
+        &self.cfgs[body]
+    }
+
+    /// The CFGs of every body, in [`Module::bodies`] order.
+    pub fn cfgs(&self) -> &[Cfg] {
+        &self.cfgs
+    }
+
+    /// Edits the module and verifies the result: the way to change a verified module and keep
+    /// the type's promise. On failure the diagnostics are returned (the edited module is dropped).
+    pub fn edit(self, f: impl FnOnce(&mut Module)) -> Result<Verified, Diagnostics> {
+        let mut m = self.module;
+        f(&mut m);
+        verify(m)
+    }
+}
+
+impl std::ops::Deref for Verified {
+    type Target = Module;
+    fn deref(&self) -> &Module {
+        &self.module
+    }
+}
+
+impl std::borrow::Borrow<Module> for Verified {
+    fn borrow(&self) -> &Module {
+        &self.module
+    }
+}
+
+impl fmt::Debug for Verified {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Verified").field("module", &self.module).field("warnings", &self.warnings).finish()
+    }
+}
+
+impl Clone for Verified {
+    fn clone(&self) -> Verified {
+        // A CFG is a pure function of its body: rebuilding it is exact.
+        Verified {
+            module: self.module.clone(),
+            warnings: self.warnings.clone(),
+            cfgs: self.module.bodies().map(Cfg::new).collect(),
+        }
+    }
+}
+
+/// One kernel of a [`Verified`] module: what the interpreter and the emitter run.
+#[derive(Clone, Copy)]
+pub struct VerifiedKernel<'a> {
+    module: &'a Verified,
+    index: usize,
+}
+
+impl<'a> VerifiedKernel<'a> {
+    /// The kernel.
+    pub fn kernel(&self) -> &'a Kernel {
+        &self.module.module.kernels[self.index]
+    }
+
+    /// The module's device functions (what the kernel's calls resolve against).
+    pub fn funcs(&self) -> &'a [Kernel] {
+        &self.module.module.funcs
+    }
+
+    /// The verified module the kernel belongs to.
+    pub fn module(&self) -> &'a Verified {
+        self.module
+    }
+
+    /// The kernel's CFG.
+    pub fn cfg(&self) -> &'a Cfg {
+        &self.module.cfgs[self.index]
+    }
+}
+
+impl std::ops::Deref for VerifiedKernel<'_> {
+    type Target = Kernel;
+    fn deref(&self) -> &Kernel {
+        self.kernel()
+    }
+}
+
+/// Why a module was refused: every diagnostic the verifier found (errors and warnings), with the
+/// source text when it is known, so that `Display` renders exactly what `kir check` prints.
+#[derive(Clone, Debug)]
+pub struct Diagnostics {
+    list: Vec<Diagnostic>,
+    sources: Option<SourceMap>,
+}
+
+impl Diagnostics {
+    pub fn new(list: Vec<Diagnostic>) -> Diagnostics {
+        Diagnostics { list, sources: None }
+    }
+
+    /// Attaches the files the diagnostics point into (what [`crate::text::load`] returns).
+    pub fn with_sources(mut self, sources: SourceMap) -> Diagnostics {
+        self.sources = Some(sources);
+        self
+    }
+
+    /// Every diagnostic, in the verifier's order.
+    pub fn list(&self) -> &[Diagnostic] {
+        &self.list
+    }
+
+    pub fn into_vec(self) -> Vec<Diagnostic> {
+        self.list
+    }
+
+    pub fn sources(&self) -> Option<&SourceMap> {
+        self.sources.as_ref()
+    }
+
+    /// The number of errors (warnings excluded).
+    pub fn error_count(&self) -> usize {
+        self.list.iter().filter(|d| d.is_error()).count()
+    }
+}
+
+impl fmt::Display for Diagnostics {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.sources {
+            Some(map) => f.write_str(render_map(&self.list, map, false).trim_end()),
+            None => {
+                for (i, d) in self.list.iter().enumerate() {
+                    if i > 0 {
+                        writeln!(f)?;
+                    }
+                    let what = if d.is_error() { "error" } else { "warning" };
+                    write!(f, "{what}: {}", d.message)?;
+                    for n in &d.notes {
+                        write!(f, "\n  = note: {n}")?;
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl std::error::Error for Diagnostics {}
+
+impl From<Diagnostics> for Vec<Diagnostic> {
+    fn from(d: Diagnostics) -> Vec<Diagnostic> {
+        d.list
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parse;
+
+    const OK: &str =
+        "kernel @k(%p: ptr<global, u32>) {\nentry:\n  %t = tid.x\n  store %p[%t], %t\n  ret\nlost:\n  ret\n}\n";
+
+    #[test]
+    fn a_valid_module_is_verified_with_its_cfgs_and_warnings() {
+        let v = verify(parse(OK).unwrap()).unwrap();
+        assert_eq!(v.verified_kernels().count(), 1);
+        assert_eq!(v.cfgs().len(), 1);
+        let k = v.verified_kernel("k").unwrap();
+        assert_eq!(k.name, "k");
+        assert_eq!(k.cfg().len(), 2);
+        assert!(!k.cfg().is_reachable(crate::BlockId(1)));
+        assert_eq!(v.warnings().len(), 1, "the unreachable block is a warning: {:?}", v.warnings());
+        assert!(v.verified_kernel("nope").is_none());
+    }
+
+    #[test]
+    fn an_invalid_module_is_refused_with_displayable_diagnostics() {
+        let src = "kernel @k(%y: f32) {\nentry:\n  %x = add.u32 %y, 1\n  ret\n}\n";
+        let e = verify(parse(src).unwrap()).unwrap_err();
+        assert_eq!(e.error_count(), 1);
+        let bare = e.to_string();
+        assert!(bare.contains("`%y`"), "{bare}");
+        let shown = e.with_sources(SourceMap::single("k.kir", src)).to_string();
+        assert!(shown.contains("k.kir:3:"), "{shown}");
+        let boxed: Box<dyn std::error::Error> = Box::new(verify(parse(src).unwrap()).unwrap_err());
+        assert!(boxed.to_string().contains("%y"));
+    }
+
+    #[test]
+    fn editing_verifies_again() {
+        let v = verify(parse(OK).unwrap()).unwrap();
+        let again = v.clone().edit(|m| m.kernels[0].name = "renamed".into()).unwrap();
+        assert!(again.verified_kernel("renamed").is_some());
+        let broken = v.edit(|m| m.kernels[0].blocks.clear());
+        assert!(broken.is_err());
+    }
+}

@@ -1,0 +1,658 @@
+//! Filetests: `.kir` files that say how they are tested, run by one runner (as Cranelift's
+//! filetests). A file's `; test: KIND` header picks what is run (docs/testing.md, "Filetests"):
+//!
+//! - `verify`: the file is loaded with its imports and checked as `kir check` checks it
+//!   ([`crate::checks::check_module`]). Every error and warning must be expected by an
+//!   `; error: TEXT` / `; warning: TEXT` annotation (same severity, primary location on the
+//!   annotated line, message containing TEXT) and every annotation must be met by one diagnostic;
+//!   a file without annotations must produce no diagnostic at all. An annotation ending a code
+//!   line is about that line; one on a comment-only line is about the closest preceding line that
+//!   is neither blank nor a comment. A diagnostic located in an imported file is about the
+//!   `import` line of the tested file through which that file was loaded. Every diagnostic must
+//!   have a location (not the dummy span).
+//! - `optimize`: `kir opt FILE [--passes P] [ARGS]` (`; passes: P`, `; args: ARGS`) must exit 0,
+//!   its output module must parse and verify, and the file's FileCheck directives (`; check:`,
+//!   `; nextln:`, `; sameln:`, `; not:`, ... of the `filecheck` crate; at least one) must match
+//!   what it prints, stderr then stdout. The text checked is what the `kir` binary prints: the
+//!   runner runs the binary it is given ([`Runner::with_kir_binary`]).
+//! - `run`: `kir test`'s harness ([`crate::harness::test_file`]) on the file: every row must pass
+//!   (a `skip` row, such as `gpu` without a GPU, is not a failure) and at least one `; run:`
+//!   directive must carry an `; expect:` line.
+//!
+//! Guarantees:
+//! - A file has exactly one header; a missing header, a second one, an unknown kind or any
+//!   malformed directive ([`crate::directives`]) is a failure with its line, and nothing else is
+//!   run. Directives that belong to another kind (annotations outside `verify`, `; run:` outside
+//!   `run`, `; passes:` / `; args:` outside `optimize`) are failures, never silently ignored.
+//! - Every failure names the file and, where there is one, the line; a [`Report`] holds all of a
+//!   file's failures, not only the first, and a failed `verify` report shows the rendered
+//!   diagnostics. Nothing panics on a bad test file.
+
+use crate::checks::check_module;
+use crate::directives::{parse_directives, Annotation, Directives};
+use crate::harness;
+use kir_ir::diag::{render_map, Diagnostic, Severity, SourceMap};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// What a filetest runs (its `; test:` header).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Verify,
+    Optimize,
+    Run,
+}
+
+impl Kind {
+    /// The kind a header names (one of [`crate::directives::TEST_KINDS`]).
+    pub fn from_name(name: &str) -> Option<Kind> {
+        match name {
+            "verify" => Some(Kind::Verify),
+            "optimize" => Some(Kind::Optimize),
+            "run" => Some(Kind::Run),
+            _ => None,
+        }
+    }
+
+    /// The header's spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Verify => "verify",
+            Kind::Optimize => "optimize",
+            Kind::Run => "run",
+        }
+    }
+}
+
+/// One reason a filetest failed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Failure {
+    /// 1-based line of the tested file the failure is about, when there is one.
+    pub line: Option<usize>,
+    pub message: String,
+}
+
+impl Failure {
+    fn at(line: usize, message: impl Into<String>) -> Failure {
+        Failure { line: Some(line), message: message.into() }
+    }
+    fn file(message: impl Into<String>) -> Failure {
+        Failure { line: None, message: message.into() }
+    }
+}
+
+/// The diagnostics of a `verify` file, as `kir check` renders them.
+#[derive(Clone, Debug)]
+pub struct Verified {
+    pub diagnostics: Vec<Diagnostic>,
+    pub sources: SourceMap,
+    /// [`render_map`] without colour: the text users read.
+    pub rendered: String,
+}
+
+/// The result of one filetest.
+#[derive(Clone, Debug)]
+pub struct Report {
+    /// The file as given to the runner.
+    pub file: String,
+    /// The kind that ran (`None` when the header was missing or wrong).
+    pub kind: Option<Kind>,
+    /// Every failure, in line order (failures without a line first).
+    pub failures: Vec<Failure>,
+    /// For `verify`: the diagnostics.
+    pub verified: Option<Verified>,
+}
+
+impl Report {
+    pub fn passed(&self) -> bool {
+        self.failures.is_empty()
+    }
+}
+
+impl fmt::Display for Report {
+    /// One `FILE:LINE: message` line per failure (continuation lines indented), then for a failed
+    /// `verify` file its rendered diagnostics.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for fail in &self.failures {
+            let at = match fail.line {
+                Some(l) => format!("{}:{l}", self.file),
+                None => self.file.clone(),
+            };
+            let mut lines = fail.message.lines();
+            writeln!(f, "{at}: {}", lines.next().unwrap_or(""))?;
+            for l in lines {
+                writeln!(f, "    {l}")?;
+            }
+        }
+        if let Some(v) = self.verified.as_ref().filter(|_| !self.passed()) {
+            if v.rendered.is_empty() {
+                writeln!(f, "    (no diagnostics)")?;
+            } else {
+                writeln!(f, "    the diagnostics, as `kir check` prints them:")?;
+                for l in v.rendered.trim_end().lines() {
+                    writeln!(f, "    | {l}")?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Runs filetests. Holds what is found once for many files (the `kir` binary for `optimize`, the
+/// `kir test` context for `run`).
+#[derive(Default)]
+pub struct Runner {
+    kir_binary: Option<PathBuf>,
+    run_context: Option<harness::Context>,
+}
+
+impl Runner {
+    pub fn new() -> Runner {
+        Runner::default()
+    }
+
+    /// The `kir` binary `optimize` files run (without it they fail, saying so).
+    pub fn with_kir_binary(mut self, path: impl Into<PathBuf>) -> Runner {
+        self.kir_binary = Some(path.into());
+        self
+    }
+
+    /// Reads the file at `path` and runs it by its header.
+    pub fn run_file(&mut self, path: &Path) -> Report {
+        match crate::files::read_source(path) {
+            Ok(source) => self.run_source(path, &source),
+            Err(e) => report(path, None, vec![Failure::file(format!("cannot read: {e}"))], None),
+        }
+    }
+
+    /// Runs `source`, the text of the file at `path` (imports are resolved, and `kir opt` and
+    /// `kir test` run, on `path`, so for `optimize` and `run` it must be the file's text), by its
+    /// header.
+    pub fn run_source(&mut self, path: &Path, source: &str) -> Report {
+        let directives = match parse_directives(source) {
+            Ok(d) => d,
+            Err(errs) => {
+                let failures = errs.into_iter().map(|e| Failure::at(e.line, e.message)).collect();
+                return report(path, None, failures, None);
+            }
+        };
+        let kind = match header(&directives) {
+            Ok(k) => k,
+            Err(f) => return report(path, None, vec![f], None),
+        };
+        let misplaced = misplaced_directives(kind, source, &directives);
+        if !misplaced.is_empty() {
+            return report(path, Some(kind), misplaced, None);
+        }
+        self.run_parsed(kind, path, source, &directives)
+    }
+
+    /// Runs `source` as a `kind` test whatever its header says, ignoring the directives of other
+    /// kinds (e.g. `verify` on a library kernel, which has `; run:` lines and no header: it must
+    /// check cleanly).
+    pub fn run_as(&mut self, kind: Kind, path: &Path, source: &str) -> Report {
+        match parse_directives(source) {
+            Ok(d) => self.run_parsed(kind, path, source, &d),
+            Err(errs) => {
+                report(path, Some(kind), errs.into_iter().map(|e| Failure::at(e.line, e.message)).collect(), None)
+            }
+        }
+    }
+
+    fn run_parsed(&mut self, kind: Kind, path: &Path, source: &str, d: &Directives) -> Report {
+        let mut verified = None;
+        let failures = match kind {
+            Kind::Verify => {
+                let (v, f) = verify(path, source, &d.annotations);
+                verified = Some(v);
+                f
+            }
+            Kind::Optimize => self.optimize(path, source),
+            Kind::Run => self.run(path, d),
+        };
+        report(path, Some(kind), failures, verified)
+    }
+
+    fn optimize(&self, path: &Path, source: &str) -> Vec<Failure> {
+        let Some(kir) = &self.kir_binary else {
+            return vec![Failure::file("`test: optimize` runs the `kir` binary, and the runner was given none")];
+        };
+        let mut failures = Vec::new();
+        let passes = option_lines(source, "passes:", &mut failures);
+        let args = option_lines(source, "args:", &mut failures);
+        if !failures.is_empty() {
+            return failures;
+        }
+        let mut cmd = Command::new(kir);
+        cmd.arg("opt").arg(path);
+        if let Some(p) = passes {
+            cmd.arg("--passes").arg(p);
+        }
+        if let Some(a) = args {
+            cmd.args(a.split_whitespace());
+        }
+        let out = match cmd.output() {
+            Ok(o) => o,
+            Err(e) => return vec![Failure::file(format!("cannot run `{}`: {e}", kir.display()))],
+        };
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if !out.status.success() {
+            return vec![Failure::file(format!("kir opt failed ({}):\n{stderr}", out.status))];
+        }
+        match kir_ir::parse(&stdout) {
+            Err(d) => failures.push(Failure::file(format!(
+                "kir opt's output does not parse:\n{}",
+                kir_ir::diag::render(&d, "<kir opt output>", &stdout, false)
+            ))),
+            Ok(m) => {
+                let diags = kir_ir::verify::verify_module(&m);
+                if kir_ir::diag::has_errors(&diags) {
+                    failures.push(Failure::file(format!(
+                        "kir opt's output does not verify:\n{}",
+                        kir_ir::diag::render(&diags, "<kir opt output>", &stdout, false)
+                    )));
+                }
+            }
+        }
+        let checker = match filecheck::CheckerBuilder::new().text(source) {
+            Ok(b) => b.finish(),
+            Err(e) => {
+                failures.push(Failure::file(format!("bad FileCheck directives: {e}")));
+                return failures;
+            }
+        };
+        if checker.is_empty() {
+            failures.push(Failure::file("no FileCheck directives (`; check:` ...)"));
+            return failures;
+        }
+        let text = format!("{stderr}{stdout}");
+        match checker.explain(&text, filecheck::NO_VARIABLES) {
+            Ok((true, _)) => {}
+            Ok((false, explain)) => failures.push(Failure::file(format!(
+                "FileCheck directives do not match what kir opt printed (stderr, then stdout):\n{text}\n--- explanation ---\n{explain}"
+            ))),
+            Err(e) => failures.push(Failure::file(format!("FileCheck: {e}"))),
+        }
+        failures
+    }
+
+    fn run(&mut self, path: &Path, d: &Directives) -> Vec<Failure> {
+        let mut failures = Vec::new();
+        if !d.runs.iter().any(|r| !r.expects.is_empty()) {
+            let line = d.runs.first().map(|r| r.line);
+            failures.push(Failure {
+                line,
+                message: "no `; run:` directive carries an `; expect:` line: a wrong kernel would pass".into(),
+            });
+        }
+        let ctx = self.run_context.get_or_insert_with(|| harness::Context::detect(false));
+        harness::test_file(path, ctx, &mut |row| {
+            if let harness::Outcome::Fail(why) = row.outcome {
+                // Run rows are labelled `FILE:LINE @target where`.
+                let line = row
+                    .label
+                    .split_once(' ')
+                    .and_then(|(at, _)| at.rsplit_once(':'))
+                    .and_then(|(_, l)| l.parse::<usize>().ok());
+                failures.push(Failure { line, message: format!("{}: FAIL {why}", row.label) });
+            }
+        });
+        failures
+    }
+}
+
+fn report(path: &Path, kind: Option<Kind>, mut failures: Vec<Failure>, verified: Option<Verified>) -> Report {
+    failures.sort_by_key(|f| f.line);
+    Report { file: path.display().to_string(), kind, failures, verified }
+}
+
+/// The one `; test:` header.
+fn header(d: &Directives) -> Result<Kind, Failure> {
+    match d.test_headers.as_slice() {
+        [] => Err(Failure::at(
+            1,
+            "no `; test: KIND` header (every filetest names its kind: `; test: verify`, `; test: optimize` or `; test: run`)",
+        )),
+        [(line, kind)] => Kind::from_name(kind).ok_or_else(|| Failure::at(*line, format!("unknown test kind `{kind}`"))),
+        [(first, _), (line, _), ..] => {
+            Err(Failure::at(*line, format!("a second `; test:` header (the first is on line {first}): a file is one test")))
+        }
+    }
+}
+
+/// `; passes: P` / `; args: A` of an `optimize` file: at most one each.
+fn option_lines<'a>(source: &'a str, key: &str, failures: &mut Vec<Failure>) -> Option<&'a str> {
+    let mut found: Option<(usize, &str)> = None;
+    for (n, l) in source.lines().enumerate() {
+        let Some(v) = comment_of(l).and_then(|c| c.strip_prefix(key)) else { continue };
+        match found {
+            None => found = Some((n + 1, v.trim())),
+            Some((first, _)) => {
+                failures.push(Failure::at(n + 1, format!("a second `; {key}` line (the first is on line {first})")))
+            }
+        }
+    }
+    found.map(|(_, v)| v)
+}
+
+/// The text of a comment-only line after `;` and spaces.
+fn comment_of(line: &str) -> Option<&str> {
+    line.trim_start().strip_prefix(';').map(str::trim_start)
+}
+
+/// Directives that mean nothing to `kind`: failures, so that they are never silently ignored.
+fn misplaced_directives(kind: Kind, source: &str, d: &Directives) -> Vec<Failure> {
+    let mut out = Vec::new();
+    if kind != Kind::Verify {
+        for a in &d.annotations {
+            out.push(Failure::at(
+                a.line,
+                format!(
+                    "`{}:` annotations belong in `test: verify` files, not `test: {}`",
+                    severity_name(a.severity),
+                    kind.name()
+                ),
+            ));
+        }
+    }
+    if kind != Kind::Run {
+        let lines = d.runs.iter().map(|r| r.line).chain(d.runs.iter().flat_map(|r| r.expects.iter().map(|e| e.line)));
+        for line in lines.chain(d.ptx_checks.iter().map(|(l, _)| *l)) {
+            out.push(Failure::at(
+                line,
+                format!("`run:`, `expect:` and `check-ptx:` belong in `test: run` files, not `test: {}`", kind.name()),
+            ));
+        }
+    }
+    if kind != Kind::Optimize {
+        for (n, l) in source.lines().enumerate() {
+            if let Some(key) = comment_of(l).and_then(|c| ["passes:", "args:"].into_iter().find(|k| c.starts_with(k))) {
+                out.push(Failure::at(
+                    n + 1,
+                    format!("`{key}` belongs in `test: optimize` files, not `test: {}`", kind.name()),
+                ));
+            }
+        }
+    }
+    out
+}
+
+fn severity_name(s: Severity) -> &'static str {
+    match s {
+        Severity::Error => "error",
+        Severity::Warning => "warning",
+        Severity::Note => "note",
+    }
+}
+
+/// The `verify` kind: load, check, and match the diagnostics with the annotations.
+pub fn verify(path: &Path, source: &str, annotations: &[Annotation]) -> (Verified, Vec<Failure>) {
+    let (diagnostics, sources) = match kir_ir::text::load::load_source(path, source.to_string()) {
+        Ok(l) => (check_module(&l.module), l.sources),
+        Err(e) => (e.diagnostics, e.sources),
+    };
+    let rendered = render_map(&diagnostics, &sources, false);
+    let mut failures = Vec::new();
+    let imports = import_lines(path, source, &sources);
+    // The errors and warnings with the line of the tested file each is about.
+    let mut located: Vec<(&Diagnostic, usize)> = Vec::new();
+    for d in diagnostics.iter().filter(|d| d.severity != Severity::Note) {
+        let what = format!("{} `{}`", severity_name(d.severity), d.message);
+        let Some(span) = d.span().filter(|s| !s.is_dummy()) else {
+            failures.push(Failure::file(format!("{what} has no location")));
+            continue;
+        };
+        let Some((file, range)) = sources.locate(span) else {
+            failures.push(Failure::file(format!("{what} points into no file of the load")));
+            continue;
+        };
+        if file == 0 {
+            located.push((d, kir_ir::span::line_col(source, range.start).0));
+            continue;
+        }
+        match imports.iter().rev().find(|(f, _)| *f <= file) {
+            Some((_, line)) => located.push((d, *line)),
+            None => failures.push(Failure::file(format!(
+                "{what} is in `{}`, which no `import` line of this file loads",
+                sources.files[file].name
+            ))),
+        }
+    }
+    let matches = match_annotations(annotations, &located);
+    for (a, m) in annotations.iter().zip(&matches.annotation_to_diag) {
+        if m.is_none() {
+            let on = if a.target_line == a.line { String::new() } else { format!(" on line {}", a.target_line) };
+            failures.push(Failure::at(
+                a.line,
+                format!("expected {}{on} containing `{}`, but there is none", severity_name(a.severity), a.text),
+            ));
+        }
+    }
+    for ((d, line), matched) in located.iter().zip(&matches.diag_matched) {
+        if !matched {
+            failures.push(Failure::at(
+                *line,
+                format!(
+                    "unexpected {} (no `; {}:` annotation matches it): {}",
+                    severity_name(d.severity),
+                    severity_name(d.severity),
+                    d.message
+                ),
+            ));
+        }
+    }
+    (Verified { diagnostics: diagnostics.clone(), sources, rendered }, failures)
+}
+
+/// For each file of the load that a line `import "P"` of the tested file loads directly: its
+/// index in `sources` and that line, in load order. (The loader loads files depth first, so the
+/// files after a direct import's file, up to the next one, are what it loaded in turn.)
+fn import_lines(path: &Path, source: &str, sources: &SourceMap) -> Vec<(usize, usize)> {
+    let dir = path.parent().unwrap_or(Path::new(""));
+    let canonical = |p: &Path| std::fs::canonicalize(p).ok();
+    let mut out: Vec<(usize, usize)> = Vec::new();
+    for (n, l) in source.lines().enumerate() {
+        let Some(rest) = l.trim_start().strip_prefix("import") else { continue };
+        let Some(quoted) = rest.trim_start().strip_prefix('"') else { continue };
+        let Some((target, _)) = quoted.split_once('"') else { continue };
+        let Some(want) = canonical(&dir.join(target)) else { continue };
+        let found = sources
+            .files
+            .iter()
+            .enumerate()
+            .skip(1)
+            .find(|(_, f)| canonical(Path::new(&f.name)).as_ref() == Some(&want));
+        if let Some((i, _)) = found {
+            out.push((i, n + 1));
+        }
+    }
+    out.sort();
+    out
+}
+
+struct Matching {
+    annotation_to_diag: Vec<Option<usize>>,
+    diag_matched: Vec<bool>,
+}
+
+/// The largest one-to-one matching of annotations with diagnostics (same severity, same line,
+/// message containing the text), so that which annotation takes which of two similar diagnostics
+/// never makes a correct file fail.
+fn match_annotations(annotations: &[Annotation], diags: &[(&Diagnostic, usize)]) -> Matching {
+    let fits = |a: &Annotation, (d, line): &(&Diagnostic, usize)| {
+        a.severity == d.severity && a.target_line == *line && d.message.contains(&a.text)
+    };
+    let mut diag_owner: Vec<Option<usize>> = vec![None; diags.len()];
+    // Kuhn's augmenting paths (the sizes are a file's annotations).
+    fn augment(a: usize, seen: &mut [bool], owner: &mut [Option<usize>], fits: &dyn Fn(usize, usize) -> bool) -> bool {
+        for d in 0..owner.len() {
+            if seen[d] || !fits(a, d) {
+                continue;
+            }
+            seen[d] = true;
+            let free = match owner[d] {
+                None => true,
+                Some(other) => augment(other, seen, owner, fits),
+            };
+            if free {
+                owner[d] = Some(a);
+                return true;
+            }
+        }
+        false
+    }
+    let fit = |a: usize, d: usize| fits(&annotations[a], &diags[d]);
+    for a in 0..annotations.len() {
+        let mut seen = vec![false; diags.len()];
+        augment(a, &mut seen, &mut diag_owner, &fit);
+    }
+    let mut annotation_to_diag = vec![None; annotations.len()];
+    for (d, o) in diag_owner.iter().enumerate() {
+        if let Some(a) = o {
+            annotation_to_diag[*a] = Some(d);
+        }
+    }
+    Matching { annotation_to_diag, diag_matched: diag_owner.iter().map(Option::is_some).collect() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const UNDEFINED: &str = "kernel @k(%out: ptr<global, u32>) {\nentry:\n  store %out[0], %zz\n  ret\n}\n";
+
+    fn run(src: &str) -> Report {
+        Runner::new().run_source(Path::new("t/case.kir"), src)
+    }
+
+    fn shown(r: &Report) -> String {
+        r.to_string()
+    }
+
+    #[test]
+    fn an_annotated_error_passes() {
+        let src = UNDEFINED.replace("%zz\n", "%zz ; error: undefined value `%zz`\n") + "; test: verify\n";
+        let r = run(&src);
+        assert!(r.passed(), "{r}");
+        assert_eq!(r.kind, Some(Kind::Verify));
+        assert!(r.verified.unwrap().rendered.contains("t/case.kir:3:"));
+        // On a comment-only line: about the code line above it.
+        let src = UNDEFINED.replace("%zz\n", "%zz\n  ; error: undefined value `%zz`\n") + "; test: verify\n";
+        assert!(run(&src).passed());
+    }
+
+    #[test]
+    fn a_missing_expected_error_is_reported_with_its_line() {
+        let src = "; test: verify\nkernel @k() {\nentry:\n  ret ; error: something\n}\n";
+        let r = run(src);
+        assert_eq!(r.failures, vec![Failure::at(4, "expected error containing `something`, but there is none")]);
+        assert!(shown(&r).starts_with("t/case.kir:4: expected error containing `something`"), "{r}");
+        assert!(shown(&r).contains("(no diagnostics)"), "{r}");
+    }
+
+    #[test]
+    fn an_unexpected_error_is_reported_with_its_line_and_the_rendered_diagnostics() {
+        let src = format!("; test: verify\n{UNDEFINED}");
+        let r = run(&src);
+        assert_eq!(r.failures.len(), 1, "{r}");
+        assert_eq!(r.failures[0].line, Some(4));
+        assert!(r.failures[0].message.starts_with("unexpected error (no `; error:` annotation matches it): "), "{r}");
+        let text = shown(&r);
+        assert!(text.starts_with("t/case.kir:4: unexpected error"), "{text}");
+        assert!(text.contains("    | error: ") && text.contains("t/case.kir:4:18"), "{text}");
+    }
+
+    #[test]
+    fn an_annotation_on_the_wrong_line_fails_twice() {
+        let src = UNDEFINED.replace("  ret\n", "  ret ; error: undefined value `%zz`\n") + "; test: verify\n";
+        let r = run(&src);
+        let got: Vec<(Option<usize>, &str)> = r.failures.iter().map(|f| (f.line, f.message.as_str())).collect();
+        assert_eq!(got.len(), 2, "{r}");
+        assert_eq!(got[0].0, Some(3));
+        assert!(got[0].1.starts_with("unexpected error"), "{r}");
+        assert_eq!(got[1].0, Some(4));
+        assert!(got[1].1.starts_with("expected error containing `") && got[1].1.contains("undefined value"), "{r}");
+        // A comment-only annotation after a blank line still refers to the code line above.
+        let src = UNDEFINED.replace("  ret\n", "  ret\n\n; error: undefined value `%zz`\n") + "; test: verify\n";
+        let r = run(&src);
+        assert_eq!(r.failures.iter().map(|f| f.line).collect::<Vec<_>>(), vec![Some(3), Some(6)], "{r}");
+        assert!(r.failures[1].message.starts_with("expected error on line 4 containing"), "{r}");
+    }
+
+    #[test]
+    fn a_wrong_message_or_severity_fails() {
+        let src = UNDEFINED.replace("%zz\n", "%zz ; error: undefined variable\n") + "; test: verify\n";
+        let r = run(&src);
+        assert_eq!(r.failures.iter().map(|f| f.line).collect::<Vec<_>>(), vec![Some(3), Some(3)], "{r}");
+        assert!(r
+            .failures
+            .iter()
+            .any(|f| f.message == "expected error containing `undefined variable`, but there is none"));
+        let src = UNDEFINED.replace("%zz\n", "%zz ; warning: undefined value `%zz`\n") + "; test: verify\n";
+        let r = run(&src);
+        assert_eq!(r.failures.len(), 2, "{r}");
+        assert!(r.failures.iter().any(|f| f.message.starts_with("expected warning containing")), "{r}");
+    }
+
+    #[test]
+    fn one_annotation_per_diagnostic() {
+        // Two errors on one line need two annotations; a third annotation is one too many.
+        let src = "kernel @k(%out: ptr<global, u32>) {\nentry:\n  %a = add.u32 %x, %y ; error: `%x`\n  ; error: `%y`\n  ; error: undefined value\n  ret\n}\n; test: verify\n";
+        let r = run(src);
+        assert_eq!(r.failures.len(), 1, "{r}");
+        assert_eq!(r.failures[0].line, Some(5));
+    }
+
+    #[test]
+    fn a_missing_header_is_reported() {
+        let r = run(UNDEFINED);
+        assert_eq!(r.kind, None);
+        assert_eq!(r.failures.len(), 1);
+        assert_eq!(r.failures[0].line, Some(1));
+        assert!(shown(&r).starts_with("t/case.kir:1: no `; test: KIND` header"), "{r}");
+    }
+
+    #[test]
+    fn an_unknown_kind_a_second_header_and_a_near_miss_are_reported_with_their_lines() {
+        let r = run(&format!("; test: verif\n{UNDEFINED}"));
+        assert_eq!(r.failures.len(), 1, "{r}");
+        assert_eq!(r.failures[0].line, Some(1));
+        assert!(r.failures[0].message.contains("unknown test kind `verif`"), "{r}");
+        let r = run(&format!("; test: verify\n{UNDEFINED}; test: run\n"));
+        assert_eq!(
+            r.failures,
+            vec![Failure::at(7, "a second `; test:` header (the first is on line 1): a file is one test")]
+        );
+        let r = run(&format!("; test: verify\n{UNDEFINED}; eror: x\n"));
+        assert_eq!(r.failures[0].line, Some(7));
+        assert!(r.failures[0].message.contains("write `error:`"), "{r}");
+    }
+
+    #[test]
+    fn directives_of_another_kind_are_reported() {
+        let src = "; test: verify\n; passes: dce\n; run: @k grid(1) block(1)\nkernel @k() {\nentry:\n  ret\n}\n";
+        let r = run(src);
+        assert_eq!(r.failures.iter().map(|f| f.line).collect::<Vec<_>>(), vec![Some(2), Some(3)], "{r}");
+        let src = "; test: optimize\nkernel @k() {\nentry:\n  ret ; error: x\n}\n";
+        let r = Runner::new().with_kir_binary("/nonexistent/kir").run_source(Path::new("t/case.kir"), src);
+        assert_eq!(r.failures.len(), 1, "{r}");
+        assert!(r.failures[0].message.contains("belong in `test: verify` files"), "{r}");
+    }
+
+    #[test]
+    fn optimize_without_a_binary_says_so() {
+        let r = run("; test: optimize\nkernel @k() {\nentry:\n  ret\n}\n; check: ret\n");
+        assert_eq!(r.failures.len(), 1);
+        assert!(r.failures[0].message.contains("runs the `kir` binary"), "{r}");
+    }
+
+    #[test]
+    fn a_clean_file_without_annotations_passes_and_a_library_kernel_runs_as_verify() {
+        let src = "kernel @k() {\nentry:\n  ret\n}\n";
+        let r = Runner::new().run_as(Kind::Verify, Path::new("t/clean.kir"), src);
+        assert!(r.passed(), "{r}");
+        assert_eq!(r.verified.unwrap().rendered, "");
+    }
+}
