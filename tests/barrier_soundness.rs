@@ -23,7 +23,7 @@
 //! accepted kernel may diverge (soundness). Disabling the load-then-store part of the rule makes
 //! it fail. Races that only the "threads split at a non-uniform branch" part catches do not show
 //! in the interpreter's fixed warp order, so that part is covered by unit tests
-//! (`passes/src/uniformity.rs`).
+//! (`ir/src/analysis/uniformity.rs`).
 //!
 //! A fourth test does the first one's checks on [`MODULES`] generated modules with device
 //! functions (`generate_module`): barriers (shared exchanges through a `%sm` pointer parameter,

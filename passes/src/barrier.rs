@@ -95,16 +95,17 @@ pub fn verify_module_barriers(m: &Module) -> Vec<Diagnostic> {
     module_barriers(m, |_| None)
 }
 
-/// [`verify_module_barriers`] on a verified module, reusing the CFG the verifier built for each
-/// kernel (a kernel with calls is analysed as an inlined copy, which gets its own).
+/// [`verify_module_barriers`] on a verified module, with the uniformity analysis it carries
+/// (computed once, on the verifier's CFG); a kernel with calls is analysed as an inlined copy,
+/// which gets its own.
 pub fn verify_verified_barriers(v: &Verified) -> Vec<Diagnostic> {
-    module_barriers(v, |i| Some(v.cfg(i)))
+    module_barriers(v, |i| Some(v.uniformity(i)))
 }
 
-/// The barriers of every kernel of `m`; `cfg_of(i)` may supply the CFG of kernel `i`.
-fn module_barriers<'c>(m: &Module, cfg_of: impl Fn(usize) -> Option<&'c Cfg>) -> Vec<Diagnostic> {
-    let own = |i: usize, k: &Kernel| match cfg_of(i) {
-        Some(cfg) => verify_with(k, &Uniformity::compute_with(k, Some(cfg))),
+/// The barriers of every kernel of `m`; `uniformity_of(i)` may supply kernel `i`'s analysis.
+fn module_barriers<'u>(m: &Module, uniformity_of: impl Fn(usize) -> Option<&'u Uniformity>) -> Vec<Diagnostic> {
+    let own = |i: usize, k: &Kernel| match uniformity_of(i) {
+        Some(u) => verify_with(k, u),
         None => verify_barriers(k),
     };
     let with_calls: Vec<&Kernel> = m.kernels.iter().filter(|k| !k.callees.is_empty()).collect();

@@ -35,7 +35,8 @@ pub mod pass;
 pub mod pipeline;
 pub mod registry;
 pub mod simplify_cfg;
-pub mod uniformity;
+/// The uniformity (divergence) analysis lives with the other analyses in `kir-ir`.
+pub use kir_ir::analysis::uniformity;
 
 pub use manager::{run_on_kernel, run_pipeline, run_pipeline_in_place, PassError, Report, RunConfig, StepReport};
 pub use pass::{ModulePass, Pass, PassContext, PassKind, PassOptions, PassStats};

@@ -10,3 +10,4 @@ pub mod cfg;
 pub mod effects;
 pub mod loops;
 pub mod provenance;
+pub mod uniformity;

@@ -8,15 +8,19 @@
 //!   `Verified` may rely on every invariant the verifier lists, and interpretation, emission and
 //!   the pass pipeline take this type instead of re-checking (or trusting) a plain `Module`.
 //! - It carries the analyses computed once: the [`Cfg`] of every body (with dominators; the
-//!   verifier builds it for its dominance check and keeps it), post-dominators on first use
-//!   (inside the `Cfg`), and the warnings of the verification.
+//!   verifier builds it for its dominance check and keeps it), post-dominators (inside the `Cfg`),
+//!   natural loops ([`Verified::loops`]) and uniformity ([`Verified::uniformity`]) on first use,
+//!   and the warnings of the verification.
 //! - [`Diagnostics`] implements `Display` and `std::error::Error`; with the source attached
 //!   ([`Diagnostics::with_sources`]) it renders exactly as `kir check` prints, carets and all.
 
 use crate::analysis::cfg::Cfg;
+use crate::analysis::loops::LoopForest;
+use crate::analysis::uniformity::Uniformity;
 use crate::diag::{has_errors, render_map, Diagnostic, SourceMap};
 use crate::ir::{Kernel, Module};
 use std::fmt;
+use std::sync::OnceLock;
 
 /// A module the verifier accepted, with the analyses the verification computed.
 pub struct Verified {
@@ -24,10 +28,29 @@ pub struct Verified {
     warnings: Vec<Diagnostic>,
     /// One per body, in [`Module::bodies`] order (kernels, then functions).
     cfgs: Vec<Cfg>,
+    /// Computed on first use, once, per body.
+    loops: Vec<OnceLock<LoopForest>>,
+    uniformity: Vec<OnceLock<Uniformity>>,
+}
+
+fn lazy<T>(n: usize) -> Vec<OnceLock<T>> {
+    (0..n).map(|_| OnceLock::new()).collect()
 }
 
 /// Verifies `m`; on success the module is handed back as [`Verified`], otherwise every error and
 /// warning found.
+///
+/// ```
+/// use kir_ir::verify::verify;
+/// let ok = kir_ir::parse("kernel @k() {\nentry:\n  ret\n}\n").unwrap();
+/// let v = verify(ok).expect("a valid module");
+/// assert_eq!(v.verified_kernel("k").unwrap().cfg().len(), 1);
+///
+/// let src = "kernel @k(%n: u32) {\nentry:\n  br %n, a, a\na:\n  ret\n}\n";
+/// let err = verify(kir_ir::parse(src).unwrap()).unwrap_err();
+/// let shown = err.with_sources(kir_ir::diag::SourceMap::single("k.kir", src)).to_string();
+/// assert!(shown.contains("k.kir:3:3"), "{shown}");
+/// ```
 pub fn verify(m: Module) -> Result<Verified, Diagnostics> {
     let (diags, cfgs) = super::verify_module_keeping_cfgs(&m);
     if has_errors(&diags) {
@@ -36,7 +59,10 @@ pub fn verify(m: Module) -> Result<Verified, Diagnostics> {
     // A body without errors always gets its CFG built by the dominance check.
     let cfgs: Option<Vec<Cfg>> = cfgs.into_iter().collect();
     match cfgs {
-        Some(cfgs) => Ok(Verified { module: m, warnings: diags, cfgs }),
+        Some(cfgs) => {
+            let n = cfgs.len();
+            Ok(Verified { module: m, warnings: diags, cfgs, loops: lazy(n), uniformity: lazy(n) })
+        }
         None => Err(Diagnostics::new(vec![Diagnostic::error(
             "internal error: a body passed verification without its control-flow graph",
         )])),
@@ -87,6 +113,20 @@ impl Verified {
         &self.cfgs
     }
 
+    /// The natural loops of body `i` (and whether its CFG is irreducible), computed on first use.
+    pub fn loops(&self, body: usize) -> &LoopForest {
+        self.loops[body].get_or_init(|| LoopForest::new(&self.cfgs[body]))
+    }
+
+    /// The uniformity (divergence) analysis of body `i`, computed on first use on the verifier's
+    /// CFG. A device function is analysed on its own (its parameters count as varying).
+    pub fn uniformity(&self, body: usize) -> &Uniformity {
+        self.uniformity[body].get_or_init(|| {
+            let k = self.module.bodies().nth(body).expect("a body index of this module");
+            Uniformity::compute_with(k, Some(&self.cfgs[body]))
+        })
+    }
+
     /// Edits the module and verifies the result: the way to change a verified module and keep
     /// the type's promise. On failure the diagnostics are returned (the edited module is dropped).
     pub fn edit(self, f: impl FnOnce(&mut Module)) -> Result<Verified, Diagnostics> {
@@ -118,10 +158,14 @@ impl fmt::Debug for Verified {
 impl Clone for Verified {
     fn clone(&self) -> Verified {
         // A CFG is a pure function of its body: rebuilding it is exact.
+        let cfgs: Vec<Cfg> = self.module.bodies().map(Cfg::new).collect();
+        let n = cfgs.len();
         Verified {
             module: self.module.clone(),
             warnings: self.warnings.clone(),
-            cfgs: self.module.bodies().map(Cfg::new).collect(),
+            cfgs,
+            loops: lazy(n),
+            uniformity: lazy(n),
         }
     }
 }
@@ -248,6 +292,11 @@ mod tests {
         assert!(!k.cfg().is_reachable(crate::BlockId(1)));
         assert_eq!(v.warnings().len(), 1, "the unreachable block is a warning: {:?}", v.warnings());
         assert!(v.verified_kernel("nope").is_none());
+        // The lazy analyses: asked twice, computed once (the same object comes back).
+        assert!(std::ptr::eq(v.uniformity(0), v.uniformity(0)));
+        assert_eq!(v.loops(0).is_irreducible(), false);
+        let t = v.kernel("k").unwrap().values.iter().position(|x| x.name == "t").unwrap();
+        assert_eq!(v.uniformity(0).value_level(crate::ValueId(t as u32)), crate::analysis::uniformity::Level::Varying);
     }
 
     #[test]

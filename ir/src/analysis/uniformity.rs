@@ -1,7 +1,7 @@
 //! Uniformity (divergence) analysis: which values and which blocks may differ between the threads
 //! of one block, and why.
 //!
-//! Guarantees (for a kernel that passes `kir_ir::verify`; on a kernel with dangling handles the
+//! Guarantees (for a kernel that passes `crate::verify`; on a kernel with dangling handles the
 //! result is the all-varying answer, never a panic):
 //! - SOUNDNESS. A value reported [`Level::Uniform`] holds the same bits in every thread of a block
 //!   that executes its definition in the same "instance" (same iteration of every enclosing loop);
@@ -9,7 +9,7 @@
 //!   `Uniform` is executed by all threads of the block or by none, the same number of times;
 //!   `WarpUniform` means the same for all lanes of each warp. The analysis may over-approximate
 //!   (call something varying that is not), never the reverse. This relies on every barrier being
-//!   reached uniformly, which [`crate::barrier`] checks with this same analysis (the argument is an
+//!   reached uniformly, which barrier verification (`kir_passes::barrier`) checks with this same analysis (the argument is an
 //!   induction over the barriers executed).
 //! - Every non-uniform value and block carries a reason ([`ValueReason`], [`Uniformity::block_reason`])
 //!   that leads, step by step, to a source of divergence: the chain diagnostics are built from. (Not
@@ -25,7 +25,7 @@
 //!   reaches memory only through the pointers it is passed); barriers inside the callee are not
 //!   seen, which only makes more loads racy. So a body with calls gets a sound, conservative
 //!   verdict. Barrier verification follows calls by analysing an inlined copy of each kernel
-//!   instead ([`crate::barrier::verify_module_barriers`]), where every argument and result is
+//!   instead (`kir_passes::barrier::verify_module_barriers`), where every argument and result is
 //!   judged with the caller's values.
 //! - Block shape. With `reqntid(x, y, z)` (every launch has exactly that block): `ntid.*` are known
 //!   constants; `tid.d` and `global_id.d` along a dimension of size 1 are uniform (0, and
@@ -56,7 +56,7 @@
 //!   stable when none holds for any aliasing write. Shared memory: a pointer derived from
 //!   `addr @x` only aliases `@x` (the interpreter faults on an access outside its declaration); a
 //!   shared pointer of other origin aliases all shared memory. What a pointer derives from is
-//!   `kir_ir::analysis::provenance::reachable_pointer_roots` (a least fixed point over the
+//!   `crate::analysis::provenance::reachable_pointer_roots` (a least fixed point over the
 //!   reachable blocks; a call's pointer result may be any object of its address space). Global
 //!   memory is written by other blocks with no ordering at all, so a global load is stable only
 //!   when the kernel contains no store or atomic to global memory whatsoever. Rule (c) depends on branch levels, which depend
@@ -72,7 +72,7 @@
 //!   it (operands, and block arguments whose target is outside) is used at level `>= l`.
 //! - Irreducible control flow is outside what loops describe: when the CFG is irreducible and any
 //!   branch is non-uniform, every value and block is reported varying. Loops and irreducibility are
-//!   `kir_ir::analysis::loops::LoopForest`'s (one natural loop per header).
+//!   `crate::analysis::loops::LoopForest`'s (one natural loop per header).
 //! - COST. No recursion (loops and irreducibility from `LoopForest`, regions and reachability
 //!   explicit stacks). Each region costs its own size, temporal divergence asks only loops with a
 //!   divergent exit, and reachability from non-uniform branches is computed only when a
@@ -82,10 +82,10 @@
 //!   (every value, branch and reachable block varying, no reasons, [`Uniformity::is_too_large`]),
 //!   which is sound by the rule above.
 
-use kir_ir::analysis::cfg::{Cfg, ExitPolicy};
-use kir_ir::analysis::loops::LoopForest;
-use kir_ir::analysis::provenance::{reachable_pointer_roots, Root};
-use kir_ir::{
+use crate::analysis::cfg::{Cfg, ExitPolicy};
+use crate::analysis::loops::LoopForest;
+use crate::analysis::provenance::{reachable_pointer_roots, Root};
+use crate::{
     AddrSpace, BinOp, BlockId, InstId, Kernel, Op, Operand, ShflMode, SpecialReg, Terminator, Type, ValueDef, ValueId,
     VoteMode,
 };
@@ -365,7 +365,7 @@ impl Uniformity {
     }
 
     /// [`Uniformity::compute`] on a CFG computed already (the one a
-    /// [`Verified`](kir_ir::verify::Verified) module carries, or an analysis cache's). `cfg` must
+    /// [`Verified`](crate::verify::Verified) module carries, or an analysis cache's). `cfg` must
     /// be `k`'s; `None` only for a body whose handles do not check, which gets the all-varying
     /// answer either way.
     pub fn compute_with(k: &Kernel, cfg: Option<&Cfg>) -> Uniformity {
@@ -960,7 +960,7 @@ fn warp_bits(k: &Kernel, cfg: &Cfg, shape: Option<[u32; 3]>) -> Vec<Option<u32>>
             let arg = |n: usize| inst.args.get(n).and_then(|a| a.as_value()).and_then(|v| out[v.index()]);
             let fact = match &inst.op {
                 Op::Special(SpecialReg::LaneId) => Some(5),
-                Op::Special(SpecialReg::Tid(kir_ir::Dim::X) | SpecialReg::GlobalId(kir_ir::Dim::X)) if x_aligned => {
+                Op::Special(SpecialReg::Tid(crate::Dim::X) | SpecialReg::GlobalId(crate::Dim::X)) if x_aligned => {
                     Some(5)
                 }
                 Op::Mov(ty) if ty.is_unsigned_int() => arg(0),
@@ -1254,9 +1254,9 @@ fn reason_text(k: &Kernel, r: Option<ValueReason>) -> String {
 
 /// The kernel as text with every block, block parameter, instruction result and branch annotated
 /// `U` (block-uniform), `W` (warp-uniform) or `V` (varying), with the reason, for debugging a
-/// verdict of [`crate::barrier::verify_barriers`].
+/// verdict of `kir_passes::barrier::verify_barriers`.
 pub fn annotate(k: &Kernel, u: &Uniformity) -> String {
-    use kir_ir::text::printer::{kernel_lines, LineKind};
+    use crate::text::printer::{kernel_lines, LineKind};
     let mut rows: Vec<(String, String)> = vec![];
     if u.is_too_large() {
         rows.push((
@@ -1350,9 +1350,9 @@ mod tests {
     use super::*;
 
     fn analyze(src: &str) -> (Kernel, Uniformity) {
-        let m = kir_ir::parse(src).unwrap_or_else(|d| panic!("{}", kir_ir::diag::render(&d, "t.kir", src, false)));
-        let v = kir_ir::verify::verify_module(&m);
-        assert!(!kir_ir::diag::has_errors(&v), "{}", kir_ir::diag::render(&v, "t.kir", src, false));
+        let m = crate::parse(src).unwrap_or_else(|d| panic!("{}", crate::diag::render(&d, "t.kir", src, false)));
+        let v = crate::verify::verify_module(&m);
+        assert!(!crate::diag::has_errors(&v), "{}", crate::diag::render(&v, "t.kir", src, false));
         let k = m.kernels.into_iter().next().unwrap();
         let u = Uniformity::compute(&k);
         (k, u)
@@ -1773,9 +1773,9 @@ j(%q: ptr<shared, u32>, %same: ptr<shared, u32>, %w: ptr<shared, u32>):
 dead:
   jmp j(%b, %b, %b)
 }";
-        let m = kir_ir::parse(src).unwrap_or_else(|d| panic!("{}", kir_ir::diag::render(&d, "t.kir", src, false)));
-        let v = kir_ir::verify::verify_module(&m);
-        assert!(!kir_ir::diag::has_errors(&v), "{}", kir_ir::diag::render(&v, "t.kir", src, false));
+        let m = crate::parse(src).unwrap_or_else(|d| panic!("{}", crate::diag::render(&d, "t.kir", src, false)));
+        let v = crate::verify::verify_module(&m);
+        assert!(!crate::diag::has_errors(&v), "{}", crate::diag::render(&v, "t.kir", src, false));
         let k = &m.kernels[0];
         let u = Uniformity::compute(k);
         let obj = |name: &str| u.mem_object(ValueId(k.values.iter().position(|d| d.name == name).unwrap() as u32));
