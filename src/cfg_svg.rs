@@ -62,9 +62,10 @@ const C_UNREACH: &str = "#999999";
 /// Renders the CFG of `k` as SVG, verifying the kernel first: the uniformity marks are drawn only
 /// when it verifies (the analysis' verdicts mean something only then).
 pub fn render_kernel(k: &Kernel) -> String {
-    let cfg = Cfg::new(k);
-    let verified = !kir_ir::diag::has_errors(&kir_ir::verify::verify_kernel(k));
-    let u = if verified { Some(Uniformity::compute(k)) } else { None };
+    // One CFG for all three: the verifier builds it, the analysis and the picture reuse it.
+    let (diags, cfg) = kir_ir::verify::verify_body_with_cfg(k, None);
+    let cfg = cfg.unwrap_or_else(|| Cfg::new(k));
+    let u = (!kir_ir::diag::has_errors(&diags)).then(|| Uniformity::compute_with(k, Some(&cfg)));
     render(k, &cfg, u.as_ref())
 }
 

@@ -126,10 +126,13 @@ pub fn run(args: &Args) -> ExitCode {
         Ok(l) => l,
         Err(code) => return code,
     };
-    if args.print_divergence && !kir_ir::diag::has_errors(&kir_ir::verify::verify_module(&loaded.module)) {
-        for k in &loaded.module.kernels {
-            let u = kir_passes::uniformity::Uniformity::compute(k);
-            eprint!("{}", kir_passes::uniformity::annotate(k, &u));
+    if args.print_divergence {
+        // The analysis a verified module carries (computed on the verifier's CFGs); nothing to
+        // annotate on a module that does not verify (the pipeline reports why).
+        if let Ok(v) = kir_ir::verify::verify(loaded.module.clone()) {
+            for (i, k) in v.kernels.iter().enumerate() {
+                eprint!("{}", kir_passes::uniformity::annotate(k, v.uniformity(i)));
+            }
         }
     }
     let cfg = RunConfig {
