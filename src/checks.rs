@@ -19,6 +19,20 @@ pub fn check(m: Module) -> (Vec<Diagnostic>, Option<Verified>) {
     }
 }
 
+/// [`check`] for a caller that keeps using the module whatever the checks say (the editor): the
+/// diagnostics, and the module — [`Verified`] when the verifier accepts it (barrier errors or
+/// not), else as it was.
+pub fn check_keeping(m: Module) -> (Vec<Diagnostic>, Result<Verified, Module>) {
+    match kir_ir::verify::try_verify(m) {
+        Ok(v) => {
+            let mut diags = v.warnings().to_vec();
+            diags.extend(kir_passes::barrier::verify_verified_barriers(&v));
+            (diags, Ok(v))
+        }
+        Err((m, d)) => (d.into_vec(), Err(m)),
+    }
+}
+
 /// The checks after the verifier (barrier verification), on a module verified already: what
 /// [`check`] does once the verifier accepts.
 pub fn check_verified(v: Verified) -> (Vec<Diagnostic>, Option<Verified>) {

@@ -25,6 +25,7 @@
 use super::symbols::{External, Index};
 use kir_ir::diag::{Diagnostic, SourceMap};
 use kir_ir::text::ast::{AstItem, AstModule};
+use kir_ir::verify::Verified;
 use kir_ir::Span;
 use lsp_types::{Location, Position, Range, Uri};
 use std::path::{Path, PathBuf};
@@ -142,8 +143,9 @@ pub struct ImportLine {
 /// What the server knows about one version of a document.
 pub struct Analysis {
     /// The lowered module, when the text parses (and its imports load): with the imported
-    /// functions in [`kir_ir::Module::funcs`].
-    pub module: Option<kir_ir::Module>,
+    /// functions in [`kir_ir::Module::funcs`]; [`Verified`] when the verifier accepts it (then
+    /// hovers read the uniformity it computes once), else as lowered. See [`Analysis::module`].
+    pub module: Option<Result<Verified, kir_ir::Module>>,
     /// The syntax tree, when the text is syntactically valid.
     pub ast: Option<kir_ir::text::ast::AstModule>,
     /// Parse and load errors, or every diagnostic of `kir check`. Spans are in
@@ -159,6 +161,21 @@ pub struct Analysis {
     pub imported: Vec<ImportedFile>,
     /// The document's `import` lines, in order.
     pub imports: Vec<ImportLine>,
+}
+
+impl Analysis {
+    /// The lowered module (verified or not), when the text parses.
+    pub fn module(&self) -> Option<&kir_ir::Module> {
+        match self.module.as_ref()? {
+            Ok(v) => Some(v.module()),
+            Err(m) => Some(m),
+        }
+    }
+
+    /// The module, when the verifier accepts it.
+    pub fn verified(&self) -> Option<&Verified> {
+        self.module.as_ref()?.as_ref().ok()
+    }
 }
 
 /// The identity of a file: its canonical path when it exists.
@@ -179,7 +196,7 @@ impl Analysis {
         let Some(path) = path else {
             let (module, diagnostics) = match kir_ir::parse(text) {
                 Ok(m) => {
-                    let d = crate::checks::check_module(&m);
+                    let (d, m) = crate::checks::check_keeping(m);
                     (Some(m), d)
                 }
                 Err(d) => (None, d),
@@ -199,8 +216,8 @@ impl Analysis {
         };
         let (module, diagnostics, mut sources) = match kir_ir::text::load::load_source(path, text.to_string()) {
             Ok(l) => {
-                let d = crate::checks::check_module(&l.module);
-                (Some(l.module), d, l.sources)
+                let (d, m) = crate::checks::check_keeping(l.module);
+                (Some(m), d, l.sources)
             }
             Err(e) => (None, e.diagnostics, e.sources),
         };

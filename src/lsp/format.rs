@@ -10,7 +10,7 @@ use super::document::Document;
 /// `textDocument/formatting`: one edit replacing the whole text with `kir fmt`'s output; no edit
 /// when the text is already canonical; `None` when the text does not parse (nothing to format).
 pub fn format_document(doc: &Document) -> Option<Vec<lsp_types::TextEdit>> {
-    let module = doc.analysis.module.as_ref()?;
+    let module = doc.analysis.module()?;
     let formatted = kir_ir::text::format::format_source(&doc.text, module);
     if formatted == doc.text {
         return Some(vec![]);

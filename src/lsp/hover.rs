@@ -116,24 +116,24 @@ fn symbol_hover(doc: &Document, sym: &Symbol) -> Option<String> {
         }
         SymbolKind::Param | SymbolKind::BlockParam | SymbolKind::Result | SymbolKind::Block => {
             let (kname, _) = doc.analysis.index.items.get(sym.scope?)?;
-            let Some(k) = doc.analysis.module.as_ref().and_then(|m| m.kernel(kname).or_else(|| m.func(kname))) else {
+            let Some(k) = doc.analysis.module().and_then(|m| m.kernel(kname).or_else(|| m.func(kname))) else {
                 return Some(format!(
                     "`{}{}` in `@{kname}`\n\n(the module does not parse: fix its errors for types and uniformity)",
                     if sym.kind == SymbolKind::Block { "" } else { "%" },
                     sym.name
                 ));
             };
-            let verified = doc
-                .analysis
-                .module
-                .as_ref()
-                .is_some_and(|m| !kir_ir::diag::has_errors(&kir_ir::verify::verify_module(m)));
+            // The analysis the verified module computes once per document version.
+            let u = doc.analysis.verified().and_then(|v| {
+                let body = v.bodies().position(|b| &b.name == kname && b.is_func() == k.is_func())?;
+                Some(v.uniformity(body))
+            });
             if sym.kind == SymbolKind::Block {
                 let b = k.block_by_name(&sym.name)?;
-                Some(block_hover(doc, k, b, verified))
+                Some(block_hover(doc, k, b, u))
             } else {
                 let v = k.values.iter().position(|d| d.name == sym.name).map(|i| ValueId(i as u32))?;
-                Some(value_hover(doc, k, v, verified))
+                Some(value_hover(doc, k, v, u))
             }
         }
     }
@@ -285,7 +285,7 @@ fn level_words(l: Level) -> &'static str {
     }
 }
 
-fn value_hover(doc: &Document, k: &Kernel, v: ValueId, verified: bool) -> String {
+fn value_hover(doc: &Document, k: &Kernel, v: ValueId, u: Option<&Uniformity>) -> String {
     let d = k.value(v);
     let mut s = format!("```kir\n%{}: {}\n```\n", d.name, d.ty);
     let at = line_of(doc, d.span).map(|l| format!(" (line {l})")).unwrap_or_default();
@@ -309,13 +309,12 @@ fn value_hover(doc: &Document, k: &Kernel, v: ValueId, verified: bool) -> String
             format!("result of `{op}`{blk} of `@{kn}`{at}\n\n")
         }
     });
-    if !verified {
+    let Some(u) = u else {
         s.push_str("uniformity: not computed (the module has verifier errors)");
         return s;
-    }
-    let u = Uniformity::compute(k);
+    };
     s.push_str(&format!("uniformity: {}", level_words(u.value_level(v))));
-    let chain = explain_value(doc, k, &u, v);
+    let chain = explain_value(doc, k, u, v);
     if !chain.is_empty() {
         s.push_str("\n\nwhy:\n");
         for (i, step) in chain.iter().enumerate() {
@@ -325,7 +324,7 @@ fn value_hover(doc: &Document, k: &Kernel, v: ValueId, verified: bool) -> String
     s
 }
 
-fn block_hover(doc: &Document, k: &Kernel, b: BlockId, verified: bool) -> String {
+fn block_hover(doc: &Document, k: &Kernel, b: BlockId, u: Option<&Uniformity>) -> String {
     let blk = k.block(b);
     let at = line_of(doc, blk.span).map(|l| format!(" (line {l})")).unwrap_or_default();
     let mut s = format!("block `{}` of `@{}`{at}", blk.name, k.name);
@@ -333,11 +332,10 @@ fn block_hover(doc: &Document, k: &Kernel, b: BlockId, verified: bool) -> String
         s.push_str(", the entry block");
     }
     s.push_str(&format!(", {} instructions\n\n", blk.insts.len()));
-    if !verified {
+    let Some(u) = u else {
         s.push_str("control uniformity: not computed (the module has verifier errors)");
         return s;
-    }
-    let u = Uniformity::compute(k);
+    };
     if !u.is_reachable(b) {
         s.push_str("unreachable");
         return s;
@@ -351,7 +349,7 @@ fn block_hover(doc: &Document, k: &Kernel, b: BlockId, verified: bool) -> String
         s.push_str(&format!("\n\nin the region of the non-uniform branch ending block {}", bname(k, y)));
         if let Terminator::Br { cond: Operand::Value(c), .. } = &k.block(y).term {
             s.push_str(&format!(" (condition {})", vname(k, *c)));
-            let chain = explain_value(doc, k, &u, *c);
+            let chain = explain_value(doc, k, u, *c);
             if !chain.is_empty() {
                 s.push_str("\n\nwhy:\n");
                 for (i, step) in chain.iter().enumerate() {

@@ -129,7 +129,7 @@ use rustc_hash::FxHashMap as HashMap;
 mod graph;
 mod verified;
 pub use graph::verify_graph;
-pub use verified::{verify, Diagnostics, Verified, VerifiedKernel};
+pub use verified::{try_verify, verify, Diagnostics, Verified, VerifiedKernel};
 
 /// The parameter space of a kernel entry in PTX ISA 8.0 (what the backend emits), in bytes:
 /// ptxas rejects more ("uses too much parameter space (0x1108 bytes, 0x1100 max)"), on sm_80 and

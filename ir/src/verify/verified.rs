@@ -52,9 +52,15 @@ fn lazy<T>(n: usize) -> Vec<OnceLock<T>> {
 /// assert!(shown.contains("k.kir:3:3"), "{shown}");
 /// ```
 pub fn verify(m: Module) -> Result<Verified, Diagnostics> {
+    try_verify(m).map_err(|(_, d)| d)
+}
+
+/// [`verify`], handing the module back with the diagnostics when it is refused (for a caller that
+/// goes on using an invalid module, such as an editor showing types while errors remain).
+pub fn try_verify(m: Module) -> Result<Verified, (Module, Diagnostics)> {
     let (diags, cfgs) = super::verify_module_keeping_cfgs(&m);
     if has_errors(&diags) {
-        return Err(Diagnostics::new(diags));
+        return Err((m, Diagnostics::new(diags)));
     }
     // A body without errors always gets its CFG built by the dominance check.
     let cfgs: Option<Vec<Cfg>> = cfgs.into_iter().collect();
@@ -63,9 +69,12 @@ pub fn verify(m: Module) -> Result<Verified, Diagnostics> {
             let n = cfgs.len();
             Ok(Verified { module: m, warnings: diags, cfgs, loops: lazy(n), uniformity: lazy(n) })
         }
-        None => Err(Diagnostics::new(vec![Diagnostic::error(
-            "internal error: a body passed verification without its control-flow graph",
-        )])),
+        None => Err((
+            m,
+            Diagnostics::new(vec![Diagnostic::error(
+                "internal error: a body passed verification without its control-flow graph",
+            )]),
+        )),
     }
 }
 
@@ -294,7 +303,7 @@ mod tests {
         assert!(v.verified_kernel("nope").is_none());
         // The lazy analyses: asked twice, computed once (the same object comes back).
         assert!(std::ptr::eq(v.uniformity(0), v.uniformity(0)));
-        assert_eq!(v.loops(0).is_irreducible(), false);
+        assert!(!v.loops(0).is_irreducible());
         let t = v.kernel("k").unwrap().values.iter().position(|x| x.name == "t").unwrap();
         assert_eq!(v.uniformity(0).value_level(crate::ValueId(t as u32)), crate::analysis::uniformity::Level::Varying);
     }
@@ -310,6 +319,10 @@ mod tests {
         assert!(shown.contains("k.kir:3:"), "{shown}");
         let boxed: Box<dyn std::error::Error> = Box::new(verify(parse(src).unwrap()).unwrap_err());
         assert!(boxed.to_string().contains("%y"));
+        // `try_verify` hands the refused module back, untouched.
+        let m = parse(src).unwrap();
+        let (back, d) = try_verify(m.clone()).unwrap_err();
+        assert!(back == m && d.error_count() == 1);
     }
 
     #[test]
