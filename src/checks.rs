@@ -24,11 +24,7 @@ pub fn check(m: Module) -> (Vec<Diagnostic>, Option<Verified>) {
 /// not), else as it was.
 pub fn check_keeping(m: Module) -> (Vec<Diagnostic>, Result<Verified, Module>) {
     match kir_ir::verify::try_verify(m) {
-        Ok(v) => {
-            let mut diags = v.warnings().to_vec();
-            diags.extend(kir_passes::barrier::verify_verified_barriers(&v));
-            (diags, Ok(v))
-        }
+        Ok(v) => (after_verifier(&v), Ok(v)),
         Err((m, d)) => (d.into_vec(), Err(m)),
     }
 }
@@ -36,10 +32,17 @@ pub fn check_keeping(m: Module) -> (Vec<Diagnostic>, Result<Verified, Module>) {
 /// The checks after the verifier (barrier verification), on a module verified already: what
 /// [`check`] does once the verifier accepts.
 pub fn check_verified(v: Verified) -> (Vec<Diagnostic>, Option<Verified>) {
-    let mut diags = v.warnings().to_vec();
-    diags.extend(kir_passes::barrier::verify_verified_barriers(&v));
+    let diags = after_verifier(&v);
     let ok = !has_errors(&diags);
     (diags, ok.then_some(v))
+}
+
+/// The verifier's warnings, then barrier verification (following calls: a function's barriers
+/// are checked at each call site), on the uniformity the verified module carries.
+fn after_verifier(v: &Verified) -> Vec<Diagnostic> {
+    let mut diags = v.warnings().to_vec();
+    diags.extend(kir_passes::barrier::verify_verified_barriers(v));
+    diags
 }
 
 /// Runs every static check on a module (borrowed: the diagnostics only, see [`check`]).

@@ -160,7 +160,7 @@ pub fn test_file(path: &Path, ctx: &mut Context, emit: &mut dyn FnMut(Row)) {
             });
         }
     };
-    let (diags, verified) = checks::check(module.clone());
+    let (diags, verified) = checks::check(module);
     let Some(verified) = verified else {
         return emit(Row {
             label: label.clone(),

@@ -221,7 +221,10 @@ fn write_dump_file(dir: &std::path::Path, index: usize, name: &str, m: &Module) 
 /// The verifier's errors for a kernel or function (warnings are dropped); with the module, calls
 /// are checked against their callees.
 fn verify_errors(k: &Kernel, m: Option<&Module>) -> Vec<Diagnostic> {
-    let d = kir_ir::verify::verify_body(k, m);
+    errors_only(kir_ir::verify::verify_body(k, m))
+}
+
+fn errors_only(d: Vec<Diagnostic>) -> Vec<Diagnostic> {
     if diag::has_errors(&d) {
         d.into_iter().filter(Diagnostic::is_error).collect()
     } else {
@@ -236,8 +239,7 @@ fn verify_errors_cached(k: &Kernel, m: Option<&Module>, cached: Option<&Cfg>) ->
         Some(cfg) => (kir_ir::verify::verify_body_using(k, m, cfg), None),
         None => kir_ir::verify::verify_body_with_cfg(k, m),
     };
-    let errs = if diag::has_errors(&d) { d.into_iter().filter(Diagnostic::is_error).collect() } else { vec![] };
-    (errs, fresh)
+    (errors_only(d), fresh)
 }
 
 /// The input's verifier errors, with the name of the (first) body they are about.

@@ -140,10 +140,11 @@ impl PassContext {
     /// now and kept for the passes after this one. Ask before changing blocks or edges; a pass
     /// that changes them is not given a stale one afterwards (the manager invalidates it).
     pub fn cfg(&mut self, k: &Kernel) -> &Cfg {
-        if self.cached_cfg.0.as_ref().is_none_or(|c| c.len() != k.blocks.len()) {
-            self.cached_cfg.0 = Some(Cfg::new(k));
+        let slot = &mut self.cached_cfg.0;
+        if slot.as_ref().is_some_and(|c| c.len() != k.blocks.len()) {
+            *slot = None;
         }
-        self.cached_cfg.0.get_or_insert_with(|| Cfg::new(k))
+        slot.get_or_insert_with(|| Cfg::new(k))
     }
 }
 

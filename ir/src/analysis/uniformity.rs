@@ -358,10 +358,8 @@ impl Uniformity {
 
     /// Runs the analysis on a kernel.
     pub fn compute(k: &Kernel) -> Uniformity {
-        if k.blocks.is_empty() || !handles_ok(k) {
-            return Uniformity::compute_with(k, None);
-        }
-        Uniformity::compute_with(k, Some(&Cfg::new(k)))
+        let ok = !k.blocks.is_empty() && handles_ok(k);
+        Uniformity::from_cfg(k, ok.then(|| Cfg::new(k)).as_ref())
     }
 
     /// [`Uniformity::compute`] on a CFG computed already (the one a
@@ -369,6 +367,13 @@ impl Uniformity {
     /// be `k`'s; `None` only for a body whose handles do not check, which gets the all-varying
     /// answer either way.
     pub fn compute_with(k: &Kernel, cfg: Option<&Cfg>) -> Uniformity {
+        let nb = k.blocks.len();
+        Uniformity::from_cfg(k, cfg.filter(|c| nb != 0 && c.len() == nb && handles_ok(k)))
+    }
+
+    /// The analysis on `k`'s CFG, which the callers built or checked against `k` (non-empty,
+    /// handles in range); `None`: the all-varying answer of a malformed body.
+    fn from_cfg(k: &Kernel, cfg: Option<&Cfg>) -> Uniformity {
         let nv = k.values.len();
         let nb = k.blocks.len();
         let mut u = Uniformity {
@@ -398,8 +403,8 @@ impl Uniformity {
             too_large: false,
         };
         let cfg = match cfg {
-            Some(c) if nb != 0 && c.len() == nb && handles_ok(k) => c,
-            _ => {
+            Some(c) => c,
+            None => {
                 u.value_level = vec![Level::Varying; nv];
                 u.block_level = vec![Level::Varying; nb];
                 u.branch_level = vec![Level::Varying; nb];
