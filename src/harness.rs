@@ -705,7 +705,7 @@ fn run_kernel(
 }
 
 fn run_graph(
-    m: &Module,
+    m: &Verified,
     name: &str,
     specs: &[(String, ArgSpec)],
     base_dir: Option<&Path>,

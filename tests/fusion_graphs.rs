@@ -29,7 +29,8 @@ fn run(m: &Module, g: &str, args: &[&str]) -> (Vec<Buffer>, GraphStats) {
         })
         .collect();
     let mut bound = bind_graph(graph, &named, None).unwrap();
-    let stats = run_graph(m, graph, &bound.args, &mut bound.buffers, &Options::default()).unwrap();
+    let m = kir_ir::verify::verify(m.clone()).expect("the module verifies");
+    let stats = run_graph(&m, graph, &bound.args, &mut bound.buffers, &Options::default()).unwrap();
     (bound.buffers, stats)
 }
 

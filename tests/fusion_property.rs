@@ -108,7 +108,8 @@ fn try_run(m: &Module, n: u32, n2: u32, seed: u64) -> Result<(Vec<Buffer>, Graph
     args.push(Arg::Scalar(Constant::u32(n2)));
     args.push(Arg::Scalar(Constant::f32(0.75)));
     let opts = Options { races: true, ..Options::default() };
-    let stats = run_graph(m, g, &args, &mut buffers, &opts).map_err(|e| e.to_string())?;
+    let m = kir_ir::verify::verify(m.clone()).map_err(|d| d.to_string())?;
+    let stats = run_graph(&m, g, &args, &mut buffers, &opts).map_err(|e| e.to_string())?;
     Ok((buffers, stats))
 }
 

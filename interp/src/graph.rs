@@ -12,11 +12,12 @@
 //! - [`GraphStats`] sums the [`Stats`] of every launch: `launches` counts launches run, and the
 //!   global-memory bytes are exactly the sums of the per-launch counts.
 //! - An error of a launch is returned with a note naming the launch (index and kernel).
-//! - Every launch runs with the module's functions ([`crate::launch_in`] over `Module::funcs`), so
-//!   kernels that call functions run as written.
+//! - Every launch runs with the module's functions (as [`crate::launch_in`] over `Module::funcs`,
+//!   without verifying again: [`run_graph`] takes a `Verified` module), so kernels that call
+//!   functions run as written.
 
 use crate::args::{materialize, ArgSpec, Value};
-use crate::{launch_in, Arg, Buffer, InterpError, LaunchConfig, Options, Stats, MAX_BUFFER_BYTES};
+use crate::{Arg, Buffer, InterpError, LaunchConfig, Options, Stats, MAX_BUFFER_BYTES};
 use kir_ir::graph::{Expr, Graph, LaunchArg};
 use kir_ir::types::{Constant, ScalarType, Type};
 use kir_ir::{Kernel, Module};
@@ -202,9 +203,10 @@ pub fn plan_graph<'m>(
     Ok(GraphPlan { temps, launches })
 }
 
-/// Runs graph `g` of module `m` with one argument per graph parameter.
+/// Runs graph `g` of the verified module `m` with one argument per graph parameter. Validity is
+/// in the type: the launches run without verifying again.
 pub fn run_graph(
-    m: &Module,
+    m: &kir_ir::verify::Verified,
     g: &Graph,
     args: &[Arg],
     buffers: &mut [Buffer],
@@ -225,7 +227,7 @@ pub fn run_graph(
     let result = (|| {
         let mut stats = GraphStats::default();
         for pl in &plan.launches {
-            let s = launch_in(&m.funcs, pl.kernel, &pl.cfg, &pl.args, &mut all, opts)
+            let s = crate::launch_impl(Some(&m.funcs), pl.kernel, &pl.cfg, &pl.args, &mut all, opts)
                 .map_err(|e| e.with_note(pl.where_(g)))?;
             stats.launches += 1;
             stats.total = stats.total.add(s);

@@ -9,6 +9,13 @@
 //! order, each at its alignment, then the dynamic one sized by
 //! [`LaunchConfig::dynamic_shared_bytes`]); global buffers are shared by all blocks.
 //!
+//! # Only verified IR runs
+//! [`launch_verified`] takes a kernel of a [`kir_ir::verify::Verified`] module and
+//! [`graph::run_graph`] a `Verified` module: validity is in their types. [`launch`] and
+//! [`launch_in`] take plain kernels and verify them (and the functions they reach) first; a body
+//! the verifier rejects is an [`ErrorKind::InvalidLaunch`] error with the verifier's first error,
+//! and nothing runs. No entry point interprets IR that has not been verified.
+//!
 //! # Functions
 //! [`launch`] runs a kernel without calls; a kernel that calls device functions is an
 //! [`ErrorKind::InvalidLaunch`] error there, saying its functions are needed. [`launch_in`] takes
@@ -324,9 +331,10 @@ pub fn launch_verified(
 }
 
 /// Runs `kernel` over the launch shape with the given arguments, reading and writing `buffers`.
-/// The caller vouches that `kernel` verifies (`kir_ir::verify`); [`launch_verified`] is the form
-/// that takes the proof. The interpreter never panics on unverified IR, but its results then
-/// mean nothing.
+/// The kernel is verified first ([`kir_ir::verify::verify_kernel`]): one that does not verify is an
+/// [`ErrorKind::InvalidLaunch`] error carrying the verifier's first error (its message, location
+/// and notes), and nothing runs. [`launch_verified`] is the form that takes the proof and skips
+/// this check.
 ///
 /// On success the buffers hold the kernel's results. On a kernel fault the buffers hold whatever
 /// the blocks wrote before stopping.
@@ -340,14 +348,17 @@ pub fn launch(
     buffers: &mut [Buffer],
     opts: &Options,
 ) -> Result<Stats, InterpError> {
+    refuse_unverified(kernel, kir_ir::verify::verify_kernel(kernel))?;
     launch_impl(None, kernel, cfg, args, buffers, opts)
 }
 
 /// [`launch`] for a kernel that may call device functions: each `call @f` is resolved by name in
 /// `module_funcs` (normally the module's [`kir_ir::Module::funcs`]) and executed as written, with
 /// a call frame per warp (see [`exec`]), not inlined. Only the functions the kernel reaches are
-/// prepared, each once per launch. A call to a name missing from `module_funcs`, or recursion,
-/// is an [`ErrorKind::InvalidLaunch`] error. For a kernel without calls this is [`launch`].
+/// prepared, each once per launch. The kernel and every function it reaches are verified first,
+/// their calls against `module_funcs` ([`kir_ir::verify::verify_body_among`]), as [`launch`] does.
+/// A call to a name missing from `module_funcs`, or recursion, is an [`ErrorKind::InvalidLaunch`]
+/// error. For a kernel without calls this is [`launch`].
 pub fn launch_in(
     module_funcs: &[Kernel],
     kernel: &Kernel,
@@ -356,7 +367,43 @@ pub fn launch_in(
     buffers: &mut [Buffer],
     opts: &Options,
 ) -> Result<Stats, InterpError> {
+    for body in reached_bodies(module_funcs, kernel) {
+        refuse_unverified(body, kir_ir::verify::verify_body_among(body, module_funcs))?;
+    }
     launch_impl(Some(module_funcs), kernel, cfg, args, buffers, opts)
+}
+
+/// `kernel`, then every function of `funcs` it reaches through calls (by name, each once; names
+/// missing from `funcs` are left to the launch to report).
+fn reached_bodies<'a>(funcs: &'a [Kernel], kernel: &'a Kernel) -> Vec<&'a Kernel> {
+    let mut reached = vec![kernel];
+    let mut i = 0;
+    while let Some(body) = reached.get(i).copied() {
+        for callee in &body.callees {
+            if let Some(f) = funcs.iter().find(|f| f.name == callee.name) {
+                if !reached.iter().any(|r| std::ptr::eq(*r, f)) {
+                    reached.push(f);
+                }
+            }
+        }
+        i += 1;
+    }
+    reached
+}
+
+/// The launch error for a body the verifier rejects: its first error, located, with a note that
+/// says why nothing ran.
+fn refuse_unverified(body: &Kernel, diags: Vec<kir_ir::diag::Diagnostic>) -> Result<(), InterpError> {
+    let Some(first) = diags.into_iter().find(|d| d.is_error()) else { return Ok(()) };
+    let what = if body.is_func() { "function" } else { "kernel" };
+    let mut e = InterpError::invalid(format!("{what} @{} does not verify: {}", body.name, first.message));
+    if let Some(p) = first.primary {
+        e = e.at(p.span, p.message);
+    }
+    for n in first.notes {
+        e = e.with_note(n);
+    }
+    Err(e.with_note("the interpreter runs only IR that verifies (`kir check` shows every error)"))
 }
 
 fn launch_impl(

@@ -562,6 +562,7 @@ graph @g(%out: ptr<global, u32>, %n: u32) {{
     let n = 64u32;
     let mut bufs = vec![Buffer::zeros(ScalarType::U32, 2 * n as usize)];
     let args = [Arg::Buffer(0), Arg::Scalar(kir_ir::Constant::u32(n))];
+    let m = kir_ir::verify::verify(m).expect("verifies");
     let stats = kir_interp::graph::run_graph(&m, &m.graphs[0], &args, &mut bufs, &Options::default()).expect("runs");
     assert_eq!(stats.launches, 1);
     let want: Vec<u32> = (0..n).map(|g| 3 * g).chain((0..n).map(|_| 5)).collect();
@@ -588,4 +589,29 @@ entry:
 }",
     );
     assert_eq!(kir_interp::outputs::written_params(&m.kernels[0]), vec![false, true, false]);
+}
+
+#[test]
+fn launching_ir_that_does_not_verify_is_refused_before_anything_runs() {
+    // A kernel storing a float into a u32 buffer: `launch` verifies first.
+    let src = "kernel @k(%out: ptr<global, u32>) {\nentry:\n  %t = tid.x\n  %f = cvt.f32.u32 %t\n  store %out[%t], %f\n  ret\n}";
+    let m = kir_ir::parse(src).expect("parses");
+    let mut bufs = [Buffer::zeros(ScalarType::U32, 32)];
+    let cfg = LaunchConfig::linear(1, 32);
+    let e = launch(&m.kernels[0], &cfg, &[Arg::Buffer(0)], &mut bufs, &Options::default()).expect_err("refused");
+    assert_eq!(e.kind, ErrorKind::InvalidLaunch, "{e:?}");
+    assert!(e.message.starts_with("kernel @k does not verify: "), "{}", e.message);
+    let at = e.span.expect("the verifier's location");
+    assert_eq!(&src[at.start as usize..at.end as usize], "store %out[%t], %f");
+    assert!(e.notes.iter().any(|n| n.contains("only IR that verifies")), "{e:?}");
+    // A function the kernel reaches that does not verify: `launch_in` refuses it by name; an
+    // unreached broken function is not the launch's business.
+    let src = "func @bad(%v: u32) -> u32 {\nentry:\n  %f = cvt.f32.u32 %v\n  ret %f\n}\n\
+               func @unused(%v: u32) -> u32 {\nentry:\n  %f = cvt.f32.u32 %v\n  ret %f\n}\n\
+               kernel @k(%out: ptr<global, u32>) {\nentry:\n  %t = tid.x\n  %r = call @bad(%t)\n  store %out[%t], %r\n  ret\n}";
+    let m = kir_ir::parse(src).expect("parses");
+    let e = launch_in(&m.funcs, &m.kernels[0], &cfg, &[Arg::Buffer(0)], &mut bufs, &Options::default())
+        .expect_err("refused");
+    assert!(e.message.starts_with("function @bad does not verify: "), "{}", e.message);
+    assert_eq!(bufs[0].to_u32(), vec![0; 32], "nothing was written");
 }

@@ -289,12 +289,26 @@ pub fn run_pipeline(
     cfg: &RunConfig,
     dumps: &mut dyn Write,
 ) -> Result<(Verified, Report), PassError> {
-    let (mut m, cfgs) = m.into_parts();
+    let (mut m, mut edits) = m.into_edits();
     let cfg = RunConfig { verify_input: false, ..cfg.clone() };
     // The analysis cache starts with the CFGs the verifier built.
-    let mut cache = AnalysisCache { cfgs: cfgs.into_iter().map(Some).collect() };
+    let mut cache = AnalysisCache::new(edits.cfg_slots().iter_mut().map(Option::take).collect());
     let report = run_with_cache(&mut m, p, &cfg, dumps, &mut cache)?;
-    let m = kir_ir::verify::verify(m).map_err(|d| PassError::InvalidOutput { diagnostics: d.into_vec() })?;
+    // Verified again only where a pass may have broken it: the bodies passes changed (all of them
+    // after a module pass changed the module), with the cached CFGs; `finish` redoes the
+    // whole-module checks, and everything when a body's signature changed.
+    if cache.module_changed {
+        edits.mark_all_changed();
+    }
+    for (i, slot) in edits.cfg_slots().iter_mut().enumerate() {
+        *slot = cache.cfgs.get_mut(i).and_then(Option::take);
+    }
+    for (i, changed) in cache.changed.iter().enumerate() {
+        if *changed {
+            edits.mark_changed(i);
+        }
+    }
+    let m = edits.finish(m).map_err(|d| PassError::InvalidOutput { diagnostics: d.into_vec() })?;
     Ok((m, report))
 }
 
@@ -308,21 +322,34 @@ pub fn run_pipeline_in_place(
     cfg: &RunConfig,
     dumps: &mut dyn Write,
 ) -> Result<Report, PassError> {
-    let mut cache = AnalysisCache { cfgs: vec![] };
+    let mut cache = AnalysisCache::new(vec![]);
     run_with_cache(m, p, cfg, dumps, &mut cache)
 }
 
 /// The analyses kept between steps, per body ([`Module::bodies`] order): the CFG, while no pass
-/// that changes control flow has changed the body.
+/// that changes control flow has changed the body; and which bodies passes changed (what
+/// [`run_pipeline`] verifies again).
 struct AnalysisCache {
     cfgs: Vec<Option<Cfg>>,
+    /// Per body: some pass reported a change.
+    changed: Vec<bool>,
+    /// A module pass changed the module (bodies may have been added or renumbered).
+    module_changed: bool,
 }
 
 impl AnalysisCache {
+    fn new(cfgs: Vec<Option<Cfg>>) -> AnalysisCache {
+        let changed = vec![false; cfgs.len()];
+        AnalysisCache { cfgs, changed, module_changed: false }
+    }
+
     /// Forgets everything (after a module pass changed the module: bodies may be added).
     fn clear(&mut self, bodies: usize) {
         self.cfgs.clear();
         self.cfgs.resize_with(bodies, || None);
+        self.changed.clear();
+        self.changed.resize(bodies, true);
+        self.module_changed = true;
     }
 }
 
@@ -407,6 +434,7 @@ fn run_kernel_step(
         sr.time += start.elapsed();
         if changed {
             sr.changed_kernels += 1;
+            cache.changed[idx] = true;
             if !pass.preserves_cfg() {
                 cx.cached_cfg.0 = None;
             }
@@ -648,6 +676,44 @@ mod cache_tests {
         };
         run(vec![("probe", probe()), ("dce", dce), ("probe", probe())], false);
         assert_eq!(*seen.borrow(), vec![true, true]);
+    }
+
+    /// Removes the entry block's first instruction (`%t = tid.x` in [`SRC`]): its uses lose their
+    /// definition.
+    struct Break;
+    impl Pass for Break {
+        fn name(&self) -> &'static str {
+            "break"
+        }
+        fn run(&self, k: &mut Kernel, _cx: &mut PassContext) -> bool {
+            k.blocks[0].insts.remove(0);
+            true
+        }
+    }
+
+    #[test]
+    fn the_output_is_verified_again_where_passes_changed_it() {
+        // A pass that breaks a body it reports changed: the output is refused.
+        let v = kir_ir::verify::verify(kir_ir::parse(SRC).unwrap()).unwrap();
+        let e =
+            run_pipeline(v, &pipeline(vec![("break", Box::new(Break))]), &RunConfig::default(), &mut std::io::sink())
+                .unwrap_err();
+        assert!(matches!(e, PassError::InvalidOutput { .. }), "{e}");
+        // The default pipeline over bodies with warnings, some changed and some not: the output
+        // is what verifying it from scratch gives (warnings, CFGs).
+        let src = format!(
+            "{SRC}kernel @idle(%p: ptr<global, u32>) {{\nentry:\n  store %p[0], 7\n  ret\nlost:\n  ret\n}}\n\
+             kernel @folds(%p: ptr<global, u32>) {{\nentry:\n  %x = add.u32 2, 3\n  store %p[0], %x\n  ret\n}}\n"
+        );
+        let v = kir_ir::verify::verify(kir_ir::parse(&src).unwrap()).unwrap();
+        for spec in ["fold", crate::pipeline::DEFAULT_PIPELINE] {
+            let p = crate::pipeline::parse_pipeline(spec).unwrap();
+            let (out, _) = run_pipeline(v.clone(), &p, &RunConfig::default(), &mut std::io::sink()).unwrap();
+            let fresh = kir_ir::verify::verify(out.module().clone()).unwrap();
+            assert_eq!(out.warnings(), fresh.warnings(), "{spec}");
+            let shape = |v: &Verified| v.cfgs().iter().map(|c| c.rpo().to_vec()).collect::<Vec<_>>();
+            assert_eq!(shape(&out), shape(&fresh), "{spec}");
+        }
     }
 
     #[test]

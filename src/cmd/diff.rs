@@ -115,7 +115,7 @@ pub fn gpu_required_by_env() -> bool {
 
 /// A kernel or graph with bound arguments, ready for both engines.
 enum Target<'m> {
-    Kernel { k: &'m kir_ir::Kernel, cfg: LaunchConfig },
+    Kernel { k: kir_ir::verify::VerifiedKernel<'m>, cfg: LaunchConfig },
     Graph { g: &'m kir_ir::graph::Graph },
 }
 
@@ -157,6 +157,9 @@ pub fn run(a: &Args) -> ExitCode {
             let k = match common::select_kernel(&loaded, a.kernel.as_deref()) {
                 Ok(k) => k,
                 Err(code) => return code,
+            };
+            let Some(k) = loaded.module.verified_kernel(&k.name) else {
+                return common::file_error(&loaded.path, format!("no kernel `@{}`", k.name));
             };
             let (Some(grid), Some(block)) = (&a.grid, &a.block) else {
                 return usage("a kernel needs --grid and --block (or use --graph for a launch graph)");
@@ -226,7 +229,7 @@ pub fn run(a: &Args) -> ExitCode {
     let opts = super::run::cli_options(false, false, a.fuel, a.threads);
     let mut interp = initial.clone();
     let run = match &target {
-        Target::Kernel { k, cfg } => kir_interp::launch_in(&m.funcs, k, cfg, &launch_args, &mut interp, &opts),
+        Target::Kernel { k, cfg } => kir_interp::launch_verified(*k, cfg, &launch_args, &mut interp, &opts),
         Target::Graph { g } => kir_interp::graph::run_graph(m, g, &launch_args, &mut interp, &opts).map(|s| s.total),
     };
     let stats = match run {

@@ -129,7 +129,7 @@ use rustc_hash::FxHashMap as HashMap;
 mod graph;
 mod verified;
 pub use graph::verify_graph;
-pub use verified::{try_verify, verify, Diagnostics, Verified, VerifiedKernel};
+pub use verified::{try_verify, verify, BodyEdits, Diagnostics, Verified, VerifiedKernel};
 
 /// The parameter space of a kernel entry in PTX ISA 8.0 (what the backend emits), in bytes:
 /// ptxas rejects more ("uses too much parameter space (0x1108 bytes, 0x1100 max)"), on sm_80 and
@@ -152,16 +152,35 @@ pub const MAX_STATIC_SHARED_BYTES: u64 = 48 * 1024;
 /// Verifies every kernel and function of a module; returns all errors and warnings (empty =
 /// clean).
 pub fn verify_module(m: &Module) -> Vec<Diagnostic> {
-    verify_module_keeping_cfgs(m).0
+    verify_module_parts(m).flatten()
 }
 
-/// [`verify_module`], also handing back the CFG the dominance check built for each body
-/// ([`Module::bodies`] order; `None` where the body's own checks stopped before it).
-pub(crate) fn verify_module_keeping_cfgs(m: &Module) -> (Vec<Diagnostic>, Vec<Option<Cfg>>) {
-    let mut out = Vec::new();
+/// A module's verification, kept by part so that a driver that changed some bodies can redo only
+/// those ([`verified::reverify`]).
+pub(crate) struct ModuleParts {
+    /// Per body ([`Module::bodies`] order): a duplicate-name error, if any, then the body's own
+    /// diagnostics.
+    pub(crate) bodies: Vec<Vec<Diagnostic>>,
+    /// The CFG the dominance check built for each body (`None` where its checks stopped before).
+    pub(crate) cfgs: Vec<Option<Cfg>>,
+    /// Recursion, then launch graphs: the checks that read the module as a whole.
+    pub(crate) whole: Vec<Diagnostic>,
+}
+
+impl ModuleParts {
+    /// Every diagnostic in the order [`verify_module`] reports them.
+    pub(crate) fn flatten(self) -> Vec<Diagnostic> {
+        self.bodies.into_iter().flatten().chain(self.whole).collect()
+    }
+}
+
+/// [`verify_module`] by part, with the CFG the dominance check built for each body.
+pub(crate) fn verify_module_parts(m: &Module) -> ModuleParts {
+    let mut bodies = Vec::new();
     let mut cfgs = Vec::new();
     let mut seen: HashMap<&str, &Kernel> = HashMap::default();
     for k in m.kernels.iter().chain(&m.funcs) {
+        let mut out = Vec::new();
         if let Some(prev) = seen.get(k.name.as_str()) {
             let what = |k: &Kernel| if k.is_func() { "function" } else { "kernel" };
             let msg = if what(prev) == what(k) {
@@ -183,13 +202,19 @@ pub(crate) fn verify_module_keeping_cfgs(m: &Module) -> (Vec<Diagnostic>, Vec<Op
         }
         let (diags, cfg) = verify_body_with_cfg(k, Some(m));
         out.extend(diags);
+        bodies.push(out);
         cfgs.push(cfg);
     }
-    out.extend(check_recursion(m));
+    ModuleParts { bodies, cfgs, whole: verify_whole_module(m) }
+}
+
+/// The checks that read the module as a whole: recursion, then every launch graph.
+pub(crate) fn verify_whole_module(m: &Module) -> Vec<Diagnostic> {
+    let mut out = check_recursion(m);
     for g in &m.graphs {
         out.extend(verify_graph(m, g));
     }
-    (out, cfgs)
+    out
 }
 
 /// Verifies one kernel or function on its own: calls are checked only for a valid callee index
@@ -215,10 +240,32 @@ pub fn verify_body_using(k: &Kernel, module: Option<&Module>, cfg: &Cfg) -> Vec<
     verify_body_impl(k, module, Some(cfg)).0
 }
 
-fn verify_body_impl(k: &Kernel, module: Option<&Module>, given: Option<&Cfg>) -> (Vec<Diagnostic>, Option<Cfg>) {
+/// [`verify_body`] for a body whose calls resolve among `funcs` (a module's functions, without the
+/// module: what the interpreter is handed). The same checks as with the module, except that a
+/// call naming a kernel is reported as an unknown function.
+pub fn verify_body_among(k: &Kernel, funcs: &[Kernel]) -> Vec<Diagnostic> {
+    verify_body_in(k, Some(CallContext { funcs, kernels: &[] }), None).0
+}
+
+/// What calls are resolved against.
+#[derive(Clone, Copy)]
+struct CallContext<'a> {
+    funcs: &'a [Kernel],
+    kernels: &'a [Kernel],
+}
+
+pub(crate) fn verify_body_impl(
+    k: &Kernel,
+    module: Option<&Module>,
+    given: Option<&Cfg>,
+) -> (Vec<Diagnostic>, Option<Cfg>) {
+    verify_body_in(k, module.map(|m| CallContext { funcs: &m.funcs, kernels: &m.kernels }), given)
+}
+
+fn verify_body_in(k: &Kernel, callees: Option<CallContext<'_>>, given: Option<&Cfg>) -> (Vec<Diagnostic>, Option<Cfg>) {
     let mut v = Verifier {
         k,
-        module,
+        callees,
         diags: Vec::new(),
         sites: vec![None; k.values.len()],
         placed: vec![None; k.insts.len()],
@@ -278,8 +325,8 @@ enum Entity {
 
 struct Verifier<'a> {
     k: &'a Kernel,
-    /// The module, when known: calls are checked against their callees.
-    module: Option<&'a Module>,
+    /// The bodies calls resolve against, when known: calls are checked against their callees.
+    callees: Option<CallContext<'a>>,
     diags: Vec<Diagnostic>,
     sites: Vec<Option<Site>>,
     /// The (first) placement of every placed instruction.
@@ -1072,9 +1119,9 @@ impl<'a> Verifier<'a> {
             self.report(d, e, "no such callee");
             return;
         };
-        let Some(m) = self.module else { return };
-        let Some(f) = m.func(&callee.name) else {
-            let mut d = if m.kernel(&callee.name).is_some() {
+        let Some(m) = self.callees else { return };
+        let Some(f) = m.funcs.iter().find(|f| f.name == callee.name) else {
+            let mut d = if m.kernels.iter().any(|k| k.name == callee.name) {
                 Diagnostic::error(format!("`@{}` is a kernel: kernels are launched, not called", callee.name))
                     .with_note("move the shared code into a `func` that both call")
             } else {

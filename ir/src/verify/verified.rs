@@ -3,10 +3,17 @@
 //!
 //! Guarantees:
 //! - The only ways to get a [`Verified`] are [`verify`] (which runs [`super::verify_module`]:
-//!   every kernel and function, calls, recursion and launch graphs) and [`Verified::edit`], whose
-//!   closure's result is verified again before it is handed back. So every holder of a
-//!   `Verified` may rely on every invariant the verifier lists, and interpretation, emission and
-//!   the pass pipeline take this type instead of re-checking (or trusting) a plain `Module`.
+//!   every kernel and function, calls, recursion and launch graphs), [`Verified::edit`], whose
+//!   closure's result is verified again before it is handed back, and [`BodyEdits::finish`], which
+//!   verifies again every body its driver marked changed and every whole-module check (and the
+//!   whole module when a body was added, removed, renamed or had its signature changed). So every
+//!   holder of a `Verified` may rely on every invariant the verifier lists, and interpretation,
+//!   emission and the pass pipeline take this type instead of re-checking (or trusting) a plain
+//!   `Module`.
+//! - [`BodyEdits`] trusts its driver on one point only: a body it did not mark changed is the body
+//!   that was verified (the pass manager marks every body a pass reports changed). What was
+//!   computed for such a body (its CFG, its warnings) is kept; everything else is recomputed, and
+//!   the result is what [`verify`] of the edited module gives (tests compare the two).
 //! - It carries the analyses computed once: the [`Cfg`] of every body (with dominators; the
 //!   verifier builds it for its dominance check and keeps it), post-dominators (inside the `Cfg`),
 //!   natural loops ([`Verified::loops`]) and uniformity ([`Verified::uniformity`]) on first use,
@@ -25,6 +32,10 @@ use std::sync::OnceLock;
 /// A module the verifier accepted, with the analyses the verification computed.
 pub struct Verified {
     module: Module,
+    /// The warnings per body ([`Module::bodies`] order), then those of the whole-module checks;
+    /// `warnings` is their concatenation, in [`super::verify_module`]'s order.
+    body_warnings: Vec<Vec<Diagnostic>>,
+    whole_warnings: Vec<Diagnostic>,
     warnings: Vec<Diagnostic>,
     /// One per body, in [`Module::bodies`] order (kernels, then functions).
     cfgs: Vec<Cfg>,
@@ -58,17 +69,14 @@ pub fn verify(m: Module) -> Result<Verified, Diagnostics> {
 /// [`verify`], handing the module back with the diagnostics when it is refused (for a caller that
 /// goes on using an invalid module, such as an editor showing types while errors remain).
 pub fn try_verify(m: Module) -> Result<Verified, (Module, Diagnostics)> {
-    let (diags, cfgs) = super::verify_module_keeping_cfgs(&m);
-    if has_errors(&diags) {
-        return Err((m, Diagnostics::new(diags)));
+    let parts = super::verify_module_parts(&m);
+    if parts.bodies.iter().any(|d| has_errors(d)) || has_errors(&parts.whole) {
+        return Err((m, Diagnostics::new(parts.flatten())));
     }
     // A body without errors always gets its CFG built by the dominance check.
-    let cfgs: Option<Vec<Cfg>> = cfgs.into_iter().collect();
+    let cfgs: Option<Vec<Cfg>> = parts.cfgs.into_iter().collect();
     match cfgs {
-        Some(cfgs) => {
-            let n = cfgs.len();
-            Ok(Verified { module: m, warnings: diags, cfgs, loops: lazy(n), uniformity: lazy(n) })
-        }
+        Some(cfgs) => Ok(Verified::assemble(m, cfgs, parts.bodies, parts.whole)),
         None => Err((
             m,
             Diagnostics::new(vec![Diagnostic::error(
@@ -79,6 +87,18 @@ pub fn try_verify(m: Module) -> Result<Verified, (Module, Diagnostics)> {
 }
 
 impl Verified {
+    /// A verified module from its checked parts (no errors among them).
+    fn assemble(
+        module: Module,
+        cfgs: Vec<Cfg>,
+        body_warnings: Vec<Vec<Diagnostic>>,
+        whole_warnings: Vec<Diagnostic>,
+    ) -> Verified {
+        let n = cfgs.len();
+        let warnings = body_warnings.iter().flatten().chain(&whole_warnings).cloned().collect();
+        Verified { module, body_warnings, whole_warnings, warnings, cfgs, loops: lazy(n), uniformity: lazy(n) }
+    }
+
     /// The verified module.
     pub fn module(&self) -> &Module {
         &self.module
@@ -90,9 +110,23 @@ impl Verified {
     }
 
     /// The module and the CFG of each of its bodies ([`Module::bodies`] order), for a caller that
-    /// goes on caching analyses while it edits the module (the pass manager).
+    /// goes on caching analyses while it edits the module.
     pub fn into_parts(self) -> (Module, Vec<Cfg>) {
         (self.module, self.cfgs)
+    }
+
+    /// The module, to be edited in place body by body, and the [`BodyEdits`] that verify it again
+    /// where it was changed ([`BodyEdits::finish`]): what the pass manager does.
+    pub fn into_edits(self) -> (Module, BodyEdits) {
+        let signatures = self.module.bodies().map(Signature::of).collect();
+        let n = self.cfgs.len();
+        let edits = BodyEdits {
+            signatures,
+            body_warnings: self.body_warnings,
+            cfgs: self.cfgs.into_iter().map(Some).collect(),
+            changed: vec![false; n],
+        };
+        (self.module, edits)
     }
 
     /// The warnings of the verification (valid but suspicious IR, e.g. unreachable blocks).
@@ -145,6 +179,107 @@ impl Verified {
     }
 }
 
+/// What a body shows the other bodies and the graphs: its kind, name, parameter types and result
+/// type. While every body keeps its signature, a change inside one body cannot make another one
+/// invalid (calls are checked against these; whole-module checks are redone anyway).
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Signature {
+    name: String,
+    ret: Option<Option<crate::types::Type>>,
+    params: Vec<Option<crate::types::Type>>,
+}
+
+impl Signature {
+    fn of(k: &Kernel) -> Signature {
+        Signature {
+            name: k.name.clone(),
+            ret: k.func.map(|f| f.ret),
+            params: k.params.iter().map(|p| k.values.get(p.index()).map(|v| v.ty)).collect(),
+        }
+    }
+}
+
+/// A [`Verified`] module taken apart ([`Verified::into_edits`]) so that a driver can edit its
+/// bodies in place, keep their CFGs current where it can ([`BodyEdits::cfg_slots`]: an analysis
+/// cache), mark the bodies it changed, and get a `Verified` module back by verifying only what
+/// may have become invalid ([`BodyEdits::finish`]).
+pub struct BodyEdits {
+    signatures: Vec<Signature>,
+    body_warnings: Vec<Vec<Diagnostic>>,
+    cfgs: Vec<Option<Cfg>>,
+    changed: Vec<bool>,
+}
+
+impl fmt::Debug for BodyEdits {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BodyEdits").field("signatures", &self.signatures).field("changed", &self.changed).finish()
+    }
+}
+
+impl BodyEdits {
+    /// Per body ([`Module::bodies`] order), its CFG as it was verified, for the driver to use
+    /// and keep: a slot must hold the CFG of its body as the body is now, or `None`.
+    pub fn cfg_slots(&mut self) -> &mut [Option<Cfg>] {
+        &mut self.cfgs
+    }
+
+    /// Marks body `i` changed: [`BodyEdits::finish`] verifies it again. Out-of-range indices (a
+    /// body the driver added) are allowed; adding bodies makes `finish` verify everything anyway.
+    pub fn mark_changed(&mut self, body: usize) {
+        if let Some(c) = self.changed.get_mut(body) {
+            *c = true;
+        }
+    }
+
+    /// Marks every body changed (after an edit of the module as a whole).
+    pub fn mark_all_changed(&mut self) {
+        self.changed.iter_mut().for_each(|c| *c = true);
+    }
+
+    /// Whether body `i` is marked changed.
+    pub fn is_changed(&self, body: usize) -> bool {
+        self.changed.get(body).copied().unwrap_or(true)
+    }
+
+    /// Verifies `m`, the edited module, again where it may have become invalid: every body marked
+    /// changed (with its CFG reused when its slot holds one), and the whole-module checks
+    /// (recursion, graphs). When the bodies are not the ones taken apart (one added, removed,
+    /// renamed, or with other parameter or result types), the whole module is verified. Bodies
+    /// not marked changed keep their CFG and warnings.
+    pub fn finish(self, m: Module) -> Result<Verified, Diagnostics> {
+        let same_bodies = m.bodies().count() == self.signatures.len()
+            && m.bodies().zip(&self.signatures).all(|(k, s)| Signature::of(k) == *s);
+        if !same_bodies {
+            return verify(m);
+        }
+        let mut cfgs = Vec::with_capacity(self.cfgs.len());
+        let mut body_warnings = Vec::with_capacity(self.cfgs.len());
+        let mut errors = Vec::new();
+        let bodies = m.bodies().zip(self.cfgs).zip(self.body_warnings).zip(self.changed);
+        for (((k, cached), old_warnings), changed) in bodies {
+            if !changed {
+                cfgs.push(cached.unwrap_or_else(|| Cfg::new(k)));
+                body_warnings.push(old_warnings);
+                continue;
+            }
+            // The verifier uses the cached CFG when it fits the body, and builds its own otherwise.
+            let (diags, built) = super::verify_body_impl(k, Some(&m), cached.as_ref());
+            let cfg = built.or(cached);
+            if has_errors(&diags) {
+                errors.extend(diags.iter().filter(|d| d.is_error()).cloned());
+            }
+            cfgs.push(cfg.unwrap_or_else(|| Cfg::new(k)));
+            body_warnings.push(diags);
+        }
+        let whole = super::verify_whole_module(&m);
+        if !errors.is_empty() || has_errors(&whole) {
+            // Report as `verify` would: every diagnostic of the module, in its order.
+            return Err(verify(m).err().unwrap_or_else(|| Diagnostics::new(errors)));
+        }
+        Ok(Verified::assemble(m, cfgs, body_warnings, whole))
+    }
+}
+
 impl std::ops::Deref for Verified {
     type Target = Module;
     fn deref(&self) -> &Module {
@@ -171,6 +306,8 @@ impl Clone for Verified {
         let n = cfgs.len();
         Verified {
             module: self.module.clone(),
+            body_warnings: self.body_warnings.clone(),
+            whole_warnings: self.whole_warnings.clone(),
             warnings: self.warnings.clone(),
             cfgs,
             loops: lazy(n),
@@ -332,5 +469,64 @@ mod tests {
         assert!(again.verified_kernel("renamed").is_some());
         let broken = v.edit(|m| m.kernels[0].blocks.clear());
         assert!(broken.is_err());
+    }
+
+    /// A kernel calling a function, and a second kernel; the function's result is used.
+    const CALLS: &str = "func @sq(%v: u32) -> u32 {\nentry:\n  %s = mul.u32 %v, %v\n  ret %s\n}\n\
+        kernel @a(%p: ptr<global, u32>) {\nentry:\n  %t = tid.x\n  %q = call @sq(%t)\n  store %p[%t], %q\n  ret\n}\n\
+        kernel @b(%p: ptr<global, u32>) {\nentry:\n  %t = tid.x\n  store %p[%t], %t\n  ret\nlost:\n  ret\n}\n";
+
+    /// `finish` and a fresh `verify` of the same module agree: accepted or not, the same
+    /// diagnostics, the same CFG shapes.
+    fn agree(m: Module, changed: &[usize]) -> Result<Verified, Diagnostics> {
+        let (_, mut edits) = verify(parse(CALLS).unwrap()).unwrap().into_edits();
+        for &i in changed {
+            edits.mark_changed(i);
+        }
+        let fresh = verify(m.clone());
+        let finished = edits.finish(m);
+        match (&finished, &fresh) {
+            (Ok(a), Ok(b)) => {
+                assert_eq!(a.warnings(), b.warnings());
+                assert_eq!(a.module(), b.module());
+                let shape = |v: &Verified| v.cfgs().iter().map(|c| (c.len(), c.rpo().to_vec())).collect::<Vec<_>>();
+                assert_eq!(shape(a), shape(b));
+            }
+            (Err(a), Err(b)) => assert_eq!(a.list(), b.list()),
+            _ => panic!("finish and verify disagree: {finished:?} vs {fresh:?}"),
+        }
+        finished
+    }
+
+    #[test]
+    fn finishing_body_edits_verifies_what_changed_as_verify_would() {
+        let base = || parse(CALLS).unwrap();
+        // Nothing changed: everything kept, warnings (the unreachable block of @b) included.
+        let v = agree(base(), &[]).unwrap();
+        assert_eq!(v.warnings().len(), 1);
+        // A changed body that stays valid.
+        let mut m = base();
+        m.kernels[1].blocks.pop();
+        assert!(agree(m, &[1]).unwrap().warnings().is_empty());
+        // A changed body that is now invalid: refused with verify's diagnostics.
+        let mut m = base();
+        m.kernels[0].blocks[0].insts.remove(0); // `%t = tid.x`: its uses lose their definition
+        assert!(agree(m, &[0]).is_err());
+        // A function whose result type changed, the caller not marked: the caller's call no
+        // longer types, and the whole module is verified again.
+        let mut m = base();
+        m.funcs[0].func.as_mut().unwrap().ret = Some(crate::types::Type::Scalar(crate::types::ScalarType::F32));
+        let e = agree(m, &[2]).unwrap_err();
+        assert!(e.list().iter().any(|d| d.message.contains("@sq")), "{e}");
+        // A renamed kernel: verified as a whole.
+        let mut m = base();
+        m.kernels[1].name = "a".into();
+        let e = agree(m, &[]).unwrap_err();
+        assert!(e.to_string().contains("duplicate kernel name"), "{e}");
+        // A call that makes recursion, in a changed function (same signature): the whole-module
+        // checks find it.
+        let recursive = CALLS.replace("%s = mul.u32 %v, %v", "%r = call @sq(%v)\n  %s = mul.u32 %r, %v");
+        let e = agree(parse(&recursive).unwrap(), &[2]).unwrap_err();
+        assert!(e.to_string().contains("calls itself"), "{e}");
     }
 }
