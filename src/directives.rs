@@ -2,14 +2,18 @@
 //!
 //! Guarantees:
 //! - Parsing is linear in the text (a `run:` line with 100,000 arguments included).
-//! - Every line whose comment text starts with `run:`, `expect:`, `check-ptx:`, `test:`, `error:` or
-//!   `warning:` (after `;` and spaces) is a directive and is parsed; a malformed directive is an
+//! - Every line whose comment text starts with `run:`, `expect:`, `fault:`, `check-ptx:`, `test:`,
+//!   `error:` or `warning:` (after `;` and spaces) is a directive and is parsed; a malformed directive is an
 //!   error with its line number, never silently ignored. So is a near miss: one of these names in
 //!   another case or with spaces before the colon (`RUN:`, `error :`), `error:`/`warning:` one
 //!   letter off (`eror:`, `warnings:`), and a test header without its colon (`test verify`).
 //! - `test:` names a known filetest kind ([`TEST_KINDS`]); `error:`/`warning:` annotations (used by
 //!   `crate::filetest`) refer to their own line when they end a code line, else to the closest
 //!   preceding line that is neither blank nor a comment. `kir test` ignores these three.
+//! - `fault:` (a `test: fault` filetest's, see `crate::filetest`) attaches to the closest preceding
+//!   `run:` line, at most one per run; its kind is a [`FaultKind`] as users read it
+//!   ([`FaultKind::name`]: `data race`, `out-of-bounds access`, ...), and its coordinates are
+//!   those the fault must report.
 //! - Argument values are kept as text here; `kir_interp::args` gives them meaning, so `kir run`,
 //!   `kir diff` and `kir test` accept exactly the same values.
 //! - `expect:` lines attach to the closest preceding `run:` line of the same kernel or graph; each
@@ -24,16 +28,79 @@
 //! ; expect: @kernel NAME[A..B] == [v0, v1, ...] [tol=...]
 //! ; expect: @kernel NAME == @PATH.npy [tol=...]
 //! ; expect: @kernel NAME == @reference [grid(..) block(..)] [shared=BYTES] [tol=...]
+//! ; fault: KIND [block(X[,Y[,Z]])] [thread(X[,Y[,Z]])]   (the run must fault so, see crate::filetest)
 //! ; check-ptx: TEXT       (the emitted PTX must contain TEXT, in order with other check-ptx lines)
-//! ; test: verify|optimize|run            (a filetest's kind, see crate::filetest)
+//! ; test: verify|optimize|run|fault      (a filetest's kind, see crate::filetest)
 //! CODE ; error: TEXT     ; warning: TEXT  (an expected diagnostic on that line, see crate::filetest)
 //! ```
 
+use kir_interp::FaultKind;
 use kir_ir::diag::Severity;
 use std::fmt;
 
 /// The kinds of filetest a `; test:` header may name (see `crate::filetest`).
-pub const TEST_KINDS: [&str; 3] = ["verify", "optimize", "run"];
+pub const TEST_KINDS: [&str; 4] = ["verify", "optimize", "run", "fault"];
+
+/// Every [`FaultKind`], in the order `; fault:` errors list them.
+pub const FAULT_KINDS: [FaultKind; 7] = [
+    FaultKind::OutOfBounds,
+    FaultKind::Misaligned,
+    FaultKind::BarrierDivergence,
+    FaultKind::DivergentCollective,
+    FaultKind::DataRace,
+    FaultKind::UninitializedRead,
+    FaultKind::FuelExhausted,
+];
+
+/// Does not compile when a [`FaultKind`] is added and [`FAULT_KINDS`] not told.
+#[allow(dead_code)]
+fn every_fault_kind_is_listed(k: FaultKind) {
+    match k {
+        FaultKind::OutOfBounds
+        | FaultKind::Misaligned
+        | FaultKind::BarrierDivergence
+        | FaultKind::DivergentCollective
+        | FaultKind::DataRace
+        | FaultKind::UninitializedRead
+        | FaultKind::FuelExhausted => {}
+    }
+}
+
+/// A `; fault:` line: the kernel fault a `test: fault` run must stop with.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ExpectedFault {
+    /// 1-based line of the `; fault:` line.
+    pub line: usize,
+    pub kind: FaultKind,
+    /// `block(..)`: the block coordinates the fault must report (missing dimensions are 0).
+    pub block: Option<[u32; 3]>,
+    /// `thread(..)`: the thread coordinates the fault must report.
+    pub thread: Option<[u32; 3]>,
+}
+
+/// `(x, y, z)`, as the interpreter's notes write coordinates.
+pub fn coords(c: [u32; 3]) -> String {
+    format!("({}, {}, {})", c[0], c[1], c[2])
+}
+
+impl ExpectedFault {
+    /// `data race in block (1, 0, 0) thread (0, 0, 0)`: the kind and the coordinates stated.
+    pub fn describe(&self) -> String {
+        describe_fault(self.kind.name(), self.block, self.thread)
+    }
+}
+
+/// `KIND[ in block (..)][ thread (..)]`.
+pub fn describe_fault(kind: &str, block: Option<[u32; 3]>, thread: Option<[u32; 3]>) -> String {
+    let mut s = kind.to_string();
+    if let Some(b) = block {
+        s += &format!(" in block {}", coords(b));
+    }
+    if let Some(t) = thread {
+        s += &format!("{} thread {}", if block.is_some() { "" } else { " in" }, coords(t));
+    }
+    s
+}
 
 /// A comparison tolerance for floating-point outputs.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -187,6 +254,8 @@ pub struct RunDirective {
     /// `NAME=VALUE` in order.
     pub args: Vec<(String, String)>,
     pub expects: Vec<Expect>,
+    /// The `; fault:` line after it (for `test: fault` filetests; `kir test` ignores it).
+    pub fault: Option<ExpectedFault>,
 }
 
 /// An `; error: TEXT` or `; warning: TEXT` annotation: a diagnostic a filetest expects.
@@ -301,6 +370,7 @@ fn parse_run(line: usize, body: &str) -> Result<RunDirective, String> {
         fuel: None,
         args: vec![],
         expects: vec![],
+        fault: None,
     };
     // Argument names seen so far: one hash lookup per argument keeps a long line linear.
     let mut names = std::collections::HashSet::new();
@@ -441,7 +511,57 @@ fn parse_expect(line: usize, body: &str) -> Result<(String, Expect), String> {
 }
 
 /// Every directive name.
-const DIRECTIVE_NAMES: [&str; 6] = ["run", "expect", "check-ptx", "test", "error", "warning"];
+const DIRECTIVE_NAMES: [&str; 7] = ["run", "expect", "fault", "check-ptx", "test", "error", "warning"];
+
+/// Coordinates `(x[,y[,z]])` following `block` or `thread` (missing dimensions are 0).
+fn parse_coords(s: &str) -> Result<[u32; 3], String> {
+    let inner = s
+        .strip_prefix('(')
+        .and_then(|r| r.strip_suffix(')'))
+        .ok_or_else(|| format!("expected `(x[,y[,z]])`, found `{s}`"))?;
+    let parts: Vec<&str> = inner.split(',').map(str::trim).collect();
+    if parts.len() > 3 {
+        return Err(format!("expected 1 to 3 coordinates, found `{s}`"));
+    }
+    let mut c = [0u32; 3];
+    for (i, p) in parts.iter().enumerate() {
+        c[i] = p.parse::<u32>().map_err(|_| format!("bad coordinate `{p}` (expected a number)"))?;
+    }
+    Ok(c)
+}
+
+/// `KIND [block(..)] [thread(..)]` of a `; fault:` line.
+fn parse_fault(line: usize, body: &str) -> Result<ExpectedFault, String> {
+    let words = split_words(body);
+    let coord_at = words.iter().position(|w| w.contains('(')).unwrap_or(words.len());
+    let kind_text = words[..coord_at].join(" ");
+    let names = || FAULT_KINDS.iter().map(|k| k.name()).collect::<Vec<_>>().join(", ");
+    if kind_text.is_empty() {
+        return Err(format!("`fault:` needs the kind of fault (one of: {})", names()));
+    }
+    let kind = FAULT_KINDS
+        .into_iter()
+        .find(|k| k.name() == kind_text)
+        .ok_or_else(|| format!("unknown fault kind `{kind_text}` (expected one of: {})", names()))?;
+    let mut f = ExpectedFault { line, kind, block: None, thread: None };
+    for w in &words[coord_at..] {
+        let (slot, name, rest) = if let Some(r) = w.strip_prefix("block") {
+            (&mut f.block, "block", r)
+        } else if let Some(r) = w.strip_prefix("thread") {
+            (&mut f.thread, "thread", r)
+        } else {
+            return Err(format!("unexpected `{w}` after the fault kind (expected `block(..)` or `thread(..)`)"));
+        };
+        if !rest.starts_with('(') {
+            return Err(format!("unexpected `{w}` after the fault kind (expected `block(..)` or `thread(..)`)"));
+        }
+        if slot.is_some() {
+            return Err(format!("`{name}(..)` is given twice"));
+        }
+        *slot = Some(parse_coords(rest).map_err(|e| format!("{name}: {e}"))?);
+    }
+    Ok(f)
+}
 
 /// Whether `a` becomes `b` by one insertion, deletion, substitution or swap of neighbours.
 fn one_edit_apart(a: &str, b: &str) -> bool {
@@ -491,6 +611,8 @@ pub fn parse_directives(source: &str) -> Result<Directives, Vec<DirectiveError>>
     // The closest line so far that is neither blank nor a comment (what a comment-only
     // annotation refers to).
     let mut last_code_line = None;
+    // Whether the last `run:` line so far parsed (`None` before the first).
+    let mut last_run_ok = None;
     for (n, raw) in source.lines().enumerate() {
         let line = n + 1;
         let code = raw.split(';').next().unwrap_or("");
@@ -530,8 +652,12 @@ pub fn parse_directives(source: &str) -> Result<Directives, Vec<DirectiveError>>
                 });
             }
         } else if let Some(body) = comment.strip_prefix("run:") {
+            last_run_ok = Some(false);
             match parse_run(line, body) {
-                Ok(d) => out.runs.push(d),
+                Ok(d) => {
+                    out.runs.push(d);
+                    last_run_ok = Some(true);
+                }
                 Err(message) => errs.push(DirectiveError { line, message }),
             }
         } else if let Some(body) = comment.strip_prefix("expect:") {
@@ -544,6 +670,26 @@ pub fn parse_directives(source: &str) -> Result<Directives, Vec<DirectiveError>>
                     }),
                 },
                 Err(message) => errs.push(DirectiveError { line, message }),
+            }
+        } else if let Some(body) = comment.strip_prefix("fault:") {
+            match (parse_fault(line, body), out.runs.last_mut()) {
+                (Err(message), _) => errs.push(DirectiveError { line, message }),
+                // The `run:` line above is malformed (reported already).
+                (Ok(_), _) if last_run_ok == Some(false) => {}
+                (Ok(_), None) => errs.push(DirectiveError {
+                    line,
+                    message: "`fault:` says how the `run:` line above it faults, and there is none".into(),
+                }),
+                (Ok(f), Some(r)) => match &r.fault {
+                    Some(first) => errs.push(DirectiveError {
+                        line,
+                        message: format!(
+                            "a second `fault:` line for the `run:` on line {} (the first is on line {}): a run faults once",
+                            r.line, first.line
+                        ),
+                    }),
+                    None => r.fault = Some(f),
+                },
             }
         } else if let Some(body) = comment.strip_prefix("check-ptx:") {
             if body.trim().is_empty() {
@@ -754,8 +900,8 @@ mod tests {
             got,
             vec![
                 (1, "`error:` on a comment line refers to the closest code line above it, and there is none"),
-                (2, "unknown test kind `verfy` (expected one of: verify, optimize, run)"),
-                (3, "unknown test kind `` (expected one of: verify, optimize, run)"),
+                (2, "unknown test kind `verfy` (expected one of: verify, optimize, run, fault)"),
+                (3, "unknown test kind `` (expected one of: verify, optimize, run, fault)"),
                 (5, "`warning:` needs the text the diagnostic's message must contain"),
             ]
         );
@@ -781,6 +927,67 @@ mod tests {
                 (6, "`TEST:` looks like a directive but is not one: write `test:` (lowercase, no space before `:`)"),
                 (7, "`errors:` looks like a directive but is not one: write `error:`"),
             ]
+        );
+    }
+
+    #[test]
+    fn fault_lines_attach_to_the_run_above() {
+        let src =
+            "; test: fault\n; run: @k grid(3) block(32) out=zeros:u32:1\n; fault: data race block(1) thread(0,0,0)\n\
+                   ; run: @k grid(1) block(1) out=zeros:u32:1 fuel=100\n;   fault:   fuel exhausted\n\
+                   ; run: @k grid(1) block(1) out=zeros:u32:1\n";
+        let d = parse_directives(src).unwrap();
+        assert_eq!(d.test_headers, vec![(1, "fault".to_string())]);
+        let f = d.runs[0].fault.as_ref().unwrap();
+        assert_eq!((f.line, f.kind, f.block, f.thread), (3, FaultKind::DataRace, Some([1, 0, 0]), Some([0, 0, 0])));
+        assert_eq!(f.describe(), "data race in block (1, 0, 0) thread (0, 0, 0)");
+        let f = d.runs[1].fault.as_ref().unwrap();
+        assert_eq!((f.line, f.kind, f.block, f.thread), (5, FaultKind::FuelExhausted, None, None));
+        assert_eq!(d.runs[1].fuel, Some(100));
+        assert_eq!(d.runs[2].fault, None);
+        // Every kind is spelled as users read it.
+        for k in FAULT_KINDS {
+            let d =
+                parse_directives(&format!("; run: @k grid(1) block(1)\n; fault: {} thread(5)\n", k.name())).unwrap();
+            assert_eq!(d.runs[0].fault.as_ref().map(|f| (f.kind, f.thread)), Some((k, Some([5, 0, 0]))));
+        }
+        assert_eq!(describe_fault("data race", None, Some([2, 0, 0])), "data race in thread (2, 0, 0)");
+    }
+
+    #[test]
+    fn malformed_fault_lines_are_errors_with_line_numbers() {
+        let src = "; fault: data race\n; run: @k grid(1) block(1)\n; fault: race\n; fault:\n\
+                   ; fault: data race block(1) block(2)\n; fault: data race block(x)\n; fault: data race warp(1)\n\
+                   ; fault: out-of-bounds access thread(1,2,3,4)\n; fault: misaligned access\n; fault: data race\n\
+                   ; Fault: data race\n; run: @k grid(0) block(1)\n; fault: data race\n";
+        let errs = parse_directives(src).unwrap_err();
+        let got: Vec<(usize, &str)> = errs.iter().map(|e| (e.line, e.message.as_str())).collect();
+        let kinds = "out-of-bounds access, misaligned access, barrier divergence, divergent warp collective, data race, uninitialized read, fuel exhausted";
+        assert_eq!(
+            got,
+            [
+                (1, "`fault:` says how the `run:` line above it faults, and there is none".to_string()),
+                (3, format!("unknown fault kind `race` (expected one of: {kinds})")),
+                (4, format!("`fault:` needs the kind of fault (one of: {kinds})")),
+                (5, "`block(..)` is given twice".to_string()),
+                (6, "block: bad coordinate `x` (expected a number)".to_string()),
+                (7, "unexpected `warp(1)` after the fault kind (expected `block(..)` or `thread(..)`)".to_string()),
+                (8, "thread: expected 1 to 3 coordinates, found `(1,2,3,4)`".to_string()),
+                (
+                    10,
+                    "a second `fault:` line for the `run:` on line 2 (the first is on line 9): a run faults once"
+                        .to_string()
+                ),
+                (
+                    11,
+                    "`Fault:` looks like a directive but is not one: write `fault:` (lowercase, no space before `:`)"
+                        .to_string()
+                ),
+                (12, "grid: bad dimension `0` (expected a positive integer)".to_string()),
+            ]
+            .iter()
+            .map(|(l, m)| (*l, m.as_str()))
+            .collect::<Vec<_>>()
         );
     }
 }

@@ -18,19 +18,38 @@
 //! - `run`: `kir test`'s harness ([`crate::harness::test_file`]) on the file: every row must pass
 //!   (a `skip` row, such as `gpu` without a GPU, is not a failure) and at least one `; run:`
 //!   directive must carry an `; expect:` line.
+//! - `fault`: the file is loaded and checked as for `verify`, except that an error of the verifier
+//!   itself (or of parsing or imports) is a failure, "a fault test must verify": the kernels must be
+//!   well formed for their runs to mean anything. Then every `; run:` directive (at least one) is
+//!   launched in the interpreter only ([`kir_interp`], on the module as written; no passes, no PTX),
+//!   with both runtime checks on unless its `checks=` turns some off, its `fuel=` if given, and
+//!   its blocks on one host thread (so that the fault reported is deterministic, a cross-block race
+//!   included), and must stop with a kernel fault. Each run's `; fault: KIND [block(..)]
+//!   [thread(..)]` line ([`crate::directives::ExpectedFault`]; KIND as
+//!   [`kir_interp::FaultKind::name`] spells it) says which: its kind must be the fault's, and the
+//!   coordinates it gives those the fault reports. A run without a `; fault:` line, a run that
+//!   passes, one that fails without a kernel fault (bad arguments, an invalid launch), and a wrong
+//!   kind or coordinates (the failure names both) are failures with the line. Each fault, as a
+//!   diagnostic ([`kir_interp::InterpError::to_diagnostic`]), joins the checks' diagnostics
+//!   (warnings, and barrier verification's errors, which a kernel that faults at run time often
+//!   has) and all of them are matched with the `; error:` / `; warning:` annotations by exactly
+//!   the `verify` rules. `; expect:` lines are not allowed (a fault test checks no outputs).
 //!
 //! Guarantees:
 //! - A file has exactly one header; a missing header, a second one, an unknown kind or any
 //!   malformed directive ([`crate::directives`]) is a failure with its line, and nothing else is
-//!   run. Directives that belong to another kind (annotations outside `verify`, `; run:` outside
-//!   `run`, `; passes:` / `; args:` outside `optimize`) are failures, never silently ignored.
+//!   run. Directives that belong to another kind (annotations outside `verify` and `fault`,
+//!   `; run:` outside `run` and `fault`, `; expect:` and `; check-ptx:` outside `run`, `; fault:`
+//!   outside `fault`, `; passes:` / `; args:` outside `optimize`) are failures, never silently
+//!   ignored.
 //! - Every failure names the file and, where there is one, the line; a [`Report`] holds all of a
-//!   file's failures, not only the first, and a failed `verify` report shows the rendered
-//!   diagnostics. Nothing panics on a bad test file.
+//!   file's failures, not only the first, and a failed `verify` or `fault` report shows the
+//!   rendered diagnostics. Nothing panics on a bad test file.
 
-use crate::checks::check_module;
-use crate::directives::{parse_directives, Annotation, Directives};
+use crate::checks::{check_keeping, check_module};
+use crate::directives::{describe_fault, parse_directives, Annotation, Directives, RunDirective};
 use crate::harness;
+use kir_interp::{InterpError, Options};
 use kir_ir::diag::{render_map, Diagnostic, Severity, SourceMap};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -42,6 +61,7 @@ pub enum Kind {
     Verify,
     Optimize,
     Run,
+    Fault,
 }
 
 impl Kind {
@@ -51,6 +71,7 @@ impl Kind {
             "verify" => Some(Kind::Verify),
             "optimize" => Some(Kind::Optimize),
             "run" => Some(Kind::Run),
+            "fault" => Some(Kind::Fault),
             _ => None,
         }
     }
@@ -61,6 +82,7 @@ impl Kind {
             Kind::Verify => "verify",
             Kind::Optimize => "optimize",
             Kind::Run => "run",
+            Kind::Fault => "fault",
         }
     }
 }
@@ -82,7 +104,8 @@ impl Failure {
     }
 }
 
-/// The diagnostics of a `verify` file, as `kir check` renders them.
+/// The diagnostics of a `verify` file, as `kir check` renders them (of a `fault` file: the checks'
+/// diagnostics, then its runs' faults).
 #[derive(Clone, Debug)]
 pub struct Verified {
     pub diagnostics: Vec<Diagnostic>,
@@ -100,7 +123,7 @@ pub struct Report {
     pub kind: Option<Kind>,
     /// Every failure, in line order (failures without a line first).
     pub failures: Vec<Failure>,
-    /// For `verify`: the diagnostics.
+    /// For `verify` and `fault`: the diagnostics.
     pub verified: Option<Verified>,
 }
 
@@ -112,7 +135,7 @@ impl Report {
 
 impl fmt::Display for Report {
     /// One `FILE:LINE: message` line per failure (continuation lines indented), then for a failed
-    /// `verify` file its rendered diagnostics.
+    /// `verify` or `fault` file its rendered diagnostics.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for fail in &self.failures {
             let at = match fail.line {
@@ -128,6 +151,11 @@ impl fmt::Display for Report {
         if let Some(v) = self.verified.as_ref().filter(|_| !self.passed()) {
             if v.rendered.is_empty() {
                 writeln!(f, "    (no diagnostics)")?;
+            } else if self.kind == Some(Kind::Fault) {
+                writeln!(f, "    the diagnostics (the checks', then the runs' faults), as `kir check` and `kir run` print them:")?;
+                for l in v.rendered.trim_end().lines() {
+                    writeln!(f, "    | {l}")?;
+                }
             } else {
                 writeln!(f, "    the diagnostics, as `kir check` prints them:")?;
                 for l in v.rendered.trim_end().lines() {
@@ -210,6 +238,11 @@ impl Runner {
             }
             Kind::Optimize => self.optimize(path, source),
             Kind::Run => self.run(path, d),
+            Kind::Fault => {
+                let (v, f) = fault(path, source, d);
+                verified = v;
+                f
+            }
         };
         report(path, Some(kind), failures, verified)
     }
@@ -313,7 +346,7 @@ fn header(d: &Directives) -> Result<Kind, Failure> {
     match d.test_headers.as_slice() {
         [] => Err(Failure::at(
             1,
-            "no `; test: KIND` header (every filetest names its kind: `; test: verify`, `; test: optimize` or `; test: run`)",
+            "no `; test: KIND` header (every filetest names its kind: `; test: verify`, `; test: optimize`, `; test: run` or `; test: fault`)",
         )),
         [(line, kind)] => Kind::from_name(kind).ok_or_else(|| Failure::at(*line, format!("unknown test kind `{kind}`"))),
         [(first, _), (line, _), ..] => {
@@ -345,24 +378,50 @@ fn comment_of(line: &str) -> Option<&str> {
 /// Directives that mean nothing to `kind`: failures, so that they are never silently ignored.
 fn misplaced_directives(kind: Kind, source: &str, d: &Directives) -> Vec<Failure> {
     let mut out = Vec::new();
-    if kind != Kind::Verify {
+    if !matches!(kind, Kind::Verify | Kind::Fault) {
         for a in &d.annotations {
             out.push(Failure::at(
                 a.line,
                 format!(
-                    "`{}:` annotations belong in `test: verify` files, not `test: {}`",
+                    "`{}:` annotations belong in `test: verify` and `test: fault` files, not `test: {}`",
                     severity_name(a.severity),
                     kind.name()
                 ),
             ));
         }
     }
-    if kind != Kind::Run {
-        let lines = d.runs.iter().map(|r| r.line).chain(d.runs.iter().flat_map(|r| r.expects.iter().map(|e| e.line)));
-        for line in lines.chain(d.ptx_checks.iter().map(|(l, _)| *l)) {
+    if !matches!(kind, Kind::Run | Kind::Fault) {
+        for r in &d.runs {
             out.push(Failure::at(
-                line,
-                format!("`run:`, `expect:` and `check-ptx:` belong in `test: run` files, not `test: {}`", kind.name()),
+                r.line,
+                format!("`run:` belongs in `test: run` and `test: fault` files, not `test: {}`", kind.name()),
+            ));
+        }
+    }
+    if kind != Kind::Run {
+        for e in d.runs.iter().flat_map(|r| &r.expects) {
+            out.push(Failure::at(
+                e.line,
+                match kind {
+                    Kind::Fault => "`expect:` is not allowed in a `test: fault` file: its runs must fault, and a \
+                                    `; fault:` line says how"
+                        .to_string(),
+                    _ => format!("`expect:` belongs in `test: run` files, not `test: {}`", kind.name()),
+                },
+            ));
+        }
+        for (line, _) in &d.ptx_checks {
+            out.push(Failure::at(
+                *line,
+                format!("`check-ptx:` belongs in `test: run` files, not `test: {}`", kind.name()),
+            ));
+        }
+    }
+    if kind != Kind::Fault {
+        for f in d.runs.iter().filter_map(|r| r.fault.as_ref()) {
+            out.push(Failure::at(
+                f.line,
+                format!("`fault:` belongs in `test: fault` files, not `test: {}`", kind.name()),
             ));
         }
     }
@@ -393,6 +452,19 @@ pub fn verify(path: &Path, source: &str, annotations: &[Annotation]) -> (Verifie
         Ok(l) => (check_module(&l.module), l.sources),
         Err(e) => (e.diagnostics, e.sources),
     };
+    expect_diagnostics(path, source, diagnostics, sources, annotations)
+}
+
+/// Matches `diagnostics` (of the load of `path`, whose text is `source`) with the annotations:
+/// every error and warning expected by one, every annotation met by one (the `verify` rules, which
+/// the `fault` kind shares).
+fn expect_diagnostics(
+    path: &Path,
+    source: &str,
+    diagnostics: Vec<Diagnostic>,
+    sources: SourceMap,
+    annotations: &[Annotation],
+) -> (Verified, Vec<Failure>) {
     let rendered = render_map(&diagnostics, &sources, false);
     let mut failures = Vec::new();
     let imports = import_lines(path, source, &sources);
@@ -443,7 +515,124 @@ pub fn verify(path: &Path, source: &str, annotations: &[Annotation]) -> (Verifie
             ));
         }
     }
-    (Verified { diagnostics: diagnostics.clone(), sources, rendered }, failures)
+    (Verified { diagnostics, sources, rendered }, failures)
+}
+
+/// The `fault` kind: load and check (the verifier must accept), run every `; run:` directive in
+/// the interpreter, and match the checks' diagnostics and the faults with the annotations.
+fn fault(path: &Path, source: &str, d: &Directives) -> (Option<Verified>, Vec<Failure>) {
+    let must_verify = |diags: &[Diagnostic], sources: &SourceMap| -> Vec<Failure> {
+        diags
+            .iter()
+            .filter(|x| x.severity == Severity::Error)
+            .map(|x| Failure {
+                line: diagnostic_line(source, sources, x),
+                message: format!("a fault test must verify: {}", x.message),
+            })
+            .collect()
+    };
+    let rendered = |diagnostics: Vec<Diagnostic>, sources: SourceMap| {
+        let rendered = render_map(&diagnostics, &sources, false);
+        Some(Verified { diagnostics, sources, rendered })
+    };
+    let loaded = match kir_ir::text::load::load_source(path, source.to_string()) {
+        Ok(l) => l,
+        Err(e) => return (rendered(e.diagnostics.clone(), e.sources.clone()), must_verify(&e.diagnostics, &e.sources)),
+    };
+    let sources = loaded.sources;
+    let (mut diagnostics, module) = match check_keeping(loaded.module) {
+        (diags, Ok(v)) => (diags, v),
+        (diags, Err(_)) => {
+            let failures = must_verify(&diags, &sources);
+            return (rendered(diags, sources), failures);
+        }
+    };
+    let mut failures = Vec::new();
+    if d.runs.is_empty() {
+        failures
+            .push(Failure::file("a `test: fault` file needs a `; run:` directive (and each of its runs must fault)"));
+    }
+    let base_dir = path.parent();
+    for r in &d.runs {
+        let e = match run_in_interpreter(&module, r, base_dir) {
+            Ok(()) => {
+                failures.push(Failure::at(r.line, "expected a fault, the run passed"));
+                continue;
+            }
+            Err(Stopped::Setup(why)) => {
+                failures
+                    .push(Failure::at(r.line, format!("expected a kernel fault, the run failed before any: {why}")));
+                continue;
+            }
+            Err(Stopped::Interp(e)) => e,
+        };
+        let Some(kind) = e.fault_kind() else {
+            failures.push(Failure::at(
+                r.line,
+                format!("expected a kernel fault, the run failed with: {}", e.to_diagnostic().message),
+            ));
+            continue;
+        };
+        let got = describe_fault(kind.name(), e.block, e.thread);
+        match &r.fault {
+            None => failures.push(Failure::at(
+                r.line,
+                format!("say which fault: add `; fault: KIND [block(..)] [thread(..)]` after this `; run:` line (the run faulted with {got})"),
+            )),
+            Some(want) => {
+                let wrong = want.kind != kind
+                    || want.block.is_some_and(|b| e.block != Some(b))
+                    || want.thread.is_some_and(|t| e.thread != Some(t));
+                if wrong {
+                    failures.push(Failure::at(want.line, format!("wrong fault: expected {}, got {got}", want.describe())));
+                }
+            }
+        }
+        diagnostics.push(e.to_diagnostic());
+    }
+    let (verified, matched) = expect_diagnostics(path, source, diagnostics, sources, &d.annotations);
+    failures.extend(matched);
+    (Some(verified), failures)
+}
+
+/// The line of the tested file (file 0 of `sources`) a diagnostic is located on, if it is.
+fn diagnostic_line(source: &str, sources: &SourceMap, d: &Diagnostic) -> Option<usize> {
+    let span = d.span().filter(|s| !s.is_dummy())?;
+    match sources.locate(span)? {
+        (0, range) => Some(kir_ir::span::line_col(source, range.start).0),
+        _ => None,
+    }
+}
+
+/// Why a run of a `fault` file stopped.
+enum Stopped {
+    /// Before the launch: a bad argument, no such kernel.
+    Setup(String),
+    /// The interpreter's error (a kernel fault, or an invalid launch).
+    Interp(Box<InterpError>),
+}
+
+/// Launches one directive of a `fault` file in the interpreter, on the module as written: the
+/// arguments are bound as `kir test` binds them ([`kir_interp::args`]).
+fn run_in_interpreter(
+    module: &kir_ir::verify::Verified,
+    r: &RunDirective,
+    base_dir: Option<&Path>,
+) -> Result<(), Stopped> {
+    let specs = harness::named_specs(r).map_err(Stopped::Setup)?;
+    // One host thread: the fault reported is the same on every machine, even for a cross-block
+    // race, which the interpreter's determinism contract leaves open (that other faults do not
+    // depend on the host threads is checked by tests/interp_faults.rs).
+    let opts = Options { races: r.checks.races, uninit: r.checks.uninit, threads: Some(1), ..Options::default() };
+    let opts = match r.fuel {
+        Some(n) => opts.with_fuel(n),
+        None => opts,
+    };
+    match harness::interpret(module, r, &specs, base_dir, &opts) {
+        Ok(_) => Ok(()),
+        Err(harness::RunError::Args(msg)) => Err(Stopped::Setup(msg)),
+        Err(harness::RunError::Interp(e)) => Err(Stopped::Interp(e)),
+    }
 }
 
 /// For each file of the load that a line `import "P"` of the tested file loads directly: its
@@ -638,7 +827,7 @@ mod tests {
         let src = "; test: optimize\nkernel @k() {\nentry:\n  ret ; error: x\n}\n";
         let r = Runner::new().with_kir_binary("/nonexistent/kir").run_source(Path::new("t/case.kir"), src);
         assert_eq!(r.failures.len(), 1, "{r}");
-        assert!(r.failures[0].message.contains("belong in `test: verify` files"), "{r}");
+        assert!(r.failures[0].message.contains("belong in `test: verify` and `test: fault` files"), "{r}");
     }
 
     #[test]
@@ -654,5 +843,172 @@ mod tests {
         let r = Runner::new().run_as(Kind::Verify, Path::new("t/clean.kir"), src);
         assert!(r.passed(), "{r}");
         assert_eq!(r.verified.unwrap().rendered, "");
+    }
+
+    /// Thread t of a 2-thread block stores to out[t + 4] of a 4-element buffer (lines 6 and 9).
+    const OOB: &str = "; test: fault\nkernel @k(%out: ptr<global, u32>) {\nentry:\n  %t = tid.x : u32\n  %i = add.u32 %t, 4\n  store %out[%i], %t ; error: out-of-bounds store\n  ret\n}\n; run: @k grid(2) block(2) out=zeros:u32:4\n";
+    const OOB_FAULT: &str = "; fault: out-of-bounds access block(0) thread(0)\n";
+
+    fn lines_and_messages(r: &Report) -> Vec<(Option<usize>, &str)> {
+        r.failures.iter().map(|f| (f.line, f.message.as_str())).collect()
+    }
+
+    #[test]
+    fn a_fault_file_passes() {
+        let r = run(&format!("{OOB}{OOB_FAULT}"));
+        assert!(r.passed(), "{r}");
+        assert_eq!(r.kind, Some(Kind::Fault));
+        let rendered = r.verified.unwrap().rendered;
+        assert!(rendered.starts_with("error: kernel fault (out-of-bounds access): out-of-bounds store"), "{rendered}");
+        assert!(rendered.contains("t/case.kir:6:3") && rendered.contains("in block (0, 0, 0) thread (0, 0, 0)"));
+        // The coordinates are optional.
+        assert!(run(&format!("{OOB}; fault: out-of-bounds access\n")).passed());
+        assert!(run(&format!("{OOB}; fault: out-of-bounds access thread(0)\n")).passed());
+    }
+
+    #[test]
+    fn a_run_that_passes_in_a_fault_file_fails() {
+        let r = run(&format!("{OOB}{OOB_FAULT}")
+            .replace("grid(2) block(2) out=zeros:u32:4", "grid(1) block(2) out=zeros:u32:8"));
+        assert_eq!(
+            lines_and_messages(&r),
+            vec![
+                (Some(6), "expected error containing `out-of-bounds store`, but there is none"),
+                (Some(9), "expected a fault, the run passed"),
+            ],
+            "{r}"
+        );
+        // Nor may it fail otherwise.
+        let r = run(&format!("{OOB}{OOB_FAULT}").replace(" out=zeros:u32:4", ""));
+        assert_eq!(r.failures[1].line, Some(9), "{r}");
+        assert!(
+            r.failures[1].message.starts_with("expected a kernel fault, the run failed before any: ")
+                && r.failures[1].message.contains("out"),
+            "{r}"
+        );
+    }
+
+    #[test]
+    fn a_wrong_fault_kind_names_both() {
+        let r = run(&format!("{OOB}; fault: data race\n"));
+        assert_eq!(
+            lines_and_messages(&r),
+            vec![(
+                Some(10),
+                "wrong fault: expected data race, got out-of-bounds access in block (0, 0, 0) thread (0, 0, 0)"
+            )],
+            "{r}"
+        );
+        assert!(
+            shown(&r).starts_with("t/case.kir:10: wrong fault: expected data race, got out-of-bounds access"),
+            "{r}"
+        );
+    }
+
+    #[test]
+    fn wrong_coordinates_name_both() {
+        let r = run(&format!("{OOB}; fault: out-of-bounds access block(1) thread(0)\n"));
+        assert_eq!(
+            lines_and_messages(&r),
+            vec![(
+                Some(10),
+                "wrong fault: expected out-of-bounds access in block (1, 0, 0) thread (0, 0, 0), got out-of-bounds access in block (0, 0, 0) thread (0, 0, 0)"
+            )],
+            "{r}"
+        );
+        let r = run(&format!("{OOB}; fault: out-of-bounds access thread(1)\n"));
+        assert_eq!(
+            lines_and_messages(&r),
+            vec![(
+                Some(10),
+                "wrong fault: expected out-of-bounds access in thread (1, 0, 0), got out-of-bounds access in block (0, 0, 0) thread (0, 0, 0)"
+            )],
+            "{r}"
+        );
+    }
+
+    #[test]
+    fn a_run_without_a_fault_line_says_which_fault() {
+        let r = run(OOB);
+        assert_eq!(
+            lines_and_messages(&r),
+            vec![(
+                Some(9),
+                "say which fault: add `; fault: KIND [block(..)] [thread(..)]` after this `; run:` line (the run faulted with out-of-bounds access in block (0, 0, 0) thread (0, 0, 0))"
+            )],
+            "{r}"
+        );
+        // A file without runs tests nothing.
+        let r = run("; test: fault\nkernel @k() {\nentry:\n  ret\n}\n");
+        assert_eq!(
+            lines_and_messages(&r),
+            vec![(None, "a `test: fault` file needs a `; run:` directive (and each of its runs must fault)")]
+        );
+    }
+
+    #[test]
+    fn an_expect_line_in_a_fault_file_is_reported() {
+        let r = run(&format!("{OOB}{OOB_FAULT}; expect: @k out[0..1] == [0]\n"));
+        assert_eq!(
+            lines_and_messages(&r),
+            vec![(
+                Some(11),
+                "`expect:` is not allowed in a `test: fault` file: its runs must fault, and a `; fault:` line says how"
+            )],
+            "{r}"
+        );
+    }
+
+    #[test]
+    fn a_fault_line_in_a_run_file_is_reported() {
+        let src = "; test: run\nkernel @k(%out: ptr<global, u32>) {\nentry:\n  ret\n}\n; run: @k grid(1) block(1) out=zeros:u32:1\n; expect: @k out[0..1] == [0]\n; fault: data race\n";
+        let r = run(src);
+        assert_eq!(
+            lines_and_messages(&r),
+            vec![(Some(8), "`fault:` belongs in `test: fault` files, not `test: run`")],
+            "{r}"
+        );
+        let r = run(&src.replace("test: run", "test: verify"));
+        assert_eq!(
+            lines_and_messages(&r),
+            vec![
+                (Some(6), "`run:` belongs in `test: run` and `test: fault` files, not `test: verify`"),
+                (Some(7), "`expect:` belongs in `test: run` files, not `test: verify`"),
+                (Some(8), "`fault:` belongs in `test: fault` files, not `test: verify`"),
+            ],
+            "{r}"
+        );
+    }
+
+    #[test]
+    fn an_unmatched_error_annotation_in_a_fault_file_is_reported() {
+        let src = format!("{OOB}{OOB_FAULT}").replace("  ret\n", "  ret ; error: something\n");
+        let r = run(&src);
+        assert_eq!(
+            lines_and_messages(&r),
+            vec![(Some(7), "expected error containing `something`, but there is none")],
+            "{r}"
+        );
+        assert!(shown(&r).contains("    | error: kernel fault (out-of-bounds access)"), "{r}");
+        // A fault no annotation expects.
+        let r = run(&format!("{OOB}{OOB_FAULT}").replace("out-of-bounds store\n", "out-of-bounds load\n"));
+        let got = lines_and_messages(&r);
+        assert_eq!(got.len(), 2, "{r}");
+        assert_eq!(got[0], (Some(6), "expected error containing `out-of-bounds load`, but there is none"));
+        assert_eq!(got[1].0, Some(6));
+        assert!(
+            got[1].1.starts_with(
+                "unexpected error (no `; error:` annotation matches it): kernel fault (out-of-bounds access): out-of-bounds store"
+            ),
+            "{r}"
+        );
+    }
+
+    #[test]
+    fn a_fault_file_must_verify() {
+        let src = format!("; test: fault\n{UNDEFINED}; run: @k grid(1) block(1) out=zeros:u32:1\n; fault: data race\n");
+        let r = run(&src);
+        assert_eq!(lines_and_messages(&r), vec![(Some(4), "a fault test must verify: undefined value `%zz`")], "{r}");
+        assert!(shown(&r).contains("    | error: undefined value `%zz`"), "{r}");
     }
 }

@@ -109,7 +109,7 @@ impl Context {
 }
 
 /// The outputs of one interpreter launch, and the inputs it started from.
-struct Outputs {
+pub(crate) struct Outputs {
     buffers: Vec<Buffer>,
     /// Parameter name of each buffer.
     names: Vec<String>,
@@ -282,7 +282,8 @@ pub fn test_file(path: &Path, ctx: &mut Context, emit: &mut dyn FnMut(Row)) {
     }
 }
 
-fn named_specs(d: &RunDirective) -> Result<Vec<(String, ArgSpec)>, String> {
+/// The directive's arguments, parsed (`NAME=SPEC`).
+pub(crate) fn named_specs(d: &RunDirective) -> Result<Vec<(String, ArgSpec)>, String> {
     d.args
         .iter()
         .map(|(k, v)| parse_arg_spec(v).map(|s| (k.clone(), s)).map_err(|e| format!("argument `{k}`: {e}")))
@@ -322,30 +323,12 @@ fn run_directive(
         Some(n) => ctx.emu.clone().with_fuel(n),
         None => ctx.emu.clone(),
     };
-    let is_graph = module.graph(&d.target).is_some();
-    let (before, after) = if is_graph {
-        match (
-            run_graph(module, &d.target, &specs, base_dir, &opts),
-            run_graph(optimized, &d.target, &specs, base_dir, &opts),
-        ) {
+    let (before, after) =
+        match (interpret(module, d, &specs, base_dir, &opts), interpret(optimized, d, &specs, base_dir, &opts)) {
             (Ok(a), Ok(b)) => (a, b),
             (Err(e), _) => return emit(fail(render_run_error(e, sources))),
             (_, Err(e)) => return emit(fail(format!("after passes: {}", render_run_error(e, sources)))),
-        }
-    } else {
-        let (Some(k), Some(ko)) = (module.verified_kernel(&d.target), optimized.verified_kernel(&d.target)) else {
-            return emit(fail(format!("no kernel or graph `@{}` in this file", d.target)));
         };
-        let (Some(grid), Some(block)) = (d.grid, d.block) else {
-            return emit(fail(format!("@{} is a kernel: the directive needs grid(..) and block(..)", d.target)));
-        };
-        let cfg = LaunchConfig { grid, block, dynamic_shared_bytes: d.shared_bytes };
-        match (run_kernel(k, &cfg, &specs, base_dir, &opts), run_kernel(ko, &cfg, &specs, base_dir, &opts)) {
-            (Ok(a), Ok(b)) => (a, b),
-            (Err(e), _) => return emit(fail(render_run_error(e, sources))),
-            (_, Err(e)) => return emit(fail(format!("after passes: {}", render_run_error(e, sources)))),
-        }
-    };
     for (i, (a, b)) in before.buffers.iter().zip(&after.buffers).enumerate() {
         let c = compare_buffers(a, b, Strictness::Bitwise, 5);
         if !c.is_match() {
@@ -672,9 +655,35 @@ fn dims(d: [u32; 3]) -> String {
 }
 
 /// A failure of a launch: a bad argument or an interpreter error.
-enum RunError {
+/// Why a directive's interpreter run gave no outputs.
+pub(crate) enum RunError {
+    /// The directive cannot run (its target, launch shape or arguments).
     Args(String),
+    /// The interpreter stopped: a fault or an invalid launch.
     Interp(Box<kir_interp::InterpError>),
+}
+
+/// Runs directive `d`'s target (a kernel, with the directive's launch shape, or a graph) of `m`
+/// in the interpreter with `specs` and `opts`: the one setup `kir test` rows and the `fault`
+/// filetests share.
+pub(crate) fn interpret(
+    m: &Verified,
+    d: &RunDirective,
+    specs: &[(String, ArgSpec)],
+    base_dir: Option<&Path>,
+    opts: &Options,
+) -> Result<Outputs, RunError> {
+    if m.graph(&d.target).is_some() {
+        return run_graph(m, &d.target, specs, base_dir, opts);
+    }
+    let Some(k) = m.verified_kernel(&d.target) else {
+        return Err(RunError::Args(format!("no kernel or graph `@{}` in this file", d.target)));
+    };
+    let (Some(grid), Some(block)) = (d.grid, d.block) else {
+        return Err(RunError::Args(format!("@{} is a kernel: the directive needs grid(..) and block(..)", d.target)));
+    };
+    let cfg = LaunchConfig { grid, block, dynamic_shared_bytes: d.shared_bytes };
+    run_kernel(k, &cfg, specs, base_dir, opts)
 }
 
 fn render_run_error(e: RunError, sources: &diag::SourceMap) -> String {

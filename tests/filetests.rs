@@ -7,9 +7,11 @@
 //!   cases; `barriers/`: barrier and collective verification, `ok_*` (no diagnostic at all) and
 //!   `bad_*` (whose every error must explain itself with labelled steps down to the source of
 //!   divergence); `optimize/`: `kir opt` with FileCheck directives; `run/`: `kir test` launches with
-//!   expectations.
-//! - The rendered diagnostics of each `verify` file that has any are the text users read: they are
-//!   compared with the committed snapshot `tests/snapshots/filetests__<dir>__<name>.snap`.
+//!   expectations; `fault/`: every runtime check of the interpreter on a small faulty kernel, each
+//!   run stopping with the fault its `; fault:` line names, at the annotated line.
+//! - The rendered diagnostics of each `verify` or `fault` file that has any are the text users read
+//!   (for `fault/`, the interpreter's fault messages): they are compared with the committed
+//!   snapshot `tests/snapshots/filetests__<dir>__<name>.snap`.
 //! - The library kernels (`kernels/`, `kernels/lib/`) check cleanly, as `verify` files without
 //!   annotations.
 //! - The runner itself fails where it must: a wrong FileCheck line, a wrong or missing `; expect:`
@@ -91,7 +93,7 @@ fn every_filetest_passes() {
     }
     failed.extend(snapshot_failures);
     // An emptied or misplaced directory must not pass silently.
-    for (kind, at_least) in [("verify", 45), ("optimize", 15), ("run", 2)] {
+    for (kind, at_least) in [("verify", 45), ("optimize", 15), ("run", 2), ("fault", 9)] {
         let n = counts.get(kind).copied().unwrap_or(0);
         if n < at_least {
             failed.push(format!("only {n} `test: {kind}` files, expected at least {at_least}"));

@@ -81,7 +81,7 @@ fn argument_errors_exit_2() {
 fn kernel_faults_exit_1_with_a_located_message() {
     let (code, _, err) = kir(&[
         "run",
-        "tests/interp_faults/oob_by_one.kir",
+        "tests/filetests/fault/oob_by_one.kir",
         "--grid",
         "1",
         "--block",

@@ -1,27 +1,17 @@
-//! Every runtime check of the interpreter on a small faulty kernel (tests/interp_faults/*.kir):
-//! the error kind, the coordinates, and the rendered message users see (insta snapshots).
+//! The interpreter's fault handling that is not one file, one run and one fault (those are
+//! `test: fault` filetests, tests/filetests/fault/*.kir, run by tests/filetests.rs): a fault under
+//! options no `; run:` directive expresses (the per-warp limit alone, the checks off), and
+//! properties of many launches (every host thread count reports the same fault, a huge grid
+//! stops promptly, a spinning multi-block launch stops). The kernels are those of the filetests.
 
-use kir_interp::{launch, Arg, Buffer, ErrorKind, FaultKind, InterpError, LaunchConfig, Options};
+use kir_interp::{launch, Arg, Buffer, ErrorKind, FaultKind, LaunchConfig, Options};
 use kir_ir::types::{Constant, ScalarType};
 
-struct Case {
-    file: &'static str,
-    cfg: LaunchConfig,
-    opts: Options,
-    args: Vec<Arg>,
-    bufs: Vec<Buffer>,
-}
-
-fn fail(case: Case) -> (InterpError, String) {
-    let path = format!("tests/interp_faults/{}.kir", case.file);
-    let src = std::fs::read_to_string(&path).unwrap();
-    let m = kir_ir::parse(&src).unwrap_or_else(|d| panic!("{path}: {d:?}"));
-    let diags = kir_ir::verify::verify_module(&m);
-    assert!(!kir_ir::diag::has_errors(&diags), "{path} must verify: {diags:?}");
-    let mut bufs = case.bufs;
-    let e = launch(&m.kernels[0], &case.cfg, &case.args, &mut bufs, &case.opts).expect_err("the kernel must fault");
-    let rendered = kir_ir::diag::render(&[e.to_diagnostic()], &path, &src, false);
-    (e, rendered)
+/// The kernel of `tests/filetests/fault/NAME.kir` (its directives are comments to the parser).
+fn fault_kernel(name: &str) -> kir_ir::Module {
+    let path = format!("tests/filetests/fault/{name}.kir");
+    let src = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    kir_ir::parse(&src).unwrap_or_else(|d| panic!("{path}: {d:?}"))
 }
 
 fn f32s(n: usize) -> Buffer {
@@ -33,116 +23,17 @@ fn u32s(n: usize) -> Buffer {
 }
 
 #[test]
-fn missing_barrier_is_a_shared_memory_race() {
-    let (e, r) = fail(Case {
-        file: "missing_barrier_race",
-        cfg: LaunchConfig::linear(1, 64),
-        opts: Options { races: true, ..Options::default() },
-        args: vec![Arg::Buffer(0)],
-        bufs: vec![f32s(64)],
-    });
-    assert_eq!(e.fault_kind(), Some(FaultKind::DataRace));
-    insta::assert_snapshot!("missing_barrier_race", r);
-}
-
-#[test]
 fn missing_barrier_runs_without_races_flag() {
     // Without --races the kernel runs (the race is the kernel's bug, reported only on request).
-    let src = std::fs::read_to_string("tests/interp_faults/missing_barrier_race.kir").unwrap();
-    let m = kir_ir::parse(&src).unwrap();
+    let m = fault_kernel("missing_barrier_race");
     let mut bufs = vec![f32s(64)];
     launch(&m.kernels[0], &LaunchConfig::linear(1, 64), &[Arg::Buffer(0)], &mut bufs, &Options::default()).unwrap();
 }
 
 #[test]
-fn barrier_under_if_is_barrier_divergence() {
-    let (e, r) = fail(Case {
-        file: "barrier_under_if",
-        cfg: LaunchConfig::linear(1, 64),
-        opts: Options::default(),
-        args: vec![Arg::Buffer(0)],
-        bufs: vec![u32s(64)],
-    });
-    assert_eq!(e.fault_kind(), Some(FaultKind::BarrierDivergence));
-    assert_eq!(e.block, Some([0, 0, 0]));
-    insta::assert_snapshot!("barrier_under_if", r);
-}
-
-#[test]
-fn early_exit_before_barrier_is_barrier_divergence() {
-    let (e, r) = fail(Case {
-        file: "early_exit_before_barrier",
-        cfg: LaunchConfig::linear(2, 64),
-        opts: Options::default(),
-        args: vec![Arg::Buffer(0), Arg::Scalar(Constant::u32(100))],
-        bufs: vec![f32s(128)],
-    });
-    assert_eq!(e.fault_kind(), Some(FaultKind::BarrierDivergence));
-    // Block 0 is full; block 1 has 36 threads in range.
-    assert_eq!(e.block, Some([1, 0, 0]));
-    insta::assert_snapshot!("early_exit_before_barrier", r);
-}
-
-#[test]
-fn off_by_one_load_is_out_of_bounds() {
-    let (e, r) = fail(Case {
-        file: "oob_by_one",
-        cfg: LaunchConfig::linear(1, 1),
-        opts: Options::default(),
-        args: vec![Arg::Buffer(0), Arg::Buffer(1), Arg::Scalar(Constant::u32(10))],
-        bufs: vec![f32s(10), f32s(1)],
-    });
-    assert_eq!(e.fault_kind(), Some(FaultKind::OutOfBounds));
-    assert_eq!(e.thread, Some([0, 0, 0]));
-    insta::assert_snapshot!("oob_by_one", r);
-}
-
-#[test]
-fn uninitialized_shared_read() {
-    let (e, r) = fail(Case {
-        file: "uninit_shared",
-        cfg: LaunchConfig::linear(1, 64),
-        opts: Options { uninit: true, ..Options::default() },
-        args: vec![Arg::Buffer(0)],
-        bufs: vec![u32s(64)],
-    });
-    assert_eq!(e.fault_kind(), Some(FaultKind::UninitializedRead));
-    // Thread 0 reads slot 63, which nobody wrote.
-    assert_eq!(e.thread, Some([0, 0, 0]));
-    insta::assert_snapshot!("uninit_shared", r);
-}
-
-#[test]
-fn shuffle_in_divergent_code() {
-    let (e, r) = fail(Case {
-        file: "shfl_divergent",
-        cfg: LaunchConfig::linear(1, 32),
-        opts: Options::default(),
-        args: vec![Arg::Buffer(0)],
-        bufs: vec![f32s(32)],
-    });
-    assert_eq!(e.fault_kind(), Some(FaultKind::DivergentCollective));
-    insta::assert_snapshot!("shfl_divergent", r);
-}
-
-#[test]
-fn infinite_loop_runs_out_of_fuel() {
-    let (e, r) = fail(Case {
-        file: "infinite_loop",
-        cfg: LaunchConfig::linear(1, 1),
-        opts: Options { fuel: 10_000, ..Options::default() },
-        args: vec![Arg::Buffer(0), Arg::Scalar(Constant::u32(5))],
-        bufs: vec![u32s(1)],
-    });
-    assert_eq!(e.fault_kind(), Some(FaultKind::FuelExhausted));
-    insta::assert_snapshot!("infinite_loop", r);
-}
-
-#[test]
 fn infinite_loop_with_default_fuel_in_many_blocks_stops() {
     // Many blocks on all host threads: the launch still stops, with the same error kind.
-    let src = std::fs::read_to_string("tests/interp_faults/infinite_loop.kir").unwrap();
-    let m = kir_ir::parse(&src).unwrap();
+    let m = fault_kernel("infinite_loop");
     let mut bufs = vec![u32s(1)];
     let opts = Options { fuel: 20_000_000, ..Options::default() };
     let e = launch(
@@ -162,8 +53,7 @@ fn infinite_loop_with_default_fuel_in_many_blocks_stops() {
 /// default limits stop a single spinning thread within about a second instead of a minute).
 #[test]
 fn a_spinning_warp_is_stopped_by_the_warp_limit() {
-    let src = std::fs::read_to_string("tests/interp_faults/infinite_loop.kir").unwrap();
-    let m = kir_ir::parse(&src).unwrap();
+    let m = fault_kernel("infinite_loop");
     let mut bufs = vec![u32s(1)];
     let opts = Options { warp_fuel: 5_000, ..Options::default() };
     let e = launch(
@@ -202,36 +92,9 @@ fn a_fault_stops_a_huge_grid_promptly() {
 }
 
 #[test]
-fn misaligned_load() {
-    let (e, r) = fail(Case {
-        file: "misaligned",
-        cfg: LaunchConfig::linear(1, 4),
-        opts: Options::default(),
-        args: vec![Arg::Buffer(0), Arg::Buffer(1)],
-        bufs: vec![f32s(8), f32s(4)],
-    });
-    assert_eq!(e.fault_kind(), Some(FaultKind::Misaligned));
-    insta::assert_snapshot!("misaligned", r);
-}
-
-#[test]
-fn cross_block_write_race() {
-    let (e, r) = fail(Case {
-        file: "cross_block_race",
-        cfg: LaunchConfig::linear(3, 32),
-        opts: Options { races: true, threads: Some(1), ..Options::default() },
-        args: vec![Arg::Buffer(0)],
-        bufs: vec![u32s(1)],
-    });
-    assert_eq!(e.fault_kind(), Some(FaultKind::DataRace));
-    insta::assert_snapshot!("cross_block_race", r);
-}
-
-#[test]
 fn faults_are_reported_identically_whatever_the_host_threads() {
     // An intra-block fault in a multi-block launch: the lowest failing block is reported.
-    let src = std::fs::read_to_string("tests/interp_faults/early_exit_before_barrier.kir").unwrap();
-    let m = kir_ir::parse(&src).unwrap();
+    let m = fault_kernel("early_exit_before_barrier");
     let mut errs = vec![];
     for threads in [Some(1), Some(2), None] {
         let mut bufs = vec![f32s(64 * 40)];
