@@ -49,6 +49,7 @@ pub mod pcopy;
 pub mod regs;
 pub mod tools;
 
+use kir_ir::analysis::callgraph::reached_funcs;
 use kir_ir::verify::Verified;
 use kir_ir::{Diagnostic, Kernel, Module};
 
@@ -128,7 +129,7 @@ fn header(opts: &PtxOptions) -> String {
 /// Emits the PTX module for every kernel of `m` and every device function they call (directly or
 /// not; a function no kernel calls, such as the rest of an imported library, is left out).
 pub fn emit_module(m: &Verified, opts: &PtxOptions) -> Result<String, Vec<Diagnostic>> {
-    let order = func_order(m, reachable_funcs(m, m.kernels.iter()))?;
+    let order = func_order(m, reached_funcs(&m.funcs, &m.kernels))?;
     emit_verified(m, &order, m.kernels.iter(), opts)
 }
 
@@ -138,7 +139,7 @@ pub fn emit_kernel_in_module(m: &Verified, kernel: &str, opts: &PtxOptions) -> R
     let Some(k) = m.kernel(kernel) else {
         return Err(vec![Diagnostic::error(format!("no kernel `@{kernel}` in the module"))]);
     };
-    let order = func_order(m, reachable_funcs(m, std::iter::once(k)))?;
+    let order = func_order(m, reached_funcs(&m.funcs, [k]))?;
     emit_verified(m, &order, std::iter::once(k), opts)
 }
 
@@ -165,23 +166,6 @@ pub fn emit_kernel(k: &Kernel, opts: &PtxOptions) -> Result<String, Vec<Diagnost
     let m = Module { funcs, ..Module::default() };
     let order: Vec<usize> = (0..m.funcs.len()).collect();
     emit_verified(&m, &order, kernels.into_iter(), opts)
-}
-
-/// The indices (into `m.funcs`) of the functions `roots` call, directly or through other
-/// functions.
-fn reachable_funcs<'m>(m: &'m Module, roots: impl Iterator<Item = &'m Kernel>) -> Vec<usize> {
-    let mut seen = vec![false; m.funcs.len()];
-    let mut stack: Vec<&Kernel> = roots.collect();
-    while let Some(b) = stack.pop() {
-        for c in &b.callees {
-            if let Some(i) = m.func_index(&c.name) {
-                if !std::mem::replace(&mut seen[i], true) {
-                    stack.push(&m.funcs[i]);
-                }
-            }
-        }
-    }
-    (0..m.funcs.len()).filter(|&i| seen[i]).collect()
 }
 
 /// `wanted` (indices into `m.funcs`) in an order where each function comes after the functions it

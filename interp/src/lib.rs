@@ -367,28 +367,11 @@ pub fn launch_in(
     buffers: &mut [Buffer],
     opts: &Options,
 ) -> Result<Stats, InterpError> {
-    for body in reached_bodies(module_funcs, kernel) {
+    let reached = kir_ir::analysis::callgraph::reached_funcs(module_funcs, [kernel]);
+    for body in std::iter::once(kernel).chain(reached.into_iter().map(|i| &module_funcs[i])) {
         refuse_unverified(body, kir_ir::verify::verify_body_among(body, module_funcs))?;
     }
     launch_impl(Some(module_funcs), kernel, cfg, args, buffers, opts)
-}
-
-/// `kernel`, then every function of `funcs` it reaches through calls (by name, each once; names
-/// missing from `funcs` are left to the launch to report).
-fn reached_bodies<'a>(funcs: &'a [Kernel], kernel: &'a Kernel) -> Vec<&'a Kernel> {
-    let mut reached = vec![kernel];
-    let mut i = 0;
-    while let Some(body) = reached.get(i).copied() {
-        for callee in &body.callees {
-            if let Some(f) = funcs.iter().find(|f| f.name == callee.name) {
-                if !reached.iter().any(|r| std::ptr::eq(*r, f)) {
-                    reached.push(f);
-                }
-            }
-        }
-        i += 1;
-    }
-    reached
 }
 
 /// The launch error for a body the verifier rejects: its first error, located, with a note that

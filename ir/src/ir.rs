@@ -489,7 +489,8 @@ impl Kernel {
     /// first, so for structured code the order is the layout order (`then` before `else` before
     /// the join), and walks over it read the arenas front to back. The search itself runs on a
     /// table of successors gathered in one sweep over the blocks (8 bytes per block), not on the
-    /// blocks, which it would otherwise revisit in scattered order.
+    /// blocks, which it would otherwise revisit in scattered order. This is the crate's one
+    /// reverse post-order: [`crate::analysis::cfg::Cfg::rpo`] is this order, computed once.
     pub fn reverse_post_order(&self) -> Vec<BlockId> {
         let n = self.blocks.len();
         let mut post = Vec::with_capacity(n);

@@ -62,7 +62,7 @@
 
 use crate::inlined::{CallSite, InlinedModule, Provenance};
 use crate::pass::{ModulePass, PassContext};
-use crate::uniformity::{ConflictKind, Level, LoadConflict, MemObject, Uniformity, ValueReason};
+use crate::uniformity::{region_from, ConflictKind, Level, LoadConflict, MemObject, Uniformity, ValueReason};
 use kir_ir::analysis::cfg::Cfg;
 use kir_ir::diag::Diagnostic;
 use kir_ir::verify::Verified;
@@ -77,7 +77,15 @@ impl ModulePass for VerifyBarriers {
         "verify-barriers"
     }
     fn run(&self, m: &mut Module, cx: &mut PassContext) -> bool {
-        let diags = verify_module_barriers(m);
+        // Kernels without calls are analysed on the pass manager's cached CFGs (those with calls
+        // are analysed as inlined copies, which get their own).
+        let own: Vec<Option<Uniformity>> = m
+            .kernels
+            .iter()
+            .enumerate()
+            .map(|(i, k)| k.callees.is_empty().then(|| Uniformity::compute_with(k, Some(cx.body_cfg(i, k)))))
+            .collect();
+        let diags = module_barriers(m, |i| own.get(i).and_then(Option::as_ref));
         cx.stats.add("barriers checked", m.kernels.iter().map(count_barriers).sum::<usize>() as u64);
         cx.stats.add("divergent barriers or collectives", diags.len() as u64);
         cx.diagnostics.extend(diags);
@@ -686,26 +694,10 @@ impl<'a> Chain<'a> {
     }
 }
 
-/// Which successors of `y` can reach `x` before the post-dominator `p`.
+/// Which successors of `y` can reach `x` before the post-dominator `p` (`x` is in the branch's
+/// divergent region, so it is not `p`).
 fn sides_reaching(cfg: &Cfg, y: BlockId, p: Option<BlockId>, x: BlockId) -> Vec<bool> {
-    cfg.succs(y)
-        .iter()
-        .map(|&s| {
-            let mut seen = vec![false; cfg.len()];
-            let mut stack = vec![s];
-            while let Some(b) = stack.pop() {
-                if b == x {
-                    return true;
-                }
-                if Some(b) == p || seen[b.index()] {
-                    continue;
-                }
-                seen[b.index()] = true;
-                stack.extend(cfg.succs(b).iter().copied());
-            }
-            false
-        })
-        .collect()
+    cfg.succs(y).iter().map(|&s| region_from(cfg, &[s], p)[x.index()]).collect()
 }
 
 fn explain(

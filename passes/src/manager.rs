@@ -388,7 +388,7 @@ fn run_with_cache(
             PassKind::Kernel(pass) => run_kernel_step(&**pass, &step.spec, m, cfg, dumps, &mut sr, &mut report, cache)?,
             PassKind::Module(pass) => {
                 let changed_before = sr.changed_kernels;
-                run_module_step(&**pass, &step.spec, m, cfg, dumps, &mut sr, &mut report)?;
+                run_module_step(&**pass, &step.spec, m, cfg, dumps, &mut sr, &mut report, cache)?;
                 if sr.changed_kernels != changed_before {
                     cache.clear(m.kernels.len() + m.funcs.len());
                 }
@@ -481,6 +481,7 @@ fn run_kernel_step(
 /// Runs module pass `pass` (written `spec` in the pipeline) once on `m`. The module is copied
 /// first only when the copy may be needed: with `verify_each` (the module is verified after the
 /// pass and restored if that fails) or when the pass may reject (error diagnostics restore it).
+#[allow(clippy::too_many_arguments)]
 fn run_module_step(
     pass: &dyn ModulePass,
     spec: &str,
@@ -489,6 +490,7 @@ fn run_module_step(
     dumps: &mut dyn Write,
     sr: &mut StepReport,
     report: &mut Report,
+    cache: &mut AnalysisCache,
 ) -> Result<(), PassError> {
     let name = pass.name();
     if cfg.wants_before(name) {
@@ -512,9 +514,13 @@ fn run_module_step(
     // copy. A pass that changes bodies may reject, so the copy exists to compare with.
     let existing: HashSet<(bool, String)> = m.bodies().map(|k| (k.is_func(), k.name.clone())).collect();
     let mut cx = PassContext::default();
+    cx.cached_body_cfgs.0 = std::mem::take(&mut cache.cfgs);
     let start = Instant::now();
     let changed = pass.run(m, &mut cx);
     sr.time += start.elapsed();
+    // The CFGs stay cached when the module is unchanged (else the caller clears the cache).
+    cache.cfgs = std::mem::take(&mut cx.cached_body_cfgs.0);
+    cache.cfgs.resize_with(m.kernels.len() + m.funcs.len(), || None);
     let mut changed_bodies: HashSet<(bool, String)> = HashSet::new();
     if changed {
         let old_body = |k: &Kernel| {
@@ -714,6 +720,49 @@ mod cache_tests {
             let shape = |v: &Verified| v.cfgs().iter().map(|c| c.rpo().to_vec()).collect::<Vec<_>>();
             assert_eq!(shape(&out), shape(&fresh), "{spec}");
         }
+    }
+
+    /// A module pass that records whether each body's CFG was cached on entry, and checks the one
+    /// it gets.
+    struct ModuleProbe(Rc<RefCell<Vec<bool>>>);
+    impl ModulePass for ModuleProbe {
+        fn name(&self) -> &'static str {
+            "module-probe"
+        }
+        fn run(&self, m: &mut Module, cx: &mut PassContext) -> bool {
+            for (i, k) in m.bodies().enumerate() {
+                self.0.borrow_mut().push(cx.cached_body_cfgs.0.get(i).is_some_and(Option::is_some));
+                let cfg = cx.body_cfg(i, k);
+                for b in k.block_ids() {
+                    let want: Vec<_> = k.block(b).term.successors().map(|c| c.block).collect();
+                    assert_eq!(cfg.succs(b), &want[..], "stale CFG at {b:?}");
+                }
+            }
+            false
+        }
+    }
+
+    #[test]
+    fn module_passes_see_the_cached_cfgs_too() {
+        let seen = Rc::new(RefCell::new(vec![]));
+        let mut p = pipeline(vec![("flip", Box::new(Flip))]);
+        p.steps.insert(
+            0,
+            Step { spec: "module-probe".into(), pass: PassKind::Module(Box::new(ModuleProbe(seen.clone()))) },
+        );
+        p.steps.push(Step { spec: "module-probe".into(), pass: PassKind::Module(Box::new(ModuleProbe(seen.clone()))) });
+        let v = kir_ir::verify::verify(kir_ir::parse(SRC).unwrap()).unwrap();
+        run_pipeline(v, &p, &RunConfig::default(), &mut std::io::sink()).unwrap();
+        assert_eq!(*seen.borrow(), vec![true, false], "the verifier's CFG first; none after `flip`");
+        // The real module pass gives the same answer on the cached CFGs as without them.
+        let barrier_src = "kernel @k(%p: ptr<global, u32>) {\nentry:\n  %t = tid.x\n  %c = lt.u32 %t, 3\n  br %c, a, b\na:\n  barrier\n  jmp b\nb:\n  ret\n}\n";
+        let v = kir_ir::verify::verify(kir_ir::parse(barrier_src).unwrap()).unwrap();
+        let want = crate::barrier::verify_module_barriers(&v);
+        assert_eq!(want.len(), 1);
+        let p = crate::pipeline::parse_pipeline("verify-barriers").unwrap();
+        let e = run_pipeline(v, &p, &RunConfig::default(), &mut std::io::sink()).unwrap_err();
+        let PassError::Rejected { diagnostics, .. } = e else { panic!("{e}") };
+        assert_eq!(diagnostics, want);
     }
 
     #[test]

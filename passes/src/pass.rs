@@ -132,6 +132,8 @@ pub struct PassContext {
     pub diagnostics: Vec<Diagnostic>,
     /// The body's CFG, when the analysis cache holds it (see [`PassContext::cfg`]).
     pub(crate) cached_cfg: CachedCfg,
+    /// For a module pass: every body's CFG the analysis cache holds (see [`PassContext::body_cfg`]).
+    pub(crate) cached_body_cfgs: CachedCfgs,
 }
 
 impl PassContext {
@@ -145,6 +147,31 @@ impl PassContext {
             *slot = None;
         }
         slot.get_or_insert_with(|| Cfg::new(k))
+    }
+
+    /// For a module pass: the CFG of body `body` ([`Module::bodies`](kir_ir::Module::bodies)
+    /// order; `k` is that body), the cached one when the pass manager holds it, else built now
+    /// (and kept for the passes after this one if the pass changes nothing).
+    pub fn body_cfg(&mut self, body: usize, k: &Kernel) -> &Cfg {
+        let slots = &mut self.cached_body_cfgs.0;
+        if slots.len() <= body {
+            slots.resize_with(body + 1, || None);
+        }
+        let slot = &mut slots[body];
+        if slot.as_ref().is_some_and(|c| c.len() != k.blocks.len()) {
+            *slot = None;
+        }
+        slot.get_or_insert_with(|| Cfg::new(k))
+    }
+}
+
+/// The cached CFGs of a module's bodies (its own type so that [`PassContext`] stays `Debug`).
+#[derive(Default)]
+pub(crate) struct CachedCfgs(pub(crate) Vec<Option<Cfg>>);
+
+impl std::fmt::Debug for CachedCfgs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "CachedCfgs({} of {})", self.0.iter().filter(|c| c.is_some()).count(), self.0.len())
     }
 }
 

@@ -9,9 +9,11 @@
 //!   barrier verification across calls and the PTX backend; the interpreter runs it over the
 //!   functions a launch reaches for its stack bound. Deterministic: roots and successors are taken
 //!   in list order.
+//! - [`reached_funcs`] is the one walk from bodies to the functions they reach (the PTX backend's
+//!   `.func`s, the interpreter's pre-launch verification).
 //! - Iterative: no call chain, however deep, overflows the stack.
 
-use crate::ir::Module;
+use crate::ir::{Kernel, Module};
 use crate::op::Op;
 use crate::span::Span;
 use rustc_hash::FxHashMap as HashMap;
@@ -19,24 +21,53 @@ use rustc_hash::FxHashMap as HashMap;
 /// The call graph of a module's functions: for each function, the functions it calls (index into
 /// `m.funcs`) with the span of a call. Calls to unknown names are left out (reported elsewhere).
 pub fn call_graph(m: &Module) -> Vec<Vec<(usize, Span)>> {
-    let index: HashMap<&str, usize> = m.funcs.iter().enumerate().map(|(i, f)| (f.name.as_str(), i)).collect();
+    let index = name_index(&m.funcs);
     m.funcs
         .iter()
-        .map(|f| {
-            let mut out: Vec<(usize, Span)> = Vec::new();
-            for (_, i) in f.placed_insts() {
-                let Some(d) = f.insts.get(i.index()) else { continue };
-                if let Op::Call(c) = d.op {
-                    if let Some(&t) = f.callees.get(c as usize).and_then(|c| index.get(c.name.as_str())) {
-                        if !out.iter().any(|(x, _)| *x == t) {
-                            out.push((t, d.span));
-                        }
-                    }
+        .map(|f| placed_callees(f).into_iter().filter_map(|(name, span)| Some((*index.get(name)?, span))).collect())
+        .collect()
+}
+
+/// The functions of `funcs` that `roots` call, directly or through other functions, following
+/// placed calls by name as [`call_graph`] does: indices into `funcs`, increasing. Names missing
+/// from `funcs` are left out. What the PTX backend emits for a kernel and what the interpreter
+/// verifies before a launch.
+pub fn reached_funcs<'a>(funcs: &'a [Kernel], roots: impl IntoIterator<Item = &'a Kernel>) -> Vec<usize> {
+    let index = name_index(funcs);
+    let mut seen = vec![false; funcs.len()];
+    let mut stack: Vec<&Kernel> = roots.into_iter().collect();
+    while let Some(body) = stack.pop() {
+        for (name, _) in placed_callees(body) {
+            if let Some(&i) = index.get(name) {
+                if !std::mem::replace(&mut seen[i], true) {
+                    stack.push(&funcs[i]);
                 }
             }
-            out
-        })
-        .collect()
+        }
+    }
+    (0..funcs.len()).filter(|&i| seen[i]).collect()
+}
+
+/// Each function's index by name (the last of a duplicated name; the verifier reports those).
+fn name_index(funcs: &[Kernel]) -> HashMap<&str, usize> {
+    funcs.iter().enumerate().map(|(i, f)| (f.name.as_str(), i)).collect()
+}
+
+/// The names `body`'s placed calls name, each once, in the order of its first call, with that
+/// call's span (a call whose callee index is out of range is left out).
+fn placed_callees(body: &Kernel) -> Vec<(&str, Span)> {
+    let mut out: Vec<(&str, Span)> = Vec::new();
+    for (_, i) in body.placed_insts() {
+        let Some(d) = body.insts.get(i.index()) else { continue };
+        if let Op::Call(c) = d.op {
+            if let Some(callee) = body.callees.get(c as usize) {
+                if !out.iter().any(|(n, _)| *n == callee.name) {
+                    out.push((&callee.name, d.span));
+                }
+            }
+        }
+    }
+    out
 }
 
 /// The functions of `m` in an order where every function comes after the functions it calls, or
@@ -115,6 +146,25 @@ mod tests {
         assert_eq!(successors_first(&g, [0]), Err(vec![(1, 0), (2, 1)]));
         // A self-call.
         assert_eq!(successors_first(&[vec![0]], [0]), Err(vec![(0, 0)]));
+    }
+
+    #[test]
+    fn reached_funcs_follows_placed_calls_from_the_roots() {
+        let src = "func @leaf(%x: u32) -> u32 {\nentry:\n  ret %x\n}\n\
+                   func @mid(%x: u32) -> u32 {\nentry:\n  %y = call @leaf(%x)\n  ret %y\n}\n\
+                   func @lonely(%x: u32) -> u32 {\nentry:\n  ret %x\n}\n\
+                   kernel @k(%p: ptr<global, u32>) {\nentry:\n  %t = tid.x\n  %v = call @mid(%t)\n  store %p[%t], %v\n  ret\n}\n\
+                   kernel @plain(%p: ptr<global, u32>) {\nentry:\n  ret\n}\n";
+        let mut m = crate::parse(src).unwrap_or_else(|d| panic!("{d:?}"));
+        assert_eq!(reached_funcs(&m.funcs, &m.kernels), vec![0, 1]);
+        assert_eq!(reached_funcs(&m.funcs, [&m.kernels[1]]), Vec::<usize>::new());
+        assert_eq!(reached_funcs(&m.funcs, [&m.funcs[1]]), vec![0]);
+        // A callee listed but no longer called is not followed.
+        let k = &mut m.kernels[0];
+        let insts = &k.insts;
+        k.blocks[0].insts.retain(|i| !matches!(insts[i.index()].op, Op::Call(_)));
+        assert_eq!(m.kernels[0].callees.len(), 1);
+        assert_eq!(reached_funcs(&m.funcs, &m.kernels), Vec::<usize>::new());
     }
 
     #[test]

@@ -117,26 +117,14 @@ impl Cfg {
             }
         }
         let entry = NodeIndex::new(0);
+        // The one reverse post-order of the crate (a depth-first search taking a block's last
+        // successor first; see `Kernel::reverse_post_order`): passes, the emitter and the
+        // analyses all walk blocks in this order.
+        let post = k.reverse_post_order();
         let mut reachable = vec![false; n];
-        let mut post = Vec::with_capacity(n);
-        if n > 0 {
-            // Post-order over successors in terminator order, for a deterministic RPO.
-            let mut order_graph = DiGraph::<(), ()>::with_capacity(n, n * 2);
-            for _ in 0..n {
-                order_graph.add_node(());
-            }
-            for (b, ss) in succs.iter().enumerate() {
-                // petgraph visits neighbours in reverse insertion order; insert reversed.
-                for s in ss.iter().rev() {
-                    order_graph.add_edge(NodeIndex::new(b), NodeIndex::new(s.index()), ());
-                }
-            }
-            for node in DfsPostOrder::new(&order_graph, entry).iter(&order_graph) {
-                reachable[node.index()] = true;
-                post.push(BlockId(node.index() as u32));
-            }
+        for b in &post {
+            reachable[b.index()] = true;
         }
-        post.reverse();
         let doms = simple_fast(&graph, entry);
 
         let dom_interval = if n > 0 {

@@ -806,30 +806,36 @@ impl Uniformity {
 /// with `tag` in `mark` (which must hold no `tag` yet).
 fn region_list(cfg: &Cfg, y: BlockId, p: Option<BlockId>, mark: &mut [usize], tag: usize) -> Vec<BlockId> {
     let mut region = Vec::new();
-    let mut stack: Vec<BlockId> = cfg.succs(y).to_vec();
-    while let Some(b) = stack.pop() {
-        if Some(b) == p || mark[b.index()] == tag {
-            continue;
+    walk_region(cfg, cfg.succs(y), p, |b| {
+        if mark[b.index()] == tag {
+            return false;
         }
         mark[b.index()] = tag;
         region.push(b);
-        stack.extend(cfg.succs(b).iter().copied());
-    }
+        true
+    });
     region
 }
 
-/// The blocks reachable from the successors of `y` without passing `p` (`None`: the virtual exit).
-pub fn region_of(cfg: &Cfg, y: BlockId, p: Option<BlockId>) -> Vec<bool> {
+/// The blocks reachable from `starts` without passing `p` (`None`: the virtual exit): the region
+/// a branch with successors `starts` and immediate post-dominator `p` makes divergent, or, from
+/// one successor, the blocks that side of it reaches (barrier verification's explanations).
+pub fn region_from(cfg: &Cfg, starts: &[BlockId], p: Option<BlockId>) -> Vec<bool> {
     let mut region = vec![false; cfg.len()];
-    let mut stack: Vec<BlockId> = cfg.succs(y).to_vec();
+    walk_region(cfg, starts, p, |b| !std::mem::replace(&mut region[b.index()], true));
+    region
+}
+
+/// The one walk of a region: depth first from `starts`, never entering `p`; `first(b)` marks
+/// `b` and says whether this is its first visit (only then are its successors walked).
+fn walk_region(cfg: &Cfg, starts: &[BlockId], p: Option<BlockId>, mut first: impl FnMut(BlockId) -> bool) {
+    let mut stack: Vec<BlockId> = starts.to_vec();
     while let Some(b) = stack.pop() {
-        if Some(b) == p || region[b.index()] {
+        if Some(b) == p || !first(b) {
             continue;
         }
-        region[b.index()] = true;
         stack.extend(cfg.succs(b).iter().copied());
     }
-    region
 }
 
 fn is_full_mask(o: Option<&Operand>) -> bool {
