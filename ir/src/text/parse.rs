@@ -450,6 +450,9 @@ impl<'a, 'e> KernelLowering<'a, 'e> {
         // Instructions: resolve mnemonics and result types, then operands.
         let mut pending = Vec::new();
         let mut placed: Vec<(BlockId, &AstStmt, Op, Option<InstId>)> = Vec::new();
+        // Spellings already read in this kernel (a kernel repeats few distinct mnemonics many
+        // times): the table's answer, looked up again by the exact spelling and annotation.
+        let mut spelled: rustc_hash::FxHashMap<(&str, Option<Type>), Op> = rustc_hash::FxHashMap::default();
         for (bi, b) in ast.blocks.iter().enumerate() {
             let bid = BlockId(bi as u32);
             let mut term_seen: Option<Span> = None;
@@ -466,7 +469,12 @@ impl<'a, 'e> KernelLowering<'a, 'e> {
                 match &*stmt.kind {
                     AstStmtKind::Inst { result, op, args: _, annot } => {
                         let annot_ty = annot.as_ref().and_then(|a| lower_type(a, self.errs));
-                        let parsed = parse_mnemonic(&op.node, annot_ty);
+                        let parsed = match spelled.get(&(op.node.as_str(), annot_ty)) {
+                            Some(known) => Ok(*known),
+                            None => parse_mnemonic(&op.node, annot_ty).inspect(|o| {
+                                spelled.insert((op.node.as_str(), annot_ty), *o);
+                            }),
+                        };
                         let mut op_val = match parsed {
                             Ok(o) => o,
                             Err(msg) => {
