@@ -296,10 +296,7 @@ pub fn run_pipeline(
     let report = run_with_cache(&mut m, p, &cfg, dumps, &mut cache)?;
     // Verified again only where a pass may have broken it: the bodies passes changed (all of them
     // after a module pass changed the module), with the cached CFGs; `finish` redoes the
-    // whole-module checks, and everything when a body's signature changed.
-    if cache.module_changed {
-        edits.mark_all_changed();
-    }
+    // whole-module checks, and everything when a body was added, removed or re-signed.
     for (i, slot) in edits.cfg_slots().iter_mut().enumerate() {
         *slot = cache.cfgs.get_mut(i).and_then(Option::take);
     }
@@ -331,16 +328,14 @@ pub fn run_pipeline_in_place(
 /// [`run_pipeline`] verifies again).
 struct AnalysisCache {
     cfgs: Vec<Option<Cfg>>,
-    /// Per body: some pass reported a change.
+    /// Per body: some pass reported a change (every body, after a module pass changed the module).
     changed: Vec<bool>,
-    /// A module pass changed the module (bodies may have been added or renumbered).
-    module_changed: bool,
 }
 
 impl AnalysisCache {
     fn new(cfgs: Vec<Option<Cfg>>) -> AnalysisCache {
         let changed = vec![false; cfgs.len()];
-        AnalysisCache { cfgs, changed, module_changed: false }
+        AnalysisCache { cfgs, changed }
     }
 
     /// Forgets everything (after a module pass changed the module: bodies may be added).
@@ -349,7 +344,6 @@ impl AnalysisCache {
         self.cfgs.resize_with(bodies, || None);
         self.changed.clear();
         self.changed.resize(bodies, true);
-        self.module_changed = true;
     }
 }
 

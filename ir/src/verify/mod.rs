@@ -156,7 +156,7 @@ pub fn verify_module(m: &Module) -> Vec<Diagnostic> {
 }
 
 /// A module's verification, kept by part so that a driver that changed some bodies can redo only
-/// those ([`verified::reverify`]).
+/// those ([`BodyEdits::finish`]).
 pub(crate) struct ModuleParts {
     /// Per body ([`Module::bodies`] order): a duplicate-name error, if any, then the body's own
     /// diagnostics.

@@ -32,10 +32,10 @@ use std::sync::OnceLock;
 /// A module the verifier accepted, with the analyses the verification computed.
 pub struct Verified {
     module: Module,
-    /// The warnings per body ([`Module::bodies`] order), then those of the whole-module checks;
-    /// `warnings` is their concatenation, in [`super::verify_module`]'s order.
+    /// The warnings per body ([`Module::bodies`] order), kept for [`Verified::into_edits`].
     body_warnings: Vec<Vec<Diagnostic>>,
-    whole_warnings: Vec<Diagnostic>,
+    /// Every warning, in [`super::verify_module`]'s order: the bodies', then the whole-module
+    /// checks'.
     warnings: Vec<Diagnostic>,
     /// One per body, in [`Module::bodies`] order (kernels, then functions).
     cfgs: Vec<Cfg>,
@@ -95,8 +95,8 @@ impl Verified {
         whole_warnings: Vec<Diagnostic>,
     ) -> Verified {
         let n = cfgs.len();
-        let warnings = body_warnings.iter().flatten().chain(&whole_warnings).cloned().collect();
-        Verified { module, body_warnings, whole_warnings, warnings, cfgs, loops: lazy(n), uniformity: lazy(n) }
+        let warnings = body_warnings.iter().flatten().cloned().chain(whole_warnings).collect();
+        Verified { module, body_warnings, warnings, cfgs, loops: lazy(n), uniformity: lazy(n) }
     }
 
     /// The verified module.
@@ -107,12 +107,6 @@ impl Verified {
     /// The module, giving up the proof of validity (to edit it; verify it again afterwards).
     pub fn into_module(self) -> Module {
         self.module
-    }
-
-    /// The module and the CFG of each of its bodies ([`Module::bodies`] order), for a caller that
-    /// goes on caching analyses while it edits the module.
-    pub fn into_parts(self) -> (Module, Vec<Cfg>) {
-        (self.module, self.cfgs)
     }
 
     /// The module, to be edited in place body by body, and the [`BodyEdits`] that verify it again
@@ -231,16 +225,6 @@ impl BodyEdits {
         }
     }
 
-    /// Marks every body changed (after an edit of the module as a whole).
-    pub fn mark_all_changed(&mut self) {
-        self.changed.iter_mut().for_each(|c| *c = true);
-    }
-
-    /// Whether body `i` is marked changed.
-    pub fn is_changed(&self, body: usize) -> bool {
-        self.changed.get(body).copied().unwrap_or(true)
-    }
-
     /// Verifies `m`, the edited module, again where it may have become invalid: every body marked
     /// changed (with its CFG reused when its slot holds one), and the whole-module checks
     /// (recursion, graphs). When the bodies are not the ones taken apart (one added, removed,
@@ -307,7 +291,6 @@ impl Clone for Verified {
         Verified {
             module: self.module.clone(),
             body_warnings: self.body_warnings.clone(),
-            whole_warnings: self.whole_warnings.clone(),
             warnings: self.warnings.clone(),
             cfgs,
             loops: lazy(n),
