@@ -41,31 +41,6 @@ use std::fmt;
 /// The kinds of filetest a `; test:` header may name (see `crate::filetest`).
 pub const TEST_KINDS: [&str; 4] = ["verify", "optimize", "run", "fault"];
 
-/// Every [`FaultKind`], in the order `; fault:` errors list them.
-pub const FAULT_KINDS: [FaultKind; 7] = [
-    FaultKind::OutOfBounds,
-    FaultKind::Misaligned,
-    FaultKind::BarrierDivergence,
-    FaultKind::DivergentCollective,
-    FaultKind::DataRace,
-    FaultKind::UninitializedRead,
-    FaultKind::FuelExhausted,
-];
-
-/// Does not compile when a [`FaultKind`] is added and [`FAULT_KINDS`] not told.
-#[allow(dead_code)]
-fn every_fault_kind_is_listed(k: FaultKind) {
-    match k {
-        FaultKind::OutOfBounds
-        | FaultKind::Misaligned
-        | FaultKind::BarrierDivergence
-        | FaultKind::DivergentCollective
-        | FaultKind::DataRace
-        | FaultKind::UninitializedRead
-        | FaultKind::FuelExhausted => {}
-    }
-}
-
 /// A `; fault:` line: the kernel fault a `test: fault` run must stop with.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ExpectedFault {
@@ -535,11 +510,11 @@ fn parse_fault(line: usize, body: &str) -> Result<ExpectedFault, String> {
     let words = split_words(body);
     let coord_at = words.iter().position(|w| w.contains('(')).unwrap_or(words.len());
     let kind_text = words[..coord_at].join(" ");
-    let names = || FAULT_KINDS.iter().map(|k| k.name()).collect::<Vec<_>>().join(", ");
+    let names = || FaultKind::ALL.iter().map(|k| k.name()).collect::<Vec<_>>().join(", ");
     if kind_text.is_empty() {
         return Err(format!("`fault:` needs the kind of fault (one of: {})", names()));
     }
-    let kind = FAULT_KINDS
+    let kind = FaultKind::ALL
         .into_iter()
         .find(|k| k.name() == kind_text)
         .ok_or_else(|| format!("unknown fault kind `{kind_text}` (expected one of: {})", names()))?;
@@ -946,7 +921,7 @@ mod tests {
         assert_eq!(d.runs[1].fuel, Some(100));
         assert_eq!(d.runs[2].fault, None);
         // Every kind is spelled as users read it.
-        for k in FAULT_KINDS {
+        for k in FaultKind::ALL {
             let d =
                 parse_directives(&format!("; run: @k grid(1) block(1)\n; fault: {} thread(5)\n", k.name())).unwrap();
             assert_eq!(d.runs[0].fault.as_ref().map(|f| (f.kind, f.thread)), Some((k, Some([5, 0, 0]))));

@@ -35,6 +35,19 @@ pub enum FaultKind {
 }
 
 impl FaultKind {
+    /// Every kind, in the order messages list them. (A kind added to the enum and not here stops
+    /// `every_kind_is_listed` below from compiling.)
+    pub const ALL: [FaultKind; 7] = [
+        FaultKind::OutOfBounds,
+        FaultKind::Misaligned,
+        FaultKind::BarrierDivergence,
+        FaultKind::DivergentCollective,
+        FaultKind::DataRace,
+        FaultKind::UninitializedRead,
+        FaultKind::FuelExhausted,
+    ];
+
+    /// The kind as users read it (in messages and in a filetest's `; fault:` line).
     pub fn name(self) -> &'static str {
         match self {
             FaultKind::OutOfBounds => "out-of-bounds access",
@@ -45,6 +58,20 @@ impl FaultKind {
             FaultKind::UninitializedRead => "uninitialized read",
             FaultKind::FuelExhausted => "fuel exhausted",
         }
+    }
+}
+
+/// Does not compile when a [`FaultKind`] is added and [`FaultKind::ALL`] not told.
+#[allow(dead_code)]
+fn every_kind_is_listed(k: FaultKind) {
+    match k {
+        FaultKind::OutOfBounds
+        | FaultKind::Misaligned
+        | FaultKind::BarrierDivergence
+        | FaultKind::DivergentCollective
+        | FaultKind::DataRace
+        | FaultKind::UninitializedRead
+        | FaultKind::FuelExhausted => {}
     }
 }
 
