@@ -10,7 +10,7 @@
 //! - `test:` names a known filetest kind ([`TEST_KINDS`]); `error:`/`warning:` annotations (used by
 //!   `crate::filetest`) refer to their own line when they end a code line, else to the closest
 //!   preceding line that is neither blank nor a comment. `kir test` ignores these three.
-//! - `fault:` (a `test: fault` filetest's, see `crate::filetest`) attaches to the closest preceding
+//! - `fault:` (`kir test` and `test: fault` filetests, see `crate::filetest`) attaches to the closest preceding
 //!   `run:` line, at most one per run; its kind is a [`FaultKind`] as users read it
 //!   ([`FaultKind::name`]: `data race`, `out-of-bounds access`, ...), and its coordinates are
 //!   those the fault must report.
@@ -62,6 +62,25 @@ impl ExpectedFault {
     /// `data race in block (1, 0, 0) thread (0, 0, 0)`: the kind and the coordinates stated.
     pub fn describe(&self) -> String {
         describe_fault(self.kind.name(), self.block, self.thread)
+    }
+
+    /// Whether the error a run stopped with is this fault: its kind, and the coordinates this
+    /// line states. The message says what was expected and what came instead.
+    pub fn check(&self, e: &kir_interp::InterpError) -> Result<(), String> {
+        let Some(kind) = e.fault_kind() else {
+            return Err(format!("expected {}, the run failed with: {}", self.describe(), e.to_diagnostic().message));
+        };
+        let wrong = self.kind != kind
+            || self.block.is_some_and(|b| e.block != Some(b))
+            || self.thread.is_some_and(|t| e.thread != Some(t));
+        if wrong {
+            return Err(format!(
+                "wrong fault: expected {}, got {}",
+                self.describe(),
+                describe_fault(kind.name(), e.block, e.thread)
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -229,7 +248,8 @@ pub struct RunDirective {
     /// `NAME=VALUE` in order.
     pub args: Vec<(String, String)>,
     pub expects: Vec<Expect>,
-    /// The `; fault:` line after it (for `test: fault` filetests; `kir test` ignores it).
+    /// The `; fault:` line after it: the run must stop with that fault (`kir test` and the
+    /// `test: fault` filetests check it).
     pub fault: Option<ExpectedFault>,
 }
 

@@ -580,11 +580,8 @@ fn fault(path: &Path, source: &str, d: &Directives) -> (Option<Verified>, Vec<Fa
                 format!("say which fault: add `; fault: KIND [block(..)] [thread(..)]` after this `; run:` line (the run faulted with {got})"),
             )),
             Some(want) => {
-                let wrong = want.kind != kind
-                    || want.block.is_some_and(|b| e.block != Some(b))
-                    || want.thread.is_some_and(|t| e.thread != Some(t));
-                if wrong {
-                    failures.push(Failure::at(want.line, format!("wrong fault: expected {}, got {got}", want.describe())));
+                if let Err(msg) = want.check(&e) {
+                    failures.push(Failure::at(want.line, msg));
                 }
             }
         }

@@ -319,6 +319,9 @@ fn run_directive(
         Some(n) => opts.with_fuel(n),
         None => opts,
     };
+    if let Some(want) = &d.fault {
+        return emit(expected_fault_row(d, want, file, &label, sources, module, &specs, base_dir, opts));
+    }
     let emu_opts = match d.fuel {
         Some(n) => ctx.emu.clone().with_fuel(n),
         None => ctx.emu.clone(),
@@ -655,6 +658,49 @@ fn dims(d: [u32; 3]) -> String {
 }
 
 /// A failure of a launch: a bad argument or an interpreter error.
+/// The row of a run that must fault (`; fault:`): the interpreter, on the file as written and on
+/// one host thread (so that even a cross-block race names the same threads every time), must stop
+/// with that fault. A faulting run has no outputs to compare, so it gets no other row; an
+/// `; expect:` beside a `; fault:` is a failure.
+#[allow(clippy::too_many_arguments)]
+fn expected_fault_row(
+    d: &RunDirective,
+    want: &crate::directives::ExpectedFault,
+    file: &str,
+    label: &str,
+    sources: &diag::SourceMap,
+    module: &Verified,
+    specs: &[(String, ArgSpec)],
+    base_dir: Option<&Path>,
+    opts: Options,
+) -> Row {
+    let row = |outcome: Outcome, note: Option<String>| Row { label: format!("{label} interp"), outcome, note };
+    if let Some(e) = d.expects.first() {
+        return row(
+            Outcome::Fail(format!("{file}:{}: a run that must fault (`; fault:`) has no outputs to expect", e.line)),
+            None,
+        );
+    }
+    let opts = Options { threads: Some(1), ..opts };
+    match interpret(module, d, specs, base_dir, &opts) {
+        Ok(_) => {
+            row(Outcome::Fail(format!("{file}:{}: expected {}, the run passed", want.line, want.describe())), None)
+        }
+        Err(RunError::Args(msg)) => row(Outcome::Fail(msg), None),
+        Err(RunError::Interp(e)) => match want.check(&e) {
+            Ok(()) => row(Outcome::Ok, Some(format!("faulted as expected: {}", want.describe()))),
+            Err(msg) => row(
+                Outcome::Fail(format!(
+                    "{file}:{}: {msg}\n    {}",
+                    want.line,
+                    render_run_error(RunError::Interp(e), sources)
+                )),
+                None,
+            ),
+        },
+    }
+}
+
 /// Why a directive's interpreter run gave no outputs.
 pub(crate) enum RunError {
     /// The directive cannot run (its target, launch shape or arguments).

@@ -425,6 +425,10 @@ fn spot_checks() {
     has(&g, "; check-ptx: bar.sync 0", "check-ptx", "keyword.other.directive.kir");
     has(&g, "; check-ptx: bar.sync 0", "bar.sync 0", "comment.line.directive.kir");
     has(&g, ";; run: not a directive (the comment text starts with `;`)", "run", "comment.line.semicolon.kir");
+    has(&g, "; fault: data race block(1)", "fault", "keyword.other.directive.kir");
+    has(&g, "; test: verify", "test", "keyword.other.directive.kir");
+    has(&g, "  ret ; error: unknown value", "error", "keyword.other.directive.kir");
+    has(&g, "; warning: block `lost` is unreachable", "warning", "keyword.other.directive.kir");
     let l = "kernel @k(%p: ptr<global, f32>, %n: u32) reqntid(256) {";
     has(&g, l, "kernel", "storage.type.kernel.kir");
     has(&g, l, "@k", "entity.name.function.kir");

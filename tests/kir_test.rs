@@ -462,3 +462,30 @@ fn odd_directory_trees_end_and_name_what_they_skip() {
         assert!(stdout.contains("[walk] FAIL  ./sub/p.kir\n    not a regular file"), "{stdout}");
     }
 }
+
+/// `; fault:` after a `; run:` line: the run must stop with that fault (kind, and the coordinates
+/// stated); it passes only so, and gets no emulator or GPU row (a faulting run has no outputs).
+#[test]
+fn runs_that_must_fault_pass_only_by_faulting_as_stated() {
+    let (code, stdout, _) = kir_with_env(&["test", "-v", "tests/kir_test_cases/must_fault.kir"], &[]);
+    assert_eq!(code, 1, "{stdout}");
+    let (passed, failed, skipped) = summary(&stdout);
+    assert_eq!((passed, failed, skipped), (2, 3, 0), "the file row and one fault row pass:\n{stdout}");
+    assert!(stdout.contains(
+        "ok    tests/kir_test_cases/must_fault.kir:9 @k grid(1) block(8) interp  (faulted as expected: out-of-bounds access in block (0, 0, 0) thread (4, 0, 0))"
+    ), "{stdout}");
+    assert!(stdout.contains(
+        "    tests/kir_test_cases/must_fault.kir:13: wrong fault: expected out-of-bounds access in thread (5, 0, 0), got out-of-bounds access in block (0, 0, 0) thread (4, 0, 0)\n    interpreter:\n    error: kernel fault (out-of-bounds access)"
+    ), "{stdout}");
+    assert!(
+        stdout.contains("    tests/kir_test_cases/must_fault.kir:16: expected data race, the run passed\n"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(
+            "    tests/kir_test_cases/must_fault.kir:20: a run that must fault (`; fault:`) has no outputs to expect\n"
+        ),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("ptx-emu") && !stdout.contains(" gpu"), "no other rows for fault runs:\n{stdout}");
+}
