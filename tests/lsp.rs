@@ -824,3 +824,34 @@ fn an_error_in_an_imported_file_is_shown_at_its_import_line() {
     assert!(d[0]["message"].as_str().unwrap().starts_with("cannot read imported file"), "{d:?}");
     assert_eq!(c.shutdown(), 0);
 }
+
+/// An imported file that is open in the editor is read from its unsaved text, and the documents
+/// that import it are checked again (and their diagnostics published) when it changes or closes.
+#[test]
+fn open_imports_are_read_from_the_editor_and_their_importers_follow() {
+    let dir = TempDir::with(&[("lib/util.kir", LIB), ("main.kir", MAIN)]);
+    let (mut c, _) = Client::initialized();
+    let uri = dir.uri("main.kir");
+    let lib_uri = dir.uri("lib/util.kir");
+    assert!(c.open(&uri, MAIN).is_empty());
+    // Opening the library with `@twice` renamed (not saved): main's call no longer resolves,
+    // and main's diagnostics are published again without main changing.
+    let renamed = LIB.replace("@twice", "@double");
+    assert!(c.open(&lib_uri, &renamed).is_empty());
+    let d = c.diagnostics(&uri);
+    assert_eq!(d.len(), 1, "{d:?}");
+    assert!(d[0]["message"].as_str().unwrap().contains("unknown function `@twice`"), "{d:?}");
+    // Editing main to call the unsaved name: clean, against the editor's text of the library.
+    c.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": uri, "version": 2}, "contentChanges": [{"text": MAIN.replace("@twice", "@double")}]}),
+    );
+    assert!(c.diagnostics(&uri).is_empty());
+    // Closing the library without saving: main is checked against the file on disk again.
+    c.notify("textDocument/didClose", json!({"textDocument": {"uri": lib_uri}}));
+    assert!(c.diagnostics(&lib_uri).is_empty(), "a closed document's diagnostics are cleared");
+    let d = c.diagnostics(&uri);
+    assert_eq!(d.len(), 1, "{d:?}");
+    assert!(d[0]["message"].as_str().unwrap().contains("unknown function `@double`"), "{d:?}");
+    assert_eq!(c.shutdown(), 0);
+}

@@ -14,7 +14,8 @@
 //!   syntax tree when the text is syntactically valid (also when lowering reports errors).
 //! - A document with a file path ([`Analysis::at`], from a `file:` URI) is loaded as `kir` loads
 //!   a file ([`kir_ir::text::load::load_source`]): its `import` lines are resolved relative to its
-//!   directory (imported files are read from disk), the module holds the imported functions, and
+//!   directory (an imported file open in the editor is read from its unsaved text, others from
+//!   disk: [`Analysis::at_with`]), the module holds the imported functions, and
 //!   `kir check` runs on that module. The [`SourceMap`] puts the document at offset 0 and every
 //!   imported file past it, so a diagnostic's span says which file it lies in
 //!   ([`Analysis::locate`]); calls of imported functions resolve in the name index. Without a
@@ -25,6 +26,7 @@
 use super::symbols::{External, Index};
 use kir_ir::diag::{Diagnostic, SourceMap};
 use kir_ir::text::ast::{AstItem, AstModule};
+use kir_ir::text::load::file_key;
 use kir_ir::verify::Verified;
 use kir_ir::Span;
 use lsp_types::{Location, Position, Range, Uri};
@@ -178,11 +180,6 @@ impl Analysis {
     }
 }
 
-/// The identity of a file: its canonical path when it exists.
-fn canonical(p: &Path) -> PathBuf {
-    std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
-}
-
 impl Analysis {
     /// The analysis of a text without a file path (imports cannot be resolved).
     pub fn new(text: &str) -> Analysis {
@@ -190,8 +187,14 @@ impl Analysis {
     }
 
     /// The analysis of a text that is (the unsaved content of) the file at `path`, when given:
-    /// imports are resolved relative to its directory.
+    /// imports are resolved relative to its directory and read from disk.
     pub fn at(text: &str, path: Option<&Path>) -> Analysis {
+        Analysis::at_with(text, path, &|_| None)
+    }
+
+    /// [`Analysis::at`] where imported files that `open` has text for (by [`file_key`]: the
+    /// editor's open documents) are loaded from that text, not from disk.
+    pub fn at_with(text: &str, path: Option<&Path>, open: &dyn Fn(&Path) -> Option<String>) -> Analysis {
         let ast = kir_ir::text::parse::parse_ast(text).ok();
         let Some(path) = path else {
             let (module, diagnostics) = match kir_ir::parse(text) {
@@ -214,13 +217,14 @@ impl Analysis {
                 imports,
             };
         };
-        let (module, diagnostics, mut sources) = match kir_ir::text::load::load_source(path, text.to_string()) {
-            Ok(l) => {
-                let (d, m) = crate::checks::check_keeping(l.module);
-                (Some(m), d, l.sources)
-            }
-            Err(e) => (None, e.diagnostics, e.sources),
-        };
+        let (module, diagnostics, mut sources) =
+            match kir_ir::text::load::load_source_with(path, text.to_string(), open) {
+                Ok(l) => {
+                    let (d, m) = crate::checks::check_keeping(l.module);
+                    (Some(m), d, l.sources)
+                }
+                Err(e) => (None, e.diagnostics, e.sources),
+            };
         if sources.files.is_empty() {
             sources = SourceMap::single(&path.display().to_string(), text);
         }
@@ -289,7 +293,7 @@ impl Analysis {
 /// edges resolved as the loader resolves them (relative to the importing file's directory).
 fn imported_files(sources: &SourceMap) -> Vec<ImportedFile> {
     let Some(main) = sources.files.first() else { return vec![] };
-    let main_path = canonical(Path::new(&main.name));
+    let main_path = file_key(Path::new(&main.name));
     let main_dir = Path::new(&main.name).parent().map(Path::to_path_buf).unwrap_or_default();
     let mut out: Vec<ImportedFile> = sources
         .files
@@ -303,7 +307,7 @@ fn imported_files(sources: &SourceMap) -> Vec<ImportedFile> {
                 .unwrap_or_else(|_| f.name.clone());
             ImportedFile {
                 file: j,
-                path: canonical(Path::new(&f.name)),
+                path: file_key(Path::new(&f.name)),
                 shown,
                 lines: LineIndex::new(&f.text),
                 ast: kir_ir::text::parse::parse_ast(&f.text).ok(),
@@ -316,7 +320,7 @@ fn imported_files(sources: &SourceMap) -> Vec<ImportedFile> {
         let dir = f.path.parent().map(Path::to_path_buf).unwrap_or_default();
         if let Some(ast) = &f.ast {
             for (written, _) in kir_ir::text::load::imports_of(ast) {
-                let target = canonical(&dir.join(&written));
+                let target = file_key(&dir.join(&written));
                 if let Some(j) = paths.iter().position(|p| *p == target) {
                     if !f.imports.contains(&j) {
                         f.imports.push(j);
@@ -330,11 +334,11 @@ fn imported_files(sources: &SourceMap) -> Vec<ImportedFile> {
 
 /// The `import` lines of the document, each with the files it brings in.
 fn import_lines(ast: &AstModule, path: Option<&Path>, imported: &[ImportedFile]) -> Vec<ImportLine> {
-    let dir = path.map(|p| canonical(p).parent().map(Path::to_path_buf).unwrap_or_default());
+    let dir = path.map(|p| file_key(p).parent().map(Path::to_path_buf).unwrap_or_default());
     let mut out = vec![];
     for item in &ast.items {
         let AstItem::Import(imp) = item else { continue };
-        let resolved = dir.as_ref().map(|d| canonical(&d.join(imp.path.node.as_str())));
+        let resolved = dir.as_ref().map(|d| file_key(&d.join(imp.path.node.as_str())));
         let file = resolved.as_ref().and_then(|r| imported.iter().find(|f| f.path == *r)).map(|f| f.file);
         let mut brings = vec![];
         let mut stack: Vec<usize> = file.into_iter().collect();
@@ -426,9 +430,24 @@ impl Document {
 
     /// A document that is (the unsaved content of) the file at `path`, when given.
     pub fn at(text: String, version: i32, path: Option<&Path>) -> Document {
+        Document::at_with(text, version, path, &|_| None)
+    }
+
+    /// [`Document::at`] with the text of other open documents ([`Analysis::at_with`]).
+    pub fn at_with(
+        text: String,
+        version: i32,
+        path: Option<&Path>,
+        open: &dyn Fn(&Path) -> Option<String>,
+    ) -> Document {
         let lines = LineIndex::new(&text);
-        let analysis = Analysis::at(&text, path);
+        let analysis = Analysis::at_with(&text, path, open);
         Document { version, text, lines, analysis }
+    }
+
+    /// Whether this document's analysis loaded the file whose [`file_key`] is `key` as an import.
+    pub fn imports_file(&self, key: &Path) -> bool {
+        self.analysis.imported.iter().any(|f| f.path == key)
     }
 
     /// A document whose analysis failed ([`Analysis::failed`]).

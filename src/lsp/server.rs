@@ -15,17 +15,22 @@
 //!   without `exit`), as the protocol says.
 //! - Positions past the end of a line or of the document are clamped, never an error.
 //! - A document with a `file:` URI is analyzed as that file (its imports resolved relative to its
-//!   directory, [`super::document::Analysis::at`]); any other URI as a buffer without a path.
+//!   directory, [`super::document::Analysis::at_with`]); any other URI as a buffer without a path.
+//!   An imported file that is open is read from its current (unsaved) text, not from disk; when a
+//!   document is opened, changed or closed, every open document that imports it (directly or not)
+//!   is analyzed again and its diagnostics published.
 
 use super::document::{uri_to_path, Document};
 use super::transport::{self, Incoming};
 use super::{diagnostics, format, hover, navigation, semantic_tokens, symbols};
+use kir_ir::text::load::file_key;
 use lsp_server::{Message, Notification, Request, Response};
 use lsp_types::*;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::io::Write;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::Path;
 
 const PARSE_ERROR: i32 = -32700;
 const INVALID_REQUEST: i32 = -32600;
@@ -232,7 +237,13 @@ impl<W: Write> Server<W> {
         let method = n.method.clone();
         let changed = catch_unwind(AssertUnwindSafe(|| self.sync(n)));
         match changed {
-            Ok(Ok(Some(uri))) => self.publish(uri),
+            Ok(Ok(Some(uri))) => {
+                self.publish(uri.clone())?;
+                for dependent in self.reanalyze_importers_of(&uri) {
+                    self.publish(dependent)?;
+                }
+                Ok(())
+            }
             Ok(Ok(None)) => Ok(()),
             Ok(Err(e)) => {
                 eprintln!("kir lsp: `{method}`: {e}");
@@ -251,7 +262,7 @@ impl<W: Write> Server<W> {
             "textDocument/didOpen" => {
                 let p: DidOpenTextDocumentParams = serde_json::from_value(n.params)?;
                 let td = p.text_document;
-                let doc = analyzed(td.text, td.version, &td.uri);
+                let doc = self.analyzed(td.text, td.version, &td.uri);
                 self.docs.insert(td.uri.clone(), doc);
                 Ok(Some(td.uri))
             }
@@ -263,7 +274,8 @@ impl<W: Write> Server<W> {
                     doc.splice(c.range, &c.text);
                 }
                 let text = std::mem::take(&mut doc.text);
-                *doc = analyzed(text, p.text_document.version, &uri);
+                let doc = self.analyzed(text, p.text_document.version, &uri);
+                self.docs.insert(uri.clone(), doc);
                 Ok(Some(uri))
             }
             "textDocument/didClose" => {
@@ -285,12 +297,37 @@ impl<W: Write> Server<W> {
     }
 }
 
-/// A document analyzed (as the file its URI names, if any), or, if the analysis panicked, with
-/// one diagnostic saying so.
-fn analyzed(text: String, version: i32, uri: &Uri) -> Document {
-    let path = uri_to_path(uri);
-    match catch_unwind(AssertUnwindSafe(|| Document::at(text.clone(), version, path.as_deref()))) {
-        Ok(d) => d,
-        Err(_) => Document::failed(text, version),
+impl<W: Write> Server<W> {
+    /// A document analyzed (as the file its URI names, if any; its imports that are open here are
+    /// read from their current text), or, if the analysis panicked, with one diagnostic saying so.
+    fn analyzed(&self, text: String, version: i32, uri: &Uri) -> Document {
+        let path = uri_to_path(uri);
+        let open = |key: &Path| {
+            self.docs
+                .iter()
+                .find(|(u, _)| *u != uri && uri_to_path(u).is_some_and(|p| file_key(&p) == key))
+                .map(|(_, d)| d.text.clone())
+        };
+        match catch_unwind(AssertUnwindSafe(|| Document::at_with(text.clone(), version, path.as_deref(), &open))) {
+            Ok(d) => d,
+            Err(_) => Document::failed(text, version),
+        }
+    }
+
+    /// After document `uri` was opened, changed or closed: analyzes again every other open
+    /// document whose last analysis loaded it as an import (directly or not), so their diagnostics
+    /// follow its current text. Returns them (to publish).
+    fn reanalyze_importers_of(&mut self, uri: &Uri) -> Vec<Uri> {
+        let Some(key) = uri_to_path(uri).map(|p| file_key(&p)) else { return vec![] };
+        let mut importers: Vec<Uri> =
+            self.docs.iter().filter(|(u, d)| *u != uri && d.imports_file(&key)).map(|(u, _)| u.clone()).collect();
+        importers.sort_by(|a, b| a.as_str().cmp(b.as_str()));
+        for u in &importers {
+            let Some(d) = self.docs.get_mut(u) else { continue };
+            let (text, version) = (std::mem::take(&mut d.text), d.version);
+            let doc = self.analyzed(text, version, u);
+            self.docs.insert(u.clone(), doc);
+        }
+        importers
     }
 }

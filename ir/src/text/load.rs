@@ -13,6 +13,9 @@
 //!   device or FIFO (`import "/dev/zero"` is refused before reading), a file that is not UTF-8 or fails to parse (the errors in it, in that file), an import cycle (named file by
 //!   file, at the import that closes it), a function name defined by two files (at the second
 //!   definition, with the first), and imports nested deeper than [`MAX_IMPORT_DEPTH`].
+//! - [`load_source_with`] takes the text of some files from its caller instead of the disk (an
+//!   editor's open, unsaved documents); everything else is as [`load_source`], which is it with no
+//!   such file.
 //! - The depth of nested imports is bounded ([`MAX_IMPORT_DEPTH`]) and the total text is bounded
 //!   by the 4 GiB span space; nothing recurses on input size.
 
@@ -73,9 +76,22 @@ pub fn load_file(path: &Path) -> Result<Loaded, LoadError> {
 /// Loads source `text` as if it were the file at `path` (an editor's unsaved buffer): imports are
 /// resolved relative to `path`'s directory.
 pub fn load_source(path: &Path, text: String) -> Result<Loaded, LoadError> {
-    let mut l = Loader { sources: SourceMap::default(), files: Vec::new(), stack: Vec::new(), errors: Vec::new() };
+    load_source_with(path, text, &|_| None)
+}
+
+/// [`load_source`] where some files have text that is not (yet) on disk: an imported file whose
+/// identity ([`file_key`]: the canonical path, or the path as written when the file does not
+/// exist) `open` gives text for is loaded from that text instead of being read (what an editor
+/// holds open and unsaved).
+pub fn load_source_with(
+    path: &Path,
+    text: String,
+    open: &dyn Fn(&Path) -> Option<String>,
+) -> Result<Loaded, LoadError> {
+    let mut l =
+        Loader { sources: SourceMap::default(), files: Vec::new(), stack: Vec::new(), errors: Vec::new(), open };
     let name = path.display().to_string();
-    let key = canonical(path);
+    let key = file_key(path);
     let main = l.load(key, name, text);
     if !l.errors.is_empty() {
         l.errors.sort_by_key(|d| d.span().map(|s| s.start).unwrap_or(0));
@@ -97,7 +113,7 @@ pub fn load_source(path: &Path, text: String) -> Result<Loaded, LoadError> {
 
 /// The identity of a file: its canonical path when it exists (so `a/../b.kir` and `b.kir` are one
 /// file), else the path as given.
-fn canonical(p: &Path) -> PathBuf {
+pub fn file_key(p: &Path) -> PathBuf {
     std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
 }
 
@@ -109,7 +125,9 @@ struct FileEntry {
     imports: Vec<usize>,
 }
 
-struct Loader {
+struct Loader<'o> {
+    /// Text for files that is not read from disk (see [`load_source_with`]).
+    open: &'o dyn Fn(&Path) -> Option<String>,
     sources: SourceMap,
     files: Vec<FileEntry>,
     /// Files being loaded, outermost first, with the import span that led to the next one.
@@ -117,7 +135,7 @@ struct Loader {
     errors: Vec<Diagnostic>,
 }
 
-impl Loader {
+impl Loader<'_> {
     /// Loads one file (already read) and, first, its imports. Returns its index.
     fn load(&mut self, key: PathBuf, name: String, text: String) -> Option<usize> {
         let Some(base) = self.sources.add(name, text) else {
@@ -205,44 +223,9 @@ impl Loader {
         }
     }
 
-    /// Resolves and loads one import of file `from`; `span` is the import line.
-    fn import(&mut self, dir: &Path, path: &str, from: usize, span: Span, path_span: Span) -> Option<usize> {
-        if path.is_empty() {
-            self.errors
-                .push(Diagnostic::error("empty import path").at(path_span, "expected a file, e.g. \"lib/reduce.kir\""));
-            return None;
-        }
-        let full = dir.join(path);
-        let key = canonical(&full);
-        let shown = display_name(&self.sources.files[from].name, path);
-        // A file on the stack of files being loaded: a cycle.
-        let on_stack = self.stack.iter().position(|(f, _)| self.files[*f].key == key);
-        if on_stack.is_some() || self.files[from].key == key {
-            let start = on_stack.unwrap_or(self.stack.len());
-            let mut chain: Vec<String> =
-                self.stack[start..].iter().map(|(f, _)| self.sources.files[*f].name.clone()).collect();
-            chain.push(self.sources.files[from].name.clone());
-            chain.push(shown.clone());
-            let mut d = Diagnostic::error(format!("import cycle: {}", chain.join(" -> ")))
-                .at(span, "this import closes the cycle")
-                .with_note("files may not import each other in a circle; move the shared functions into a third file");
-            for (_, s) in &self.stack[start..] {
-                d = d.with_label(*s, "imported here");
-            }
-            self.errors.push(d);
-            return None;
-        }
-        if let Some(i) = self.files.iter().position(|f| f.key == key) {
-            return self.files[i].module.is_some().then_some(i);
-        }
-        if self.stack.len() >= MAX_IMPORT_DEPTH {
-            self.errors.push(
-                Diagnostic::error(format!("imports nested more than {MAX_IMPORT_DEPTH} files deep"))
-                    .at(span, "one import too many"),
-            );
-            return None;
-        }
-        let bytes = match read_regular_file(&full, self.sources.next_base()) {
+    /// Reads an imported file from disk as UTF-8 text; on failure the located error is recorded.
+    fn read_import(&mut self, full: &Path, shown: &str, path_span: Span) -> Option<String> {
+        let bytes = match read_regular_file(full, self.sources.next_base()) {
             Ok(b) => b,
             Err(ReadError::Io(e)) => {
                 let mut d = Diagnostic::error(format!("cannot read imported file `{shown}`: {e}"))
@@ -271,6 +254,50 @@ impl Loader {
                 );
                 return None;
             }
+        };
+        Some(text)
+    }
+
+    /// Resolves and loads one import of file `from`; `span` is the import line.
+    fn import(&mut self, dir: &Path, path: &str, from: usize, span: Span, path_span: Span) -> Option<usize> {
+        if path.is_empty() {
+            self.errors
+                .push(Diagnostic::error("empty import path").at(path_span, "expected a file, e.g. \"lib/reduce.kir\""));
+            return None;
+        }
+        let full = dir.join(path);
+        let key = file_key(&full);
+        let shown = display_name(&self.sources.files[from].name, path);
+        // A file on the stack of files being loaded: a cycle.
+        let on_stack = self.stack.iter().position(|(f, _)| self.files[*f].key == key);
+        if on_stack.is_some() || self.files[from].key == key {
+            let start = on_stack.unwrap_or(self.stack.len());
+            let mut chain: Vec<String> =
+                self.stack[start..].iter().map(|(f, _)| self.sources.files[*f].name.clone()).collect();
+            chain.push(self.sources.files[from].name.clone());
+            chain.push(shown.clone());
+            let mut d = Diagnostic::error(format!("import cycle: {}", chain.join(" -> ")))
+                .at(span, "this import closes the cycle")
+                .with_note("files may not import each other in a circle; move the shared functions into a third file");
+            for (_, s) in &self.stack[start..] {
+                d = d.with_label(*s, "imported here");
+            }
+            self.errors.push(d);
+            return None;
+        }
+        if let Some(i) = self.files.iter().position(|f| f.key == key) {
+            return self.files[i].module.is_some().then_some(i);
+        }
+        if self.stack.len() >= MAX_IMPORT_DEPTH {
+            self.errors.push(
+                Diagnostic::error(format!("imports nested more than {MAX_IMPORT_DEPTH} files deep"))
+                    .at(span, "one import too many"),
+            );
+            return None;
+        }
+        let text = match (self.open)(&key) {
+            Some(text) => text,
+            None => self.read_import(&full, &shown, path_span)?,
         };
         self.stack.push((from, span));
         let r = self.load(key, shown, text);
