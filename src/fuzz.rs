@@ -25,7 +25,8 @@
 //!   equal (the detail text, e.g. a value, may change while reducing).
 //! - [`reduce_module`] only ever returns a module that verifies (verifier and barrier verifier;
 //!   only the verifier when the failure is the barrier verifier's, neither when it is the
-//!   verifier's) and on which the check reports a failure of the given kind: each candidate (a
+//!   verifier's) and on which the check reports a failure of the given kind: each candidate (every
+//!   call inlined and the functions deleted, or the calls of one kernel inlined; a
 //!   function nothing calls deleted, a parameter its function does not use deleted with its
 //!   arguments; in each kernel and function: fewer instructions, calls
 //!   included, a branch turned into a jump with the blocks it made unreachable deleted, fewer
@@ -528,6 +529,9 @@ pub fn reduce_module(
     loop {
         r.stats.rounds += 1;
         let mut progress = false;
+        // Calls inlined: all of them (the functions go with them), else those of one kernel. A
+        // failure that does not depend on calls reduces further without them.
+        progress |= r.inline_calls();
         // Functions nothing calls any more.
         let mut f = 0;
         while f < r.best.funcs.len() {
@@ -648,6 +652,36 @@ impl Reducer<'_> {
         } else {
             &self.best.funcs[bi - nk]
         }
+    }
+
+    /// Tries the best module with every call inlined and no functions, then each kernel with its
+    /// calls inlined; whether one was kept.
+    fn inline_calls(&mut self) -> bool {
+        if !self.best.has_calls() {
+            return false;
+        }
+        let mut all = self.best.clone();
+        if kir_ir::inline::inline_module(&mut all).is_ok() {
+            all.funcs.clear();
+            all.bodies_mut().for_each(prune_callees);
+            if self.try_module(all) {
+                return true;
+            }
+        }
+        // `inline_body` inlines calls of call-free functions: the functions with their own calls
+        // inlined (kept calls elsewhere are unaffected).
+        let mut call_free = Module { funcs: self.best.funcs.clone(), ..Module::default() };
+        if kir_ir::inline::inline_module(&mut call_free).is_err() {
+            return false;
+        }
+        let mut progress = false;
+        for ki in 0..self.best.kernels.len() {
+            let mut k = self.best.kernels[ki].clone();
+            if !k.callees.is_empty() && kir_ir::inline::inline_body(&mut k, &call_free.funcs).is_ok() {
+                progress |= self.try_body(ki, k);
+            }
+        }
+        progress
     }
 
     /// Checks a candidate; keeps it when it is well formed and fails the same way.

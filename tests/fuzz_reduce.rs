@@ -143,6 +143,21 @@ fn reduces_a_failure_inside_a_function_to_one_call_and_a_small_function() {
     assert!(!has_op(&small.kernels[0], &|op| matches!(op, Op::Shfl(..))), "{}", kir_ir::print_module(&small));
 }
 
+/// A failure that needs a shuffle somewhere but not a call (the case's shuffle sits in a called
+/// function): the reducer inlines the calls and keeps no function.
+#[test]
+fn a_failure_that_does_not_need_calls_loses_its_functions() {
+    let shfl = |k: &Kernel| has_op(k, &|op| matches!(op, Op::Shfl(..)));
+    let in_called_func = move |m: &Module| {
+        m.funcs.iter().any(|f| {
+            shfl(f) && m.kernels.iter().any(|k| !k.callees.is_empty() && k.callees.iter().any(|c| c.name == f.name))
+        })
+    };
+    let anywhere = move |m: &Module| m.bodies().any(shfl);
+    let small = reduce_injected_module("a shuffle", &in_called_func, &anywhere, 6, 0);
+    assert!(small.funcs.is_empty() && small.kernels[0].callees.is_empty(), "{}", kir_ir::print_module(&small));
+}
+
 #[test]
 fn a_kernel_that_does_not_fail_is_returned_unchanged() {
     let cfg = FuzzConfig::new();
