@@ -127,34 +127,34 @@ fn reduces_an_injected_barrier_failure_keeping_barrier_verification() {
     reduce_injected("barrier", &|op| matches!(op, Op::Barrier), 3);
 }
 
+fn has_shfl(k: &Kernel) -> bool {
+    has_op(k, &|op| matches!(op, Op::Shfl(..)))
+}
+
+/// Whether a function of `m` that a kernel calls holds a shuffle.
+fn shfl_in_called_func(m: &Module) -> bool {
+    m.funcs.iter().any(|f| {
+        has_shfl(f) && m.kernels.iter().any(|k| !k.callees.is_empty() && k.callees.iter().any(|c| c.name == f.name))
+    })
+}
+
 /// A failure inside a function (a full-mask shuffle there, reached by a call: barrier
 /// verification across calls must keep accepting each candidate) reduces to the kernel calling
 /// one function that holds little more than the shuffle.
 #[test]
 fn reduces_a_failure_inside_a_function_to_one_call_and_a_small_function() {
-    let shfl = |k: &Kernel| has_op(k, &|op| matches!(op, Op::Shfl(..)));
-    let in_called_func = move |m: &Module| {
-        m.funcs.iter().any(|f| {
-            shfl(f) && m.kernels.iter().any(|k| !k.callees.is_empty() && k.callees.iter().any(|c| c.name == f.name))
-        })
-    };
-    let small = reduce_injected_module("a shuffle in a called function", &in_called_func, &in_called_func, 6, 1);
+    let small =
+        reduce_injected_module("a shuffle in a called function", &shfl_in_called_func, &shfl_in_called_func, 6, 1);
     assert_eq!(small.funcs.len(), 1, "{}", kir_ir::print_module(&small));
-    assert!(!has_op(&small.kernels[0], &|op| matches!(op, Op::Shfl(..))), "{}", kir_ir::print_module(&small));
+    assert!(!has_shfl(&small.kernels[0]), "{}", kir_ir::print_module(&small));
 }
 
 /// A failure that needs a shuffle somewhere but not a call (the case's shuffle sits in a called
 /// function): the reducer inlines the calls and keeps no function.
 #[test]
 fn a_failure_that_does_not_need_calls_loses_its_functions() {
-    let shfl = |k: &Kernel| has_op(k, &|op| matches!(op, Op::Shfl(..)));
-    let in_called_func = move |m: &Module| {
-        m.funcs.iter().any(|f| {
-            shfl(f) && m.kernels.iter().any(|k| !k.callees.is_empty() && k.callees.iter().any(|c| c.name == f.name))
-        })
-    };
-    let anywhere = move |m: &Module| m.bodies().any(shfl);
-    let small = reduce_injected_module("a shuffle", &in_called_func, &anywhere, 6, 0);
+    let anywhere = |m: &Module| m.bodies().any(has_shfl);
+    let small = reduce_injected_module("a shuffle", &shfl_in_called_func, &anywhere, 6, 0);
     assert!(small.funcs.is_empty() && small.kernels[0].callees.is_empty(), "{}", kir_ir::print_module(&small));
 }
 
