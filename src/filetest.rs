@@ -49,7 +49,7 @@
 use crate::checks::{check_keeping, check_module};
 use crate::directives::{describe_fault, parse_directives, Annotation, Directives, RunDirective};
 use crate::harness;
-use kir_interp::{InterpError, Options};
+use kir_interp::Options;
 use kir_ir::diag::{render_map, Diagnostic, Severity, SourceMap};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -559,12 +559,12 @@ fn fault(path: &Path, source: &str, d: &Directives) -> (Option<Verified>, Vec<Fa
                 failures.push(Failure::at(r.line, "expected a fault, the run passed"));
                 continue;
             }
-            Err(Stopped::Setup(why)) => {
+            Err(harness::RunError::Args(why)) => {
                 failures
                     .push(Failure::at(r.line, format!("expected a kernel fault, the run failed before any: {why}")));
                 continue;
             }
-            Err(Stopped::Interp(e)) => e,
+            Err(harness::RunError::Interp(e)) => e,
         };
         let Some(kind) = e.fault_kind() else {
             failures.push(Failure::at(
@@ -601,35 +601,17 @@ fn diagnostic_line(source: &str, sources: &SourceMap, d: &Diagnostic) -> Option<
     }
 }
 
-/// Why a run of a `fault` file stopped.
-enum Stopped {
-    /// Before the launch: a bad argument, no such kernel.
-    Setup(String),
-    /// The interpreter's error (a kernel fault, or an invalid launch).
-    Interp(Box<InterpError>),
-}
-
-/// Launches one directive of a `fault` file in the interpreter, on the module as written: the
-/// arguments are bound as `kir test` binds them ([`kir_interp::args`]).
+/// Launches one directive of a `fault` file in the interpreter, on the module as written, as
+/// `kir test` launches a run that must fault ([`harness::interpret_fault_run`]), with the runtime
+/// checks the directive leaves on.
 fn run_in_interpreter(
     module: &kir_ir::verify::Verified,
     r: &RunDirective,
     base_dir: Option<&Path>,
-) -> Result<(), Stopped> {
-    let specs = harness::named_specs(r).map_err(Stopped::Setup)?;
-    // One host thread: the fault reported is the same on every machine, even for a cross-block
-    // race, which the interpreter's determinism contract leaves open (that other faults do not
-    // depend on the host threads is checked by tests/interp_faults.rs).
-    let opts = Options { races: r.checks.races, uninit: r.checks.uninit, threads: Some(1), ..Options::default() };
-    let opts = match r.fuel {
-        Some(n) => opts.with_fuel(n),
-        None => opts,
-    };
-    match harness::interpret(module, r, &specs, base_dir, &opts) {
-        Ok(_) => Ok(()),
-        Err(harness::RunError::Args(msg)) => Err(Stopped::Setup(msg)),
-        Err(harness::RunError::Interp(e)) => Err(Stopped::Interp(e)),
-    }
+) -> Result<(), harness::RunError> {
+    let specs = harness::named_specs(r).map_err(harness::RunError::Args)?;
+    let opts = harness::directive_options(r, &Options::default(), true);
+    harness::interpret_fault_run(module, r, &specs, base_dir, opts).map(|_| ())
 }
 
 /// For each file of the load that a line `import "P"` of the tested file loads directly: its

@@ -661,23 +661,20 @@ impl Reducer<'_> {
             return false;
         }
         let mut all = self.best.clone();
-        if kir_ir::inline::inline_module(&mut all).is_ok() {
-            all.funcs.clear();
-            all.bodies_mut().for_each(prune_callees);
-            if self.try_module(all) {
-                return true;
-            }
-        }
-        // `inline_body` inlines calls of call-free functions: the functions with their own calls
-        // inlined (kept calls elsewhere are unaffected).
-        let mut call_free = Module { funcs: self.best.funcs.clone(), ..Module::default() };
-        if kir_ir::inline::inline_module(&mut call_free).is_err() {
+        if kir_ir::inline::inline_module(&mut all).is_err() {
             return false;
+        }
+        // `inline_module` inlines the functions' own calls first: they are call-free now, which
+        // is what `inline_body` needs to inline one kernel's calls below.
+        let call_free = std::mem::take(&mut all.funcs);
+        all.bodies_mut().for_each(prune_callees);
+        if self.try_module(all) {
+            return true;
         }
         let mut progress = false;
         for ki in 0..self.best.kernels.len() {
             let mut k = self.best.kernels[ki].clone();
-            if !k.callees.is_empty() && kir_ir::inline::inline_body(&mut k, &call_free.funcs).is_ok() {
+            if !k.callees.is_empty() && kir_ir::inline::inline_body(&mut k, &call_free).is_ok() {
                 progress |= self.try_body(ki, k);
             }
         }

@@ -313,12 +313,7 @@ fn run_directive(
         Ok(s) => s,
         Err(e) => return emit(fail(e)),
     };
-    let opts =
-        Options { races: ctx.checks && d.checks.races, uninit: ctx.checks && d.checks.uninit, ..ctx.interp.clone() };
-    let opts = match d.fuel {
-        Some(n) => opts.with_fuel(n),
-        None => opts,
-    };
+    let opts = directive_options(d, &ctx.interp, ctx.checks);
     if let Some(want) = &d.fault {
         return emit(expected_fault_row(d, want, file, &label, sources, module, &specs, base_dir, opts));
     }
@@ -681,8 +676,7 @@ fn expected_fault_row(
             None,
         );
     }
-    let opts = Options { threads: Some(1), ..opts };
-    match interpret(module, d, specs, base_dir, &opts) {
+    match interpret_fault_run(module, d, specs, base_dir, opts) {
         Ok(_) => {
             row(Outcome::Fail(format!("{file}:{}: expected {}, the run passed", want.line, want.describe())), None)
         }
@@ -699,6 +693,30 @@ fn expected_fault_row(
             ),
         },
     }
+}
+
+/// The interpreter options of directive `d`'s runs: `base` with the directive's runtime checks
+/// (`checks=`; none when `checks_on` is false, as with `kir test --no-checks`) and its `fuel=`.
+pub(crate) fn directive_options(d: &RunDirective, base: &Options, checks_on: bool) -> Options {
+    let opts = Options { races: checks_on && d.checks.races, uninit: checks_on && d.checks.uninit, ..base.clone() };
+    match d.fuel {
+        Some(n) => opts.with_fuel(n),
+        None => opts,
+    }
+}
+
+/// [`interpret`] for a run that must fault (`; fault:`), on one host thread: the fault reported is
+/// then the same on every machine, even for a cross-block race, which the interpreter's
+/// determinism contract leaves open (that other faults do not depend on the host threads is
+/// checked by tests/interp_faults.rs).
+pub(crate) fn interpret_fault_run(
+    m: &Verified,
+    d: &RunDirective,
+    specs: &[(String, ArgSpec)],
+    base_dir: Option<&Path>,
+    opts: Options,
+) -> Result<Outputs, RunError> {
+    interpret(m, d, specs, base_dir, &Options { threads: Some(1), ..opts })
 }
 
 /// Why a directive's interpreter run gave no outputs.
