@@ -2,12 +2,15 @@
 //!
 //! Guarantees:
 //! - Integer and pred buffers compare exactly.
-//! - Float buffers compare per [`Tolerance`]: `Exact` means the same bits, or both NaN (NaN payloads
-//!   may legitimately differ between the GPU and the interpreter); `Ulp(n)` counts representable
-//!   values between the two across zero (+0 and -0 are 0 apart); `Rel`/`Abs` compare in f64. Under
-//!   every tolerance, both NaN matches, and an infinity matches only the same infinity.
-//! - [`Bitwise`](Strictness::Bitwise) comparison (used between the interpreter before and after
-//!   passes, which share one evaluator) demands identical bits, NaN payloads included.
+//! - Float buffers compare per [`Tolerance`]: `Exact` means the same bits, NaN payloads and the
+//!   sign of zero included (the interpreter and the PTX emulator model the NaNs the hardware
+//!   makes: docs/language.md, "NaN and signed zero"); `Ulp(n)` counts representable values between
+//!   the two across zero (+0 and -0 are 0 apart); `Rel`/`Abs` compare in f64. Under the inexact
+//!   tolerances (for approximate ops), both NaN matches, and an infinity matches only the same
+//!   infinity.
+//! - [`Bitwise`](Strictness::Bitwise) comparison demands identical bits under any element type.
+//! - [`compare_sorted`] compares two buffers as multisets: both sorted (floats in IEEE total
+//!   order, integers by value), then element by element as above.
 //! - A length or element-type mismatch is itself a reported difference, never a panic.
 
 use crate::directives::Tolerance;
@@ -119,7 +122,7 @@ pub fn elements_match(elem: ScalarType, a: u64, b: u64, strictness: Strictness) 
         Strictness::Bitwise => return false,
         Strictness::Within(t) => t,
     };
-    if !elem.is_float() {
+    if !elem.is_float() || tol == Tolerance::Exact {
         return false;
     }
     let (x, y) = (as_f64(elem, a), as_f64(elem, b));
@@ -130,7 +133,7 @@ pub fn elements_match(elem: ScalarType, a: u64, b: u64, strictness: Strictness) 
         return x == y;
     }
     match tol {
-        // Same bits was handled above; +0 and -0 differ under `Exact`.
+        // Same bits was handled above: NaN payloads and +0/-0 differ under `Exact`.
         Tolerance::Exact => false,
         Tolerance::Ulp(n) => ulp_distance(elem, a, b) <= n as u64,
         Tolerance::Rel(r) => (x - y).abs() <= r * x.abs().max(y.abs()),
@@ -175,6 +178,34 @@ pub fn compare_buffers(expected: &Buffer, actual: &Buffer, strictness: Strictnes
     c
 }
 
+/// A key whose integer order is the element type's value order: IEEE total order for floats
+/// (-NaN < -inf < ... < -0 < +0 < ... < +inf < +NaN), two's complement for signed integers.
+fn sort_key(elem: ScalarType, bits: u64) -> i128 {
+    let w = elem.bits();
+    if elem.is_float() {
+        ordinal(elem, bits) * 2 - i128::from((bits >> (w - 1)) & 1 == 1)
+    } else if elem.is_signed_int() {
+        let shift = 64 - w;
+        i128::from(((bits << shift) as i64) >> shift)
+    } else {
+        i128::from(bits)
+    }
+}
+
+/// Compares two buffers as multisets (an `expect: ... sorted` line): both sorted by value, then
+/// compared element by element. Mismatch indices are positions in the sorted order.
+pub fn compare_sorted(expected: &Buffer, actual: &Buffer, strictness: Strictness, limit: usize) -> Comparison {
+    if expected.elem != actual.elem || expected.len() != actual.len() {
+        return compare_buffers(expected, actual, strictness, limit);
+    }
+    let sorted = |b: &Buffer| {
+        let mut v: Vec<u64> = (0..b.len()).map(|i| b.get_bits(i)).collect();
+        v.sort_by_key(|&x| sort_key(b.elem, x));
+        Buffer::from_bits(b.elem, v)
+    };
+    compare_buffers(&sorted(expected), &sorted(actual), strictness, limit)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -192,11 +223,32 @@ mod tests {
     }
 
     #[test]
-    fn exact_nan_aware_but_bitwise_is_not() {
+    fn exact_compares_nan_payloads_inexact_tolerances_do_not() {
         let a = f32s(&[f32::from_bits(0x7fc0_0000)]);
         let b = f32s(&[f32::from_bits(0x7fff_ffff)]);
-        assert!(compare_buffers(&a, &b, Strictness::Within(Tolerance::Exact), 4).is_match());
+        let c = compare_buffers(&a, &b, Strictness::Within(Tolerance::Exact), 4);
+        assert!(!c.is_match());
+        assert!(c.to_string().contains("expected NaN(0x7fc00000), got NaN(0x7fffffff)"), "{c}");
         assert!(!compare_buffers(&a, &b, Strictness::Bitwise, 4).is_match());
+        assert!(compare_buffers(&a, &b, Strictness::Within(Tolerance::Ulp(1)), 4).is_match());
+        let f64nan = Buffer::from_bits(ScalarType::F64, [0xfff8_0000_0000_0000]);
+        let f64nan2 = Buffer::from_bits(ScalarType::F64, [0x7fff_ffff_ffff_ffff]);
+        assert!(!compare_buffers(&f64nan, &f64nan2, Strictness::Within(Tolerance::Exact), 4).is_match());
+    }
+
+    #[test]
+    fn sorted_comparison_is_order_free_but_counts_multiplicity() {
+        let a = Buffer::from_u32(&[3, 1, 2, 2]);
+        assert!(compare_sorted(&a, &Buffer::from_u32(&[2, 2, 1, 3]), Strictness::Bitwise, 4).is_match());
+        let c = compare_sorted(&a, &Buffer::from_u32(&[2, 1, 1, 3]), Strictness::Bitwise, 4);
+        assert_eq!(c.count, 1, "{c}");
+        // Signed integers sort by value, floats in total order (so -0 and +0 pair up exactly).
+        let s = |v: &[i32]| Buffer::from_i32(v);
+        assert!(compare_sorted(&s(&[-1, 5, i32::MIN]), &s(&[5, i32::MIN, -1]), Strictness::Bitwise, 4).is_match());
+        let f = f32s(&[-0.0, 0.0, f32::NEG_INFINITY, 1.5, f32::from_bits(0xffc0_0000)]);
+        let g = f32s(&[1.5, f32::from_bits(0xffc0_0000), 0.0, f32::NEG_INFINITY, -0.0]);
+        assert!(compare_sorted(&f, &g, Strictness::Within(Tolerance::Exact), 4).is_match());
+        assert!(!compare_sorted(&f, &f32s(&[0.0; 4]), Strictness::Bitwise, 4).is_match());
     }
 
     #[test]

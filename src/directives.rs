@@ -19,6 +19,12 @@
 //! - `expect:` lines attach to the closest preceding `run:` line of the same kernel or graph; each
 //!   has its own tolerance (default exact), separate from the run's `tol=`.
 //! - A directive that turns runtime checks off must say why (`checks=none(REASON)`).
+//! - `; source: hardware [DESCRIPTION]` (at most once per file) marks every `.npy` expectation of
+//!   the file as recorded on real hardware: `kir test` checks the PTX emulator and the GPU against
+//!   them too, and `--bless` never rewrites them. Any other source is an error.
+//! - An expectation may end in `sorted`: the buffer and the expected values are compared as
+//!   multisets (both sorted in IEEE total order for floats, by value for integers), for outputs
+//!   whose order depends on how the hardware serialises contended atomics.
 //!
 //! Syntax (see docs/testing.md):
 //! ```text
@@ -26,7 +32,8 @@
 //! ; run: @graph NAME=VALUE ... [tol=...]
 //! ; run: @kernel ... [checks=none(REASON)|checks=no-races(REASON)|checks=no-uninit(REASON)] [fuel=N]
 //! ; expect: @kernel NAME[A..B] == [v0, v1, ...] [tol=...]
-//! ; expect: @kernel NAME == @PATH.npy [tol=...]
+//! ; expect: @kernel NAME == @PATH.npy [tol=...] [sorted]      (PATH may end in .npy.xz)
+//! ; source: hardware [DESCRIPTION]   (the file's .npy expectations were recorded on a GPU)
 //! ; expect: @kernel NAME == @reference [grid(..) block(..)] [shared=BYTES] [tol=...]
 //! ; fault: KIND [block(X[,Y[,Z]])] [thread(X[,Y[,Z]])]   (the run must fault so, see crate::filetest)
 //! ; check-ptx: TEXT       (the emitted PTX must contain TEXT, in order with other check-ptx lines)
@@ -159,6 +166,9 @@ pub struct Expect {
     /// The expectation's own tolerance (`tol=`; default exact), independent of the run's `tol=`
     /// (which is for the PTX emulator and the GPU against the interpreter).
     pub tol: Option<Tolerance>,
+    /// `sorted`: compare as multisets (order-free), for outputs whose order the hardware's
+    /// scheduling decides.
+    pub sorted: bool,
 }
 
 impl Expect {
@@ -171,8 +181,17 @@ impl Expect {
             Expected::Npy { path } => format!("@{path}"),
             Expected::Reference { target, .. } => format!("@{target}"),
         };
-        format!("{} == {rhs} (line {})", self.buffer, self.line)
+        let sorted = if self.sorted { " sorted" } else { "" };
+        format!("{} == {rhs}{sorted} (line {})", self.buffer, self.line)
     }
+}
+
+/// Where a file's `.npy` expectations come from (`; source:`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Source {
+    pub line: usize,
+    /// What follows `hardware` (e.g. the device and driver), possibly empty.
+    pub description: String,
 }
 
 /// The runtime checks of a directive's interpreter runs (`checks=`): both on unless the directive
@@ -278,6 +297,8 @@ pub struct Directives {
     pub test_headers: Vec<(usize, String)>,
     /// `; error:` / `; warning:` annotations, in order.
     pub annotations: Vec<Annotation>,
+    /// `; source: hardware ...`: the file's `.npy` expectations were recorded on a GPU.
+    pub hardware: Option<Source>,
 }
 
 /// A malformed directive.
@@ -432,9 +453,12 @@ fn parse_expect(line: usize, body: &str) -> Result<(String, Expect), String> {
     let words = split_words(rhs);
     let (first, options) = words.split_first().ok_or(FORMS)?;
     let mut tol = None;
+    let mut sorted = false;
     let (mut grid, mut block, mut shared) = (None, None, None);
     for w in options {
-        if let Some(v) = w.strip_prefix("tol=") {
+        if *w == "sorted" {
+            sorted = true;
+        } else if let Some(v) = w.strip_prefix("tol=") {
             tol = Some(Tolerance::parse(v)?);
         } else if let Some(v) = w.strip_prefix("grid").filter(|v| v.starts_with('(')) {
             grid = Some(parse_dims(v).map_err(|e| format!("grid: {e}"))?);
@@ -443,7 +467,7 @@ fn parse_expect(line: usize, body: &str) -> Result<(String, Expect), String> {
         } else if let Some(v) = w.strip_prefix("shared=") {
             shared = Some(v.parse::<u32>().map_err(|_| format!("bad shared memory size `{v}` (bytes)"))?);
         } else {
-            return Err(format!("unexpected `{w}` after the expected value (options: tol=, and for a reference kernel grid(..) block(..) shared=)"));
+            return Err(format!("unexpected `{w}` after the expected value (options: tol=, sorted, and for a reference kernel grid(..) block(..) shared=)"));
         }
     }
     let shape_given = grid.is_some() || block.is_some() || shared.is_some();
@@ -457,11 +481,11 @@ fn parse_expect(line: usize, body: &str) -> Result<(String, Expect), String> {
         if lhs.is_empty() || lhs.contains(char::is_whitespace) {
             return Err(format!("expected a buffer name before `==`, found `{lhs}`"));
         }
-        let expected = if reference.ends_with(".npy") {
+        let expected = if let Some(ext) = [".npy", ".npy.xz"].into_iter().find(|e| reference.ends_with(e)) {
             if shape_given {
                 return Err("grid(..), block(..) and shared= are for a reference kernel, not a `.npy` file".into());
             }
-            if reference.len() == ".npy".len() {
+            if reference.len() == ext.len() {
                 return Err("expected a file name before `.npy`".into());
             }
             Expected::Npy { path: reference.to_string() }
@@ -474,7 +498,7 @@ fn parse_expect(line: usize, body: &str) -> Result<(String, Expect), String> {
             }
             Expected::Reference { target: reference.to_string(), grid, block, shared_bytes: shared }
         };
-        return Ok((target, Expect { line, buffer: lhs.to_string(), expected, tol }));
+        return Ok((target, Expect { line, buffer: lhs.to_string(), expected, tol, sorted }));
     }
     if shape_given {
         return Err(
@@ -502,11 +526,11 @@ fn parse_expect(line: usize, body: &str) -> Result<(String, Expect), String> {
         ));
     }
     let expected = Expected::Values { start, end, values };
-    Ok((target, Expect { line, buffer: buffer.trim().to_string(), expected, tol }))
+    Ok((target, Expect { line, buffer: buffer.trim().to_string(), expected, tol, sorted }))
 }
 
 /// Every directive name.
-const DIRECTIVE_NAMES: [&str; 7] = ["run", "expect", "fault", "check-ptx", "test", "error", "warning"];
+const DIRECTIVE_NAMES: [&str; 8] = ["run", "expect", "fault", "check-ptx", "test", "error", "warning", "source"];
 
 /// Coordinates `(x[,y[,z]])` following `block` or `thread` (missing dimensions are 0).
 fn parse_coords(s: &str) -> Result<[u32; 3], String> {
@@ -686,6 +710,24 @@ pub fn parse_directives(source: &str) -> Result<Directives, Vec<DirectiveError>>
                     None => r.fault = Some(f),
                 },
             }
+        } else if let Some(body) = comment.strip_prefix("source:") {
+            let body = body.trim();
+            let (kind, description) = body.split_once(char::is_whitespace).unwrap_or((body, ""));
+            if kind != "hardware" {
+                errs.push(DirectiveError {
+                    line,
+                    message: format!(
+                        "unknown source `{kind}` (the one source kir knows is `hardware`: `; source: hardware DEVICE`, for expectations recorded on a GPU)"
+                    ),
+                });
+            } else if let Some(first) = &out.hardware {
+                errs.push(DirectiveError {
+                    line,
+                    message: format!("a second `source:` line (the first is on line {})", first.line),
+                });
+            } else {
+                out.hardware = Some(Source { line, description: description.trim().to_string() });
+            }
         } else if let Some(body) = comment.strip_prefix("check-ptx:") {
             if body.trim().is_empty() {
                 errs.push(DirectiveError { line, message: "`check-ptx:` needs the text the PTX must contain".into() });
@@ -734,6 +776,27 @@ mod tests {
         assert_eq!(r.expects[0].tol, None);
         assert_eq!(r.checks, Checks::default());
         assert_eq!(r.tol, None);
+    }
+
+    #[test]
+    fn hardware_source_and_sorted_expectations() {
+        let src = "; source: hardware NVIDIA H100 80GB HBM3, driver 580\n\
+                   ; run: @k grid(1) block(1) a=zeros:u32:4\n\
+                   ; expect: @k a == @data/gpu/k.a.npy.xz sorted\n\
+                   ; expect: @k a[0..2] == [1, 2] sorted tol=ulp:0\n";
+        let d = parse_directives(src).unwrap();
+        assert_eq!(d.hardware, Some(Source { line: 1, description: "NVIDIA H100 80GB HBM3, driver 580".into() }));
+        let e = &d.runs[0].expects;
+        assert_eq!(e[0].expected, Expected::Npy { path: "data/gpu/k.a.npy.xz".into() });
+        assert!(e[0].sorted && e[1].sorted);
+        assert_eq!(e[0].describe(), "a == @data/gpu/k.a.npy.xz sorted (line 3)");
+        assert_eq!(parse_directives("; run: @k grid(1) block(1)\n; expect: @k a == @x.npy\n").unwrap().runs[0].expects[0].sorted, false);
+        let errs = parse_directives("; source: simulator\n; source: hardware\n; source: hardware again\n; Source: hardware\n; expect: @k a == @.npy.xz\n").unwrap_err();
+        let msgs: Vec<(usize, &str)> = errs.iter().map(|e| (e.line, e.message.as_str())).collect();
+        assert!(msgs[0].0 == 1 && msgs[0].1.starts_with("unknown source `simulator` (the one source kir knows is `hardware`"), "{msgs:?}");
+        assert!(msgs[1].0 == 3 && msgs[1].1.contains("a second `source:` line (the first is on line 2)"), "{msgs:?}");
+        assert!(msgs[2].0 == 4 && msgs[2].1.contains("write `source:`"), "{msgs:?}");
+        assert!(msgs[3].0 == 5 && msgs[3].1.contains("expected a file name before `.npy`"), "{msgs:?}");
     }
 
     #[test]

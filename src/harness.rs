@@ -12,6 +12,14 @@
 //! approximate ops used (`crate::tolerance`). When the interpreter row fails, the two rows after it
 //! are not reported (there is nothing trustworthy to compare with).
 //!
+//! A file marked `; source: hardware ...` holds expectations recorded on a GPU: they are the
+//! specification, so its `ptx-emu` and `gpu` rows are checked against the file's `; expect:` lines
+//! (the recorded bits), not against the interpreter, and are reported even when the interpreter
+//! row fails (each engine is judged by the hardware on its own). A `gpu` row that differs from the
+//! recording reports *drift* (another GPU or driver computes other bits). `--bless` never rewrites
+//! a hardware-recorded file; `--record-gpu` writes the missing ones from a real GPU's outputs
+//! (never from kir's emulated driver) and never overwrites one.
+//!
 //! Guarantees:
 //! - Every problem is a FAIL row with a message that locates it (file, line, kernel); nothing
 //!   panics on bad input and no failure is silently dropped.
@@ -80,6 +88,9 @@ pub struct Context {
     pub bless: bool,
     /// What `bless` wrote: `PATH (new ...)` / `PATH (changed ...)`.
     pub blessed: Vec<String>,
+    /// Write the missing `.npy` expectations of `; source: hardware` files from the GPU's
+    /// outputs (`kir test --record-gpu`); refused on kir's emulated driver.
+    pub record_gpu: bool,
 }
 
 /// A rewrite of PTX text (see [`Context::emu_ptx_hook`]).
@@ -104,6 +115,7 @@ impl Context {
             checks: true,
             bless: false,
             blessed: Vec::new(),
+            record_gpu: false,
         }
     }
 }
@@ -117,6 +129,13 @@ pub(crate) struct Outputs {
     args: Vec<Arg>,
     /// The buffers before the launch.
     initial: Vec<Buffer>,
+}
+
+impl Outputs {
+    /// The same launch with another engine's buffers (same order and names).
+    fn with_buffers(&self, buffers: Vec<Buffer>) -> Outputs {
+        Outputs { buffers, names: self.names.clone(), args: self.args.clone(), initial: self.initial.clone() }
+    }
 }
 
 /// A file's PTX loaded in the emulator, or why it could not be.
@@ -278,7 +297,8 @@ pub fn test_file(path: &Path, ctx: &mut Context, emit: &mut dyn FnMut(Row)) {
     }
     let emu_ptx = emu_module(&optimized, &source, ctx);
     for d in &directives.runs {
-        run_directive(d, &label, &sources, &written, &optimized, &emu_ptx, base_dir.as_deref(), ctx, emit);
+        let file = FileEnv { label: &label, sources: &sources, hardware: directives.hardware.as_ref() };
+        run_directive(d, &file, &written, &optimized, &emu_ptx, base_dir.as_deref(), ctx, emit);
     }
 }
 
@@ -290,12 +310,28 @@ pub(crate) fn named_specs(d: &RunDirective) -> Result<Vec<(String, ArgSpec)>, St
         .collect()
 }
 
+/// What the rows of one file's directives share: its label, its sources and whether its
+/// expectations were recorded on hardware.
+struct FileEnv<'a> {
+    label: &'a str,
+    sources: &'a diag::SourceMap,
+    hardware: Option<&'a crate::directives::Source>,
+}
+
+/// Which engine's outputs an expectation is checked against.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Engine {
+    Interp,
+    Emu,
+    /// `emulated`: the CUDA driver is kir's emulated one (`KIR_CUDA_DRIVER=emu`).
+    Gpu { emulated: bool },
+}
+
 /// Runs one directive in the interpreter (as written, and after passes) and on the GPU.
 #[allow(clippy::too_many_arguments)]
 fn run_directive(
     d: &RunDirective,
-    file: &str,
-    sources: &diag::SourceMap,
+    fenv: &FileEnv,
     module: &Verified,
     optimized: &Verified,
     emu_ptx: &EmuPtx,
@@ -307,6 +343,7 @@ fn run_directive(
         (Some(g), Some(b)) => format!(" grid({}) block({})", dims(g), dims(b)),
         _ => String::new(),
     };
+    let (file, sources) = (fenv.label, fenv.sources);
     let label = format!("{file}:{} @{}{shape}", d.line, d.target);
     let fail = |msg: String| Row { label: format!("{label} interp"), outcome: Outcome::Fail(msg), note: None };
     let specs = match named_specs(d) {
@@ -337,28 +374,30 @@ fn run_directive(
             )));
         }
     }
-    let mut checked = Vec::with_capacity(d.expects.len());
-    for e in &d.expects {
-        let env = ExpectEnv { file, module, run: d, specs: &specs, base_dir, opts: &opts };
-        match check_expectation(e, &before, &env, ctx) {
-            Ok(()) => checked.push(e.describe()),
-            Err(msg) => return emit(fail(msg)),
+    let env = ExpectEnv { file, module, run: d, specs: &specs, base_dir, opts: &opts, hardware: fenv.hardware };
+    // Judged by the recorded hardware bits: the other engines are checked against the
+    // expectations themselves, so they need not wait for the interpreter to agree.
+    let judged_by_hardware = fenv.hardware.is_some() && !d.expects.is_empty();
+    match check_expectations(&before, Engine::Interp, &env, ctx) {
+        Ok(checked) => {
+            let mut note = format!("bit-identical after passes; {}", d.checks.describe());
+            if !ctx.checks {
+                note = "bit-identical after passes; checks off (--no-checks)".into();
+            }
+            if checked.is_empty() {
+                note.push_str("; no `; expect:` line, so the outputs themselves were not checked");
+            } else {
+                note.push_str(&format!("; expected: {}", checked.join(", ")));
+            }
+            emit(Row {
+                label: format!("{label} interp"),
+                outcome: if checked.is_empty() { Outcome::Unverified } else { Outcome::Ok },
+                note: Some(note),
+            });
         }
+        Err(msg) if judged_by_hardware => emit(fail(msg)),
+        Err(msg) => return emit(fail(msg)),
     }
-    let mut note = format!("bit-identical after passes; {}", d.checks.describe());
-    if !ctx.checks {
-        note = "bit-identical after passes; checks off (--no-checks)".into();
-    }
-    if checked.is_empty() {
-        note.push_str("; no `; expect:` line, so the outputs themselves were not checked");
-    } else {
-        note.push_str(&format!("; expected: {}", checked.join(", ")));
-    }
-    emit(Row {
-        label: format!("{label} interp"),
-        outcome: if checked.is_empty() { Outcome::Unverified } else { Outcome::Ok },
-        note: Some(note),
-    });
 
     // The directive's tolerance, else one derived from the approximate ops the code uses.
     let (cmp_tol, tol_source) = match d.tol {
@@ -374,14 +413,19 @@ fn run_directive(
 
     // The PTX emulator: never skipped.
     let emu_label = format!("{label} ptx-emu");
-    let outcome = match run_in_emulator(emu_ptx, optimized, d, &before, &emu_opts) {
-        Err(e) => Outcome::Fail(e.message),
+    let (outcome, note) = match run_in_emulator(emu_ptx, optimized, d, &before, &emu_opts) {
+        Err(e) => (Outcome::Fail(e.message), None),
+        Ok(emu_buffers) if judged_by_hardware => {
+            match check_expectations(&before.with_buffers(emu_buffers), Engine::Emu, &env, ctx) {
+                Ok(checked) => (Outcome::Ok, Some(format!("matches the hardware: {}", checked.join(", ")))),
+                Err(msg) => (Outcome::Fail(format!("the PTX emulator does not reproduce the hardware: {msg}")), None),
+            }
+        }
         Ok(emu_buffers) => match first_difference(&before, &emu_buffers, cmp_tol, tol_source) {
-            Some(msg) => Outcome::Fail(msg),
-            None => Outcome::Ok,
+            Some(msg) => (Outcome::Fail(msg), None),
+            None => (Outcome::Ok, Some(format!("matches the interpreter (tol {cmp_tol}, {tol_source})"))),
         },
     };
-    let note = (outcome == Outcome::Ok).then(|| format!("matches the interpreter (tol {cmp_tol}, {tol_source})"));
     emit(Row { label: emu_label, outcome, note });
 
     // The GPU side.
@@ -404,6 +448,30 @@ fn run_directive(
         Ok(b) => b,
         Err(e) => return emit(Row { label: gpu_label, outcome: Outcome::Fail(e), note: None }),
     };
+    if judged_by_hardware {
+        let device = runner.device_name().unwrap_or_else(|_| "this GPU".into());
+        let emulated = runner.is_emulated();
+        let gpu_outputs = before.with_buffers(gpu_buffers);
+        let row = match check_expectations(&gpu_outputs, Engine::Gpu { emulated }, &env, ctx) {
+            Ok(checked) => Row {
+                label: gpu_label,
+                outcome: Outcome::Ok,
+                note: Some(format!("{device} reproduces the recording: {}", checked.join(", "))),
+            },
+            Err(msg) => {
+                let recorded = fenv.hardware.map(|h| h.description.as_str()).filter(|s| !s.is_empty());
+                Row {
+                    label: gpu_label,
+                    outcome: Outcome::Fail(format!(
+                        "drift: {device} computes other bits than {}: {msg}",
+                        recorded.map_or("were recorded".to_string(), |r| format!("were recorded on {r}"))
+                    )),
+                    note: None,
+                }
+            }
+        };
+        return emit(row);
+    }
     if let Some(msg) = first_difference(&before, &gpu_buffers, cmp_tol, tol_source) {
         return emit(Row { label: gpu_label, outcome: Outcome::Fail(msg), note: None });
     }
@@ -422,11 +490,30 @@ struct ExpectEnv<'a> {
     specs: &'a [(String, ArgSpec)],
     base_dir: Option<&'a Path>,
     opts: &'a Options,
+    /// `; source: hardware`: the expectations were recorded on a GPU.
+    hardware: Option<&'a crate::directives::Source>,
+}
+
+/// Checks every `; expect:` line of the run against `outputs` (of `engine`); the descriptions
+/// of those checked, or the first failure.
+fn check_expectations(outputs: &Outputs, engine: Engine, env: &ExpectEnv, ctx: &mut Context) -> Result<Vec<String>, String> {
+    let mut checked = Vec::with_capacity(env.run.expects.len());
+    for e in &env.run.expects {
+        check_expectation(e, outputs, engine, env, ctx)?;
+        checked.push(e.describe());
+    }
+    Ok(checked)
 }
 
 /// Checks one `; expect:` line against the outputs of the run as written; `Err` is the row's
 /// failure message (located at the expectation's line).
-fn check_expectation(e: &Expect, outputs: &Outputs, env: &ExpectEnv, ctx: &mut Context) -> Result<(), String> {
+fn check_expectation(
+    e: &Expect,
+    outputs: &Outputs,
+    engine: Engine,
+    env: &ExpectEnv,
+    ctx: &mut Context,
+) -> Result<(), String> {
     let (file, line) = (env.file, e.line);
     let tol = e.tol.unwrap_or(Tolerance::Exact);
     let Some(bi) = outputs.names.iter().position(|n| *n == e.buffer) else {
@@ -434,6 +521,30 @@ fn check_expectation(e: &Expect, outputs: &Outputs, env: &ExpectEnv, ctx: &mut C
     };
     let buf = &outputs.buffers[bi];
     match &e.expected {
+        Expected::Values { start, end, values } if e.sorted => {
+            if *end > buf.len() {
+                return Err(format!(
+                    "{file}:{line}: expect range {start}..{end} is past the end of `{}` ({} elements)",
+                    e.buffer,
+                    buf.len()
+                ));
+            }
+            let want = values
+                .iter()
+                .map(|text| {
+                    kir_interp::args::number_constant(text, buf.elem)
+                        .map(|c| c.bits)
+                        .map_err(|err| format!("{file}:{line}: expected value `{text}`: {err}"))
+                })
+                .collect::<Result<Vec<u64>, String>>()?;
+            let got = Buffer::from_bits(buf.elem, (*start..*end).map(|i| buf.get_bits(i)));
+            let c = crate::compare::compare_sorted(&Buffer::from_bits(buf.elem, want), &got, Strictness::Within(tol), 5);
+            if c.is_match() {
+                Ok(())
+            } else {
+                Err(format!("{file}:{line}: {}[{start}..{end}] sorted differs from the values sorted (tol {tol}): {c}", e.buffer))
+            }
+        }
         Expected::Values { start, end, values } => {
             if *end > buf.len() {
                 return Err(format!(
@@ -457,7 +568,7 @@ fn check_expectation(e: &Expect, outputs: &Outputs, env: &ExpectEnv, ctx: &mut C
             }
             Ok(())
         }
-        Expected::Npy { path } => check_npy(e, path, buf, tol, env, ctx),
+        Expected::Npy { path } => check_npy(e, path, buf, tol, engine, env, ctx),
         Expected::Reference { target, grid, block, shared_bytes } => {
             let m = env.module;
             let ran = if m.graph(target).is_some() {
@@ -487,7 +598,11 @@ fn check_expectation(e: &Expect, outputs: &Outputs, env: &ExpectEnv, ctx: &mut C
             let Some(ri) = reference.names.iter().position(|n| *n == e.buffer) else {
                 return Err(format!("{file}:{line}: reference @{target} has no buffer parameter `{}`", e.buffer));
             };
-            let c = compare_buffers(&reference.buffers[ri], buf, Strictness::Within(tol), 5);
+            let c = if e.sorted {
+                crate::compare::compare_sorted(&reference.buffers[ri], buf, Strictness::Within(tol), 5)
+            } else {
+                compare_buffers(&reference.buffers[ri], buf, Strictness::Within(tol), 5)
+            };
             if c.is_match() {
                 Ok(())
             } else {
@@ -503,13 +618,17 @@ fn specs_for_graph(m: &Module, name: &str, specs: &[(String, ArgSpec)]) -> Vec<(
     specs.iter().filter(|(n, _)| g.params.iter().any(|p| p.name == *n)).cloned().collect()
 }
 
-/// A `.npy` expectation: compared with the buffer; with `--bless`, written when missing or
-/// different (never over a file that is not `.npy`, nor over one of the run's inputs).
+/// A `.npy` expectation: compared with the buffer (as multisets when `sorted`); with `--bless`,
+/// written from the interpreter's output when missing or different (never over a file that is not
+/// `.npy`, nor over one of the run's inputs, nor in a `; source: hardware` file); with
+/// `--record-gpu`, a hardware file's missing expectation is written from a real GPU's output.
+#[allow(clippy::too_many_arguments)]
 fn check_npy(
     e: &Expect,
     path: &str,
     buf: &Buffer,
     tol: Tolerance,
+    engine: Engine,
     env: &ExpectEnv,
     ctx: &mut Context,
 ) -> Result<(), String> {
@@ -530,14 +649,22 @@ fn check_npy(
             let want = kir_interp::npy::read(&full).map_err(|err| {
                 format!("{file}:{line}: {err} (not overwritten, even with --bless: it is not a .npy file kir can read)")
             })?;
-            let c = compare_buffers(&want, buf, Strictness::Within(tol), 5);
+            let c = if e.sorted {
+                crate::compare::compare_sorted(&want, buf, Strictness::Within(tol), 5)
+            } else {
+                compare_buffers(&want, buf, Strictness::Within(tol), 5)
+            };
             if c.is_match() {
                 return Ok(());
             }
-            Some(c.to_string())
+            let how = if e.sorted { ", compared sorted" } else { "" };
+            Some(format!("{c}{how}"))
         }
     };
-    if !ctx.bless {
+    if let Some(hw) = env.hardware {
+        return hardware_expectation(e, &full, buf, why_differs, hw, engine, env, ctx);
+    }
+    if !ctx.bless || engine != Engine::Interp {
         return Err(match why_differs {
             None => format!(
                 "{file}:{line}: expected output {shown} does not exist; `kir test --bless` writes it from the interpreter's output"
@@ -560,6 +687,55 @@ fn check_npy(
     };
     ctx.blessed.push(format!("{shown} ({what}; {file}:{line})"));
     Ok(())
+}
+
+/// A missing or differing expectation of a `; source: hardware` file: never rewritten from kir's
+/// output; a missing one is written from a real GPU's output with `--record-gpu`.
+#[allow(clippy::too_many_arguments)]
+fn hardware_expectation(
+    e: &Expect,
+    full: &Path,
+    buf: &Buffer,
+    why_differs: Option<String>,
+    hw: &crate::directives::Source,
+    engine: Engine,
+    env: &ExpectEnv,
+    ctx: &mut Context,
+) -> Result<(), String> {
+    let (file, line) = (env.file, e.line);
+    let shown = full.display();
+    let refuse_bless = if ctx.bless {
+        format!(
+            "\n    (not rewritten by --bless: {file}:{} says the expectations were recorded on hardware; if kir disagrees, kir is wrong until the data says otherwise)",
+            hw.line
+        )
+    } else {
+        String::new()
+    };
+    match why_differs {
+        Some(c) => Err(format!("{file}:{line}: `{}` differs from the recorded {shown} (tol {tol}): {c}{refuse_bless}", e.buffer, tol = e.tol.unwrap_or(Tolerance::Exact))),
+        None => match engine {
+            Engine::Gpu { emulated: false } if ctx.record_gpu => {
+                if kir_interp::npy::is_compressed(full) {
+                    return Err(format!("{file}:{line}: --record-gpu writes plain .npy files: name the expectation `.npy` (compress it with xz afterwards)"));
+                }
+                if let Some(parent) = full.parent().filter(|p| !p.as_os_str().is_empty()) {
+                    std::fs::create_dir_all(parent)
+                        .map_err(|err| format!("{file}:{line}: --record-gpu: cannot create {}: {err}", parent.display()))?;
+                }
+                crate::files::write_atomically(full, &kir_interp::npy::encode(buf))
+                    .map_err(|err| format!("{file}:{line}: --record-gpu: {err}"))?;
+                ctx.blessed.push(format!("{shown} (recorded from the GPU, {}[{}]; {file}:{line})", buf.elem, buf.len()));
+                Ok(())
+            }
+            Engine::Gpu { emulated: true } if ctx.record_gpu => Err(format!(
+                "{file}:{line}: {shown} does not exist, and --record-gpu refuses to record it from kir's emulated CUDA driver (KIR_CUDA_DRIVER=emu): hardware truth comes from a GPU"
+            )),
+            _ => Err(format!(
+                "{file}:{line}: the hardware recording {shown} does not exist (kir never writes it from its own output; on a machine with a GPU, `kir test --record-gpu` records it){refuse_bless}"
+            )),
+        },
+    }
 }
 
 /// The first buffer of `other` that differs from the interpreter's `reference` under `tol`, as a

@@ -7,6 +7,10 @@
 //!   must be exactly `product(shape) * itemsize` bytes and at most [`crate::MAX_BUFFER_BYTES`].
 //! - [`read`] checks the header and the file's size before it reads any data: memory use is bounded
 //!   by what the header promises (and the cap), whatever the file is; devices and FIFOs are refused.
+//! - A path ending in `.npy.xz` is an xz-compressed `.npy` (how hardware-recorded expectations
+//!   are stored, `tests/hardware/`): [`read`] decompresses it (pure Rust) into memory bounded by
+//!   the cap plus a header's worth, refusing a stream that would decompress to more, then applies
+//!   every check above to the decompressed bytes. [`write`] never writes one.
 //! - [`write`] writes version 1.0 with shape `(len,)`; `bf16` is written as `<u2` (raw bit
 //!   patterns; NumPy has no bfloat16), so `read(write(b))` gives `b` back except that `bf16` comes
 //!   back as `u16` with the same bytes.
@@ -135,6 +139,10 @@ pub fn read(path: &Path) -> Result<Buffer, String> {
     if !meta.is_file() {
         return Err(at("not a regular file".into()));
     }
+    if is_compressed(path) {
+        let bytes = decompress_xz(std::io::BufReader::new(f), crate::MAX_BUFFER_BYTES + MAX_HEADER_BYTES).map_err(at)?;
+        return parse(&bytes).map_err(at);
+    }
     let mut prefix = [0u8; 12];
     let got = read_up_to(&mut f, &mut prefix).map_err(|e| at(e.to_string()))?;
     let (start, hlen) = header_span(&prefix[..got]).map_err(at)?;
@@ -157,6 +165,43 @@ pub fn read(path: &Path) -> Result<Buffer, String> {
         return Err(at(format!("data has {} bytes, the header says {need}", bytes.len())));
     }
     Ok(Buffer { elem, bytes })
+}
+
+/// Whether `path` names an xz-compressed `.npy` (`NAME.npy.xz`).
+pub fn is_compressed(path: &Path) -> bool {
+    path.to_str().is_some_and(|p| p.ends_with(".npy.xz"))
+}
+
+/// A `.npy` header is at most this long (version 2/3 store its length in 4 bytes, but NumPy never
+/// writes more than a few hundred bytes; this bounds what a compressed file may add to the cap).
+const MAX_HEADER_BYTES: u64 = 1 << 16;
+
+/// A writer that refuses to hold more than `limit` bytes: decompression stops with an error
+/// instead of growing without bound (a small `.xz` can promise terabytes).
+struct BoundedSink {
+    bytes: Vec<u8>,
+    limit: u64,
+}
+
+impl std::io::Write for BoundedSink {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        if self.bytes.len() as u64 + data.len() as u64 > self.limit {
+            return Err(std::io::Error::other(format!("decompresses to more than {} bytes", self.limit)));
+        }
+        self.bytes.try_reserve(data.len()).map_err(|_| std::io::Error::other("cannot allocate memory"))?;
+        self.bytes.extend_from_slice(data);
+        Ok(data.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Decompresses an xz stream into at most `limit` bytes.
+fn decompress_xz(mut input: impl std::io::BufRead, limit: u64) -> Result<Vec<u8>, String> {
+    let mut sink = BoundedSink { bytes: Vec::new(), limit };
+    lzma_rs::xz_decompress(&mut input, &mut sink).map_err(|e| format!("not a valid .xz file: {e}"))?;
+    Ok(sink.bytes)
 }
 
 /// Reads until `buf` is full or the end of the file; returns the bytes read.
@@ -189,6 +234,9 @@ pub fn encode(b: &Buffer) -> Vec<u8> {
 
 /// Writes a buffer as a `.npy` file.
 pub fn write(path: &Path, b: &Buffer) -> Result<(), String> {
+    if is_compressed(path) {
+        return Err(format!("{}: kir writes plain .npy files, not compressed ones", path.display()));
+    }
     std::fs::write(path, encode(b)).map_err(|e| format!("{}: {e}", path.display()))
 }
 
@@ -277,5 +325,35 @@ mod tests {
         let at = fortran.windows(5).position(|w| w == b"False").unwrap();
         fortran[at..at + 5].copy_from_slice(b"True ");
         assert!(parse(&fortran).unwrap_err().contains("Fortran-order"));
+    }
+
+    /// `NAME.npy.xz`: read through the decompressor with the same checks; a stream that would
+    /// decompress past the limit stops there; a corrupt stream is an error naming the file.
+    #[test]
+    fn reads_xz_compressed_npy_with_bounded_memory() {
+        let d = std::env::temp_dir().join(format!("kir_npy_xz_{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        let b = Buffer::from_bits(ScalarType::U64, [0x7ff8000000000000, 0xfff8000000000000, 1]);
+        let mut xz = Vec::new();
+        lzma_rs::xz_compress(&mut std::io::Cursor::new(encode(&b)), &mut xz).unwrap();
+        std::fs::write(d.join("a.npy.xz"), &xz).unwrap();
+        assert_eq!(read(&d.join("a.npy.xz")).unwrap(), b);
+        // A valid stream of a megabyte of zeros, read with a smaller limit.
+        let mut zeros = Vec::new();
+        lzma_rs::xz_compress(&mut std::io::Cursor::new(vec![0u8; 1 << 20]), &mut zeros).unwrap();
+        let e = decompress_xz(std::io::Cursor::new(&zeros), 4096).unwrap_err();
+        assert!(e.contains("decompresses to more than 4096 bytes"), "{e}");
+        // Decompressed, but not a .npy.
+        std::fs::write(d.join("z.npy.xz"), &zeros).unwrap();
+        assert!(read(&d.join("z.npy.xz")).unwrap_err().contains("bad magic"));
+        // Not xz at all.
+        std::fs::write(d.join("bad.npy.xz"), encode(&b)).unwrap();
+        let e = read(&d.join("bad.npy.xz")).unwrap_err();
+        assert!(e.contains("bad.npy.xz: not a valid .xz file"), "{e}");
+        // Truncated.
+        std::fs::write(d.join("cut.npy.xz"), &xz[..xz.len() / 2]).unwrap();
+        assert!(read(&d.join("cut.npy.xz")).unwrap_err().contains("not a valid .xz file"));
+        assert!(write(&d.join("w.npy.xz"), &b).unwrap_err().contains("not compressed ones"));
+        std::fs::remove_dir_all(&d).unwrap();
     }
 }

@@ -6,7 +6,9 @@
 //! progress), then a final `N passed (M without expectation), N failed, N skipped` line (the
 //! parenthesis only when M > 0; `unverified` rows count as passed, or as failed with `--strict`).
 //! The interpreter runs with race and uninitialized-read detection unless `--no-checks`; `--bless`
-//! writes `.npy` expectations and lists each file it wrote.
+//! writes `.npy` expectations and lists each file it wrote, except in files marked
+//! `; source: hardware` (recorded on a GPU: the specification), whose missing expectations only
+//! `--record-gpu` writes, from a real GPU.
 //! Exit 0 only when nothing failed and at least one file was found; a path that does not exist is
 //! an error. The walk ([`kir::walk`]) follows no link into a cycle, tests each file once, and
 //! reports a dangling link or a non-regular `*.kir` (a FIFO would block) as a FAIL row by its own
@@ -43,6 +45,11 @@ pub struct Args {
     /// interpreter's output, and list what was written.
     #[arg(long)]
     pub bless: bool,
+    /// In files marked `; source: hardware`, write each missing `.npy` expectation from the GPU's
+    /// output (a real GPU only, never kir's emulated driver; never over an existing file). How the
+    /// next machine with a GPU extends the recorded truth: docs/testing.md, "Hardware truth".
+    #[arg(long)]
+    pub record_gpu: bool,
     /// Memory budget of the run: all buffers of the arguments together, and a launch's buffers
     /// with its race-detection shadow (default 8G; accepts 4096, 512M, 8G).
     #[arg(long, value_name = "BYTES")]
@@ -71,6 +78,7 @@ pub fn run(args: &Args) -> ExitCode {
     let mut ctx = Context::detect(require_gpu);
     ctx.checks = !args.no_checks;
     ctx.bless = args.bless;
+    ctx.record_gpu = args.record_gpu;
     if let Some(fuel) = args.fuel {
         ctx.interp = ctx.interp.clone().with_fuel(fuel);
         ctx.emu = ctx.emu.clone().with_fuel(fuel);
@@ -137,7 +145,8 @@ pub fn run(args: &Args) -> ExitCode {
         harness::test_file(f, &mut ctx, &mut emit);
     }
     for b in &ctx.blessed {
-        println!("blessed: wrote {b}");
+        let verb = if b.contains("(recorded from the GPU") { "recorded" } else { "blessed" };
+        println!("{verb}: wrote {b}");
     }
     if unverified > 0 {
         println!("{passed} passed ({unverified} without expectation), {failed} failed, {skipped} skipped");
