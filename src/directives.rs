@@ -169,6 +169,9 @@ pub struct Expect {
     /// `sorted`: compare as multisets (order-free), for outputs whose order the hardware's
     /// scheduling decides.
     pub sorted: bool,
+    /// `NAME+NAME2 == @A.npy+@B.npy sorted`: further buffers and their files, joined to the first
+    /// and compared as one multiset (an exchange's returned values plus the final memory).
+    pub joined: Vec<(String, String)>,
 }
 
 impl Expect {
@@ -182,7 +185,9 @@ impl Expect {
             Expected::Reference { target, .. } => format!("@{target}"),
         };
         let sorted = if self.sorted { " sorted" } else { "" };
-        format!("{} == {rhs}{sorted} (line {})", self.buffer, self.line)
+        let (names, files): (String, String) =
+            self.joined.iter().map(|(b, p)| (format!("+{b}"), format!("+@{p}"))).unzip();
+        format!("{}{names} == {rhs}{files}{sorted} (line {})", self.buffer, self.line)
     }
 }
 
@@ -471,6 +476,24 @@ fn parse_expect(line: usize, body: &str) -> Result<(String, Expect), String> {
         }
     }
     let shape_given = grid.is_some() || block.is_some() || shared.is_some();
+    if lhs.contains('+') {
+        // NAME+NAME2 == @A.npy+@B.npy sorted: one multiset of several buffers.
+        let names: Vec<&str> = lhs.split('+').map(str::trim).collect();
+        let files: Vec<&str> = first.split('+').map(|f| f.strip_prefix('@').unwrap_or("")).collect();
+        let npy = |f: &&str| (f.ends_with(".npy") && f.len() > 4) || (f.ends_with(".npy.xz") && f.len() > 7);
+        if names.len() != files.len() || !files.iter().all(npy) || names.iter().any(|n| n.is_empty() || n.contains(|c: char| c.is_whitespace() || c == '[')) {
+            return Err(format!("`{lhs} == {first}` joins buffers: give one `.npy` file per buffer, `A+B == @a.npy+@b.npy sorted`"));
+        }
+        if !sorted {
+            return Err(format!("`{lhs} == {first}` joins buffers into one multiset: it needs `sorted`"));
+        }
+        if shape_given {
+            return Err("grid(..), block(..) and shared= are for a reference kernel, not `.npy` files".into());
+        }
+        let joined = names[1..].iter().zip(&files[1..]).map(|(n, f)| (n.to_string(), f.to_string())).collect();
+        let expected = Expected::Npy { path: files[0].to_string() };
+        return Ok((target, Expect { line, buffer: names[0].to_string(), expected, tol, sorted, joined }));
+    }
     if let Some(reference) = first.strip_prefix('@') {
         if lhs.contains('[') {
             return Err(format!(
@@ -498,7 +521,7 @@ fn parse_expect(line: usize, body: &str) -> Result<(String, Expect), String> {
             }
             Expected::Reference { target: reference.to_string(), grid, block, shared_bytes: shared }
         };
-        return Ok((target, Expect { line, buffer: lhs.to_string(), expected, tol, sorted }));
+        return Ok((target, Expect { line, buffer: lhs.to_string(), expected, tol, sorted, joined: Vec::new() }));
     }
     if shape_given {
         return Err(
@@ -526,7 +549,7 @@ fn parse_expect(line: usize, body: &str) -> Result<(String, Expect), String> {
         ));
     }
     let expected = Expected::Values { start, end, values };
-    Ok((target, Expect { line, buffer: buffer.trim().to_string(), expected, tol, sorted }))
+    Ok((target, Expect { line, buffer: buffer.trim().to_string(), expected, tol, sorted, joined: Vec::new() }))
 }
 
 /// Every directive name.
@@ -791,6 +814,19 @@ mod tests {
         assert!(e[0].sorted && e[1].sorted);
         assert_eq!(e[0].describe(), "a == @data/gpu/k.a.npy.xz sorted (line 3)");
         assert_eq!(parse_directives("; run: @k grid(1) block(1)\n; expect: @k a == @x.npy\n").unwrap().runs[0].expects[0].sorted, false);
+        let j = parse_directives("; run: @k grid(1) block(1)\n; expect: @k old+a == @o.npy.xz+@a.npy sorted\n").unwrap();
+        let j = &j.runs[0].expects[0];
+        assert_eq!((j.buffer.as_str(), &j.joined), ("old", &vec![("a".to_string(), "a.npy".to_string())]));
+        assert_eq!(j.describe(), "old+a == @o.npy.xz+@a.npy sorted (line 2)");
+        for (bad, why) in [
+            ("old+a == @o.npy+@a.npy", "it needs `sorted`"),
+            ("old+a == @o.npy sorted", "one `.npy` file per buffer"),
+            ("old+ == @o.npy+@a.npy sorted", "one `.npy` file per buffer"),
+            ("old+a == @o.npy+@ref sorted", "one `.npy` file per buffer"),
+        ] {
+            let e = parse_directives(&format!("; run: @k grid(1) block(1)\n; expect: @k {bad}\n")).unwrap_err();
+            assert!(e[0].message.contains(why), "{bad}: {}", e[0].message);
+        }
         let errs = parse_directives("; source: simulator\n; source: hardware\n; source: hardware again\n; Source: hardware\n; expect: @k a == @.npy.xz\n").unwrap_err();
         let msgs: Vec<(usize, &str)> = errs.iter().map(|e| (e.line, e.message.as_str())).collect();
         assert!(msgs[0].0 == 1 && msgs[0].1.starts_with("unknown source `simulator` (the one source kir knows is `hardware`"), "{msgs:?}");

@@ -519,7 +519,13 @@ fn check_expectation(
     let Some(bi) = outputs.names.iter().position(|n| *n == e.buffer) else {
         return Err(format!("{file}:{line}: expect names `{}`, which is not a buffer argument of this run", e.buffer));
     };
-    let buf = &outputs.buffers[bi];
+    let joined;
+    let buf = if e.joined.is_empty() {
+        &outputs.buffers[bi]
+    } else {
+        joined = join_buffers(e, outputs, bi, file)?;
+        &joined
+    };
     match &e.expected {
         Expected::Values { start, end, values } if e.sorted => {
             if *end > buf.len() {
@@ -618,6 +624,39 @@ fn specs_for_graph(m: &Module, name: &str, specs: &[(String, ArgSpec)]) -> Vec<(
     specs.iter().filter(|(n, _)| g.params.iter().any(|p| p.name == *n)).cloned().collect()
 }
 
+/// The buffers of a joined expectation (`A+B == @a.npy+@b.npy sorted`), end to end.
+fn join_buffers(e: &Expect, outputs: &Outputs, first: usize, file: &str) -> Result<Buffer, String> {
+    let mut all = outputs.buffers[first].clone();
+    for (name, _) in &e.joined {
+        let Some(i) = outputs.names.iter().position(|n| n == name) else {
+            return Err(format!("{file}:{}: expect names `{name}`, which is not a buffer argument of this run", e.line));
+        };
+        let b = &outputs.buffers[i];
+        if b.elem != all.elem {
+            return Err(format!(
+                "{file}:{}: `{}` ({}) and `{name}` ({}) cannot be joined: different element types",
+                e.line, e.buffer, all.elem, b.elem
+            ));
+        }
+        all.bytes.extend_from_slice(&b.bytes);
+    }
+    Ok(all)
+}
+
+/// The files of a joined expectation, read and put end to end like [`join_buffers`].
+fn read_joined(first: &Path, e: &Expect, base_dir: Option<&Path>) -> Result<Buffer, String> {
+    let mut all = kir_interp::npy::read(first)?;
+    for (_, path) in &e.joined {
+        let full = base_dir.map_or_else(|| PathBuf::from(path), |d| d.join(path));
+        let b = kir_interp::npy::read(&full)?;
+        if b.elem != all.elem {
+            return Err(format!("{}: element type {} differs from the first file's {}", full.display(), b.elem, all.elem));
+        }
+        all.bytes.extend_from_slice(&b.bytes);
+    }
+    Ok(all)
+}
+
 /// A `.npy` expectation: compared with the buffer (as multisets when `sorted`); with `--bless`,
 /// written from the interpreter's output when missing or different (never over a file that is not
 /// `.npy`, nor over one of the run's inputs, nor in a `; source: hardware` file); with
@@ -646,7 +685,7 @@ fn check_npy(
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => None,
         Err(err) => return Err(format!("{file}:{line}: cannot read {shown}: {err}")),
         Ok(_) => {
-            let want = kir_interp::npy::read(&full).map_err(|err| {
+            let want = read_joined(&full, e, env.base_dir).map_err(|err| {
                 format!("{file}:{line}: {err} (not overwritten, even with --bless: it is not a .npy file kir can read)")
             })?;
             let c = if e.sorted {
@@ -661,6 +700,13 @@ fn check_npy(
             Some(format!("{c}{how}"))
         }
     };
+    if !e.joined.is_empty() {
+        // Joined files are written by no one (which bytes would go to which file?).
+        return Err(match why_differs {
+            Some(c) => format!("{file}:{line}: `{}` differs from {} (tol {tol}): {c}", e.describe(), shown),
+            None => format!("{file}:{line}: expected output {shown} does not exist (joined expectations are never written by kir)"),
+        });
+    }
     if let Some(hw) = env.hardware {
         return hardware_expectation(e, &full, buf, why_differs, hw, engine, env, ctx);
     }
