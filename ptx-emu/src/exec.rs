@@ -1056,17 +1056,20 @@ impl Worker {
                         Arith::Div => map2!(|a, b| canon32(f32::from_bits(a as u32) / f32::from_bits(b as u32))),
                     }
                 } else {
-                    map2!(|a, b| post(t, ftz, sat, float::arith(t, op, rnd, pre(t, ftz, a), pre(t, ftz, b))))
+                    map2!(|a, b| {
+                        let (a, b) = (pre(t, ftz, a), pre(t, ftz, b));
+                        let v = float::arith(t, op, rnd, a, b);
+                        post_exact(t, ftz, sat, rnd, v, || float::arith(t, op, Rnd::Z, a, b))
+                    })
                 }
             }
             Op::Fma { t, rnd, ftz, sat, neg_product, neg_addend } => {
                 let (np, nc) = (if neg_product { t.sign_bit() } else { 0 }, if neg_addend { t.sign_bit() } else { 0 });
-                map3!(|a, b, c| post(
-                    t,
-                    ftz,
-                    sat,
-                    float::fma(t, rnd, pre(t, ftz, a) ^ np, pre(t, ftz, b), pre(t, ftz, c) ^ nc)
-                ))
+                map3!(|a, b, c| {
+                    let (a, b, c) = (pre(t, ftz, a) ^ np, pre(t, ftz, b), pre(t, ftz, c) ^ nc);
+                    let v = float::fma(t, rnd, a, b, c);
+                    post_exact(t, ftz, sat, rnd, v, || float::fma(t, Rnd::Z, a, b, c))
+                })
             }
             Op::FMinMax { t, max, ftz } => {
                 map2!(|a, b| post(t, ftz, false, float::minmax(t, max, pre(t, ftz, a), pre(t, ftz, b))))
@@ -1076,7 +1079,11 @@ impl Worker {
             Op::FSqrt { t, rnd, ftz } => map1!(|a| post(t, ftz, false, float::sqrt(t, rnd, pre(t, ftz, a)))),
             Op::FRcp { t, rnd, ftz } => {
                 let one = t.from_f64(1.0, Rnd::N);
-                map1!(|a| post(t, ftz, false, float::arith(t, Arith::Div, rnd, one, pre(t, ftz, a))))
+                map1!(|a| {
+                    let a = pre(t, ftz, a);
+                    let v = float::arith(t, Arith::Div, rnd, one, a);
+                    post_exact(t, ftz, false, rnd, v, || float::arith(t, Arith::Div, Rnd::Z, one, a))
+                })
             }
             Op::FApprox { t, f, ftz } => map1!(|a| float::approx(t, f, ftz, a)),
             Op::DivApprox { ftz } => map2!(|a, b| div_approx(ftz, a, b)),
@@ -1321,7 +1328,8 @@ impl Worker {
                     let acc = self.access(cx, space, addr, size, size, true, pc, w, l)?;
                     let b = self.rd(cx, s0, w, l);
                     let c = self.rd(cx, s1, w, l);
-                    let old = self.rmw(acc, size, |old| atom_apply(op, t, old, b, c));
+                    let shared = matches!(acc, Access::Shared(_));
+                    let old = self.rmw(acc, size, |old| atom_apply(op, t, shared, old, b, c));
                     self.wr(w, d0, l, old);
                 })
             }
@@ -1512,6 +1520,19 @@ fn post(t: FTy, ftz: bool, sat: bool, v: u64) -> u64 {
     }
 }
 
+/// `.ftz` and `.sat` on the result `v` of an exact instruction rounded in direction `rnd`; `.ftz`
+/// judges by the exact value ([`float::ftz32_result`]), which `toward_zero` recomputes rounded
+/// toward zero when needed.
+#[inline]
+fn post_exact(t: FTy, ftz: bool, sat: bool, rnd: Rnd, v: u64, toward_zero: impl FnOnce() -> u64) -> u64 {
+    let v = if ftz && t == FTy::F32 { float::ftz32_result(v as u32, rnd, || toward_zero() as u32) as u64 } else { v };
+    if sat {
+        float::sat(t, v)
+    } else {
+        v
+    }
+}
+
 /// `div.approx.f32`: a * (1/b) with both steps rounded to nearest; for |b| in (2^126, 2^128) the
 /// result is 0 (ISA: "for 2^126 < |b| < 2^128, div.approx.f32 returns zero").
 fn div_approx(ftz: bool, a: u64, b: u64) -> u64 {
@@ -1561,7 +1582,8 @@ fn cvt_value(from: CvtTy, to: CvtTy, rnd: Option<Rnd>, integral: bool, ftz: bool
                 if integral {
                     float::round_integral(f, rnd.unwrap_or(Rnd::N), a)
                 } else if f.is_nan(a) {
-                    f.canonical_nan()
+                    // `cvt.ftz.f32.f32` of NaN is the canonical NaN (`cvt_ftz_f32_f32[52]`).
+                    float::nan_result(f, &[a])
                 } else {
                     a
                 }
@@ -1584,24 +1606,46 @@ fn cvt_value(from: CvtTy, to: CvtTy, rnd: Option<Rnd>, integral: bool, ftz: bool
     }
 }
 
-/// The new value of an atomic's memory (`old` is the current value, `b`/`c` the operands).
-fn atom_apply(op: AtomOp, t: AtomTy, old: u64, b: u64, c: u64) -> u64 {
+/// The new value of an atomic's memory (`old` is the current value, `b`/`c` the operands;
+/// `shared`: the address is in shared memory, directly or through a generic address).
+///
+/// `atom.add` on floats rounds to nearest; the rest was measured on an H100 (`collectives/`):
+/// - f32: NaN gives the canonical NaN `0x7fffffff`; in global memory subnormal operands and
+///   results are flushed to zero (`atom_add_f32_g1[14]`: `0x00400000 + 0x80000001` = `0`), in
+///   shared memory they are kept (`atom_add_f32_s1[14]`: = `0x003fffff`).
+/// - f64 in global memory: a NaN operand is stored as it is, signaling NaNs not quieted, the
+///   operand's before memory's (`atom_add_f64_g1[8]`: memory `0xfff8000000012345` + `0xfff7ffffffffffff`
+///   = `0xfff7ffffffffffff`; `[3]`: a signaling NaN in memory stays); inf + -inf gives
+///   `0xfff8000000000000` (`atom_add_f64_gh.special2`).
+/// - f64 in shared memory: memory's NaN before the operand's, quieted (`atom_add_f64_s1`), inf +
+///   -inf gives `0xfff8000000000000`.
+fn atom_apply(op: AtomOp, t: AtomTy, shared: bool, old: u64, b: u64, c: u64) -> u64 {
     match t {
         AtomTy::Float(f) => match op {
-            AtomOp::Add => {
-                // atom.add.f32 flushes subnormal inputs and results and rounds to nearest.
-                if f == FTy::F32 {
-                    float::ftz32(float::arith(
-                        f,
-                        Arith::Add,
-                        Rnd::N,
-                        float::ftz32(old as u32) as u64,
-                        float::ftz32(b as u32) as u64,
-                    ) as u32) as u64
-                } else {
-                    float::arith(f, Arith::Add, Rnd::N, old, b)
+            AtomOp::Add => match f {
+                FTy::F32 if !shared => float::ftz32(float::arith(
+                    f,
+                    Arith::Add,
+                    Rnd::N,
+                    float::ftz32(old as u32) as u64,
+                    float::ftz32(b as u32) as u64,
+                ) as u32) as u64,
+                FTy::F64 => {
+                    let v = f64::from_bits(old) + f64::from_bits(b);
+                    if !v.is_nan() {
+                        v.to_bits()
+                    } else if shared {
+                        float::nan_result(f, &[old, b])
+                    } else if f.is_nan(b) {
+                        b
+                    } else if f.is_nan(old) {
+                        old
+                    } else {
+                        f.default_nan()
+                    }
                 }
-            }
+                _ => float::arith(f, Arith::Add, Rnd::N, old, b),
+            },
             AtomOp::Exch => b,
             AtomOp::Cas => {
                 if old == b {

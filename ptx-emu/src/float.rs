@@ -7,12 +7,42 @@
 //! rounded twice. f16/bf16 arithmetic (`.rn` only in PTX) is computed in f64 and rounded once to
 //! the 16-bit format: exact, because 53 >= 2p + 2 for p = 11 and 8.
 //!
-//! PTX rules applied here (ISA "Floating-Point Instructions"):
-//! - Results that are NaN are the canonical NaN (`0x7fffffff`, `0x7fffffffffffffff`, `0x7fff`);
-//!   `neg`/`abs` only touch the sign bit.
-//! - `.ftz` (f32 only) flushes subnormal inputs and results to zero of the same sign; `.sat` clamps
-//!   the result to [0.0, 1.0] with NaN giving +0.0.
-//! - `min`/`max`: a NaN operand is ignored; two NaNs give the canonical NaN; -0.0 orders below +0.0.
+//! PTX rules applied here (ISA "Floating-Point Instructions"): `.ftz` (f32 only) flushes subnormal
+//! inputs and results to zero of the same sign; `.sat` clamps the result to [0.0, 1.0] with NaN
+//! giving +0.0; `neg`/`abs` only touch the sign bit (NaNs included); `min`/`max` ignore a NaN
+//! operand and order -0.0 below +0.0.
+//!
+//! What the ISA leaves open was measured on an NVIDIA H100 (sm_90, PTX JIT-compiled by driver
+//! 580; the recordings are under `tests/hardware/h100/`, `ops/` and `collectives/`; run ids such as
+//! `add_f64[52]` name a kernel and an element of them):
+//! - **NaN results of f16, bf16 and f32 arithmetic** (`add sub mul div fma sqrt rcp`, `min`/`max`
+//!   of two NaNs, every rounding, with or without `.ftz`) are the canonical NaN `0x7fff` /
+//!   `0x7fffffff`, whatever the operands' payloads or signs.
+//! - **f64 arithmetic passes an operand's NaN through, quieted** (bit 51 set, sign and payload
+//!   kept), choosing among NaN operands in a fixed order: `add`/`sub`/`mul`: b, then a
+//!   (`add_f64[3589]`: `0x7ff8000000000000 + 0xfff8000000000000` = `0xfff8000000000000`; `sub`
+//!   does not flip the sign of b's NaN); `div`: a, then b; `fma a, b, c`: b, then c, then a
+//!   (`fma_f64[3342]`: `fma(0x7ff8000000000000, 0, 0xfff0000000000001)` = `0xfff8000000000001`);
+//!   `sqrt`, `rcp`: a; `min`/`max` of two NaNs: b. An invalid operation without NaN operands (0 *
+//!   inf, inf - inf, 0/0, inf/inf, sqrt of a number below zero) gives the default NaN
+//!   `0xfff8000000000000`, negative (`mul_f64[50]`, `div_f64[0]`, `sqrt_f64[3]`).
+//! - **`.ftz` f32 results are flushed by their exact value**: a result whose exact value is below
+//!   2^-126 in magnitude becomes a zero of its sign even when rounding takes it up to ±2^-126
+//!   (`mul_ftz_f32[698]`: `2^-126 * 0.99999994` = `+0`; `mul_rm_ftz_f32[699]`, `div_rp_ftz_f32[696]`).
+//! - **Float → float conversions** of NaN, per PTX instruction: `cvt.f64.f32` quiets and keeps
+//!   sign and payload (`cvt_f64_f32`: `0x7fc00001` → `0x7ff8000020000000`); `cvt.f32.bf16` is the
+//!   bit pattern shifted left 16, a signaling NaN stays signaling (`cvt_f32_bf16[32641]`: `0x7f81`
+//!   → `0x7f810000`); `cvt.{rn,rz,rm,rp}.f32.f64` and `.f16.f64` quiet and keep the sign and the
+//!   payload's top bits (`0x7ff0000000000001` → `0x7fc00000`, `0xfff8000000000000` → `0xfe00`);
+//!   `cvt.f32.f16`, `cvt.ftz.f32.f32`, `cvt.rni.f32.f32` and every conversion to f16 or bf16 from
+//!   f32, f16 or bf16 give the canonical NaN; `cvt.rni.f64.f64` quiets and keeps the rest. Not
+//!   measured (kir emits them as two steps through f32) and modelled as those two steps:
+//!   `cvt.f64.f16`, `cvt.f64.bf16`; not measured and canonical: `cvt.bf16.f64`, `cvt.f16.bf16`
+//!   and the like, `cvt.rni` on f16/bf16.
+//! - **Float → integer conversions** saturate; NaN gives `1 << (width - 1)` from f64 at every
+//!   width (`cvt_u8_f64[52]`: 128, `cvt_s32_f64`: `0x80000000`), and from f32, f16 and bf16 gives
+//!   `0x8000000000000000` for 64-bit destinations and 0 for narrower ones (`cvt_s64_f32[52]`,
+//!   `cvt_u64_f16[3976]`).
 //!
 //! Approximate instructions: the PTX ISA only bounds their error; the emulator computes the value
 //! below, which is within the bound, and differential comparisons use a tolerance that covers it.
@@ -82,6 +112,30 @@ impl FTy {
         }
     }
 
+    /// The NaN an H100 makes for an invalid operation: the canonical NaN for f16, bf16 and f32
+    /// (which also replaces every NaN result of their arithmetic), `0xfff8000000000000` for f64.
+    pub fn default_nan(self) -> u64 {
+        match self {
+            FTy::F64 => 0xfff8_0000_0000_0000,
+            t => t.canonical_nan(),
+        }
+    }
+
+    /// The number of fraction bits.
+    pub fn frac_bits(self) -> u32 {
+        match self {
+            FTy::F16 => 10,
+            FTy::BF16 => 7,
+            FTy::F32 => 23,
+            FTy::F64 => 52,
+        }
+    }
+
+    /// The quiet bit (the top fraction bit).
+    pub fn quiet_bit(self) -> u64 {
+        1 << (self.frac_bits() - 1)
+    }
+
     pub fn sign_bit(self) -> u64 {
         match self {
             FTy::F16 | FTy::BF16 => 0x8000,
@@ -144,6 +198,31 @@ impl FTy {
     }
 }
 
+/// The NaN result of an arithmetic instruction whose exact result is NaN, given its operands in
+/// the order the H100 picks among them (module header): f64 passes the first NaN operand through
+/// with its quiet bit set, or makes the default NaN when no operand is NaN; f16, bf16 and f32
+/// always give the canonical NaN.
+pub fn nan_result(t: FTy, ops: &[u64]) -> u64 {
+    if t == FTy::F64 {
+        if let Some(&n) = ops.iter().find(|&&o| t.is_nan(o)) {
+            return n | t.quiet_bit();
+        }
+        return t.default_nan();
+    }
+    t.canonical_nan()
+}
+
+/// `.ftz` on an f32 result `v` rounded in direction `r`, as an H100 does it: a result whose exact
+/// value is below 2^-126 in magnitude becomes a zero of its sign, also when rounding carried it up
+/// to ±2^-126 (`mul_ftz_f32[698]`). `toward_zero` recomputes the result rounded toward zero (only
+/// called for a result of magnitude 2^-126, where the exact value may lie on either side).
+pub fn ftz32_result(v: u32, r: Rnd, toward_zero: impl FnOnce() -> u32) -> u32 {
+    if v & 0x7fff_ffff == 0x0080_0000 && r != Rnd::Z && toward_zero() & 0x7f80_0000 == 0 {
+        return v & 0x8000_0000;
+    }
+    ftz32(v)
+}
+
 /// `.ftz` on an input or result: a subnormal becomes a zero of the same sign.
 #[inline]
 pub fn ftz32(b: u32) -> u32 {
@@ -201,7 +280,8 @@ macro_rules! ap_arith {
     }};
 }
 
-/// `op.rnd.T a, b` (no ftz/sat: callers apply them).
+/// `op.rnd.T a, b` (no ftz/sat: callers apply them). A NaN result follows [`nan_result`]: f64
+/// `div` picks a's NaN before b's, `add`/`sub`/`mul` b's before a's.
 pub fn arith(t: FTy, op: Arith, r: Rnd, a: u64, b: u64) -> u64 {
     let out = match (t, r) {
         (FTy::F32, Rnd::N) => {
@@ -229,10 +309,14 @@ pub fn arith(t: FTy, op: Arith, r: Rnd, a: u64, b: u64) -> u64 {
         (FTy::F16, r) => ap_arith!(Half, op, r.ap(), a, b),
         (FTy::BF16, r) => ap_arith!(BFloat, op, r.ap(), a, b),
     };
-    out.unwrap_or(t.canonical_nan())
+    out.unwrap_or_else(|| match op {
+        Arith::Div => nan_result(t, &[a, b]),
+        _ => nan_result(t, &[b, a]),
+    })
 }
 
-/// `fma.rnd.T a, b, c`: a*b+c rounded once.
+/// `fma.rnd.T a, b, c`: a*b+c rounded once; a NaN result follows [`nan_result`] with the operands
+/// in the order b, c, a (f64, measured: `fma_f64`).
 pub fn fma(t: FTy, r: Rnd, a: u64, b: u64, c: u64) -> u64 {
     macro_rules! ap {
         ($T:ty) => {{
@@ -260,16 +344,19 @@ pub fn fma(t: FTy, r: Rnd, a: u64, b: u64, c: u64) -> u64 {
         (FTy::F16, _) => ap!(Half),
         (FTy::BF16, _) => ap!(BFloat),
     };
-    out.unwrap_or(t.canonical_nan())
+    out.unwrap_or_else(|| nan_result(t, &[b, c, a]))
 }
 
 /// `sqrt.rnd.T a` for f32/f64: correctly rounded in every direction. The f64 square root rounded
 /// to nearest is `s`; the exact root lies on the side of `s` given by the sign of `a - s*s`
 /// (computed exactly with one fused multiply-add), which decides the directed results.
+///
+/// A NaN operand passes through quieted (f64) or gives the canonical NaN; a negative one gives
+/// the default NaN ([`FTy::default_nan`]; -0 gives -0).
 pub fn sqrt(t: FTy, r: Rnd, a: u64) -> u64 {
     let x = t.to_f64(a);
     if x.is_nan() || x < 0.0 {
-        return t.canonical_nan();
+        return nan_result(t, &[a]);
     }
     if x == 0.0 || x.is_infinite() {
         return a;
@@ -316,10 +403,10 @@ pub fn sqrt(t: FTy, r: Rnd, a: u64) -> u64 {
     }
 }
 
-/// Conversion between float formats with rounding (NaN → canonical NaN).
+/// Conversion between float formats with rounding; NaN as the H100 converts it (module header).
 pub fn convert(from: FTy, to: FTy, r: Rnd, b: u64) -> u64 {
     if from.is_nan(b) {
-        return to.canonical_nan();
+        return convert_nan(from, to, b);
     }
     macro_rules! conv {
         ($F:ty) => {{
@@ -341,11 +428,38 @@ pub fn convert(from: FTy, to: FTy, r: Rnd, b: u64) -> u64 {
     }
 }
 
+/// The NaN `cvt` makes of the NaN `b` (measured on an H100 per PTX instruction; module header).
+fn convert_nan(from: FTy, to: FTy, b: u64) -> u64 {
+    let sign = |to: FTy| if b & from.sign_bit() != 0 { to.sign_bit() } else { 0 };
+    // The payload (fraction) moved to the destination's fraction width, top bits kept.
+    let frac = |to: FTy| {
+        let f = b & (from.quiet_bit() * 2 - 1);
+        let (fb, tb) = (from.frac_bits(), to.frac_bits());
+        if tb >= fb {
+            f << (tb - fb)
+        } else {
+            f >> (fb - tb)
+        }
+    };
+    let exp = |to: FTy| (to.sign_bit() - 1) & !(to.quiet_bit() * 2 - 1);
+    match (from, to) {
+        // `cvt.f32.bf16`: the bits shifted, signaling NaNs included (`cvt_f32_bf16[32641]`).
+        (FTy::BF16, FTy::F32) => b << 16,
+        // Widening to f64 and narrowing from it: quieted, sign and (top of the) payload kept.
+        (FTy::F32, FTy::F64) | (FTy::F64, FTy::F32) | (FTy::F64, FTy::F16) | (FTy::F64, FTy::F64) => {
+            sign(to) | exp(to) | to.quiet_bit() | frac(to)
+        }
+        // Not measured: as the two steps through f32 that kir emits for them.
+        (FTy::F16 | FTy::BF16, FTy::F64) => convert_nan(FTy::F32, FTy::F64, convert_nan(from, FTy::F32, b)),
+        _ => to.canonical_nan(),
+    }
+}
+
 /// A float rounded to an integral value of the same format (`cvt.rni.f32.f32` ...); a zero result
-/// keeps the operand's sign.
+/// keeps the operand's sign. NaN: f64 quieted (`cvt_rni_f64_f64`), others canonical.
 pub fn round_integral(t: FTy, r: Rnd, b: u64) -> u64 {
     if t.is_nan(b) {
-        return t.canonical_nan();
+        return nan_result(t, &[b]);
     }
     macro_rules! ri {
         ($F:ty) => {
@@ -361,10 +475,12 @@ pub fn round_integral(t: FTy, r: Rnd, b: u64) -> u64 {
 }
 
 /// Float → integer (`cvt.rzi.s32.f32` ...): rounded to an integral value in direction r, then
-/// clamped to the destination range (PTX saturates float-to-integer conversions always); NaN → 0.
+/// clamped to the destination range (PTX saturates float-to-integer conversions always). NaN, as
+/// measured on an H100: `1 << (bits - 1)` from f64 (`cvt_u8_f64[52]` = 128) and into 64 bits from
+/// any format (`cvt_s64_f32[52]`), 0 from f32/f16/bf16 into 8, 16 or 32 bits.
 pub fn to_int(t: FTy, r: Rnd, b: u64, bits: u32, signed: bool) -> u64 {
     if t.is_nan(b) {
-        return 0;
+        return if t == FTy::F64 || bits == 64 { 1 << (bits - 1) } else { 0 };
     }
     let mut exact = false;
     macro_rules! ti {
@@ -406,11 +522,11 @@ pub fn from_int(t: FTy, r: Rnd, v: u64, signed: bool) -> u64 {
     }
 }
 
-/// `min`/`max` (without `.NaN`).
+/// `min`/`max` (without `.NaN`). Two NaNs: b's quieted for f64 (`min_f64[3588]`), else canonical.
 pub fn minmax(t: FTy, max: bool, a: u64, b: u64) -> u64 {
     let (x, y) = (t.to_f64(a), t.to_f64(b));
     match (x.is_nan(), y.is_nan()) {
-        (true, true) => return t.canonical_nan(),
+        (true, true) => return nan_result(t, &[b]),
         (true, false) => return b,
         (false, true) => return a,
         _ => {}
@@ -587,6 +703,46 @@ mod tests {
         assert_eq!(convert(FTy::F32, FTy::F16, Rnd::N, f(1.0)), 0x3c00);
         assert_eq!(convert(FTy::F32, FTy::BF16, Rnd::Z, f(1.0 + 2f32.powi(-9))), 0x3f80);
         assert_eq!(round_integral(FTy::F32, Rnd::Z, f(-0.3)), f(-0.0));
+    }
+
+    #[test]
+    fn nan_results_follow_the_h100() {
+        // add_f64[3589]: b's NaN; div_f64[3589]: a's; mul_f64[50]: the default NaN.
+        let (q, d) = (0x7ff8_0000_0000_0000, 0xfff8_0000_0000_0000);
+        assert_eq!(arith(FTy::F64, Arith::Add, Rnd::N, q, d), d);
+        assert_eq!(arith(FTy::F64, Arith::Sub, Rnd::Z, q, d), d);
+        assert_eq!(arith(FTy::F64, Arith::Div, Rnd::N, q, d), q);
+        assert_eq!(arith(FTy::F64, Arith::Mul, Rnd::P, 0, 0x7ff0_0000_0000_0000), d);
+        // fma_f64[3342]: c's NaN (quieted) before a's.
+        assert_eq!(fma(FTy::F64, Rnd::N, q, 0, 0xfff0_0000_0000_0001), 0xfff8_0000_0000_0001);
+        assert_eq!(sqrt(FTy::F64, Rnd::N, 0x8000_0000_0000_0001), d);
+        assert_eq!(minmax(FTy::F64, false, q, 0x7ff0_0000_0000_0001), 0x7ff8_0000_0000_0001);
+        // f32: canonical whatever the operands.
+        assert_eq!(arith(FTy::F32, Arith::Add, Rnd::Z, 0xffc0_0001, 0), 0x7fff_ffff);
+        // Conversions: cvt_f32_bf16[32641], cvt_f64_f32[55], cvt_f32_f64[55], cvt_f16_f64[53].
+        assert_eq!(convert(FTy::BF16, FTy::F32, Rnd::N, 0x7f81), 0x7f81_0000);
+        assert_eq!(convert(FTy::F32, FTy::F64, Rnd::N, 0xffc0_0001), 0xfff8_0000_2000_0000);
+        assert_eq!(convert(FTy::F64, FTy::F32, Rnd::Z, 0xfff8_0000_0000_0001), 0xffc0_0000);
+        assert_eq!(convert(FTy::F64, FTy::F16, Rnd::N, d), 0xfe00);
+        assert_eq!(convert(FTy::F32, FTy::BF16, Rnd::N, 0xffc0_0000), 0x7fff);
+        // cvt_f64_f16[31745] runs as cvt.f32.f16 then cvt.f64.f32.
+        assert_eq!(convert(FTy::F16, FTy::F64, Rnd::N, 0x7c01), 0x7fff_ffff_e000_0000);
+        // cvt_u8_f64[52], cvt_s64_f32[52], and 0 from f32 into 32 bits.
+        assert_eq!(to_int(FTy::F64, Rnd::Z, q, 8, false), 0x80);
+        assert_eq!(to_int(FTy::F32, Rnd::Z, 0x7fc0_0000, 64, true), 1 << 63);
+        assert_eq!(to_int(FTy::F32, Rnd::Z, 0x7fc0_0000, 32, true), 0);
+    }
+
+    #[test]
+    fn ftz_judges_the_exact_result() {
+        // mul_ftz_f32[698]: 2^-126 * 0.99999994 rounds to 2^-126 but is flushed.
+        let (a, b) = (0x0080_0000, 0x3f7f_ffff);
+        let v = arith(FTy::F32, Arith::Mul, Rnd::N, a, b) as u32;
+        assert_eq!(v, 0x0080_0000);
+        assert_eq!(ftz32_result(v, Rnd::N, || arith(FTy::F32, Arith::Mul, Rnd::Z, a, b) as u32), 0);
+        // mul_ftz_f32[694]: exactly 2^-126 stays.
+        assert_eq!(ftz32_result(0x0080_0000, Rnd::N, || 0x0080_0000), 0x0080_0000);
+        assert_eq!(ftz32_result(0x8000_0001, Rnd::N, || unreachable!()), 0x8000_0000);
     }
 
     #[test]
