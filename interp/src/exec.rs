@@ -1280,7 +1280,7 @@ impl Worker {
                         self.stats.global_bytes_read += size as u64;
                         self.stats.global_bytes_written += size as u64;
                         let old = cx.global.load(region, byte, size);
-                        let new = rmw(acc.elem, kind, old);
+                        let new = rmw(acc.elem, AddrSpace::Global, kind, old);
                         cx.global.store(region, byte, size, new);
                         Ok(old)
                     }
@@ -1324,7 +1324,7 @@ impl Worker {
                     }
                     Access::Rmw(..) | Access::Cas(..) => {
                         let old = mem::read_le(&self.shared, at, size);
-                        mem::write_le(&mut self.shared, at, size, rmw(acc.elem, kind, old));
+                        mem::write_le(&mut self.shared, at, size, rmw(acc.elem, AddrSpace::Shared, kind, old));
                         Ok(old)
                     }
                 }
@@ -1462,6 +1462,28 @@ fn lane_list(mask: u32) -> String {
     parts.join(", ")
 }
 
+/// `atom.add` of `v` to the value `old` in memory `space`, as the H100 computes it
+/// (tests/hardware/h100/collectives, `atom_add_{f32,f64}_{g1,s1}`): round to nearest; integers wrap.
+/// - f32 in global memory flushes subnormal operands and results to zero (`atom_add_f32_g1`:
+///   `0x00400000 + 0x80000001` is `+0`); in shared memory it keeps them (`atom_add_f32_s1[14]`
+///   is `0x003fffff`). A NaN result is the canonical `0x7fffffff` in both.
+/// - f64: `inf + -inf` is `0xfff8000000000000`. In global memory a NaN operand is returned as it
+///   is, not quieted, `v` before `old` (`atom_add_f64_g1`: `1e-323 + 0x7ff0000000000001` stays
+///   `0x7ff0000000000001`); in shared memory it is quieted, `old` before `v` (`atom_add_f64_s1`:
+///   `0x7ff00000000002a5 + 0x7ff4000000000000` is `0x7ff80000000002a5`).
+fn atom_add(elem: ScalarType, space: AddrSpace, old: u64, v: u64) -> u64 {
+    let global = space == AddrSpace::Global;
+    if elem == ScalarType::F64 {
+        let f = eval::Fmt::F64;
+        let order = if global { [v, old] } else { [old, v] };
+        if let Some(&n) = order.iter().find(|&&x| f.is_nan(x)) {
+            return if global { n } else { n | f.quiet_bit() };
+        }
+    }
+    let flags = FloatFlags { mode: FloatMode::Exact(Rounding::Rn), ftz: elem == ScalarType::F32 && global };
+    eval::eval(&Op::Bin(BinOp::Add, elem, flags), &[old, v])
+}
+
 #[derive(Clone, Copy, Debug)]
 enum Access {
     Read,
@@ -1470,16 +1492,12 @@ enum Access {
     Cas(u64, u64),
 }
 
-/// The new value of an atomic read-modify-write; arithmetic comes from `kir_ir::eval`.
-fn rmw(elem: ScalarType, kind: Access, old: u64) -> u64 {
+/// The new value of an atomic read-modify-write in memory `space`; arithmetic comes from
+/// `kir_ir::eval`.
+fn rmw(elem: ScalarType, space: AddrSpace, kind: Access, old: u64) -> u64 {
     match kind {
         Access::Rmw(op, v) => match op {
-            AtomicOp::Add => {
-                // PTX `atom.add.f32` rounds to nearest even and flushes subnormals to zero;
-                // the other types round to nearest (integers wrap).
-                let flags = FloatFlags { mode: FloatMode::Exact(Rounding::Rn), ftz: elem == ScalarType::F32 };
-                eval::eval(&Op::Bin(BinOp::Add, elem, flags), &[old, v])
-            }
+            AtomicOp::Add => atom_add(elem, space, old, v),
             AtomicOp::Min => eval::eval(&Op::Bin(BinOp::Min, elem, FloatFlags::RN), &[old, v]),
             AtomicOp::Max => eval::eval(&Op::Bin(BinOp::Max, elem, FloatFlags::RN), &[old, v]),
             AtomicOp::Exch => v,
@@ -1492,5 +1510,53 @@ fn rmw(elem: ScalarType, kind: Access, old: u64) -> u64 {
             }
         }
         Access::Read | Access::Write(_) => old,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::atom_add;
+    use kir_ir::types::{AddrSpace, ScalarType as T};
+
+    // Bit patterns from tests/hardware/h100/collectives: `a` after one `atom.add` per address,
+    // `atom_add_{f32,f64}_{g1,s1}[i]` (g: global memory, s: shared).
+    const G: AddrSpace = AddrSpace::Global;
+    const S: AddrSpace = AddrSpace::Shared;
+
+    #[test]
+    fn f32_atom_add_flushes_subnormals_in_global_memory_only() {
+        assert_eq!(atom_add(T::F32, G, 0x0040_0000, 0x8000_0001), 0, "atom_add_f32_g1[14]");
+        assert_eq!(atom_add(T::F32, S, 0x0040_0000, 0x8000_0001), 0x003f_ffff, "atom_add_f32_s1[14]");
+        assert_eq!(atom_add(T::F32, G, 0x8040_0000, 0x8080_0000), 0x8080_0000, "atom_add_f32_g1[25]");
+        assert_eq!(atom_add(T::F32, S, 0x8040_0000, 0x8080_0000), 0x80c0_0000, "atom_add_f32_s1[25]");
+        for sp in [G, S] {
+            assert_eq!(atom_add(T::F32, sp, 0x7f80_0001, 0x8000_0000), 0x7fff_ffff, "atom_add_f32_*1[7]");
+            assert_eq!(atom_add(T::F32, sp, 0xffc1_2345, 0x807f_ffff), 0x7fff_ffff, "atom_add_f32_*1[6]");
+        }
+    }
+
+    #[test]
+    fn f64_atom_add_nan_rules_differ_between_global_and_shared_memory() {
+        // Global: the value's NaN before memory's, neither quieted.
+        assert_eq!(atom_add(T::F64, G, 1, 0x7ff0_0000_0000_0001), 0x7ff0_0000_0000_0001, "atom_add_f64_g1[0]");
+        assert_eq!(atom_add(T::F64, G, 0xfff7_ffff_ffff_ffff, 0xbfef_ffff_ffff_ffff), 0xfff7_ffff_ffff_ffff, "g1[3]");
+        assert_eq!(atom_add(T::F64, G, 0xfff8_0000_0001_2345, 0xfff7_ffff_ffff_ffff), 0xfff7_ffff_ffff_ffff, "g1[8]");
+        assert_eq!(atom_add(T::F64, G, 0x7ff0_0000_0000_02a5, 0x7ff4_0000_0000_0000), 0x7ff4_0000_0000_0000, "g1[62]");
+        // Shared: memory's NaN before the value's, quieted.
+        assert_eq!(atom_add(T::F64, S, 1, 0x7ff0_0000_0000_0001), 0x7ff8_0000_0000_0001, "atom_add_f64_s1[0]");
+        assert_eq!(atom_add(T::F64, S, 0xfff7_ffff_ffff_ffff, 0xbfef_ffff_ffff_ffff), 0xffff_ffff_ffff_ffff, "s1[3]");
+        assert_eq!(atom_add(T::F64, S, 0xfff8_0000_0001_2345, 0xfff7_ffff_ffff_ffff), 0xfff8_0000_0001_2345, "s1[8]");
+        assert_eq!(atom_add(T::F64, S, 0x7ff0_0000_0000_02a5, 0x7ff4_0000_0000_0000), 0x7ff8_0000_0000_02a5, "s1[62]");
+        // inf + -inf: the default NaN in both.
+        for sp in [G, S] {
+            assert_eq!(atom_add(T::F64, sp, 0xfff0_0000_0000_0000, 0x7ff0_0000_0000_0000), 0xfff8_0000_0000_0000, "[2882]");
+            assert_eq!(atom_add(T::F64, sp, 0x3ff0_0000_0000_0000, 0x3ff0_0000_0000_0000), 0x4000_0000_0000_0000);
+        }
+    }
+
+    #[test]
+    fn integer_atom_add_wraps() {
+        assert_eq!(atom_add(T::U32, G, 0xffff_ffff, 2), 1);
+        assert_eq!(atom_add(T::S64, S, u64::MAX, 1), 0);
     }
 }

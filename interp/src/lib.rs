@@ -35,7 +35,8 @@
 //!   thread of the block must wait at the same one.
 //! - Atomics are sequentially consistent: within a block warps run one at a time; across blocks,
 //!   a kernel with any atomic on global memory runs its blocks one at a time in block-index order.
-//!   `atom.add.f32` follows PTX (round to nearest, subnormals flushed).
+//!   `atom.add` on floats rounds to nearest with the H100's subnormal and NaN rules, which differ
+//!   between global and shared memory (see `exec::atom_add`).
 //! - Faults ([`FaultKind`]) are typed errors with block/thread coordinates and the instruction's
 //!   span (inside a function: the function's instruction, with a note and labels naming the call
 //!   sites); invalid launches and interpreter bugs are other [`ErrorKind`]s. Nothing panics.

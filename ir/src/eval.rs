@@ -11,9 +11,13 @@
 //!   [`eval_lanes`] runs that same closure over the lanes of a warp mask.
 //! - [`eval_const`] is [`eval`] on typed constants, checking the operand types first.
 //! - Float ops are correctly rounded in every rounding mode (`rn rz rm rp`) for f16, bf16, f32 and
-//!   f64 (module `float`); NaN results are the canonical NaN of the type; `.ftz` applies to f32
-//!   only, as in PTX. Approximate ops are defined as the correctly rounded exact function (module
-//!   `approx`); [`max_ulp_error`] and [`error_bound`] give how far the GPU may be from that.
+//!   f64 (module `float`); `.ftz` applies to f32 only, as in PTX, and flushes a result whose exact
+//!   value is subnormal (before rounding). NaN results are the H100's, bit for bit (measured:
+//!   tests/hardware/h100, docs/language.md "Semantics"): the canonical NaN (`0x7fff`,
+//!   `0x7fffffff`) for f16, bf16 and f32; for f64 the priority NaN operand quieted, or
+//!   `0xfff8000000000000` for an invalid operation (module `float`); `cvt` per module `cvt`.
+//!   Approximate ops are defined as the correctly rounded exact function (module `approx`);
+//!   [`max_ulp_error`] and [`error_bound`] give how far the GPU may be from that.
 //! - Integer division by zero gives all ones (what NVIDIA GPUs compute; PTX leaves it unspecified).
 
 mod approx;

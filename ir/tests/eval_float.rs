@@ -220,15 +220,18 @@ fn bf16_arithmetic_edges() {
 }
 
 #[test]
-fn nan_is_canonical_and_neg_abs_keep_payload() {
+fn nan_results_and_neg_abs_keep_payload() {
+    // f32: the canonical NaN; f64: the H100's default NaN for invalid operations (more in
+    // eval_hardware.rs).
     let payload = 0x7fc0_0001u64;
     assert_eq!(bin_r(BinOp::Add, T::F32, Rounding::Rn, payload, f32b(1.0)), 0x7fff_ffff);
     assert_eq!(bin_r(BinOp::Mul, T::F32, Rounding::Rp, f32b(0.0), f32b(f32::INFINITY)), 0x7fff_ffff);
     assert_eq!(
         bin_r(BinOp::Sub, T::F64, Rounding::Rn, f64b(f64::INFINITY), f64b(f64::INFINITY)),
-        0x7fff_ffff_ffff_ffff
+        0xfff8_0000_0000_0000
     );
-    assert_eq!(bin_r(BinOp::Div, T::F64, Rounding::Rm, 0, 0), 0x7fff_ffff_ffff_ffff);
+    assert_eq!(bin_r(BinOp::Div, T::F64, Rounding::Rm, 0, 0), 0xfff8_0000_0000_0000);
+    assert_eq!(bin_r(BinOp::Add, T::F64, Rounding::Rn, 0x7ff0_0000_0000_0001, f64b(1.0)), 0x7ff8_0000_0000_0001);
     let neg = Op::Unary(UnOp::Neg, T::F32, FloatFlags::RN);
     let abs = Op::Unary(UnOp::Abs, T::F32, FloatFlags::RN);
     assert_eq!(eval(&neg, &[payload]), 0xffc0_0001);
@@ -360,9 +363,10 @@ fn float_to_float_conversions() {
     assert_eq!(r.map(|r| c(T::BF16, T::F16, r, 0x3c01)), [0x3f80, 0x3f80, 0x3f80, 0x3f81]);
     assert_eq!(c(T::F16, T::BF16, None, 0x4780), 0x7c00); // 65536 overflows f16
     assert_eq!(c(T::F16, T::BF16, None, 0x3f80), 0x3c00);
-    // NaN → canonical NaN of the destination; signed zeros and infinities kept.
-    assert_eq!(c(T::F64, T::F32, None, 0x7fc0_0001), 0x7fff_ffff_ffff_ffff);
-    assert_eq!(c(T::F16, T::F64, None, f64b(f64::NAN)), 0x7fff);
+    // NaN: the H100's rules (eval_hardware.rs); signed zeros and infinities kept.
+    assert_eq!(c(T::F64, T::F32, None, 0x7fc0_0001), 0x7ff8_0000_2000_0000);
+    assert_eq!(c(T::F16, T::F64, None, f64b(f64::NAN)), 0x7e00);
+    assert_eq!(c(T::F32, T::F16, None, 0x7e01), 0x7fff_ffff);
     assert_eq!(c(T::F16, T::F32, Some(Rounding::Rz), f32b(-0.0)), 0x8000);
     assert_eq!(c(T::BF16, T::F64, Some(Rounding::Rz), f64b(f64::NEG_INFINITY)), 0xff80);
     // Integral roundings in float → float.

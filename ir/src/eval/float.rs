@@ -10,9 +10,23 @@
 //!   and f16/bf16 round-to-nearest go through one f32 operation plus one rounding, which is exact
 //!   for `+ - * / sqrt` because 24 >= 2p + 2 for p = 11 and p = 8. The tests check the fast paths
 //!   against the exact path.
-//! - Every NaN result is the format's canonical NaN ([`Fmt::canonical_nan`]).
-//! - `ftz` (flush subnormal inputs and results to a zero of the same sign) is applied by the
-//!   caller through [`Fmt::flush`]; nothing here flushes on its own.
+//! - NaN results are the H100's (measured: tests/hardware/h100/ops, see docs/language.md
+//!   "Semantics"). f16, bf16 and f32: every NaN result is the format's canonical NaN
+//!   ([`Fmt::canonical_nan`]: `0x7fff`, `0x7fffffff`), whatever the operands' payloads. f64: a NaN
+//!   operand is returned quieted (quiet bit set, sign and payload kept), the first NaN in the op's
+//!   order — `add`/`sub`/`mul`: `b` then `a`; `div`: `a` then `b`; `fma`: `b`, `c`, then `a`
+//!   ; `sub` returns a NaN `b` without negating it — and an invalid operation
+//!   without a NaN operand (`0 * inf`, `inf - inf`, `0 / 0`, `inf / inf`, `sqrt` of a negative
+//!   number) gives the default NaN `0xfff8000000000000` ([`Fmt::default_nan`]). `min`/`max`
+//!   return the other operand when one is NaN; two NaNs give the canonical NaN (f16, bf16, f32)
+//!   or `b` quieted (f64).
+//! - `ftz` (f32 only) flushes subnormal inputs and results to a zero of the same sign, applied
+//!   by [`add`], [`sub`], [`mul`], [`fma`], [`div`], [`sqrt`] and [`rcp`] when asked (the `soft_*`
+//!   functions never flush). A result is flushed when the exact result is below the smallest
+//!   normal in magnitude, before rounding: `mul`/`div`/`fma`/`rcp` flush a value that would round
+//!   up to `±2^-126` (measured for `mul` and `div`, e.g. `mul_ftz_f32[698]`).
+//! - [`convert`] (used by the approximate ops) turns a NaN into the canonical NaN of the
+//!   destination; `cvt`'s own NaN rules are in module `cvt`.
 
 use std::cmp::Ordering;
 
@@ -98,10 +112,26 @@ impl Fmt {
     const fn frac_mask(self) -> u64 {
         (1 << self.frac()) - 1
     }
-    /// The canonical NaN: `0x7fff` (f16, bf16), `0x7fffffff` (f32), `0x7fffffffffffffff` (f64).
+    /// The canonical NaN: `0x7fff` (f16, bf16), `0x7fffffff` (f32), `0x7fffffffffffffff` (f64):
+    /// the NaN every f16/bf16/f32 NaN result is (and the literal `nan`).
     #[inline(always)]
     pub const fn canonical_nan(self) -> u64 {
         self.sign_bit() - 1
+    }
+    /// The NaN an invalid operation without NaN operands gives (`0 * inf`, `inf - inf`, `0 / 0`,
+    /// `sqrt(-1)`): the canonical NaN for f16, bf16 and f32, `0xfff8000000000000` (negative,
+    /// quiet, payload 0) for f64, as the H100 computes (`mul_f64[50]`, `div_f64[0]`).
+    #[inline(always)]
+    pub const fn default_nan(self) -> u64 {
+        match self {
+            Fmt::F64 => 0xfff8_0000_0000_0000,
+            _ => self.canonical_nan(),
+        }
+    }
+    /// The quiet bit (the fraction's top bit).
+    #[inline(always)]
+    pub const fn quiet_bit(self) -> u64 {
+        1 << (self.frac() - 1)
     }
     #[inline(always)]
     pub const fn inf(self, neg: bool) -> u64 {
@@ -152,6 +182,22 @@ impl Fmt {
         } else {
             bits
         }
+    }
+    /// The NaN result of an op whose operands, in the op's priority order, are `ops`, given
+    /// that the result is NaN: f16/bf16/f32 give the canonical NaN; f64 gives the
+    /// first NaN operand quieted, or the default NaN when no operand is NaN (an invalid
+    /// operation).
+    #[inline]
+    pub fn nan_result(self, ops: &[u64]) -> u64 {
+        if self != Fmt::F64 {
+            return self.canonical_nan();
+        }
+        for &x in ops {
+            if self.is_nan(x) {
+                return x | self.quiet_bit();
+            }
+        }
+        self.default_nan()
     }
     /// The exact value as f64 (every format here widens exactly to f64).
     #[inline(always)]
@@ -330,12 +376,12 @@ fn zero_sum_sign(n1: bool, n2: bool, mode: Mode) -> bool {
 /// The `soft_*` functions are public so tests can check the fast paths against them.
 pub fn soft_add(fmt: Fmt, mode: Mode, a: u64, b: u64) -> u64 {
     match (unpack(fmt, a), unpack(fmt, b)) {
-        (Class::Nan, _) | (_, Class::Nan) => fmt.canonical_nan(),
+        (Class::Nan, _) | (_, Class::Nan) => fmt.nan_result(&[b, a]),
         (Class::Inf(x), Class::Inf(y)) => {
             if x == y {
                 fmt.inf(x)
             } else {
-                fmt.canonical_nan()
+                fmt.default_nan()
             }
         }
         (Class::Inf(x), _) | (_, Class::Inf(x)) => fmt.inf(x),
@@ -353,8 +399,8 @@ pub fn soft_add(fmt: Fmt, mode: Mode, a: u64, b: u64) -> u64 {
 
 pub fn soft_mul(fmt: Fmt, mode: Mode, a: u64, b: u64) -> u64 {
     match (unpack(fmt, a), unpack(fmt, b)) {
-        (Class::Nan, _) | (_, Class::Nan) => fmt.canonical_nan(),
-        (Class::Inf(_), Class::Zero(_)) | (Class::Zero(_), Class::Inf(_)) => fmt.canonical_nan(),
+        (Class::Nan, _) | (_, Class::Nan) => fmt.nan_result(&[b, a]),
+        (Class::Inf(_), Class::Zero(_)) | (Class::Zero(_), Class::Inf(_)) => fmt.default_nan(),
         (Class::Inf(x), Class::Inf(y)) => fmt.inf(x != y),
         (Class::Inf(x), Class::Fin { neg: y, .. }) | (Class::Fin { neg: y, .. }, Class::Inf(x)) => fmt.inf(x != y),
         (Class::Zero(x), Class::Zero(y)) => fmt.zero(x != y),
@@ -368,7 +414,7 @@ pub fn soft_mul(fmt: Fmt, mode: Mode, a: u64, b: u64) -> u64 {
 pub fn soft_fma(fmt: Fmt, mode: Mode, a: u64, b: u64, c: u64) -> u64 {
     let (ca, cb, cc) = (unpack(fmt, a), unpack(fmt, b), unpack(fmt, c));
     if ca == Class::Nan || cb == Class::Nan || cc == Class::Nan {
-        return fmt.canonical_nan();
+        return fmt.nan_result(&[b, c, a]);
     }
     // The product's class.
     enum P {
@@ -377,7 +423,7 @@ pub fn soft_fma(fmt: Fmt, mode: Mode, a: u64, b: u64, c: u64) -> u64 {
         Fin(bool, u128, i32),
     }
     let p = match (ca, cb) {
-        (Class::Inf(_), Class::Zero(_)) | (Class::Zero(_), Class::Inf(_)) => return fmt.canonical_nan(),
+        (Class::Inf(_), Class::Zero(_)) | (Class::Zero(_), Class::Inf(_)) => return fmt.default_nan(),
         (Class::Inf(x), Class::Inf(y)) => P::Inf(x != y),
         (Class::Inf(x), Class::Fin { neg: y, .. }) | (Class::Fin { neg: y, .. }, Class::Inf(x)) => P::Inf(x != y),
         (Class::Zero(x), Class::Zero(y)) => P::Zero(x != y),
@@ -385,14 +431,14 @@ pub fn soft_fma(fmt: Fmt, mode: Mode, a: u64, b: u64, c: u64) -> u64 {
         (Class::Fin { neg: n1, mant: m1, exp: e1 }, Class::Fin { neg: n2, mant: m2, exp: e2 }) => {
             P::Fin(n1 != n2, m1 as u128 * m2 as u128, e1 + e2)
         }
-        _ => return fmt.canonical_nan(),
+        _ => return fmt.nan_result(&[b, c, a]),
     };
     match (p, cc) {
         (P::Inf(x), Class::Inf(y)) => {
             if x == y {
                 fmt.inf(x)
             } else {
-                fmt.canonical_nan()
+                fmt.default_nan()
             }
         }
         (P::Inf(x), _) | (_, Class::Inf(x)) => fmt.inf(x),
@@ -403,14 +449,14 @@ pub fn soft_fma(fmt: Fmt, mode: Mode, a: u64, b: u64, c: u64) -> u64 {
             Some(x) => round_exact(fmt, mode, x),
             None => fmt.zero(mode == Mode::Rm),
         },
-        (_, Class::Nan) => fmt.canonical_nan(),
+        (_, Class::Nan) => fmt.nan_result(&[b, c, a]),
     }
 }
 
 pub fn soft_div(fmt: Fmt, mode: Mode, a: u64, b: u64) -> u64 {
     match (unpack(fmt, a), unpack(fmt, b)) {
-        (Class::Nan, _) | (_, Class::Nan) => fmt.canonical_nan(),
-        (Class::Inf(_), Class::Inf(_)) | (Class::Zero(_), Class::Zero(_)) => fmt.canonical_nan(),
+        (Class::Nan, _) | (_, Class::Nan) => fmt.nan_result(&[a, b]),
+        (Class::Inf(_), Class::Inf(_)) | (Class::Zero(_), Class::Zero(_)) => fmt.default_nan(),
         (Class::Inf(x), Class::Zero(y)) => fmt.inf(x != y),
         (Class::Inf(x), Class::Fin { neg: y, .. }) => fmt.inf(x != y),
         (Class::Zero(x), Class::Inf(y)) | (Class::Fin { neg: x, .. }, Class::Inf(y)) => fmt.zero(x != y),
@@ -451,10 +497,10 @@ fn isqrt(n: u128) -> u128 {
 
 pub fn soft_sqrt(fmt: Fmt, mode: Mode, a: u64) -> u64 {
     match unpack(fmt, a) {
-        Class::Nan => fmt.canonical_nan(),
+        Class::Nan => fmt.nan_result(&[a]),
         Class::Zero(neg) => fmt.zero(neg),
         Class::Inf(false) => fmt.inf(false),
-        Class::Inf(true) | Class::Fin { neg: true, .. } => fmt.canonical_nan(),
+        Class::Inf(true) | Class::Fin { neg: true, .. } => fmt.default_nan(),
         Class::Fin { neg: false, mant, exp } => {
             // Top bit at 124 or 125 with an even exponent; the root then has 63 bits.
             let (mut m, mut e) = (mant as u128, exp);
@@ -502,9 +548,15 @@ fn f64v(x: u64) -> f64 {
 fn b32(x: f32) -> u64 {
     Fmt::F32.canon(x.to_bits() as u64)
 }
+/// An f64 result of the host: its bits, or when it is NaN the NaN the GPU gives for operands
+/// `ops` (in the op's priority order).
 #[inline(always)]
-fn b64(x: f64) -> u64 {
-    Fmt::F64.canon(x.to_bits())
+fn b64(x: f64, ops: &[u64]) -> u64 {
+    if x.is_nan() {
+        Fmt::F64.nan_result(ops)
+    } else {
+        x.to_bits()
+    }
 }
 
 /// Applies `ftz` around an op: flushes inputs before and the result after (f32 only, as PTX).
@@ -517,12 +569,28 @@ fn ftz_in(fmt: Fmt, ftz: bool, x: u64) -> u64 {
     }
 }
 
+/// Flushes an f32 `.ftz` result `r` (rounded in `mode`) whose exact value is below the smallest
+/// normal in magnitude: a subnormal `r`, and also `r = ±2^-126` when the exact value was below it
+/// and rounded up. `exact_rz` computes the same op rounded toward zero, which is below `2^-126`
+/// exactly when the exact value is; it runs only in that rare case.
+#[inline(always)]
+fn ftz_out(fmt: Fmt, ftz: bool, mode: Mode, r: u64, exact_rz: impl FnOnce() -> u64) -> u64 {
+    if !(ftz && fmt == Fmt::F32) {
+        return r;
+    }
+    const MIN_NORMAL: u64 = 0x0080_0000;
+    if r & 0x7fff_ffff == MIN_NORMAL && mode != Mode::Rz && exact_rz() & 0x7fff_ffff < MIN_NORMAL {
+        return r & Fmt::F32.sign_bit();
+    }
+    Fmt::F32.flush(r)
+}
+
 #[inline(always)]
 pub fn add(fmt: Fmt, mode: Mode, ftz: bool, a: u64, b: u64) -> u64 {
     let (a, b) = (ftz_in(fmt, ftz, a), ftz_in(fmt, ftz, b));
     let r = match (fmt, mode) {
         (Fmt::F32, Mode::Rn) => b32(f32v(a) + f32v(b)),
-        (Fmt::F64, Mode::Rn) => b64(f64v(a) + f64v(b)),
+        (Fmt::F64, Mode::Rn) => b64(f64v(a) + f64v(b), &[b, a]),
         (Fmt::F16 | Fmt::BF16, Mode::Rn) => narrow_rn(fmt, fmt.to_f64(a) as f32 + fmt.to_f64(b) as f32),
         _ => soft_add(fmt, mode, a, b),
     };
@@ -532,8 +600,9 @@ pub fn add(fmt: Fmt, mode: Mode, ftz: bool, a: u64, b: u64) -> u64 {
 #[inline(always)]
 pub fn sub(fmt: Fmt, mode: Mode, ftz: bool, a: u64, b: u64) -> u64 {
     let b = ftz_in(fmt, ftz, b);
-    // Negating b is exact, and a NaN b stays NaN (then canonicalized).
-    add(fmt, mode, ftz, a, b ^ fmt.sign_bit())
+    // Negating b is exact; a NaN b is not negated (the GPU returns it with its own sign).
+    let nb = if fmt.is_nan(b) { b } else { b ^ fmt.sign_bit() };
+    add(fmt, mode, ftz, a, nb)
 }
 
 #[inline(always)]
@@ -541,11 +610,11 @@ pub fn mul(fmt: Fmt, mode: Mode, ftz: bool, a: u64, b: u64) -> u64 {
     let (a, b) = (ftz_in(fmt, ftz, a), ftz_in(fmt, ftz, b));
     let r = match (fmt, mode) {
         (Fmt::F32, Mode::Rn) => b32(f32v(a) * f32v(b)),
-        (Fmt::F64, Mode::Rn) => b64(f64v(a) * f64v(b)),
+        (Fmt::F64, Mode::Rn) => b64(f64v(a) * f64v(b), &[b, a]),
         (Fmt::F16 | Fmt::BF16, Mode::Rn) => narrow_rn(fmt, fmt.to_f64(a) as f32 * fmt.to_f64(b) as f32),
         _ => soft_mul(fmt, mode, a, b),
     };
-    ftz_in(fmt, ftz, r)
+    ftz_out(fmt, ftz, mode, r, || soft_mul(fmt, Mode::Rz, a, b))
 }
 
 #[inline(always)]
@@ -553,10 +622,10 @@ pub fn fma(fmt: Fmt, mode: Mode, ftz: bool, a: u64, b: u64, c: u64) -> u64 {
     let (a, b, c) = (ftz_in(fmt, ftz, a), ftz_in(fmt, ftz, b), ftz_in(fmt, ftz, c));
     let r = match (fmt, mode) {
         (Fmt::F32, Mode::Rn) => b32(f32v(a).mul_add(f32v(b), f32v(c))),
-        (Fmt::F64, Mode::Rn) => b64(f64v(a).mul_add(f64v(b), f64v(c))),
+        (Fmt::F64, Mode::Rn) => b64(f64v(a).mul_add(f64v(b), f64v(c)), &[b, c, a]),
         _ => soft_fma(fmt, mode, a, b, c),
     };
-    ftz_in(fmt, ftz, r)
+    ftz_out(fmt, ftz, mode, r, || soft_fma(fmt, Mode::Rz, a, b, c))
 }
 
 #[inline(always)]
@@ -564,11 +633,11 @@ pub fn div(fmt: Fmt, mode: Mode, ftz: bool, a: u64, b: u64) -> u64 {
     let (a, b) = (ftz_in(fmt, ftz, a), ftz_in(fmt, ftz, b));
     let r = match (fmt, mode) {
         (Fmt::F32, Mode::Rn) => b32(f32v(a) / f32v(b)),
-        (Fmt::F64, Mode::Rn) => b64(f64v(a) / f64v(b)),
+        (Fmt::F64, Mode::Rn) => b64(f64v(a) / f64v(b), &[a, b]),
         (Fmt::F16 | Fmt::BF16, Mode::Rn) => narrow_rn(fmt, fmt.to_f64(a) as f32 / fmt.to_f64(b) as f32),
         _ => soft_div(fmt, mode, a, b),
     };
-    ftz_in(fmt, ftz, r)
+    ftz_out(fmt, ftz, mode, r, || soft_div(fmt, Mode::Rz, a, b))
 }
 
 #[inline(always)]
@@ -576,7 +645,7 @@ pub fn sqrt(fmt: Fmt, mode: Mode, ftz: bool, a: u64) -> u64 {
     let a = ftz_in(fmt, ftz, a);
     let r = match (fmt, mode) {
         (Fmt::F32, Mode::Rn) => b32(f32v(a).sqrt()),
-        (Fmt::F64, Mode::Rn) => b64(f64v(a).sqrt()),
+        (Fmt::F64, Mode::Rn) => b64(f64v(a).sqrt(), &[a]),
         (Fmt::F16 | Fmt::BF16, Mode::Rn) => narrow_rn(fmt, (fmt.to_f64(a) as f32).sqrt()),
         _ => soft_sqrt(fmt, mode, a),
     };
@@ -588,13 +657,13 @@ pub fn rcp(fmt: Fmt, mode: Mode, ftz: bool, a: u64) -> u64 {
     div(fmt, mode, ftz, fmt.one(), a)
 }
 
-/// `min`: a NaN operand is ignored (both NaN → canonical NaN); `-0.0 < +0.0`.
+/// `min`: a NaN operand is ignored (both NaN → canonical NaN, f64: `b` quieted); `-0.0 < +0.0`.
 #[inline(always)]
 pub fn min(fmt: Fmt, ftz: bool, a: u64, b: u64) -> u64 {
     minmax(fmt, ftz, a, b, true)
 }
 
-/// `max`: a NaN operand is ignored (both NaN → canonical NaN); `-0.0 < +0.0`.
+/// `max`: a NaN operand is ignored (both NaN → canonical NaN, f64: `b` quieted); `-0.0 < +0.0`.
 #[inline(always)]
 pub fn max(fmt: Fmt, ftz: bool, a: u64, b: u64) -> u64 {
     minmax(fmt, ftz, a, b, false)
@@ -604,7 +673,7 @@ pub fn max(fmt: Fmt, ftz: bool, a: u64, b: u64) -> u64 {
 fn minmax(fmt: Fmt, ftz: bool, a: u64, b: u64, want_min: bool) -> u64 {
     let (a, b) = (ftz_in(fmt, ftz, a), ftz_in(fmt, ftz, b));
     match (fmt.is_nan(a), fmt.is_nan(b)) {
-        (true, true) => return fmt.canonical_nan(),
+        (true, true) => return fmt.nan_result(&[b, a]),
         (true, false) => return b,
         (false, true) => return a,
         _ => {}
