@@ -14,8 +14,9 @@
 //! - `neg`/`abs` of floats touch the sign bit only (xor/and), keeping NaN payloads.
 //! - Integer `div`/`rem` guard the divisor: `x / 0` and `x % 0` are all ones; signed `MIN / -1`
 //!   is `MIN` and `MIN % -1` is 0 (PTX leaves all of these undefined).
-//! - Float `min`/`max` use PTX's `min`/`max` (a NaN operand is ignored, two NaNs give the
-//!   canonical NaN). `cvt.sat` to a float adds `+0.0` after clamping so `-0.0` becomes `+0.0`.
+//! - Float `min`/`max` use PTX's `min`/`max` (a NaN operand is ignored; two NaNs give the
+//!   canonical NaN for f16/bf16/f32 and the second operand's NaN, quieted, for f64, as the H100
+//!   computes it: docs/language.md, "NaN and signed zero"). `cvt.sat` to a float adds `+0.0` after clamping so `-0.0` becomes `+0.0`.
 //! - Shifts use PTX's clamping of the amount, which is kir's rule (amounts >= width shift everything
 //!   out). 8-bit integers are computed in 32-bit registers and re-extended after each op that can
 //!   carry bits out of the low byte.
@@ -857,9 +858,11 @@ impl KernelEmitter<'_> {
     ) {
         let (mut x, mut xt) = (x, from);
         if to == from && !sat && !(ftz && to == S::F32) && !r.is_some_and(|r| r.is_integral()) {
-            // The value unchanged, except that a NaN becomes the canonical NaN (kir's rule for
-            // conversions; a `mov` would keep the payload): adding -0.0 is exact for every other
-            // value, signed zeros included. 16-bit values take the exact f32 round trip.
+            // The value unchanged, except that a NaN becomes what `add` makes of it (the
+            // canonical NaN for f32 and narrower, the NaN quieted with its payload for f64: the
+            // H100's rule for same-type conversions; a `mov` would keep a signaling NaN): adding
+            // -0.0 is exact for every other value, signed zeros included. 16-bit values take the
+            // exact f32 round trip.
             return match to {
                 S::F32 => self.ins(format_args!("add.rn.f32 {d}, {x}, 0f80000000")),
                 S::F64 => self.ins(format_args!("add.rn.f64 {d}, {x}, 0d8000000000000000")),
