@@ -1533,19 +1533,28 @@ fn post_exact(t: FTy, ftz: bool, sat: bool, rnd: Rnd, v: u64, toward_zero: impl 
     }
 }
 
-/// `div.approx.f32`: a * (1/b) with both steps rounded to nearest; for |b| in (2^126, 2^128) the
-/// result is 0 (ISA: "for 2^126 < |b| < 2^128, div.approx.f32 returns zero").
+/// `div.approx.f32`: `a * rcp.approx.ftz(b)`, the product rounded to nearest (`.ftz`: the
+/// rounded product flushed), as the H100 computes it: the reciprocal is the MUFU model
+/// (crate::mufu). For |b| in (2^126, 2^128) the reciprocal is below the smallest normal and the
+/// unit flushes it to a zero of b's sign (ISA: "returns zero"; measured: `2 / -2^127 = -0`,
+/// `inf / 2^127 = NaN`). A subnormal divisor without `.ftz` is scaled by 2^24 first and the
+/// product by 2^24 after (measured: `0.99999994 / 0x007fffff = 0x7e800000`, not the correctly
+/// rounded `0x7e800001`).
 fn div_approx(ftz: bool, a: u64, b: u64) -> u64 {
     let t = FTy::F32;
     let (a, b) = (pre(t, ftz, a), pre(t, ftz, b));
-    let bf = f32::from_bits(b as u32).abs();
-    if bf.is_finite() && bf > 2f32.powi(126) {
-        let x = f32::from_bits(a as u32);
-        if x.is_finite() {
-            return 0;
-        }
+    let mb = b as u32 & 0x7fff_ffff;
+    let two24 = 2f32.powi(24).to_bits() as u64;
+    if mb != 0 && mb < 0x0080_0000 {
+        let r = float::approx(t, float::Approx::Rcp, true, float::arith(t, Arith::Mul, Rnd::N, b, two24));
+        let q = float::arith(t, Arith::Mul, Rnd::N, a, r);
+        return float::arith(t, Arith::Mul, Rnd::N, q, two24);
     }
-    let r = float::arith(t, Arith::Div, Rnd::N, t.from_f64(1.0, Rnd::N), b);
+    let r = if mb > 0x7e80_0000 && mb < 0x7f80_0000 {
+        b & 0x8000_0000
+    } else {
+        float::approx(t, float::Approx::Rcp, true, b)
+    };
     post(t, ftz, false, float::arith(t, Arith::Mul, Rnd::N, a, r))
 }
 

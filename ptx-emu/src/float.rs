@@ -597,54 +597,83 @@ pub enum Approx {
 }
 
 pub fn approx(t: FTy, f: Approx, ftz: bool, a: u64) -> u64 {
-    let mut x = t.to_f64(a);
-    if ftz && t.is_subnormal(a) {
-        x = if x < 0.0 { -0.0 } else { 0.0 };
-    }
-    let v = match f {
-        Approx::Ex2 => x.exp2(),
-        Approx::Lg2 => {
-            if x == 0.0 {
-                f64::NEG_INFINITY
-            } else {
-                x.log2()
-            }
+    // f32 rcp/rsqrt/sqrt/ex2: the model of the H100's unit (crate::mufu), kept where it is within
+    // the op's measured distance from the correctly rounded result computed below.
+    let r = rounded(t, f, ftz, a);
+    // sin: the unit takes x / 2π in fixed point with 25 fraction bits, so a turn below 2^-25
+    // (subnormals too, with or without .ftz) gives a signed zero (measured: approx_f32 runs).
+    if f == Approx::Sin && t == FTy::F32 {
+        let turns = f32::from_bits(a as u32 & 0x7fff_ffff) * (0.5 / std::f64::consts::PI) as f32;
+        if turns < 2f32.powi(-25) {
+            return a & 0x8000_0000;
         }
-        Approx::Rsqrt => {
-            if x == 0.0 {
-                if x.is_sign_negative() {
+    }
+    let model = match f {
+        Approx::Rcp => Some(crate::mufu::Fun::Rcp),
+        Approx::Rsqrt => Some(crate::mufu::Fun::Rsqrt),
+        Approx::Sqrt => Some(crate::mufu::Fun::Sqrt),
+        Approx::Ex2 => Some(crate::mufu::Fun::Ex2),
+        _ => None,
+    };
+    return match model {
+        Some(m) if t == FTy::F32 => {
+            let x = if ftz { ftz32(a as u32) } else { a as u32 };
+            crate::mufu::approx_or(m, ftz, x, r as u32) as u64
+        }
+        _ => r,
+    };
+
+    /// The function rounded once to nearest (ftz: input and result flushed).
+    fn rounded(t: FTy, f: Approx, ftz: bool, a: u64) -> u64 {
+        let mut x = t.to_f64(a);
+        if ftz && t.is_subnormal(a) {
+            x = if x < 0.0 { -0.0 } else { 0.0 };
+        }
+        let v = match f {
+            Approx::Ex2 => x.exp2(),
+            Approx::Lg2 => {
+                if x == 0.0 {
                     f64::NEG_INFINITY
                 } else {
-                    f64::INFINITY
+                    x.log2()
                 }
-            } else {
-                1.0 / x.sqrt()
             }
-        }
-        Approx::Sin => x.sin(),
-        Approx::Cos => x.cos(),
-        Approx::Tanh => x.tanh(),
-        Approx::Rcp => {
-            let v = match t {
-                FTy::F64 => {
-                    let v = ftz64((1.0 / x).to_bits());
-                    if f64::from_bits(v).is_nan() {
-                        t.canonical_nan()
+            Approx::Rsqrt => {
+                if x == 0.0 {
+                    if x.is_sign_negative() {
+                        f64::NEG_INFINITY
                     } else {
-                        v
+                        f64::INFINITY
                     }
+                } else {
+                    1.0 / x.sqrt()
                 }
-                _ => arith(t, Arith::Div, Rnd::N, t.from_f64(1.0, Rnd::N), t.from_f64(x, Rnd::N)),
-            };
-            return if ftz && t == FTy::F32 { ftz32(v as u32) as u64 } else { v };
+            }
+            Approx::Sin => x.sin(),
+            Approx::Cos => x.cos(),
+            Approx::Tanh => x.tanh(),
+            Approx::Rcp => {
+                let v = match t {
+                    FTy::F64 => {
+                        let v = ftz64((1.0 / x).to_bits());
+                        if f64::from_bits(v).is_nan() {
+                            t.canonical_nan()
+                        } else {
+                            v
+                        }
+                    }
+                    _ => arith(t, Arith::Div, Rnd::N, t.from_f64(1.0, Rnd::N), t.from_f64(x, Rnd::N)),
+                };
+                return if ftz && t == FTy::F32 { ftz32(v as u32) as u64 } else { v };
+            }
+            Approx::Sqrt => return sqrt(t, Rnd::N, t.from_f64(x, Rnd::N)),
+        };
+        let r = t.from_f64(v, Rnd::N);
+        if ftz && t == FTy::F32 {
+            ftz32(r as u32) as u64
+        } else {
+            r
         }
-        Approx::Sqrt => return sqrt(t, Rnd::N, t.from_f64(x, Rnd::N)),
-    };
-    let r = t.from_f64(v, Rnd::N);
-    if ftz && t == FTy::F32 {
-        ftz32(r as u32) as u64
-    } else {
-        r
     }
 }
 

@@ -72,6 +72,7 @@ pub mod float;
 mod int;
 mod lex;
 mod memory;
+pub mod mufu;
 mod parse;
 mod prog;
 
