@@ -16,13 +16,21 @@
 //!   accepts its PTX, and, for a module with calls, the PTX of the kernel with its functions as
 //!   `.func`s (when a target is given); the PTX emulator ([`crate::emu_exec`], when
 //!   [`FuzzConfig::emu`] is on, as it is by default) runs the call-free kernel's PTX without a
-//!   fault and its buffers equal the interpreter's under
-//!   [`crate::tolerance::derived_tolerance`] (NaN-aware); and, when a GPU runner is given, the
-//!   GPU's buffers (same PTX; on hardware, for a module with calls, also the PTX with `.func`s)
-//!   equal the interpreter's under the same tolerance. [`check_kernel`] is
-//!   the same for a module holding only that kernel.
+//!   fault and its buffers equal the interpreter's bit for bit (integers, NaN payloads and the
+//!   sign of zero included: [`engine_strictness`]); and, when a GPU runner is given, the GPU's
+//!   buffers (same PTX; on hardware, for a module with calls, also the PTX with `.func`s) equal
+//!   the interpreter's the same way. [`check_kernel`] is the same for a module holding only that
+//!   kernel.
+//! - A crash of NVIDIA's tools is its own failure kind, never a kir failure and never "ptxas
+//!   rejects the PTX": ptxas killed by a signal or failing without an error message is
+//!   [`FailureKind::PtxasCrash`]; a driver that dies while loading or running the PTX (the GPU
+//!   runner must then be isolated, [`crate::isolate::IsolatedGpu`], or it takes this process with
+//!   it) is [`FailureKind::DriverCrash`]. Both carry the PTX the tool crashed on
+//!   ([`Failure::ptx`]); [`FailureKind::is_tool_crash`] tells them apart from kir's failures.
 //! - A [`Failure`] carries a [`FailureKind`]; two failures are "the same" when their kinds are
-//!   equal (the detail text, e.g. a value, may change while reducing).
+//!   equal (the detail text, e.g. a value, may change while reducing). So while a kir failure is
+//!   reduced, a candidate on which a tool crashes is "not this failure" and is dropped; a crash
+//!   is reduced as its own kind (the same tool, the same signal, the same stage).
 //! - [`reduce_module`] only ever returns a module that verifies (verifier and barrier verifier;
 //!   only the verifier when the failure is the barrier verifier's, neither when it is the
 //!   verifier's) and on which the check reports a failure of the given kind: each candidate (every
@@ -40,7 +48,9 @@
 //! - Everything is deterministic for a given seed and configuration; nothing panics.
 
 use crate::compare::{compare_buffers, Strictness};
-use kir_backend_ptx::gpu::GpuRunner;
+use crate::gpu_exec::GpuExec;
+use kir_backend_ptx::gpu::{GpuError, Stage};
+use kir_backend_ptx::tools::PtxasError;
 use kir_backend_ptx::SmVersion;
 use kir_interp::{args, Buffer, ErrorKind, LaunchConfig, Options};
 use kir_ir::diag::has_errors;
@@ -70,9 +80,15 @@ pub enum FailureKind {
     InlineChangedResult,
     /// The PTX emitter refused the kernel.
     Emit,
-    /// `ptxas` rejected the PTX.
+    /// `ptxas` rejected the PTX (its error messages; not a crash).
     Ptxas,
-    /// The GPU run failed (driver error, module rejected by the JIT).
+    /// `ptxas` crashed: how (`SIGSEGV`, `exit 139 (SIGSEGV)`, `exit 1 without an error message`).
+    /// NVIDIA's bug, not kir's.
+    PtxasCrash(String),
+    /// The CUDA driver's process died while loading (its JIT compiler) or running the PTX: the
+    /// stage and how (`SIGSEGV`). NVIDIA's bug, not kir's (seen only with an isolated runner).
+    DriverCrash { stage: Stage, how: String },
+    /// The GPU run failed (driver error, module rejected by the JIT, no answer in time).
     Gpu,
     /// The GPU's results differ from the interpreter's.
     GpuMismatch,
@@ -97,6 +113,11 @@ impl fmt::Display for FailureKind {
             FailureKind::InlineChangedResult => write!(f, "inlining changed the interpreter's results"),
             FailureKind::Emit => write!(f, "PTX emission failed"),
             FailureKind::Ptxas => write!(f, "ptxas rejects the PTX"),
+            FailureKind::PtxasCrash(how) => write!(f, "ptxas crashed ({how})"),
+            FailureKind::DriverCrash { stage: Stage::Loading, how } => write!(f, "driver JIT crashed ({how})"),
+            FailureKind::DriverCrash { stage, how } => {
+                write!(f, "CUDA driver crashed ({how}) while {}", stage.describe())
+            }
             FailureKind::Gpu => write!(f, "GPU run failed"),
             FailureKind::GpuMismatch => write!(f, "interpreter and GPU differ"),
             FailureKind::Emu(k) => write!(f, "ptx-emu: {k}"),
@@ -106,16 +127,83 @@ impl fmt::Display for FailureKind {
     }
 }
 
+impl FailureKind {
+    /// Whether this is a crash of NVIDIA's tools (ptxas, the driver), not a failure of kir.
+    pub fn is_tool_crash(&self) -> bool {
+        matches!(self, FailureKind::PtxasCrash(_) | FailureKind::DriverCrash { .. })
+    }
+}
+
 /// A failed check.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Failure {
     pub kind: FailureKind,
     pub detail: String,
+    /// For a tool crash: the PTX the tool crashed on.
+    pub ptx: Option<String>,
 }
 
 impl Failure {
     pub fn new(kind: FailureKind, detail: impl Into<String>) -> Failure {
-        Failure { kind, detail: detail.into() }
+        Failure { kind, detail: detail.into(), ptx: None }
+    }
+
+    /// The failure with the PTX it happened on.
+    pub fn with_ptx(mut self, ptx: &str) -> Failure {
+        self.ptx = Some(ptx.to_string());
+        self
+    }
+}
+
+/// A failed `ptxas` run as a failure: a crash ([`FailureKind::PtxasCrash`], with the PTX) or a
+/// rejection ([`FailureKind::Ptxas`]). `what` prefixes the detail (e.g. "with calls").
+pub fn ptxas_failure(e: PtxasError, ptx: &str, what: &str) -> Failure {
+    let prefix = if what.is_empty() { String::new() } else { format!("{what}: ") };
+    match e {
+        PtxasError::Crashed { ptxas, sm, how, log } => {
+            let mut detail = format!("{prefix}on the PTX for {sm} ({})", ptxas.display());
+            if !log.trim().is_empty() {
+                detail.push_str(&format!("; it printed:\n{}", log.trim_end()));
+            }
+            Failure::new(FailureKind::PtxasCrash(how), detail).with_ptx(ptx)
+        }
+        other => Failure::new(FailureKind::Ptxas, format!("{prefix}{other}")),
+    }
+}
+
+/// A failed GPU run as a failure: a crash of the driver's process ([`FailureKind::DriverCrash`],
+/// with the PTX) or a GPU failure ([`FailureKind::Gpu`]).
+pub fn gpu_failure(e: GpuError, ptx: &str, what: &str) -> Failure {
+    let prefix = if what.is_empty() { String::new() } else { format!("{what}: ") };
+    match e {
+        GpuError::Crashed { stage, how } => {
+            let during = if stage == Stage::Loading { format!(" while {}", stage.describe()) } else { String::new() };
+            Failure::new(
+                FailureKind::DriverCrash { stage, how },
+                format!("{prefix}kir's GPU worker process died{during}; a new one takes over"),
+            )
+            .with_ptx(ptx)
+        }
+        other => Failure::new(FailureKind::Gpu, format!("{prefix}{other}")),
+    }
+}
+
+/// How the PTX emulator's and the GPU's buffers are compared with the interpreter's: bit for bit
+/// (integers, NaN payloads, signed zeros) when the kernel has no approximate op — always for
+/// generated kernels, whose generator writes none unless [`GenConfig::allow_approx`] is set —
+/// else within the derived tolerance ([`crate::tolerance::derived_tolerance`]).
+pub fn engine_strictness(k: &Kernel) -> Strictness {
+    match crate::tolerance::derived_tolerance(k) {
+        crate::directives::Tolerance::Exact => Strictness::Bitwise,
+        tol => Strictness::Within(tol),
+    }
+}
+
+/// How a strictness reads in a failure's detail.
+fn strictness_words(s: Strictness) -> String {
+    match s {
+        Strictness::Bitwise => "bit for bit".to_string(),
+        Strictness::Within(t) => format!("tolerance {t}"),
     }
 }
 
@@ -289,7 +377,7 @@ pub fn check_kernel(
     k: &Kernel,
     named: &[(String, String)],
     cfg: &FuzzConfig,
-    gpu: Option<(&mut GpuRunner, SmVersion)>,
+    gpu: Option<(&mut dyn GpuExec, SmVersion)>,
     ran: &mut Ran,
 ) -> Result<(), Failure> {
     check_module(&kernel_module(k.clone()), named, cfg, gpu, ran)
@@ -332,7 +420,7 @@ pub fn check_module(
     m: &Module,
     named: &[(String, String)],
     cfg: &FuzzConfig,
-    gpu: Option<(&mut GpuRunner, SmVersion)>,
+    gpu: Option<(&mut dyn GpuExec, SmVersion)>,
     ran: &mut Ran,
 ) -> Result<(), Failure> {
     let verified = verifies_module(m)?;
@@ -385,7 +473,7 @@ pub fn check_module(
     let mut ptxas_ptx = None;
     if let Some(sm) = cfg.ptxas {
         let ptx = crate::gpu_exec::ptx_for(fk, sm).map_err(|e| Failure::new(FailureKind::Emit, e))?;
-        kir_backend_ptx::tools::run_ptxas(&ptx, sm).map_err(|e| Failure::new(FailureKind::Ptxas, e))?;
+        kir_backend_ptx::tools::run_ptxas_checked(&ptx, sm).map_err(|e| ptxas_failure(e, &ptx, ""))?;
         if m.has_calls() {
             // The functions as `.func`s, called: the backend's calling convention through ptxas.
             let opts = kir_backend_ptx::PtxOptions { sm, source: None, comments: false };
@@ -393,8 +481,8 @@ pub fn check_module(
                 let msgs: Vec<String> = d.iter().map(|d| d.message.clone()).collect();
                 Failure::new(FailureKind::Emit, format!("with calls: {}", msgs.join("; ")))
             })?;
-            kir_backend_ptx::tools::run_ptxas(&with_calls, sm)
-                .map_err(|e| Failure::new(FailureKind::Ptxas, format!("with calls: {e}")))?;
+            kir_backend_ptx::tools::run_ptxas_checked(&with_calls, sm)
+                .map_err(|e| ptxas_failure(e, &with_calls, "with calls"))?;
         }
         ran.ptxas = true;
         ptxas_ptx = Some((sm, ptx));
@@ -408,19 +496,19 @@ pub fn check_module(
         };
         let got = emulate(fk, &ptx, &launch, &bound, cfg.fuel.saturating_mul(EMU_FUEL_FACTOR))?;
         ran.emu = true;
-        let tol = crate::tolerance::derived_tolerance(fk);
-        compare_all(k, &bound, &reference, &got, Strictness::Within(tol)).map_err(|e| {
-            Failure::new(FailureKind::EmuMismatch, format!("interpreter vs ptx-emu (tolerance {tol}): {e}"))
+        let s = engine_strictness(fk);
+        compare_all(k, &bound, &reference, &got, s).map_err(|e| {
+            Failure::new(FailureKind::EmuMismatch, format!("interpreter vs ptx-emu ({}): {e}", strictness_words(s)))
         })?;
     }
     if let Some((runner, sm)) = gpu {
         let ptx = crate::gpu_exec::ptx_for(fk, sm).map_err(|e| Failure::new(FailureKind::Emit, e))?;
-        let got = crate::gpu_exec::run_kernel(runner, fk, &ptx, &launch, &bound.args, &bound.buffers)
-            .map_err(|e| Failure::new(FailureKind::Gpu, e))?;
+        let got = crate::gpu_exec::run_kernel_checked(runner, fk, &ptx, &launch, &bound.args, &bound.buffers)
+            .map_err(|e| gpu_failure(e, &ptx, ""))?;
         ran.gpu = true;
-        let tol = crate::tolerance::derived_tolerance(fk);
-        compare_all(k, &bound, &reference, &got, Strictness::Within(tol)).map_err(|e| {
-            Failure::new(FailureKind::GpuMismatch, format!("interpreter vs GPU (tolerance {tol}): {e}"))
+        let s = engine_strictness(fk);
+        compare_all(k, &bound, &reference, &got, s).map_err(|e| {
+            Failure::new(FailureKind::GpuMismatch, format!("interpreter vs GPU ({}): {e}", strictness_words(s)))
         })?;
         if m.has_calls() && !runner.is_emulated() {
             // On hardware, also the functions as `.func`s, really called (the emulated driver's
@@ -430,10 +518,13 @@ pub fn check_module(
                 let msgs: Vec<String> = d.iter().map(|d| d.message.clone()).collect();
                 Failure::new(FailureKind::Emit, format!("with calls: {}", msgs.join("; ")))
             })?;
-            let got = crate::gpu_exec::run_kernel(runner, k, &ptx, &launch, &bound.args, &bound.buffers)
-                .map_err(|e| Failure::new(FailureKind::Gpu, format!("with calls: {e}")))?;
-            compare_all(k, &bound, &reference, &got, Strictness::Within(tol)).map_err(|e| {
-                Failure::new(FailureKind::GpuMismatch, format!("interpreter vs GPU, with calls (tolerance {tol}): {e}"))
+            let got = crate::gpu_exec::run_kernel_checked(runner, k, &ptx, &launch, &bound.args, &bound.buffers)
+                .map_err(|e| gpu_failure(e, &ptx, "with calls"))?;
+            compare_all(k, &bound, &reference, &got, s).map_err(|e| {
+                Failure::new(
+                    FailureKind::GpuMismatch,
+                    format!("interpreter vs GPU, with calls ({}): {e}", strictness_words(s)),
+                )
             })?;
         }
     }
@@ -914,6 +1005,11 @@ pub fn repro_file(m: &Module, seed: u64, failure: &Failure, cfg: &FuzzConfig, na
         s.push_str(line);
         s.push('\n');
     }
+    if failure.kind.is_tool_crash() {
+        s.push_str(&format!(
+            "; NVIDIA's tool crashed, not kir: `kir fuzz` keeps the PTX it crashed on beside this file (case-{seed}.ptx)\n"
+        ));
+    }
     let name = m.kernels.first().map(|k| k.name.as_str()).unwrap_or(kir_ir::generate::KERNEL_NAME);
     s.push_str(&run_line(name, contract, named));
     s.push('\n');
@@ -943,6 +1039,64 @@ mod tests {
             check_module(&m, &named, &cfg, None, &mut ran).unwrap_or_else(|f| panic!("seed {seed}: {f}"));
             assert_eq!(ran, Ran { emu: true, ..Ran::default() });
         }
+    }
+
+    /// The engines are compared with the interpreter bit for bit: generated kernels have no
+    /// approximate op, so the strictness is `Bitwise` — integers exactly, NaN payloads and signed
+    /// zeros included — never a tolerance that lets any NaN match any other.
+    #[test]
+    fn engine_comparison_is_bit_exact_for_generated_kernels() {
+        let cfg = FuzzConfig::new();
+        for seed in 0..200 {
+            let (m, _) = generate_case(seed, &cfg);
+            let flat = inlined(&m).unwrap();
+            assert_eq!(engine_strictness(&flat.kernels[0]), Strictness::Bitwise, "seed {seed}");
+        }
+        let k = parse("kernel @k(%f: ptr<global, f32>, %u: ptr<global, u32>) {\nentry:\n  ret\n}\n");
+        let bound = bind_case(&k, &[("f".into(), "zeros:f32:2".into()), ("u".into(), "zeros:u32:2".into())]).unwrap();
+        let with = |f: [u32; 2], u: [u32; 2]| {
+            let mut b = bound.buffers.clone();
+            for (i, (x, y)) in f.iter().zip(u).enumerate() {
+                b[0].bytes[4 * i..4 * i + 4].copy_from_slice(&x.to_le_bytes());
+                b[1].bytes[4 * i..4 * i + 4].copy_from_slice(&y.to_le_bytes());
+            }
+            b
+        };
+        let s = engine_strictness(&k);
+        let a = with([0x7fc0_0000, 0], [1, 2]);
+        assert!(compare_all(&k, &bound, &a, &a.clone(), s).is_ok());
+        // Another NaN payload, the other zero, another integer: each a difference.
+        let e = compare_all(&k, &bound, &a, &with([0x7fc0_0001, 0], [1, 2]), s).unwrap_err();
+        assert!(e.contains("NaN(0x7fc00000)") && e.contains("NaN(0x7fc00001)"), "{e}");
+        assert!(compare_all(&k, &bound, &a, &with([0xffc0_0000, 0], [1, 2]), s).is_err());
+        assert!(compare_all(&k, &bound, &a, &with([0x7fc0_0000, 0x8000_0000], [1, 2]), s).is_err());
+        assert!(compare_all(&k, &bound, &a, &with([0x7fc0_0000, 0], [1, 3]), s).is_err());
+    }
+
+    #[test]
+    fn tool_crashes_are_their_own_kinds() {
+        let ptxas =
+            PtxasError::Crashed { ptxas: "/x/ptxas".into(), sm: "sm_80", how: "SIGSEGV".into(), log: String::new() };
+        let f = ptxas_failure(ptxas, "PTX", "");
+        assert_eq!(f.kind, FailureKind::PtxasCrash("SIGSEGV".into()));
+        assert!(f.kind.is_tool_crash());
+        assert_eq!(f.ptx.as_deref(), Some("PTX"));
+        assert_eq!(f.to_string(), "ptxas crashed (SIGSEGV): on the PTX for sm_80 (/x/ptxas)");
+        let rejected = PtxasError::Rejected { ptxas: "/x/ptxas".into(), sm: "sm_80", log: "error".into() };
+        let f = ptxas_failure(rejected, "PTX", "with calls");
+        assert_eq!(f.kind, FailureKind::Ptxas);
+        assert!(!f.kind.is_tool_crash() && f.ptx.is_none());
+        let f = gpu_failure(GpuError::Crashed { stage: Stage::Loading, how: "SIGSEGV".into() }, "PTX", "");
+        assert!(f.kind.is_tool_crash());
+        assert!(
+            f.to_string()
+                .starts_with("driver JIT crashed (SIGSEGV): kir's GPU worker process died while JIT-compiling"),
+            "{f}"
+        );
+        let f = gpu_failure(GpuError::Crashed { stage: Stage::Running, how: "SIGBUS".into() }, "PTX", "");
+        assert!(f.to_string().starts_with("CUDA driver crashed (SIGBUS) while running the kernel"), "{f}");
+        let f = gpu_failure(GpuError::TimedOut { stage: Stage::Running, secs: 3 }, "PTX", "");
+        assert_eq!(f.kind, FailureKind::Gpu);
     }
 
     #[test]

@@ -15,6 +15,9 @@
 //!   the same device address, as in the interpreter.
 //! - Nothing here panics; every problem is an `Err` with a message. Without a CUDA driver the
 //!   runner cannot be made at all ([`kir_backend_ptx::gpu::GpuRunner::new`] reports why).
+//! - Runs go through [`GpuExec`]: the in-process [`GpuRunner`], or [`crate::isolate::IsolatedGpu`],
+//!   whose driver calls happen in a worker process so that a driver crash is an error
+//!   ([`GpuError::Crashed`]), not the end of the caller. Both receive and return the same bytes.
 
 use kir_backend_ptx::gpu::{self, GpuError, GpuRunner, Launch};
 use kir_backend_ptx::{emit_kernel, PtxOptions, SmVersion};
@@ -51,6 +54,35 @@ pub fn ptx_in_module(m: &kir_ir::verify::Verified, k: &Kernel, sm: SmVersion) ->
     let opts = PtxOptions { sm, source: None, comments: false };
     kir_backend_ptx::emit_kernel_in_module(m, &k.name, &opts)
         .map_err(|d| d.iter().map(|d| d.message.clone()).collect::<Vec<_>>().join("; "))
+}
+
+/// Something that runs launches on a GPU: [`GpuRunner`] in this process, or
+/// [`crate::isolate::IsolatedGpu`] in a worker process.
+pub trait GpuExec {
+    /// [`GpuRunner::run_sequence`]: copies `buffers` to the device once, runs `launches` in order,
+    /// returns every buffer's final contents.
+    fn run_sequence(&mut self, buffers: &[Vec<u8>], launches: &[gpu::KernelLaunch]) -> Result<Vec<Vec<u8>>, GpuError>;
+    /// The device's name.
+    fn device_name(&self) -> Result<String, GpuError>;
+    /// Whether the device is kir's emulated one.
+    fn is_emulated(&self) -> bool;
+    /// The device's compute capability.
+    fn compute_capability(&self) -> Result<(i32, i32), GpuError>;
+}
+
+impl GpuExec for GpuRunner {
+    fn run_sequence(&mut self, buffers: &[Vec<u8>], launches: &[gpu::KernelLaunch]) -> Result<Vec<Vec<u8>>, GpuError> {
+        GpuRunner::run_sequence(self, buffers, launches)
+    }
+    fn device_name(&self) -> Result<String, GpuError> {
+        GpuRunner::device_name(self)
+    }
+    fn is_emulated(&self) -> bool {
+        GpuRunner::is_emulated(self)
+    }
+    fn compute_capability(&self) -> Result<(i32, i32), GpuError> {
+        GpuRunner::compute_capability(self)
+    }
 }
 
 fn scalar_bytes(c: Constant) -> Vec<u8> {
@@ -96,18 +128,31 @@ fn launch_of(cfg: &LaunchConfig) -> Launch {
 
 /// Runs `k` (as `ptx`) once with the given arguments; returns all of `buffers` after the run.
 pub fn run_kernel(
-    runner: &mut GpuRunner,
+    runner: &mut dyn GpuExec,
     k: &Kernel,
     ptx: &str,
     cfg: &LaunchConfig,
     args: &[Arg],
     buffers: &[Buffer],
 ) -> Result<Vec<Buffer>, String> {
-    let params = gpu_params(args, buffers.len())?;
-    let outs = runner
-        .run(ptx, &ptx_entry_name(&k.name), launch_of(cfg), &contents(buffers), &params)
-        .map_err(|e| e.to_string())?;
-    with_contents(buffers, outs)
+    run_kernel_checked(runner, k, ptx, cfg, args, buffers).map_err(|e| e.to_string())
+}
+
+/// [`run_kernel`] with the driver's error as it is (so that a caller can tell a crash,
+/// [`GpuError::Crashed`], from a failure).
+pub fn run_kernel_checked(
+    runner: &mut dyn GpuExec,
+    k: &Kernel,
+    ptx: &str,
+    cfg: &LaunchConfig,
+    args: &[Arg],
+    buffers: &[Buffer],
+) -> Result<Vec<Buffer>, GpuError> {
+    let params = gpu_params(args, buffers.len()).map_err(GpuError::Invalid)?;
+    let entry = ptx_entry_name(&k.name);
+    let launch = gpu::KernelLaunch { ptx, kernel: &entry, launch: launch_of(cfg), params };
+    let outs = runner.run_sequence(&contents(buffers), &[launch])?;
+    with_contents(buffers, outs).map_err(GpuError::Invalid)
 }
 
 /// Kernel times in milliseconds of `reps` launches (after one warm-up launch), by CUDA events.
@@ -147,7 +192,7 @@ pub fn median(xs: &[f32]) -> Option<f64> {
 /// The launches are planned by [`kir_interp::graph::plan_graph`], exactly as the interpreter runs
 /// them.
 pub fn run_graph(
-    runner: &mut GpuRunner,
+    runner: &mut dyn GpuExec,
     sm: SmVersion,
     m: &kir_ir::verify::Verified,
     g: &Graph,

@@ -26,6 +26,10 @@
 //! - A row is `ok` only when its check actually ran and passed; a check that could not run is a
 //!   `skip` row that says why.
 //! - Results are deterministic: the same file gives the same rows.
+//! - A crash of NVIDIA's tools fails its row and says so, never as a verdict on the PTX: `ptxas
+//!   crashed on the PTX` (a signal, or no error message), and with [`Context::detect_isolated`]
+//!   (as `kir test` runs) a driver that dies loading or running a module fails that `gpu` row
+//!   (`the driver's PTX JIT crashed (SIGSEGV) ...`) and the next row gets a fresh worker.
 
 use crate::checks;
 use crate::compare::{compare_buffers, elements_match, Strictness};
@@ -60,9 +64,10 @@ pub struct Row {
     pub note: Option<String>,
 }
 
-/// Why the GPU side cannot run, or the runner to use.
+/// Why the GPU side cannot run, or the runner to use (in this process, or in a worker process:
+/// [`Context::detect_isolated`]).
 pub enum GpuState {
-    Available(Box<gpu::GpuRunner>),
+    Available(Box<dyn crate::gpu_exec::GpuExec>),
     Unavailable(String),
     /// `KIR_CUDA_DRIVER` names a driver that cannot be used: every GPU row fails with this.
     Misconfigured(String),
@@ -97,10 +102,23 @@ pub struct Context {
 pub type PtxHook = Box<dyn Fn(&str) -> String>;
 
 impl Context {
-    /// Finds ptxas and opens the first GPU, if any (never panics without a driver).
+    /// Finds ptxas and opens the first GPU, if any, in this process (never panics without a driver).
     pub fn detect(require_gpu: bool) -> Context {
-        let gpu = match gpu::GpuRunner::new(0) {
-            Ok(r) => GpuState::Available(Box::new(r)),
+        Self::with_gpu(require_gpu, gpu::GpuRunner::new(0).map(|r| Box::new(r) as Box<dyn crate::gpu_exec::GpuExec>))
+    }
+
+    /// [`Context::detect`] with the GPU's driver calls in a worker process
+    /// ([`crate::isolate::IsolatedGpu`]; `worker_exe` is the `kir` executable), so that a driver
+    /// that crashes on some PTX fails that row, not the run.
+    pub fn detect_isolated(require_gpu: bool, worker_exe: &Path) -> Context {
+        let timeout = std::time::Duration::from_secs(600);
+        let g = crate::isolate::IsolatedGpu::start_with_timeout(worker_exe, 0, timeout);
+        Self::with_gpu(require_gpu, g.map(|g| Box::new(g) as Box<dyn crate::gpu_exec::GpuExec>))
+    }
+
+    fn with_gpu(require_gpu: bool, runner: Result<Box<dyn crate::gpu_exec::GpuExec>, gpu::GpuError>) -> Context {
+        let gpu = match runner {
+            Ok(r) => GpuState::Available(r),
             Err(gpu::GpuError::NoDriver) => GpuState::Unavailable("no GPU (CUDA driver library not found)".into()),
             Err(e @ gpu::GpuError::DriverSelection(_)) => GpuState::Misconfigured(e.to_string()),
             Err(e) => GpuState::Unavailable(format!("no GPU ({e})")),
@@ -254,10 +272,16 @@ pub fn test_file(path: &Path, ctx: &mut Context, emit: &mut dyn FnMut(Row)) {
                         }
                     }
                 };
-                if let Err(e) = tools::run_ptxas(&text, sm) {
+                if let Err(e) = tools::run_ptxas_checked(&text, sm) {
+                    // A crash of ptxas is NVIDIA's bug, not a verdict on the PTX: said as such.
+                    let what = if e.is_crash() { "ptxas crashed on" } else { "ptxas rejected" };
                     return emit(Row {
                         label: label.clone(),
-                        outcome: Outcome::Fail(format!("ptxas rejected the PTX for {}:\n{}", sm.name(), indent(&e))),
+                        outcome: Outcome::Fail(format!(
+                            "{what} the PTX for {}:\n{}",
+                            sm.name(),
+                            indent(&e.to_string())
+                        )),
                         note: None,
                     });
                 }
@@ -444,7 +468,7 @@ fn run_directive(
             return emit(Row { label: gpu_label, outcome: Outcome::Fail(why.clone()), note: None });
         }
     };
-    let gpu_buffers = match run_on_gpu(runner, optimized, d, &specs, base_dir) {
+    let gpu_buffers = match run_on_gpu(runner.as_mut(), optimized, d, &specs, base_dir) {
         Ok(b) => b,
         Err(e) => return emit(Row { label: gpu_label, outcome: Outcome::Fail(e), note: None }),
     };
@@ -842,7 +866,7 @@ fn run_in_emulator(
 /// Runs a directive's kernel or graph (of the optimized module) on the GPU with the same inputs the
 /// interpreter got; returns the buffers after the run, in the interpreter's order.
 fn run_on_gpu(
-    runner: &mut gpu::GpuRunner,
+    runner: &mut dyn crate::gpu_exec::GpuExec,
     optimized: &Verified,
     d: &RunDirective,
     specs: &[(String, ArgSpec)],

@@ -12,6 +12,7 @@
 //! - [`harness`]: the engine of `kir test`, the main job.
 //! - [`filetest`]: the runner of `tests/filetests/`: one `.kir` file per test, its kind named by a `; test:` header.
 //! - [`gpu_exec`]: running kernels and graphs on a GPU with the interpreter's inputs.
+//! - [`isolate`]: GPU runs in a worker process (`kir __gpu-worker`), so a driver crash is an error.
 //! - [`emu_exec`]: running kernels and graphs in the PTX emulator with the interpreter's inputs.
 //! - [`ptx_args`]: binding `kir run FILE.ptx` arguments to a PTX entry's parameters.
 //! - [`fuzz`]: random-kernel differential fuzzing and test-case reduction (`kir fuzz`).
@@ -28,6 +29,7 @@ pub mod filetest;
 pub mod fuzz;
 pub mod gpu_exec;
 pub mod harness;
+pub mod isolate;
 pub mod lsp;
 pub mod ptx_args;
 pub mod tolerance;

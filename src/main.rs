@@ -42,6 +42,9 @@ enum Command {
     Fuzz(cmd::fuzz::Args),
     /// Run the language server on stdin/stdout (for editors).
     Lsp(cmd::lsp::Args),
+    /// The GPU worker process kir starts to isolate driver crashes (internal).
+    #[command(name = "__gpu-worker", hide = true)]
+    GpuWorker(cmd::gpu_worker::Args),
 }
 
 /// Restores the default action for SIGPIPE, as Unix command-line tools have it: `kir test | head`
@@ -76,5 +79,6 @@ fn main() -> ExitCode {
         Command::Diff(a) => cmd::diff::run(a),
         Command::Fuzz(a) => cmd::fuzz::run(a),
         Command::Lsp(a) => cmd::lsp::run(a),
+        Command::GpuWorker(a) => cmd::gpu_worker::run(a),
     }
 }

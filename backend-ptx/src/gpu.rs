@@ -13,7 +13,10 @@
 //! - Modules are loaded with `cuModuleLoadDataEx` and a JIT error-log buffer, so a module the
 //!   driver rejects yields [`GpuError::ModuleRejected`] carrying the driver's own message.
 //! - A runner caches loaded modules by PTX text for its context; they are unloaded when the runner
-//!   is dropped.
+//!   is dropped (or by [`GpuRunner::unload_all`]).
+//! - A driver that crashes takes this process with it: callers that load PTX they did not write in
+//!   a loop (fuzzing) run it in a worker process (`kir::isolate`), which reports the crash as
+//!   [`GpuError::Crashed`] (or a hang as [`GpuError::TimedOut`]) with the [`Stage`] it happened in.
 //! - [`GpuRunner::run_sequence`] (and [`GpuRunner::run`], one launch) copies every buffer to the
 //!   device once, runs the launches in order with parameters that may name any buffer (the same one
 //!   several times), synchronizes after each, and returns every buffer's final contents, in order.
@@ -59,6 +62,34 @@ pub enum GpuError {
     ModuleRejected { error: String, log: String },
     /// Bad launch request (unknown kernel, argument problems).
     Invalid(String),
+    /// The process that made the driver calls died (an isolated runner's worker: `kir::isolate`):
+    /// `how` is the signal (`SIGSEGV`) or exit status, `stage` what the driver was doing.
+    Crashed { stage: Stage, how: String },
+    /// The process that made the driver calls gave no answer within `secs` seconds (a kernel that
+    /// never ends, a driver that hangs) and was killed.
+    TimedOut { stage: Stage, secs: u64 },
+}
+
+/// What a run was doing when its driver process crashed or hung.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stage {
+    /// Starting: loading the driver, creating the context.
+    Starting,
+    /// Loading a PTX module: the driver's JIT compiler (`cuModuleLoadDataEx`).
+    Loading,
+    /// Copying buffers, launching kernels, synchronizing.
+    Running,
+}
+
+impl Stage {
+    /// The stage in words, as in "crashed while ...".
+    pub fn describe(self) -> &'static str {
+        match self {
+            Stage::Starting => "starting (loading the driver, creating the context)",
+            Stage::Loading => "JIT-compiling the PTX module (cuModuleLoadDataEx)",
+            Stage::Running => "running the kernel (copies, launch, synchronization)",
+        }
+    }
 }
 
 impl std::fmt::Display for GpuError {
@@ -72,6 +103,13 @@ impl std::fmt::Display for GpuError {
                 write!(f, "the driver rejected the PTX module ({error}):\n{log}")
             }
             GpuError::Invalid(e) => write!(f, "{e}"),
+            GpuError::Crashed { stage: Stage::Loading, how } => {
+                write!(f, "the driver's PTX JIT crashed ({how}) while {}", Stage::Loading.describe())
+            }
+            GpuError::Crashed { stage, how } => write!(f, "the CUDA driver crashed ({how}) while {}", stage.describe()),
+            GpuError::TimedOut { stage, secs } => {
+                write!(f, "the CUDA driver gave no answer in {secs} s while {} (killed)", stage.describe())
+            }
         }
     }
 }
@@ -205,6 +243,24 @@ impl GpuRunner {
     /// The device's compute capability.
     pub fn compute_capability(&self) -> Result<(i32, i32), GpuError> {
         Ok(self.ctx.compute_capability()?)
+    }
+
+    /// How many modules the runner holds loaded.
+    pub fn loaded_modules(&self) -> usize {
+        self.modules.len()
+    }
+
+    /// Unloads every module the runner loaded (a long-lived runner's cache stays bounded).
+    pub fn unload_all(&mut self) {
+        if self.ctx.bind_to_thread().is_ok() {
+            for (_, m) in self.modules.drain() {
+                // SAFETY: each module was loaded by this runner in this context and is unloaded once.
+                unsafe {
+                    let _ = sys::cuModuleUnload(m);
+                }
+            }
+        }
+        self.modules.clear();
     }
 
     /// Loads (or finds in the cache) the module for `ptx`.
@@ -347,14 +403,7 @@ impl GpuRunner {
 
 impl Drop for GpuRunner {
     fn drop(&mut self) {
-        if self.ctx.bind_to_thread().is_ok() {
-            for (_, m) in self.modules.drain() {
-                // SAFETY: each module was loaded by this runner in this context and is unloaded once.
-                unsafe {
-                    let _ = sys::cuModuleUnload(m);
-                }
-            }
-        }
+        self.unload_all();
     }
 }
 

@@ -8,6 +8,13 @@
 //! - [`run_ptxas`] never panics: a missing tool, a failed spawn or a rejected module is an `Err`
 //!   carrying ptxas's own messages. On success it reports per-kernel register counts parsed from
 //!   `ptxas -v`.
+//! - A ptxas that *crashes* is never reported as rejecting the PTX ([`PtxasError`], from
+//!   [`assemble_checked`] / [`run_ptxas_checked`]; the `String` errors of [`run_ptxas`] and
+//!   [`assemble`] are its `Display`): killed by a signal (`ptxas crashed (SIGSEGV) on ...`), an
+//!   exit status of 128 + a crash signal (a wrapper script whose ptxas crashed: exit 139 is
+//!   SIGSEGV), or a non-zero exit without any error message (no line containing `error` or
+//!   `fatal`) is [`PtxasError::Crashed`]; only a non-zero exit with ptxas's error messages is
+//!   [`PtxasError::Rejected`]. A crash of NVIDIA's tool is not a verdict on the PTX.
 //! - [`require_tool_or_skip`] is the policy for tests that need a tool: with `CI=true` a missing
 //!   tool panics (the test fails) with the install hint; otherwise it prints a `skip:` line to
 //!   stderr and the test returns early.
@@ -136,12 +143,125 @@ impl Drop for Scratch {
     }
 }
 
-/// Assembles `ptx` for `sm` with `ptxas -v`; keeps the cubin when `keep_cubin`.
-pub fn assemble(ptx: &str, sm: SmVersion, keep_cubin: bool) -> Result<PtxasReport, String> {
-    let ptxas = find_ptxas().ok_or_else(|| format!("ptxas not found ({INSTALL_HINT})"))?;
-    let dir = Scratch::new()?;
+/// Why `ptxas` produced no cubin.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PtxasError {
+    /// No ptxas was found ([`find_ptxas`]).
+    NotFound,
+    /// kir could not run it (scratch files, spawn).
+    Io(String),
+    /// ptxas ran and rejected the module: its error messages.
+    Rejected { ptxas: PathBuf, sm: &'static str, log: String },
+    /// ptxas crashed: `how` is the signal (`SIGSEGV`), an exit status that stands for one
+    /// (`exit 139 (SIGSEGV)`), or a failure without an error message (`exit 1 without an error
+    /// message`); `log` is whatever it printed.
+    Crashed { ptxas: PathBuf, sm: &'static str, how: String, log: String },
+}
+
+impl PtxasError {
+    /// Whether ptxas crashed (a bug of NVIDIA's tool, not a verdict on the PTX).
+    pub fn is_crash(&self) -> bool {
+        matches!(self, PtxasError::Crashed { .. })
+    }
+}
+
+impl std::fmt::Display for PtxasError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PtxasError::NotFound => write!(f, "ptxas not found ({INSTALL_HINT})"),
+            PtxasError::Io(e) => write!(f, "{e}"),
+            PtxasError::Rejected { ptxas, sm, log } => {
+                write!(f, "ptxas ({}) rejected the module for {sm}:\n{log}", ptxas.display())
+            }
+            PtxasError::Crashed { ptxas, sm, how, log } => {
+                write!(f, "ptxas crashed ({how}) on the module for {sm} ({})", ptxas.display())?;
+                if !log.trim().is_empty() {
+                    write!(f, ":\n{log}")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl std::error::Error for PtxasError {}
+
+/// The conventional name of a signal number (`SIGSEGV` for 11), or `signal N`.
+pub fn signal_name(sig: i32) -> String {
+    let name = match sig {
+        1 => "SIGHUP",
+        2 => "SIGINT",
+        3 => "SIGQUIT",
+        4 => "SIGILL",
+        5 => "SIGTRAP",
+        6 => "SIGABRT",
+        7 => "SIGBUS",
+        8 => "SIGFPE",
+        9 => "SIGKILL",
+        11 => "SIGSEGV",
+        13 => "SIGPIPE",
+        14 => "SIGALRM",
+        15 => "SIGTERM",
+        24 => "SIGXCPU",
+        25 => "SIGXFSZ",
+        31 => "SIGSYS",
+        _ => return format!("signal {sig}"),
+    };
+    name.to_string()
+}
+
+/// Signals that mean a program crashed (rather than was asked to stop).
+const CRASH_SIGNALS: [i32; 6] = [4, 5, 6, 7, 8, 11];
+
+/// How a process ended, when that was by a signal: `SIGSEGV`, or `exit 139 (SIGSEGV)` for a shell
+/// wrapper whose program crashed (128 + a crash signal).
+pub fn crash_of(status: &std::process::ExitStatus) -> Option<String> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        if let Some(sig) = status.signal() {
+            return Some(signal_name(sig));
+        }
+    }
+    match status.code() {
+        Some(c) if c > 128 && CRASH_SIGNALS.contains(&(c - 128)) => {
+            Some(format!("exit {c} ({})", signal_name(c - 128)))
+        }
+        _ => None,
+    }
+}
+
+/// Whether ptxas's output states an error (a rejection always does: `ptxas fatal`, `error :`).
+fn states_an_error(log: &str) -> bool {
+    log.lines().any(|l| {
+        let l = l.to_ascii_lowercase();
+        l.contains("error") || l.contains("fatal")
+    })
+}
+
+/// Classifies a finished ptxas run: `None` on success.
+fn classify(ptxas: &Path, sm: SmVersion, status: &std::process::ExitStatus, log: &str) -> Option<PtxasError> {
+    if status.success() {
+        return None;
+    }
+    let (ptxas, sm, log) = (ptxas.to_path_buf(), sm.name(), log.to_string());
+    if let Some(how) = crash_of(status) {
+        return Some(PtxasError::Crashed { ptxas, sm, how, log });
+    }
+    if !states_an_error(&log) {
+        let code = status.code().map_or("a failure".to_string(), |c| format!("exit {c}"));
+        return Some(PtxasError::Crashed { ptxas, sm, how: format!("{code} without an error message"), log });
+    }
+    Some(PtxasError::Rejected { ptxas, sm, log })
+}
+
+/// Assembles `ptx` for `sm` with `ptxas -v`; keeps the cubin when `keep_cubin`. A crash of ptxas is
+/// [`PtxasError::Crashed`], never a rejection.
+pub fn assemble_checked(ptx: &str, sm: SmVersion, keep_cubin: bool) -> Result<PtxasReport, PtxasError> {
+    let ptxas = find_ptxas().ok_or(PtxasError::NotFound)?;
+    let dir = Scratch::new().map_err(PtxasError::Io)?;
     let input = dir.0.join("kernel.ptx");
-    std::fs::write(&input, ptx).map_err(|e| format!("cannot write {}: {e}", input.display()))?;
+    std::fs::write(&input, ptx).map_err(|e| PtxasError::Io(format!("cannot write {}: {e}", input.display())))?;
     let cubin = dir.0.join("kernel.cubin");
     let out = Command::new(&ptxas)
         .arg(format!("-arch={}", sm.name()))
@@ -150,17 +270,30 @@ pub fn assemble(ptx: &str, sm: SmVersion, keep_cubin: bool) -> Result<PtxasRepor
         .arg(if keep_cubin { cubin.as_os_str() } else { "/dev/null".as_ref() })
         .arg(&input)
         .output()
-        .map_err(|e| format!("cannot run {}: {e}", ptxas.display()))?;
+        .map_err(|e| PtxasError::Io(format!("cannot run {}: {e}", ptxas.display())))?;
     let log = String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
-    if !out.status.success() {
-        return Err(format!("ptxas ({}) rejected the module for {}:\n{log}", ptxas.display(), sm.name()));
+    if let Some(e) = classify(&ptxas, sm, &out.status, &log) {
+        return Err(e);
     }
-    let cubin =
-        if keep_cubin { Some(std::fs::read(&cubin).map_err(|e| format!("cannot read cubin: {e}"))?) } else { None };
+    let cubin = if keep_cubin {
+        Some(std::fs::read(&cubin).map_err(|e| PtxasError::Io(format!("cannot read cubin: {e}")))?)
+    } else {
+        None
+    };
     Ok(PtxasReport { kernels: parse_ptxas_verbose(&log), log, cubin })
 }
 
+/// [`assemble_checked`] with the error as text.
+pub fn assemble(ptx: &str, sm: SmVersion, keep_cubin: bool) -> Result<PtxasReport, String> {
+    assemble_checked(ptx, sm, keep_cubin).map_err(|e| e.to_string())
+}
+
 /// Runs `ptxas -arch=sm_XX -v -o /dev/null` on `ptx`.
+pub fn run_ptxas_checked(ptx: &str, sm: SmVersion) -> Result<PtxasReport, PtxasError> {
+    assemble_checked(ptx, sm, false)
+}
+
+/// [`run_ptxas_checked`] with the error as text.
 pub fn run_ptxas(ptx: &str, sm: SmVersion) -> Result<PtxasReport, String> {
     assemble(ptx, sm, false)
 }
@@ -191,6 +324,43 @@ mod tests {
     fn parses_verbose_output() {
         let log = "ptxas info    : 0 bytes gmem\nptxas info    : Compiling entry function 'relu_backward' for 'sm_80'\nptxas info    : Function properties for relu_backward\n    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\nptxas info    : Used 10 registers, 380 bytes cmem[0]\n";
         assert_eq!(parse_ptxas_verbose(log), vec![KernelResources { name: "relu_backward".into(), registers: 10 }]);
+    }
+
+    /// The exit status of `sh -c SCRIPT`.
+    #[cfg(unix)]
+    fn status_of(script: &str) -> std::process::ExitStatus {
+        Command::new("sh").arg("-c").arg(script).status().unwrap()
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn crashes_are_not_rejections() {
+        let p = Path::new("/opt/ptxas");
+        let sm = SmVersion::Sm80;
+        let crashed = |e: Option<PtxasError>| match e {
+            Some(PtxasError::Crashed { how, .. }) => how,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(crashed(classify(p, sm, &status_of("kill -SEGV $$"), "")), "SIGSEGV");
+        assert_eq!(crashed(classify(p, sm, &status_of("kill -ABRT $$"), "ptxas info: x")), "SIGABRT");
+        assert_eq!(crashed(classify(p, sm, &status_of("exit 139"), "")), "exit 139 (SIGSEGV)");
+        assert_eq!(crashed(classify(p, sm, &status_of("exit 1"), "")), "exit 1 without an error message");
+        let info = "ptxas info    : 0 bytes gmem\n";
+        assert_eq!(crashed(classify(p, sm, &status_of("exit 255"), info)), "exit 255 without an error message");
+        let log = "ptxas /tmp/k.ptx, line 7; error   : Unknown symbol 'x'\nptxas fatal   : Ptx assembly aborted due to errors\n";
+        match classify(p, sm, &status_of("exit 255"), log) {
+            Some(e @ PtxasError::Rejected { .. }) => {
+                assert!(!e.is_crash());
+                assert!(e.to_string().starts_with("ptxas (/opt/ptxas) rejected the module for sm_80:\n"), "{e}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(classify(p, sm, &status_of("exit 0"), ""), None);
+        let e = classify(p, sm, &status_of("kill -SEGV $$"), "").unwrap();
+        assert!(e.is_crash());
+        assert_eq!(e.to_string(), "ptxas crashed (SIGSEGV) on the module for sm_80 (/opt/ptxas)");
+        assert_eq!(signal_name(11), "SIGSEGV");
+        assert_eq!(signal_name(64), "signal 64");
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! `kir fuzz [--cases N] [--seed S] [--insts N] [--funcs N] [--pipeline P] [--sm SM] [--out-dir DIR]
-//! [--reduce-budget N] [--no-ptxas] [--no-emu] [--require-ptxas] [--require-gpu] [--device N]`: generate random
+//! [--reduce-budget N] [--no-ptxas] [--no-emu] [--require-ptxas] [--require-gpu] [--device N]
+//! [--gpu-timeout S] [--gpu-in-process]`: generate random
 //! valid modules (a kernel and 0 to `--funcs` device functions it calls) and check each through
 //! every stage of kir (see [`kir::fuzz`]).
 //!
@@ -16,11 +17,21 @@
 //! - A missing `ptxas` or GPU is announced on stdout with a `skip:` line and the check is skipped;
 //!   a missing `ptxas` is an error (exit 1) with `--require-ptxas` or when `CI=true`, a missing
 //!   GPU with `--require-gpu` or `KIR_REQUIRE_GPU=1`.
+//! - Every GPU module load and launch runs in a worker process ([`kir::isolate::IsolatedGpu`],
+//!   this executable as `kir __gpu-worker`; `--gpu-in-process` runs them here instead): a driver
+//!   that crashes (its PTX JIT segfaulting) or hangs (`--gpu-timeout`, default 60 s) ends the
+//!   worker, not the campaign; the next check starts a new one.
+//! - A crash of NVIDIA's tools — ptxas killed by a signal or failing without an error message, the
+//!   driver's process dying — is a `CRASH` line, not a `FAIL` line: counted apart from kir's
+//!   failures in the summary, reduced like a failure (as its own kind: the same tool, signal and
+//!   stage), and kept as `DIR/case-SEED.kir` plus `DIR/case-SEED.ptx`, the PTX the tool crashed on.
+//!   Driver crashes met while reducing another failure are counted in the summary too.
 //! - Each failing case is reduced ([`kir::fuzz::reduce_module`], functions included) and written to
 //!   `DIR/case-SEED.kir`: a ready-to-run file with its `; run:` line. One line per failure and a
-//!   summary (cases, failures, checks run — ptxas, ptx-emu, GPU — emulator failures, cases per
-//!   second) go to stdout.
-//! - Exit 0 when every case passes, 1 when any fails (or a required tool is missing), 2 on a usage
+//!   summary (cases, failures, tool crashes, checks run — ptxas, ptx-emu, GPU — emulator failures,
+//!   cases per second) go to stdout.
+//! - Exit 0 when every case passes, 1 when any fails (or a required tool is missing), 3 when none
+//!   fails but NVIDIA's tools crashed on some (not kir's failure, but never silent), 2 on a usage
 //!   error. `--insts` above [`MAX_INSTS`] is a usage error naming the limit (a case's cost grows
 //!   faster than its size: the reducer and the analyses are not linear in it), and so is `--funcs`
 //!   above [`MAX_FUNCS`] (a function makes at most two calls and the kernel six, so inlining can
@@ -28,10 +39,15 @@
 
 use super::common::usage;
 use kir::fuzz::{self, FuzzConfig, Ran};
+use kir::gpu_exec::GpuExec;
+use kir::isolate::IsolatedGpu;
 use kir_backend_ptx::gpu::{GpuError, GpuRunner};
 use kir_backend_ptx::SmVersion;
 use std::process::ExitCode;
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+/// The exit status when no case failed but NVIDIA's tools crashed on some.
+pub const EXIT_TOOL_CRASH: u8 = 3;
 
 /// The largest `--insts` accepted.
 pub const MAX_INSTS: usize = 20_000;
@@ -79,6 +95,38 @@ pub struct Args {
     /// CUDA device ordinal.
     #[arg(long, default_value_t = 0)]
     pub device: usize,
+    /// Seconds a GPU run (module load and launch, in the worker process) may take before the
+    /// worker is killed and the run reported as hung.
+    #[arg(long, default_value_t = 60)]
+    pub gpu_timeout: u64,
+    /// Load and run the GPU's modules in this process, without a worker (a driver crash then ends
+    /// the campaign; for debugging the driver calls).
+    #[arg(long)]
+    pub gpu_in_process: bool,
+}
+
+/// The GPU as the campaign uses it: in a worker process (the default) or in this one.
+enum Gpu {
+    Isolated(IsolatedGpu),
+    InProcess(GpuRunner),
+}
+
+impl Gpu {
+    fn exec(&mut self) -> &mut dyn GpuExec {
+        match self {
+            Gpu::Isolated(g) => g,
+            Gpu::InProcess(r) => r,
+        }
+    }
+
+    fn open(a: &Args) -> Result<Gpu, GpuError> {
+        if a.gpu_in_process {
+            return GpuRunner::new(a.device).map(Gpu::InProcess);
+        }
+        let exe = std::env::current_exe()
+            .map_err(|e| GpuError::Driver(format!("cannot find the kir executable for the GPU worker: {e}")))?;
+        IsolatedGpu::start_with_timeout(&exe, a.device, Duration::from_secs(a.gpu_timeout.max(1))).map(Gpu::Isolated)
+    }
 }
 
 pub fn run(a: &Args) -> ExitCode {
@@ -141,16 +189,16 @@ pub fn run(a: &Args) -> ExitCode {
         }
     }
     let require_gpu = a.require_gpu || super::diff::gpu_required_by_env();
-    let mut gpu: Option<(GpuRunner, SmVersion)> = match GpuRunner::new(a.device) {
-        Ok(r) => match r.compute_capability().map_err(|e| e.to_string()).and_then(kir::gpu_exec::sm_for) {
+    let mut gpu: Option<(Gpu, SmVersion)> = match Gpu::open(a) {
+        Ok(mut g) => match g.exec().compute_capability().map_err(|e| e.to_string()).and_then(kir::gpu_exec::sm_for) {
             Ok(gsm) => {
-                if r.is_emulated() {
+                if g.exec().is_emulated() {
                     println!(
                         "note: the GPU column runs on `{}`, kir's emulated CUDA driver (KIR_CUDA_DRIVER), not on hardware",
-                        r.device_name().unwrap_or_default()
+                        g.exec().device_name().unwrap_or_default()
                     );
                 }
-                Some((r, gsm))
+                Some((g, gsm))
             }
             Err(e) => {
                 eprintln!("error: GPU: {e}");
@@ -178,40 +226,58 @@ pub fn run(a: &Args) -> ExitCode {
 
     let start = Instant::now();
     let (mut failed, mut ptxas_runs, mut emu_runs, mut gpu_runs) = (0u64, 0u64, 0u64, 0u64);
-    let mut emu_failed = 0u64;
+    let (mut emu_failed, mut ptxas_crashed, mut driver_crashed) = (0u64, 0u64, 0u64);
     for i in 0..a.cases {
         let seed = a.seed.wrapping_add(i);
         let (m, named) = fuzz::generate_case(seed, &cfg);
         let mut ran = Ran::default();
-        let result = fuzz::check_module(&m, &named, &cfg, gpu.as_mut().map(|(r, s)| (r, *s)), &mut ran);
+        let result = fuzz::check_module(&m, &named, &cfg, gpu.as_mut().map(|(g, s)| (g.exec(), *s)), &mut ran);
         ptxas_runs += ran.ptxas as u64;
         emu_runs += ran.emu as u64;
         gpu_runs += ran.gpu as u64;
         let Err(failure) = result else { continue };
-        failed += 1;
-        if matches!(failure.kind, fuzz::FailureKind::Emu(_) | fuzz::FailureKind::EmuMismatch) {
-            emu_failed += 1;
+        match failure.kind {
+            fuzz::FailureKind::PtxasCrash(_) => ptxas_crashed += 1,
+            fuzz::FailureKind::DriverCrash { .. } => driver_crashed += 1,
+            fuzz::FailureKind::Emu(_) | fuzz::FailureKind::EmuMismatch => {
+                failed += 1;
+                emu_failed += 1;
+            }
+            _ => failed += 1,
         }
-        println!("FAIL case seed {seed}: {failure}");
+        let crash = failure.kind.is_tool_crash();
+        println!("{} case seed {seed}: {failure}", if crash { "CRASH" } else { "FAIL" });
         let mut check = |c: &kir_ir::Module| -> Option<fuzz::Failure> {
             let mut ran = Ran::default();
-            fuzz::check_module(c, &named, &cfg, gpu.as_mut().map(|(r, s)| (r, *s)), &mut ran).err()
+            fuzz::check_module(c, &named, &cfg, gpu.as_mut().map(|(g, s)| (g.exec(), *s)), &mut ran).err()
         };
         let (small, last, rs) = fuzz::reduce_module(&m, &failure.kind, &mut check, a.reduce_budget);
         let last = last.unwrap_or(failure.clone());
         let text = fuzz::repro_file(&small, seed, &last, &cfg, &named);
-        let path = std::path::Path::new(&a.out_dir).join(format!("case-{seed}.kir"));
-        let written = std::fs::create_dir_all(&a.out_dir).and_then(|_| std::fs::write(&path, text));
+        let dir = std::path::Path::new(&a.out_dir);
+        let path = dir.join(format!("case-{seed}.kir"));
+        let mut written = std::fs::create_dir_all(dir).and_then(|_| std::fs::write(&path, text)).map(|_| None);
+        if let (Ok(_), Some(ptx)) = (&written, last.ptx.as_ref().or(failure.ptx.as_ref())) {
+            let ptx_path = dir.join(format!("case-{seed}.ptx"));
+            written = std::fs::write(&ptx_path, ptx).map(|_| Some(ptx_path)).map_err(|e| {
+                std::io::Error::new(e.kind(), format!("{}: {e}", dir.join(format!("case-{seed}.ptx")).display()))
+            });
+        }
         match written {
-            Ok(()) => println!(
-                "  reduced from {} to {} instructions ({} blocks, {} functions) in {} checks: {}",
-                fuzz::module_insts(&m),
-                fuzz::module_insts(&small),
-                small.bodies().map(|b| b.blocks.len()).sum::<usize>(),
-                small.funcs.len(),
-                rs.checks,
-                path.display()
-            ),
+            Ok(ptx_path) => {
+                println!(
+                    "  reduced from {} to {} instructions ({} blocks, {} functions) in {} checks: {}",
+                    fuzz::module_insts(&m),
+                    fuzz::module_insts(&small),
+                    small.bodies().map(|b| b.blocks.len()).sum::<usize>(),
+                    small.funcs.len(),
+                    rs.checks,
+                    path.display()
+                );
+                if let Some(p) = ptx_path {
+                    println!("  the PTX {} crashed on: {}", crash_tool(&last.kind), p.display());
+                }
+            }
             Err(e) => {
                 eprintln!("error: cannot write {}: {e}", path.display());
                 return ExitCode::from(1);
@@ -219,18 +285,49 @@ pub fn run(a: &Args) -> ExitCode {
         }
     }
     let secs = start.elapsed().as_secs_f64();
-    let gpu_note = if gpu.is_some() { String::new() } else { " (no GPU)".to_string() };
+    let crashed = ptxas_crashed + driver_crashed;
+    let gpu_note = match &gpu {
+        None => " (no GPU)".to_string(),
+        Some((Gpu::Isolated(g), _)) if g.stats().crashes + g.stats().timeouts > 0 => {
+            let st = g.stats();
+            format!(
+                " (the driver's worker process crashed {} and hung {} times, reducers included; {} workers started)",
+                st.crashes, st.timeouts, st.workers
+            )
+        }
+        Some(_) => String::new(),
+    };
     let ptxas_note = if cfg.ptxas.is_some() { String::new() } else { " (skipped)".to_string() };
     let emu_note = if cfg.emu { format!(" ({emu_failed} failed there)") } else { " (--no-emu)".to_string() };
+    let crash_note = if crashed > 0 {
+        format!(", {crashed} crashed NVIDIA's tools (ptxas {ptxas_crashed}, driver {driver_crashed})")
+    } else {
+        String::new()
+    };
     println!(
-        "fuzz: {} cases, {} passed, {failed} failed; ptxas ran on {ptxas_runs}{ptxas_note}, ptx-emu on {emu_runs}{emu_note}, GPU on {gpu_runs}{gpu_note}; {secs:.2} s ({:.1} cases/s)",
+        "fuzz: {} cases, {} passed, {failed} failed{crash_note}; ptxas ran on {ptxas_runs}{ptxas_note}, ptx-emu on {emu_runs}{emu_note}, GPU on {gpu_runs}{gpu_note}; {secs:.2} s ({:.1} cases/s)",
         a.cases,
-        a.cases - failed,
+        a.cases - failed - crashed,
         if secs > 0.0 { a.cases as f64 / secs } else { 0.0 }
     );
-    if failed == 0 {
-        ExitCode::SUCCESS
-    } else {
+    if failed > 0 {
         ExitCode::from(1)
+    } else if crashed > 0 {
+        println!(
+            "note: no kir failure, but NVIDIA's tools crashed on {crashed} case{} (exit {EXIT_TOOL_CRASH}): report them with the PTX kept in {}",
+            if crashed == 1 { "" } else { "s" },
+            a.out_dir
+        );
+        ExitCode::from(EXIT_TOOL_CRASH)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// Which tool a crash kind names.
+fn crash_tool(k: &fuzz::FailureKind) -> &'static str {
+    match k {
+        fuzz::FailureKind::PtxasCrash(_) => "ptxas",
+        _ => "the driver",
     }
 }

@@ -6,6 +6,7 @@ pub mod devices;
 pub mod diff;
 pub mod fmt;
 pub mod fuzz;
+pub mod gpu_worker;
 pub mod lsp;
 pub mod opt;
 pub mod ptx;

@@ -13,6 +13,7 @@
 //! an error. The walk ([`kir::walk`]) follows no link into a cycle, tests each file once, and
 //! reports a dangling link or a non-regular `*.kir` (a FIFO would block) as a FAIL row by its own
 //! name, then goes on. `--require-gpu` (or `KIR_REQUIRE_GPU=1`) turns a missing GPU into failures.
+//! The GPU rows run in a worker process ([`kir::isolate`]): a driver crash fails a row, not the run.
 
 use kir::harness::{self, Context, Outcome, Row};
 use std::path::PathBuf;
@@ -75,7 +76,12 @@ pub fn run(args: &Args) -> ExitCode {
         return ExitCode::from(2);
     }
     let require_gpu = args.require_gpu || std::env::var("KIR_REQUIRE_GPU").is_ok_and(|v| v == "1");
-    let mut ctx = Context::detect(require_gpu);
+    // The GPU rows load kir's PTX file after file: in a worker process, so that a driver crash
+    // fails a row instead of ending the run.
+    let mut ctx = match std::env::current_exe() {
+        Ok(exe) => Context::detect_isolated(require_gpu, &exe),
+        Err(_) => Context::detect(require_gpu),
+    };
     ctx.checks = !args.no_checks;
     ctx.bless = args.bless;
     ctx.record_gpu = args.record_gpu;

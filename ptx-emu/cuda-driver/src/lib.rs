@@ -14,6 +14,9 @@
 //!   blocks on anything but the kernel it runs.
 //! - Functions of the driver API that the emulator does not implement but cudarc can reach are
 //!   exported too and return `CUDA_ERROR_NOT_SUPPORTED`, so cudarc never fails to find a symbol.
+//! - Test hook: with `KIR_CUDA_EMU_CRASH_ON_LOAD=TEXT`, loading a module whose image contains TEXT
+//!   kills the process with SIGSEGV inside `cuModuleLoadData(Ex)`, as NVIDIA's driver JIT does on
+//!   some PTX ([`CRASH_ON_LOAD_VAR`]); it lets tests check that callers survive a driver crash.
 //! - Every failure's message is kept: `kirEmuLastError` returns the last one (the emulator's fault
 //!   message with the PTX line, block and thread; the JIT log; the range a copy missed), and with
 //!   `KIR_CUDA_EMU_LOG=1` each failure is also printed to stderr.
@@ -500,6 +503,38 @@ unsafe fn write_log(buf: *mut c_void, size: usize, text: &str) -> usize {
     n
 }
 
+/// The test hook's variable: a module whose image contains its (non-empty) value crashes the
+/// process with SIGSEGV in `cuModuleLoad*`, as a real driver's JIT crashes on some PTX.
+pub const CRASH_ON_LOAD_VAR: &str = "KIR_CUDA_EMU_CRASH_ON_LOAD";
+
+/// The crash-injection test hook ([`CRASH_ON_LOAD_VAR`]): kills the process with SIGSEGV when the
+/// image contains the variable's value. Not a feature: it exists so that programs that must
+/// survive a driver crash (`kir fuzz`) can be tested without one.
+fn crash_if_asked(image: &[u8]) {
+    let Some(pattern) = std::env::var_os(CRASH_ON_LOAD_VAR) else { return };
+    let pattern = pattern.as_encoded_bytes();
+    if pattern.is_empty() || !image.windows(pattern.len()).any(|w| w == pattern) {
+        return;
+    }
+    #[cfg(unix)]
+    {
+        extern "C" {
+            fn signal(signum: c_int, handler: usize) -> usize;
+            fn raise(sig: c_int) -> c_int;
+        }
+        const SIGSEGV: c_int = 11;
+        const SIG_DFL: usize = 0;
+        // SAFETY: restores the default disposition (Rust's runtime installs a SIGSEGV handler for
+        // stack overflows, which would return from a raised signal) and raises the signal, which
+        // ends the process as a segmentation fault does.
+        unsafe {
+            signal(SIGSEGV, SIG_DFL);
+            raise(SIGSEGV);
+        }
+    }
+    std::process::abort();
+}
+
 /// `cuModuleLoadDataEx`: loads the image, then fills the log buffers and the wall time the JIT
 /// options ask for (sizes are updated to the bytes written, as the real driver does).
 unsafe fn load_module(
@@ -524,6 +559,7 @@ unsafe fn load_module(
     // PTX images are NUL-terminated text (a binary image is recognised by its leading magic number,
     // which contains no NUL).
     let text = CStr::from_ptr(image as *const c_char).to_bytes();
+    crash_if_asked(text);
     let result = state().module_load(current(), text);
     let (error_log, info_log) = match &result {
         Ok(_) => (String::new(), String::new()),
