@@ -331,6 +331,9 @@ fn bin<S: Sink>(op: BinOp, ty: ScalarType, f: &FloatFlags, sink: S) -> S::Out {
             BinOp::Add => arith!(float::add),
             BinOp::Sub => arith!(float::sub),
             BinOp::Mul => arith!(float::mul),
+            BinOp::Div if fmt == Fmt::F32 && f.mode == FloatMode::Approx => {
+                sink.bin(move |a, b| approx::div_approx(ftz, a, b))
+            }
             BinOp::Div => arith!(float::div),
             BinOp::Min => sink.bin(move |a, b| float::min(fmt, ftz, a, b)),
             BinOp::Max => sink.bin(move |a, b| float::max(fmt, ftz, a, b)),

@@ -6,7 +6,8 @@
 //!   computed with the host's f64 math library and rounded once to nearest in the op's type. For
 //!   f32 this is the correctly rounded result except in rare cases where the f64 result lies
 //!   within an f64 ulp of an f32 rounding boundary. The `.approx`/`.full` forms of `div sqrt rcp`
-//!   are the correctly rounded (`rn`) result.
+//!   are the correctly rounded (`rn`) result, except `div.approx.f32` by |b| in (2^126, 2^128):
+//!   a signed zero, NaN for an infinite dividend ([`div_approx`], as the GPU).
 //! - Special values follow IEEE: `ex2(-inf) = +0`, `ex2(+inf) = +inf`, `lg2(±0) = -inf`,
 //!   `lg2(x < 0) = NaN`, `lg2(+inf) = +inf`, `rsqrt(+0) = +inf`, `rsqrt(-0) = -inf`,
 //!   `rsqrt(x < 0) = NaN`, `rsqrt(+inf) = +0`, `sin/cos(±inf) = NaN`, `tanh(±inf) = ±1`; NaN in,
@@ -72,6 +73,19 @@ pub fn sin_is_zero(x: u32) -> bool {
     let ax = f32::from_bits(x & 0x7fff_ffff);
     let turns = ax * (0.5 / std::f64::consts::PI) as f32;
     turns < 2f32.powi(-25)
+}
+
+/// `div.approx.f32` (raw f32 bits): the correctly rounded quotient, except that for |b| in
+/// (2^126, 2^128) the GPU's reciprocal of b is a zero of b's sign (PTX: "returns zero"), so the
+/// result is a signed zero for a finite `a` and the canonical NaN for an infinite one (measured:
+/// `2 / -2^127 = -0`, `inf / 2^127 = NaN`, tests/hardware/h100 `div_approx_f32.all`).
+pub fn div_approx(ftz: bool, a: u64, b: u64) -> u64 {
+    let mb = b as u32 & 0x7fff_ffff;
+    if mb > 0x7e80_0000 && mb < 0x7f80_0000 {
+        let ma = a as u32 & 0x7fff_ffff;
+        return if ma >= 0x7f80_0000 { 0x7fff_ffff } else { (a ^ b) & 0x8000_0000 };
+    }
+    float::div(Fmt::F32, Mode::Rn, ftz, a, b)
 }
 
 /// The GPU's maximum error for an approximate op, relative to the exact result (measured).
