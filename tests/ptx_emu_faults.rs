@@ -22,7 +22,7 @@
 //!   into one fma as ptxas would, which changes `silu_backward`'s results by 1 ulp in about one
 //!   element in ten — invisible under the directive's `tol=abs:4e-6` (every mul+add pair of
 //!   `kernels/` is in a kernel whose tolerance covers `ex2.approx`, or on a path no directive
-//!   runs), visible on a copy of the file whose directive asks for `tol=ulp:0`; from a `cvt` that
+//!   runs), visible in a kernel of exactly rounded ops whose directive asks for `tol=ulp:0`; from a `cvt` that
 //!   requires it (`cvt.f32.u32`, `cvt.f16.f32`) the PTX no longer loads, as ptxas rejects it too;
 //! - a loop bound `setp.lt` turned into `setp.le` (`gemm_tiled`'s inner loop reads past the shared
 //!   tiles: a fault);
@@ -256,9 +256,9 @@ fn contract_silu_backward(ptx: &str) -> String {
 
 /// Dropping the `.rn` of a mul+add pair changes the results by about an ulp, which the library's
 /// directives do not see: every mul+add pair in `kernels/` is in a kernel using `ex2.approx`,
-/// whose tolerance (`silu_backward`: `tol=abs:4e-6`) is far above 1 ulp. On a copy of the file
-/// whose `silu_backward` directive asks for `tol=ulp:0` (which the uncorrupted PTX meets: the
-/// emulator's `ex2.approx` agrees with the interpreter's bit for bit) the contraction shows.
+/// whose tolerance (`silu_backward`: `tol=abs:4e-6`) is far above 1 ulp (and the emulator's
+/// `ex2.approx` follows the H100's, not the interpreter's correctly rounded one). A kernel with only
+/// exactly rounded ops and `tol=ulp:0` shows the contraction.
 #[test]
 fn dropped_rn_on_a_mul_add_pair_contracts_it_into_an_fma() {
     // As written: not detected (the rows are ok).
@@ -267,26 +267,34 @@ fn dropped_rn_on_a_mul_add_pair_contracts_it_into_an_fma() {
     assert!(run.rows.iter().any(|r| r.label == "kernels/activations.kir:41 @silu_backward grid(8) block(128) ptx-emu"
         && r.outcome == Outcome::Ok));
 
-    // The same file with `tol=ulp:0` on the silu_backward directive (same line numbers).
-    let source = std::fs::read_to_string("kernels/activations.kir").unwrap();
-    let directive =
-        "; run: @silu_backward grid(8) block(128) x=rand:f32:1000:6 dy=rand:f32:1000:7 dx=zeros:f32:1000 n=1000 tol=";
-    assert_eq!(source.matches(&format!("{directive}abs:4e-6\n")).count(), 1, "the directive changed");
-    let exact = source.replace(&format!("{directive}abs:4e-6\n"), &format!("{directive}ulp:0\n"));
+    // y = a * b + c, exactly rounded twice, compared bit for bit.
+    let source = "; run: @axpb grid(4) block(256) a=rand:f32:1000:6 b=rand:f32:1000:7 c=rand:f32:1000:8 y=zeros:f32:1000 n=1000 tol=ulp:0\n\
+kernel @axpb(%a: ptr<global, f32>, %b: ptr<global, f32>, %c: ptr<global, f32>, %y: ptr<global, f32>, %n: u32) {\n\
+entry:\n  %i = global_id.x\n  %inb = lt.u32 %i, %n\n  br %inb, body, exit\n\
+body:\n  %av = load %a[%i]\n  %bv = load %b[%i]\n  %cv = load %c[%i]\n  %p = mul.f32 %av, %bv\n  %s = add.f32 %p, %cv\n  store %y[%i], %s\n  jmp exit\n\
+exit:\n  ret\n}\n";
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("ptx_emu_faults-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let copy = dir.join("activations.kir");
-    std::fs::write(&copy, exact).unwrap();
+    let copy = dir.join("axpb.kir");
+    std::fs::write(&copy, source).unwrap();
     let copy = copy.to_str().unwrap().to_string();
 
     let clean = run_corrupted(&copy, None, |ptx| format!("{ptx}\n"));
     assert_eq!(clean.failing(&[]), Vec::<&str>::new(), "the uncorrupted PTX meets ulp:0");
-    let label = format!("{copy}:41 @silu_backward grid(8) block(128) ptx-emu");
-    let run = run_corrupted(&copy, None, contract_silu_backward);
+    let label = format!("{copy}:1 @axpb grid(4) block(256) ptx-emu");
+    let run = run_corrupted(&copy, None, |ptx| {
+        edit_entry(ptx, "axpb", |lines| {
+            for op in ["mul.rn.f32", "add.rn.f32"] {
+                let at: Vec<usize> = (0..lines.len()).filter(|&i| lines[i].trim_start().starts_with(op)).collect();
+                assert_eq!(at.len(), 1, "one `{op}` in axpb");
+                lines[at[0]] = lines[at[0]].replacen(op, &op.replace(".rn", ""), 1);
+            }
+        })
+    });
     std::fs::remove_dir_all(&dir).ok();
     let msgs = run.failing(&[&label]);
     let msg = msgs[0];
-    assert!(msg.starts_with("buffer `dx` differs from the interpreter (tol ulp:0, given): "), "{msg}");
+    assert!(msg.starts_with("buffer `y` differs from the interpreter (tol ulp:0, given): "), "{msg}");
     assert!(msg.contains(" (1 ulp)"), "{msg}");
 }
 
