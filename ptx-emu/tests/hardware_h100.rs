@@ -185,6 +185,23 @@ fn ftz_flushes_results_whose_exact_value_is_subnormal() {
     check("mul.rn.f32", "f32", &["f32", "f32"], &[("mul_f32[698]", &[min, below1], min)]);
 }
 
+/// `div.full.f32` is `div.approx`'s `a * rcp(b)` for ordinary divisors, and scales both operands
+/// by 1/4 for |b| > 2^126 (where `div.approx` gives zero).
+#[test]
+fn div_full_is_div_approx_with_scaling_for_huge_divisors() {
+    check(
+        "div.full.f32",
+        "f32",
+        &["f32", "f32"],
+        &[
+            ("div_full_f32.dom[3]", &[0x2757_22a8, 0xd1bc_a063], 0x9511_fd17),
+            ("div_full_f32.all[1134]", &[0x3f80_0001, 0x7f7f_ffff], 0x0020_0001),
+            ("div_full_f32.all[1135]", &[0x3f80_0001, 0xff7f_ffff], 0x8020_0001),
+        ],
+    );
+    check("div.approx.f32", "f32", &["f32", "f32"], &[("div_approx_f32.dom[3]", &[0x2757_22a8, 0xd1bc_a063], 0x9511_fd17)]);
+}
+
 #[test]
 fn float_to_float_conversions_of_nan() {
     check(
