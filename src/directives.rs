@@ -481,8 +481,13 @@ fn parse_expect(line: usize, body: &str) -> Result<(String, Expect), String> {
         let names: Vec<&str> = lhs.split('+').map(str::trim).collect();
         let files: Vec<&str> = first.split('+').map(|f| f.strip_prefix('@').unwrap_or("")).collect();
         let npy = |f: &&str| (f.ends_with(".npy") && f.len() > 4) || (f.ends_with(".npy.xz") && f.len() > 7);
-        if names.len() != files.len() || !files.iter().all(npy) || names.iter().any(|n| n.is_empty() || n.contains(|c: char| c.is_whitespace() || c == '[')) {
-            return Err(format!("`{lhs} == {first}` joins buffers: give one `.npy` file per buffer, `A+B == @a.npy+@b.npy sorted`"));
+        if names.len() != files.len()
+            || !files.iter().all(npy)
+            || names.iter().any(|n| n.is_empty() || n.contains(|c: char| c.is_whitespace() || c == '['))
+        {
+            return Err(format!(
+                "`{lhs} == {first}` joins buffers: give one `.npy` file per buffer, `A+B == @a.npy+@b.npy sorted`"
+            ));
         }
         if !sorted {
             return Err(format!("`{lhs} == {first}` joins buffers into one multiset: it needs `sorted`"));
@@ -813,8 +818,13 @@ mod tests {
         assert_eq!(e[0].expected, Expected::Npy { path: "data/gpu/k.a.npy.xz".into() });
         assert!(e[0].sorted && e[1].sorted);
         assert_eq!(e[0].describe(), "a == @data/gpu/k.a.npy.xz sorted (line 3)");
-        assert_eq!(parse_directives("; run: @k grid(1) block(1)\n; expect: @k a == @x.npy\n").unwrap().runs[0].expects[0].sorted, false);
-        let j = parse_directives("; run: @k grid(1) block(1)\n; expect: @k old+a == @o.npy.xz+@a.npy sorted\n").unwrap();
+        assert_eq!(
+            parse_directives("; run: @k grid(1) block(1)\n; expect: @k a == @x.npy\n").unwrap().runs[0].expects[0]
+                .sorted,
+            false
+        );
+        let j =
+            parse_directives("; run: @k grid(1) block(1)\n; expect: @k old+a == @o.npy.xz+@a.npy sorted\n").unwrap();
         let j = &j.runs[0].expects[0];
         assert_eq!((j.buffer.as_str(), &j.joined), ("old", &vec![("a".to_string(), "a.npy".to_string())]));
         assert_eq!(j.describe(), "old+a == @o.npy.xz+@a.npy sorted (line 2)");
@@ -829,7 +839,11 @@ mod tests {
         }
         let errs = parse_directives("; source: simulator\n; source: hardware\n; source: hardware again\n; Source: hardware\n; expect: @k a == @.npy.xz\n").unwrap_err();
         let msgs: Vec<(usize, &str)> = errs.iter().map(|e| (e.line, e.message.as_str())).collect();
-        assert!(msgs[0].0 == 1 && msgs[0].1.starts_with("unknown source `simulator` (the one source kir knows is `hardware`"), "{msgs:?}");
+        assert!(
+            msgs[0].0 == 1
+                && msgs[0].1.starts_with("unknown source `simulator` (the one source kir knows is `hardware`"),
+            "{msgs:?}"
+        );
         assert!(msgs[1].0 == 3 && msgs[1].1.contains("a second `source:` line (the first is on line 2)"), "{msgs:?}");
         assert!(msgs[2].0 == 4 && msgs[2].1.contains("write `source:`"), "{msgs:?}");
         assert!(msgs[3].0 == 5 && msgs[3].1.contains("expected a file name before `.npy`"), "{msgs:?}");

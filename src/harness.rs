@@ -348,7 +348,9 @@ enum Engine {
     Interp,
     Emu,
     /// `emulated`: the CUDA driver is kir's emulated one (`KIR_CUDA_DRIVER=emu`).
-    Gpu { emulated: bool },
+    Gpu {
+        emulated: bool,
+    },
 }
 
 /// Runs one directive in the interpreter (as written, and after passes) and on the GPU.
@@ -520,7 +522,12 @@ struct ExpectEnv<'a> {
 
 /// Checks every `; expect:` line of the run against `outputs` (of `engine`); the descriptions
 /// of those checked, or the first failure.
-fn check_expectations(outputs: &Outputs, engine: Engine, env: &ExpectEnv, ctx: &mut Context) -> Result<Vec<String>, String> {
+fn check_expectations(
+    outputs: &Outputs,
+    engine: Engine,
+    env: &ExpectEnv,
+    ctx: &mut Context,
+) -> Result<Vec<String>, String> {
     let mut checked = Vec::with_capacity(env.run.expects.len());
     for e in &env.run.expects {
         check_expectation(e, outputs, engine, env, ctx)?;
@@ -568,11 +575,15 @@ fn check_expectation(
                 })
                 .collect::<Result<Vec<u64>, String>>()?;
             let got = Buffer::from_bits(buf.elem, (*start..*end).map(|i| buf.get_bits(i)));
-            let c = crate::compare::compare_sorted(&Buffer::from_bits(buf.elem, want), &got, Strictness::Within(tol), 5);
+            let c =
+                crate::compare::compare_sorted(&Buffer::from_bits(buf.elem, want), &got, Strictness::Within(tol), 5);
             if c.is_match() {
                 Ok(())
             } else {
-                Err(format!("{file}:{line}: {}[{start}..{end}] sorted differs from the values sorted (tol {tol}): {c}", e.buffer))
+                Err(format!(
+                    "{file}:{line}: {}[{start}..{end}] sorted differs from the values sorted (tol {tol}): {c}",
+                    e.buffer
+                ))
             }
         }
         Expected::Values { start, end, values } => {
@@ -653,7 +664,10 @@ fn join_buffers(e: &Expect, outputs: &Outputs, first: usize, file: &str) -> Resu
     let mut all = outputs.buffers[first].clone();
     for (name, _) in &e.joined {
         let Some(i) = outputs.names.iter().position(|n| n == name) else {
-            return Err(format!("{file}:{}: expect names `{name}`, which is not a buffer argument of this run", e.line));
+            return Err(format!(
+                "{file}:{}: expect names `{name}`, which is not a buffer argument of this run",
+                e.line
+            ));
         };
         let b = &outputs.buffers[i];
         if b.elem != all.elem {
@@ -674,7 +688,12 @@ fn read_joined(first: &Path, e: &Expect, base_dir: Option<&Path>) -> Result<Buff
         let full = base_dir.map_or_else(|| PathBuf::from(path), |d| d.join(path));
         let b = kir_interp::npy::read(&full)?;
         if b.elem != all.elem {
-            return Err(format!("{}: element type {} differs from the first file's {}", full.display(), b.elem, all.elem));
+            return Err(format!(
+                "{}: element type {} differs from the first file's {}",
+                full.display(),
+                b.elem,
+                all.elem
+            ));
         }
         all.bytes.extend_from_slice(&b.bytes);
     }
@@ -728,7 +747,9 @@ fn check_npy(
         // Joined files are written by no one (which bytes would go to which file?).
         return Err(match why_differs {
             Some(c) => format!("{file}:{line}: `{}` differs from {} (tol {tol}): {c}", e.describe(), shown),
-            None => format!("{file}:{line}: expected output {shown} does not exist (joined expectations are never written by kir)"),
+            None => format!(
+                "{file}:{line}: expected output {shown} does not exist (joined expectations are never written by kir)"
+            ),
         });
     }
     if let Some(hw) = env.hardware {

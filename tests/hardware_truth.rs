@@ -149,7 +149,11 @@ fn bless_never_rewrites_a_hardware_recording() {
     let (code, stdout, _) = kir_test(&["--bless", dir.to_str().unwrap()]);
     assert_eq!(code, 1, "{stdout}");
     assert!(stdout.contains("`out` differs from the recorded"), "{stdout}");
-    assert!(stdout.contains("(not rewritten by --bless:") && stdout.contains(":1 says the expectations were recorded on hardware"), "{stdout}");
+    assert!(
+        stdout.contains("(not rewritten by --bless:")
+            && stdout.contains(":1 says the expectations were recorded on hardware"),
+        "{stdout}"
+    );
     assert!(!stdout.contains("blessed: wrote"), "{stdout}");
     assert_eq!(std::fs::read(dir.join("want.npy")).unwrap(), before);
     // The emulator row is judged by the recording too, and says so.
@@ -158,7 +162,10 @@ fn bless_never_rewrites_a_hardware_recording() {
     std::fs::remove_file(dir.join("want.npy")).unwrap();
     let (code, stdout, _) = kir_test(&["--bless", dir.to_str().unwrap()]);
     assert_eq!(code, 1);
-    assert!(stdout.contains("the hardware recording") && stdout.contains("kir never writes it from its own output"), "{stdout}");
+    assert!(
+        stdout.contains("the hardware recording") && stdout.contains("kir never writes it from its own output"),
+        "{stdout}"
+    );
     assert!(!dir.join("want.npy").exists());
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -185,7 +192,11 @@ fn gpu_rows_report_drift_and_record_gpu_refuses_the_emulated_driver() {
         .unwrap();
     let (code, stdout, _) = kir_with_env(&["test", "--require-gpu", dir.to_str().unwrap()], &emu);
     assert_eq!(code, 1);
-    assert!(stdout.contains("drift: kir-ptx-emu") && stdout.contains("computes other bits than were recorded on Test GPU (made up for this test)"), "{stdout}");
+    assert!(
+        stdout.contains("drift: kir-ptx-emu")
+            && stdout.contains("computes other bits than were recorded on Test GPU (made up for this test)"),
+        "{stdout}"
+    );
     std::fs::remove_file(dir.join("want.npy")).unwrap();
     let (code, stdout, _) = kir_with_env(&["test", "--record-gpu", "--require-gpu", dir.to_str().unwrap()], &emu);
     assert_eq!(code, 1);

@@ -1549,7 +1549,11 @@ mod tests {
         assert_eq!(atom_add(T::F64, S, 0x7ff0_0000_0000_02a5, 0x7ff4_0000_0000_0000), 0x7ff8_0000_0000_02a5, "s1[62]");
         // inf + -inf: the default NaN in both.
         for sp in [G, S] {
-            assert_eq!(atom_add(T::F64, sp, 0xfff0_0000_0000_0000, 0x7ff0_0000_0000_0000), 0xfff8_0000_0000_0000, "[2882]");
+            assert_eq!(
+                atom_add(T::F64, sp, 0xfff0_0000_0000_0000, 0x7ff0_0000_0000_0000),
+                0xfff8_0000_0000_0000,
+                "[2882]"
+            );
             assert_eq!(atom_add(T::F64, sp, 0x3ff0_0000_0000_0000, 0x3ff0_0000_0000_0000), 0x4000_0000_0000_0000);
         }
     }

@@ -140,7 +140,8 @@ pub fn read(path: &Path) -> Result<Buffer, String> {
         return Err(at("not a regular file".into()));
     }
     if is_compressed(path) {
-        let bytes = decompress_xz(std::io::BufReader::new(f), crate::MAX_BUFFER_BYTES + MAX_HEADER_BYTES).map_err(at)?;
+        let bytes =
+            decompress_xz(std::io::BufReader::new(f), crate::MAX_BUFFER_BYTES + MAX_HEADER_BYTES).map_err(at)?;
         return parse(&bytes).map_err(at);
     }
     let mut prefix = [0u8; 12];

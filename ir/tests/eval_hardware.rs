@@ -47,23 +47,58 @@ fn f64_add_sub_mul_return_b_then_a_quieted() {
     bin_all(BinOp::Add, T::F64, 0x7ff8_0000_0000_0000, 0xfff8_0000_0000_0000, 0xfff8_0000_0000_0000, "add_f64[3589]");
     bin_all(BinOp::Add, T::F64, 0x7ff8_0000_0000_0000, 0x7ff0_0000_0000_0001, 0x7ff8_0000_0000_0001, "add_f64[3594]");
     bin_all(BinOp::Mul, T::F64, 0x7ff8_0000_0000_0000, 0xfff8_0000_0000_0000, 0xfff8_0000_0000_0000, "mul_f64[3589]");
-    bin_all(BinOp::Mul, T::F64, 0x7ff0_0000_0000_0001, 0x7ff8_0000_0000_0000, 0x7ff8_0000_0000_0000, "mul_rz_f64[3996]");
+    bin_all(
+        BinOp::Mul,
+        T::F64,
+        0x7ff0_0000_0000_0001,
+        0x7ff8_0000_0000_0000,
+        0x7ff8_0000_0000_0000,
+        "mul_rz_f64[3996]",
+    );
     // sub returns a NaN b as it is, not negated.
     bin_all(BinOp::Sub, T::F64, 0, 0xfff8_0000_0000_0000, 0xfff8_0000_0000_0000, "sub_f64[53]");
-    bin_all(BinOp::Sub, T::F64, 0x7ff8_0000_0000_0000, 0xfff8_0000_0000_0000, 0xfff8_0000_0000_0000, "sub_rz_f64[3589]");
-    bin_all(BinOp::Sub, T::F64, 0x7ff0_0000_0000_0001, 0x7ff8_0000_0000_0000, 0x7ff8_0000_0000_0000, "sub_rm_f64[3996]");
+    bin_all(
+        BinOp::Sub,
+        T::F64,
+        0x7ff8_0000_0000_0000,
+        0xfff8_0000_0000_0000,
+        0xfff8_0000_0000_0000,
+        "sub_rz_f64[3589]",
+    );
+    bin_all(
+        BinOp::Sub,
+        T::F64,
+        0x7ff0_0000_0000_0001,
+        0x7ff8_0000_0000_0000,
+        0x7ff8_0000_0000_0000,
+        "sub_rm_f64[3996]",
+    );
 }
 
 #[test]
 fn f64_div_returns_a_then_b_quieted() {
     bin_all(BinOp::Div, T::F64, 0x7ff8_0000_0000_0000, 0xfff8_0000_0000_0000, 0x7ff8_0000_0000_0000, "div_f64[3589]");
-    bin_all(BinOp::Div, T::F64, 0x7ff0_0000_0000_0001, 0x7ff8_0000_0000_0000, 0x7ff8_0000_0000_0001, "div_rp_f64[3996]");
+    bin_all(
+        BinOp::Div,
+        T::F64,
+        0x7ff0_0000_0000_0001,
+        0x7ff8_0000_0000_0000,
+        0x7ff8_0000_0000_0001,
+        "div_rp_f64[3996]",
+    );
     bin_all(BinOp::Div, T::F64, 0, 0x7ff0_0000_0000_0001, 0x7ff8_0000_0000_0001, "div_f64[58]");
 }
 
 #[test]
 fn f64_fma_returns_b_then_c_then_a_quieted() {
-    fma_all(T::F64, 0xfff1_7225_3c18_22db, 0x7ff7_8201_c154_6e2e, 0xfffd_143d_02e1_0faa, 0x7fff_8201_c154_6e2e, "fma_f64[7342]");
+    fma_all(
+        T::F64,
+        0xfff1_7225_3c18_22db,
+        0x7ff7_8201_c154_6e2e,
+        0xfffd_143d_02e1_0faa,
+        0x7fff_8201_c154_6e2e,
+        "fma_f64[7342]",
+    );
     fma_all(T::F64, 0x7ff8_0000_0000_0000, 0, 0xfff0_0000_0000_0001, 0xfff8_0000_0000_0001, "fma_f64[3342]");
     // 0 * inf + NaN: the NaN operand, not the default NaN.
     fma_all(T::F64, 0, 0x7ff0_0000_0000_0000, 0x7ff8_0000_0000_0000, 0x7ff8_0000_0000_0000, "fma_rm_f64[189]");
@@ -188,7 +223,11 @@ fn float_to_float_nan() {
     }
     // Same type: f64 quiets, the others canonicalize (integral roundings too).
     assert_eq!(c(T::F64, T::F64, None, false, 0xfff8_0000_0000_0001), 0xfff8_0000_0000_0001, "cvt_f64_f64[55]");
-    assert_eq!(c(T::F64, T::F64, Some(Rounding::Rni), false, 0x7ff0_0000_0000_0001), 0x7ff8_0000_0000_0001, "cvt_rni_f64_f64");
+    assert_eq!(
+        c(T::F64, T::F64, Some(Rounding::Rni), false, 0x7ff0_0000_0000_0001),
+        0x7ff8_0000_0000_0001,
+        "cvt_rni_f64_f64"
+    );
     assert_eq!(c(T::F32, T::F32, Some(Rounding::Rzi), false, 0x7fc0_0001), 0x7fff_ffff, "cvt_rzi_f32_f32");
     assert_eq!(c(T::F16, T::F16, None, false, 0x7e01), 0x7fff, "cvt_f16_f16");
     // .sat: +0.

@@ -199,7 +199,12 @@ fn div_full_is_div_approx_with_scaling_for_huge_divisors() {
             ("div_full_f32.all[1135]", &[0x3f80_0001, 0xff7f_ffff], 0x8020_0001),
         ],
     );
-    check("div.approx.f32", "f32", &["f32", "f32"], &[("div_approx_f32.dom[3]", &[0x2757_22a8, 0xd1bc_a063], 0x9511_fd17)]);
+    check(
+        "div.approx.f32",
+        "f32",
+        &["f32", "f32"],
+        &[("div_approx_f32.dom[3]", &[0x2757_22a8, 0xd1bc_a063], 0x9511_fd17)],
+    );
 }
 
 #[test]

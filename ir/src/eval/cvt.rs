@@ -173,7 +173,8 @@ fn nan_to_int(to: ScalarType, from: Fmt) -> u64 {
 #[inline]
 fn move_payload(from: Fmt, to: Fmt, a: u64) -> u64 {
     let pay = a & (from.quiet_bit() * 2 - 1);
-    let pay = if to.frac() >= from.frac() { pay << (to.frac() - from.frac()) } else { pay >> (from.frac() - to.frac()) };
+    let pay =
+        if to.frac() >= from.frac() { pay << (to.frac() - from.frac()) } else { pay >> (from.frac() - to.frac()) };
     let sign = if from.is_neg(a) { to.sign_bit() } else { 0 };
     sign | to.inf(false) | pay | to.quiet_bit()
 }
