@@ -1,10 +1,9 @@
 //! `cvt`: conversions between all numeric types (never `pred`).
 //!
-//! Guarantees (the defaults are part of the language, see docs/language.md "Conversions"):
-//! - int → int: the source value (sign- or zero-extended per the SOURCE type) is truncated to the
-//!   destination width, or clamped to the destination range with `.sat`.
-//! Every rule below is what an H100 computes for the PTX kir emits (tests/hardware/h100/ops,
+//! Guarantees (the defaults are part of the language, see docs/language.md "Conversions"). Every
+//! rule below is what an H100 computes for the PTX kir emits (tests/hardware/h100/ops,
 //! `cvt_from_*.kir`; run ids cited as `cvt_u8_f64[52]`).
+//!
 //! - int → int: the source value (sign- or zero-extended per the SOURCE type) is truncated to the
 //!   destination width, or clamped to the destination range with `.sat`.
 //! - float → int: rounded to an integral value (default `rzi`; a non-integral rounding `rn/rz/rm/rp`
