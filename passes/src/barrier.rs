@@ -622,6 +622,19 @@ impl<'a> Chain<'a> {
             Some(ValueDef::Inst(i)) => self.u.load_conflict(i).cloned(),
             _ => None,
         };
+        if let (MemObject::Global, Some(LoadConflict { store: Some(st), kind: ConflictKind::GlobalWritten })) =
+            (obj, &conflict)
+        {
+            let st = *st;
+            let store = self.store_text(st);
+            let store_span = self.inst_span(st);
+            self.step(
+                span,
+                format!("{name} is loaded from global memory, which this kernel also writes ({store} may write the loaded element): other threads and blocks may change it at any time"),
+            );
+            self.step(store_span, format!("this write may change the element {name} is loaded from (pointer parameters may alias each other; only a write through the same parameter at provably other indices is excluded)"));
+            return;
+        }
         let Some(LoadConflict { store: Some(st), kind }) = conflict.filter(|c| c.kind != ConflictKind::GlobalWritten)
         else {
             let msg = match obj {

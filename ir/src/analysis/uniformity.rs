@@ -1020,6 +1020,95 @@ struct Access {
     block: BlockId,
     pos: usize,
     obj: MemObject,
+    /// For a load or store/atomic of global memory: the elements it may touch, when they are
+    /// known (see [`elem_range`]); `None` for calls and other pointers.
+    elems: Option<ElemRange>,
+}
+
+/// The elements `lo..=hi` (of `size` bytes each) past the pointer parameter `base`, with
+/// `(hi + 1) * size <= 2^64`: the accessed byte offsets `lo * size .. (hi + 1) * size` do not wrap.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+struct ElemRange {
+    base: ValueId,
+    size: u64,
+    lo: u64,
+    hi: u64,
+}
+
+impl ElemRange {
+    /// Whether two ranges provably touch no common byte: the same parameter value, the same
+    /// element size (each access is one element), disjoint index ranges, none wrapping.
+    fn disjoint(&self, o: &ElemRange) -> bool {
+        self.base == o.base && self.size == o.size && (self.hi < o.lo || o.hi < self.lo)
+    }
+}
+
+/// An interval `lo..=hi` (every bound below 2^62) that an element index provably lies in, as the
+/// load/store extends it to 64 bits: constants with the sign bit of their type clear, any value of
+/// an unsigned type of 32 bits or fewer (zero-extended), a `cvt` of such to 64 bits, and `add`
+/// at u64/s64 of such that provably does not overflow.
+fn index_range(k: &Kernel, a: &Operand, depth: u32) -> Option<(u64, u64)> {
+    use crate::ScalarType as S;
+    const LIMIT: u64 = 1 << 62;
+    let narrow = |t: S| matches!(t, S::U8 | S::U16 | S::U32).then(|| (0, (1u64 << t.bits()) - 1));
+    match a {
+        Operand::Const(c) => {
+            let w = c.ty.bits();
+            (c.ty.is_int() && w >= 2 && w <= 64 && c.bits < (1u64 << (w - 1)) && c.bits < LIMIT)
+                .then_some((c.bits, c.bits))
+        }
+        Operand::Value(v) => {
+            let vd = k.values.get(v.index())?;
+            if let Type::Scalar(t) = vd.ty {
+                if let Some(r) = narrow(t) {
+                    return Some(r);
+                }
+            }
+            if depth > 8 {
+                return None;
+            }
+            let ValueDef::Inst(i) = vd.def else { return None };
+            let inst = k.insts.get(i.index())?;
+            match inst.op {
+                Op::Cvt { to: S::U64 | S::S64, from, .. } => narrow(from),
+                Op::Bin(BinOp::Add, S::U64 | S::S64, _) => {
+                    let (a0, a1) = index_range(k, inst.args.first()?, depth + 1)?;
+                    let (b0, b1) = index_range(k, inst.args.get(1)?, depth + 1)?;
+                    let hi = a1.checked_add(b1)?;
+                    (hi < LIMIT).then_some((a0 + b0, hi))
+                }
+                _ => None,
+            }
+        }
+    }
+}
+
+/// The elements a global access `p[index]` touches: `p` a pointer parameter, or `offset` of one
+/// (same pointer type) by an index [`index_range`] bounds, plus `index`, bounded the same way.
+fn elem_range(k: &Kernel, p: ValueId, index: &Operand) -> Option<ElemRange> {
+    let ty = k.values.get(p.index())?.ty;
+    let Type::Ptr(AddrSpace::Global, elem) = ty else { return None };
+    let size = elem.bytes() as u64;
+    let (base, lo, hi) = match k.values[p.index()].def {
+        ValueDef::Param(_) => (p, 0, 0),
+        ValueDef::Inst(i) => {
+            let inst = k.insts.get(i.index())?;
+            if inst.op != Op::PtrOffset {
+                return None;
+            }
+            let base = inst.args.first()?.as_value()?;
+            if !matches!(k.values.get(base.index())?.def, ValueDef::Param(_)) || k.values[base.index()].ty != ty {
+                return None;
+            }
+            let (lo, hi) = index_range(k, inst.args.get(1)?, 0)?;
+            (base, lo, hi)
+        }
+        ValueDef::BlockParam(..) => return None,
+    };
+    let (ilo, ihi) = index_range(k, index, 0)?;
+    let (lo, hi) = (lo + ilo, hi + ihi);
+    let end = (hi as u128 + 1) * size as u128;
+    (end <= 1u128 << 64).then_some(ElemRange { base, size, lo, hi })
 }
 
 /// Barrier-free reachability between the kernel's memory accesses: the data the load rule needs.
@@ -1062,6 +1151,7 @@ impl Reach {
                         .and_then(|p| obj[p.index()])
                         .unwrap_or(MemObject::Global)
                 };
+                let elems = || elem_range(k, inst.args.first()?.as_value()?, inst.args.get(1)?);
                 match inst.op {
                     Op::Barrier => {
                         r.first_barrier[b.index()].get_or_insert(pos);
@@ -1070,9 +1160,9 @@ impl Reach {
                     Op::Store | Op::Atomic(_) | Op::AtomicCas => {
                         let o = target();
                         r.writes_global |= o == MemObject::Global;
-                        r.writes.push(Access { inst: i, block: b, pos, obj: o });
+                        r.writes.push(Access { inst: i, block: b, pos, obj: o, elems: elems() });
                     }
-                    Op::Load => r.loads.push(Access { inst: i, block: b, pos, obj: target() }),
+                    Op::Load => r.loads.push(Access { inst: i, block: b, pos, obj: target(), elems: elems() }),
                     Op::Call(_) => {
                         // A function reaches memory only through the pointers it is passed (it
                         // declares no shared memory and no op makes a pointer from an integer):
@@ -1088,7 +1178,7 @@ impl Reach {
                                 },
                             };
                             r.writes_global |= o == MemObject::Global;
-                            r.writes.push(Access { inst: i, block: b, pos, obj: o });
+                            r.writes.push(Access { inst: i, block: b, pos, obj: o, elems: None });
                         }
                     }
                     _ => {}
@@ -1196,9 +1286,15 @@ impl Reach {
         };
         for (li, l) in self.loads.iter().enumerate() {
             if l.obj == MemObject::Global {
-                if self.writes_global {
-                    let store = self.writes.iter().find(|w| w.obj == MemObject::Global).map(|w| w.inst);
-                    out.insert(l.inst, LoadConflict { store, kind: ConflictKind::GlobalWritten });
+                // Any write to global memory may hit the load (pointer parameters may alias, and
+                // other blocks run unordered), except a store or atomic through the same pointer
+                // parameter value at element indices provably other than the loaded one.
+                let hits = |w: &&Access| {
+                    w.obj == MemObject::Global
+                        && !matches!((&l.elems, &w.elems), (Some(le), Some(we)) if le.disjoint(we))
+                };
+                if let Some(w) = self.writes.iter().find(hits) {
+                    out.insert(l.inst, LoadConflict { store: Some(w.inst), kind: ConflictKind::GlobalWritten });
                 }
                 continue;
             }
@@ -1208,7 +1304,8 @@ impl Reach {
                 } else if self.reaches(k, l, &self.from_load[li], w) {
                     ConflictKind::LoadThenStore(self.path(k, l, w))
                 } else {
-                    let at_end = |y: BlockId| Access { inst: w.inst, block: y, pos: usize::MAX, obj: w.obj };
+                    let at_end =
+                        |y: BlockId| Access { inst: w.inst, block: y, pos: usize::MAX, obj: w.obj, elems: None };
                     let (y, _) = splits().iter().find(|(y, starts)| {
                         self.reaches(k, &at_end(*y), starts, w) && self.reaches(k, &at_end(*y), starts, l)
                     })?;
@@ -1535,6 +1632,30 @@ entry:
         assert_eq!(level(&k, &u, "v"), Level::Uniform);
         let (k, u) = analyze(&src("store %y[%t], 1"));
         assert_eq!(level(&k, &u, "v"), Level::Varying, "%y may alias %x");
+        // Writes through the same parameter at provably other elements leave `x[0]` uniform.
+        let ok = [
+            "%i = cvt.u64.u32 %t\n  %j = add.u64 %i, 1\n  store %x[%j], 1",
+            "%i = cvt.u64.u32 %t\n  %j = add.u64 1, %i\n  %o = atom.add %x[%j], 1",
+            "%p = offset %x, 2\n  store %p[%t], 1",
+            "store %x[1], 1",
+        ];
+        for st in ok {
+            let (k, u) = analyze(&src(st));
+            assert_eq!(level(&k, &u, "v"), Level::Uniform, "{st}");
+        }
+        let bad = [
+            "store %x[%t], 1",
+            "%j = add.u32 %t, 1\n  store %x[%j], 1",
+            "%i = cvt.u64.u32 %t\n  %j = add.u64 %i, 0xffffffffffffffff\n  store %x[%j], 1",
+            "%i = cvt.s64.u32 %t\n  %j = add.s64 %i, -1\n  store %x[%j], 1",
+            "%j = load %x[%t]\n  store %x[%j], 1",
+            "%p = ptrcast %x : ptr<global, u8>\n  store %p[1], 1",
+            "store %x[0], 1",
+        ];
+        for st in bad {
+            let (k, u) = analyze(&src(st));
+            assert_eq!(level(&k, &u, "v"), Level::Varying, "{st}");
+        }
     }
 
     #[test]
