@@ -136,6 +136,35 @@ impl Context {
             record_gpu: false,
         }
     }
+
+    /// The optional tools this run uses, for the summary of `kir test`: `tools: ptxas 12.9.86
+    /// (PATH), GPU: none (WHY)`; `ptxas: not found`; `GPU: NAME (emulated, KIR_CUDA_DRIVER)` or
+    /// `GPU: NAME`; `GPU: error (WHY)` when `KIR_CUDA_DRIVER` is unusable.
+    pub fn tools_summary(&self) -> String {
+        let ptxas = match &self.ptxas {
+            Some(p) => match tools::ptxas_version(p) {
+                Some(v) => format!("ptxas {v} ({})", p.display()),
+                None => format!("ptxas ({})", p.display()),
+            },
+            None => "ptxas: not found".to_string(),
+        };
+        let gpu = match &self.gpu {
+            GpuState::Available(r) => {
+                let name = r.device_name().unwrap_or_else(|e| format!("unnamed ({e})"));
+                if r.is_emulated() {
+                    format!("GPU: {name} (emulated, KIR_CUDA_DRIVER)")
+                } else {
+                    format!("GPU: {name}")
+                }
+            }
+            GpuState::Unavailable(why) => {
+                let why = why.strip_prefix("no GPU (").and_then(|w| w.strip_suffix(')')).unwrap_or(why);
+                format!("GPU: none ({why})")
+            }
+            GpuState::Misconfigured(why) => format!("GPU: error ({why})"),
+        };
+        format!("tools: {ptxas}, {gpu}")
+    }
 }
 
 /// The outputs of one interpreter launch, and the inputs it started from.

@@ -5,6 +5,8 @@
 //! - [`find_ptxas`] looks, in order, at `$KIR_PTXAS`, `.tools/py/nvidia/cuda_nvcc/bin/ptxas` under
 //!   the workspace root (found from `CARGO_MANIFEST_DIR` at build time, then from the current
 //!   directory upward), then `ptxas` on `PATH`; it returns only files that exist.
+//!   `KIR_PTXAS=none` finds none (what a fresh clone without `.tools/` sees).
+//! - A missing tool's message names the one command that installs it ([`INSTALL_HINT`]).
 //! - [`run_ptxas`] never panics: a missing tool, a failed spawn or a rejected module is an `Err`
 //!   carrying ptxas's own messages. On success it reports per-kernel register counts parsed from
 //!   `ptxas -v`.
@@ -23,8 +25,8 @@ use crate::SmVersion;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The hint printed when a tool is missing.
-pub const INSTALL_HINT: &str = "run scripts/setup-tools.sh";
+/// The hint printed when a tool is missing: the command to run, from the repository root.
+pub const INSTALL_HINT: &str = "run `bash scripts/setup-tools.sh` to install it from PyPI into .tools/";
 
 /// Candidate workspace roots: the one this crate was built in, then the current directory and its
 /// ancestors.
@@ -64,9 +66,24 @@ fn find_tool(env: &str, rel: &[&str], name: &str) -> Option<PathBuf> {
     on_path(name)
 }
 
-/// `ptxas`: `$KIR_PTXAS`, `.tools/py/nvidia/cuda_nvcc/bin/ptxas`, then `PATH`.
+/// `ptxas`: `$KIR_PTXAS`, `.tools/py/nvidia/cuda_nvcc/bin/ptxas`, then `PATH`; none when
+/// `KIR_PTXAS=none`.
 pub fn find_ptxas() -> Option<PathBuf> {
+    if std::env::var_os("KIR_PTXAS").is_some_and(|v| v == "none") {
+        return None;
+    }
     find_tool("KIR_PTXAS", &["nvidia/cuda_nvcc/bin/ptxas"], "ptxas")
+}
+
+/// The release `ptxas --version` reports (`12.9.86` from `... V12.9.86`), if it runs and says one.
+pub fn ptxas_version(ptxas: &Path) -> Option<String> {
+    let out = Command::new(ptxas).arg("--version").output().ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let v = text
+        .split_whitespace()
+        .rev()
+        .find(|w| w.starts_with('V') && w[1..].starts_with(|c: char| c.is_ascii_digit()))?;
+    Some(v[1..].to_string())
 }
 
 /// `nvdisasm`: `$KIR_NVDISASM`, the PyPI wheel's locations under `.tools/py`, then `PATH`.

@@ -3,7 +3,8 @@
 //! Guarantees: one row per file and, per directive, an `interp`, a `ptx-emu` and a `gpu` row (`ok`,
 //! `unverified` — an interpreter row whose directive expects nothing of the outputs —, `FAIL`,
 //! `skip: ...`; see [`kir::harness`]), each printed as soon as it is decided (with `[i/N]` file
-//! progress), then a final `N passed (M without expectation), N failed, N skipped` line (the
+//! progress), then a `tools: ...` line (the ptxas and the GPU used, or `ptxas: not found`,
+//! `GPU: none (WHY)`) and a final `N passed (M without expectation), N failed, N skipped` line (the
 //! parenthesis only when M > 0; `unverified` rows count as passed, or as failed with `--strict`).
 //! The interpreter runs with race and uninitialized-read detection unless `--no-checks`; `--bless`
 //! writes `.npy` expectations and lists each file it wrote, except in files marked
@@ -90,7 +91,7 @@ pub fn run(args: &Args) -> ExitCode {
         ctx.emu = ctx.emu.clone().with_fuel(fuel);
     }
     if ctx.ptxas.is_none() {
-        eprintln!("note: ptxas not found ({}); PTX is emitted but not assembled", kir_backend_ptx::tools::INSTALL_HINT);
+        eprintln!("note: ptxas not found: {}; PTX is emitted but not assembled", kir_backend_ptx::tools::INSTALL_HINT);
     }
     match &ctx.gpu {
         harness::GpuState::Unavailable(why) => eprintln!(
@@ -154,6 +155,7 @@ pub fn run(args: &Args) -> ExitCode {
         let verb = if b.contains("(recorded from the GPU") { "recorded" } else { "blessed" };
         println!("{verb}: wrote {b}");
     }
+    println!("{}", ctx.tools_summary());
     if unverified > 0 {
         println!("{passed} passed ({unverified} without expectation), {failed} failed, {skipped} skipped");
     } else {
