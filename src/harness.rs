@@ -409,6 +409,14 @@ fn run_directive(
     if let Some(want) = &d.fault {
         return emit(expected_fault_row(d, want, file, &label, sources, module, &specs, base_dir, opts));
     }
+    // The whole-warps precondition of full-mask collectives: refused before any engine runs, so
+    // the PTX emulator and the GPU never see the launch either.
+    if let (Some(k), Some(block)) = (module.kernel(&d.target), d.block) {
+        let cfg = LaunchConfig { grid: d.grid.unwrap_or([1; 3]), block, dynamic_shared_bytes: d.shared_bytes };
+        if let Err(e) = kir_interp::check_whole_warps(&module.funcs, k, &cfg) {
+            return emit(fail(render_run_error(RunError::Interp(Box::new(e)), sources)));
+        }
+    }
     let emu_opts = match d.fuel {
         Some(n) => ctx.emu.clone().with_fuel(n),
         None => ctx.emu.clone(),

@@ -5,7 +5,9 @@
 //! A launch ([`launch`]) runs a kernel over a grid of blocks, each of `block.x * block.y *
 //! block.z` threads grouped in warps of 32 (linear thread index `x + y*bx + z*bx*by`; the last warp
 //! may be partial). A kernel that declares `reqntid(x, y, z)` is launched only with exactly that
-//! block; any other block is an invalid launch. Every block has its own zero-initialized shared memory (static declarations in
+//! block; any other block is an invalid launch. A kernel with a full-mask warp collective (in its
+//! own code or a function it reaches) runs only in blocks whose thread count is a multiple of 32
+//! ([`kir_ir::analysis::warps`]): any other block is an invalid launch naming the collective. Every block has its own zero-initialized shared memory (static declarations in
 //! order, each at its alignment, then the dynamic one sized by
 //! [`LaunchConfig::dynamic_shared_bytes`]); global buffers are shared by all blocks.
 //!
@@ -256,6 +258,17 @@ fn check_reqntid(kernel: &Kernel, cfg: &LaunchConfig) -> Result<(), InterpError>
     Err(if r.span.is_dummy() { e } else { e.at(r.span, "the required block shape") })
 }
 
+/// A kernel with a full-mask collective runs only in blocks of whole warps
+/// ([`kir_ir::analysis::warps`]): `Err` is the [`ErrorKind::InvalidLaunch`] error every launch of
+/// `kernel` (its calls resolved in `funcs`) with `cfg`'s block gets, naming the collective. Public
+/// so that other launch paths (`kir test`'s PTX-emulator and GPU rows) refuse the same launches.
+pub fn check_whole_warps(funcs: &[Kernel], kernel: &Kernel, cfg: &LaunchConfig) -> Result<(), InterpError> {
+    let Some(v) = kir_ir::analysis::warps::whole_warps_violation(funcs, kernel, cfg.block) else { return Ok(()) };
+    let e = InterpError::invalid(v.message(kernel, cfg.block))
+        .with_note(kir_ir::analysis::warps::WholeWarpsViolation::HINT);
+    Err(if v.collective.span.is_dummy() { e } else { e.at(v.collective.span, "needs all 32 lanes of its warp") })
+}
+
 /// Parameter bits for the launch and, per buffer, the names of the parameters bound to it.
 fn check_args(kernel: &Kernel, args: &[Arg], buffers: &[Buffer]) -> Result<(Vec<u64>, Vec<String>), InterpError> {
     if args.len() != kernel.params.len() {
@@ -400,6 +413,7 @@ fn launch_impl(
 ) -> Result<Stats, InterpError> {
     check_shape(cfg)?;
     check_reqntid(kernel, cfg)?;
+    check_whole_warps(funcs.unwrap_or(&[]), kernel, cfg)?;
     let (params, global_names) = check_args(kernel, args, buffers)?;
     let progs = Progs::build(kernel, funcs)?;
     let prog = &progs.progs[0];

@@ -55,10 +55,12 @@
 //!   straight line is rejected with a note naming the limit. The explanation chain is at most
 //!   `MAX_STEPS` steps long, so its (mutually recursive) construction needs a bounded stack.
 //!
+//! - Whole warps: a full-mask collective names 32 lanes, so a kernel with one needs blocks of
+//!   whole warps. That is a launch precondition ([`kir_ir::analysis::warps`]), refused by every
+//!   launch path; a kernel whose `reqntid` makes a partial warp is rejected here.
+//!
 //! Not checked: collectives whose member mask is not the constant full mask (which lanes must
-//! take part is then a run-time property), and whether the launch has full warps: a full-mask
-//! collective in a block whose size is not a multiple of 32 names lanes that do not exist, whatever
-//! the control flow (the interpreter reports it at run time).
+//! take part is then a run-time property).
 
 use crate::inlined::{CallSite, InlinedModule, Provenance};
 use crate::pass::{ModulePass, PassContext};
@@ -112,6 +114,42 @@ pub fn verify_verified_barriers(v: &Verified) -> Vec<Diagnostic> {
 
 /// The barriers of every kernel of `m`; `uniformity_of(i)` may supply kernel `i`'s analysis.
 fn module_barriers<'u>(m: &Module, uniformity_of: impl Fn(usize) -> Option<&'u Uniformity>) -> Vec<Diagnostic> {
+    let mut out: Vec<Diagnostic> = m.kernels.iter().filter_map(|k| partial_warp_reqntid(m, k)).collect();
+    out.extend(module_divergence(m, uniformity_of));
+    out
+}
+
+/// A kernel whose `reqntid` makes its last warp partial while it has a full-mask collective
+/// ([`kir_ir::analysis::warps`]): no launch of it can run.
+fn partial_warp_reqntid(m: &Module, k: &Kernel) -> Option<Diagnostic> {
+    let r = k.reqntid?;
+    let v = kir_ir::analysis::warps::whole_warps_violation(&m.funcs, k, r.dims)?;
+    let c = &v.collective;
+    let mut d = Diagnostic::error(format!(
+        "`{}` gives kernel `@{}` a partial warp ({} threads: warp {} has {} lane{}), but its `{}` with member mask \
+         0xffffffff needs all 32 lanes of every warp",
+        r.to_text(),
+        k.name,
+        v.threads,
+        v.last_warp,
+        v.last_warp_lanes,
+        if v.last_warp_lanes == 1 { "" } else { "s" },
+        c.mnemonic
+    ));
+    if !r.span.is_dummy() {
+        d = d.at(r.span, "the block shape every launch must use");
+    } else if !k.span.is_dummy() {
+        d = d.at(k.span, "in this kernel");
+    }
+    if !c.span.is_dummy() {
+        let what = if std::ptr::eq(c.body, k) { String::new() } else { format!(" (in function `@{}`)", c.body.name) };
+        d = d.with_label(c.span, format!("needs all 32 lanes of its warp{what}"));
+    }
+    Some(d.with_note("declare a block shape whose thread count is a multiple of 32, or use a member mask that names only the lanes that exist"))
+}
+
+/// Barrier and collective divergence in every kernel of `m`.
+fn module_divergence<'u>(m: &Module, uniformity_of: impl Fn(usize) -> Option<&'u Uniformity>) -> Vec<Diagnostic> {
     let own = |i: usize, k: &Kernel| match uniformity_of(i) {
         Some(u) => verify_with(k, u),
         None => verify_barriers(k),
@@ -292,7 +330,10 @@ fn divergent_sites(k: &Kernel, u: &Uniformity) -> Vec<Site> {
             };
             let what = match &inst.op {
                 Op::Barrier if level >= Level::WarpUniform => What::Barrier,
-                Op::Shfl(..) | Op::Vote(_) if level == Level::Varying && full_mask(inst.op, &inst.args) => {
+                Op::Shfl(..) | Op::Vote(_)
+                    if level == Level::Varying
+                        && kir_ir::analysis::warps::is_full_mask_collective(inst.op, &inst.args) =>
+                {
                     What::Collective
                 }
                 _ => continue,
@@ -301,15 +342,6 @@ fn divergent_sites(k: &Kernel, u: &Uniformity) -> Vec<Site> {
         }
     }
     out
-}
-
-fn full_mask(op: Op, args: &[Operand]) -> bool {
-    let mask = match op {
-        Op::Shfl(..) => args.get(2),
-        Op::Vote(_) => args.get(1),
-        _ => None,
-    };
-    matches!(mask, Some(Operand::Const(c)) if c.bits & 0xffff_ffff == 0xffff_ffff)
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -3,7 +3,8 @@
 //! explicit exit policy), [`loops`] (natural loops per header, irreducibility), [`provenance`]
 //! (which parameter or shared array a pointer derives from), [`callgraph`] (the call graph of a
 //! module's functions and a callees-first order), [`effects`] (what kernels and launches do to
-//! their buffers; a launch graph's dependency DAG).
+//! their buffers; a launch graph's dependency DAG), [`warps`] (the whole-warps launch precondition of
+//! full-mask collectives).
 
 pub mod callgraph;
 pub mod cfg;
@@ -11,3 +12,4 @@ pub mod effects;
 pub mod loops;
 pub mod provenance;
 pub mod uniformity;
+pub mod warps;
