@@ -25,6 +25,9 @@
 //! - An expectation may end in `sorted`: the buffer and the expected values are compared as
 //!   multisets (both sorted in IEEE total order for floats, by value for integers), for outputs
 //!   whose order depends on how the hardware serialises contended atomics.
+//! - `kir-test.toml` ([`parse_test_config`], [`find_test_config`]), the per-directory settings of
+//!   `kir test`: the nearest one at or above a file's directory applies; it is a TOML subset whose
+//!   one key is `strict`, and anything else in it is an error with its line and column.
 //!
 //! Syntax (see docs/testing.md):
 //! ```text
@@ -781,6 +784,85 @@ pub fn parse_directives(source: &str) -> Result<Directives, Vec<DirectiveError>>
     }
 }
 
+/// The name of `kir test`'s per-directory settings file (docs/testing.md, "Settings").
+pub const TEST_CONFIG_NAME: &str = "kir-test.toml";
+
+/// The settings of a `kir-test.toml`. It applies to every `.kir` file at or below its directory
+/// that has no nearer one ([`find_test_config`]), as `rustfmt.toml` does.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TestConfig {
+    /// `strict = true`: a directive without `; expect:` fails, as with `kir test --strict`.
+    pub strict: bool,
+    /// The 1-based line that set `strict`, if any.
+    pub strict_line: Option<usize>,
+}
+
+/// A malformed `kir-test.toml`: where (1-based line and column) and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TestConfigError {
+    pub line: usize,
+    pub col: usize,
+    pub message: String,
+}
+
+/// Parses a `kir-test.toml`: a subset of TOML with top-level `KEY = VALUE` lines, `#` comments
+/// and blank lines. The one key is `strict` (`true` or `false`). Anything else — an unknown or
+/// repeated key, another value, a table header, a line without `=` — is an error with its line
+/// and column, never ignored: a typo must not silently leave the library lenient.
+pub fn parse_test_config(text: &str) -> Result<TestConfig, TestConfigError> {
+    let mut cfg = TestConfig::default();
+    for (i, raw) in text.lines().enumerate() {
+        let line = i + 1;
+        let err = |at: &str, message: String| {
+            // `at` is a subslice of `raw`: its column is its byte offset, in characters, plus one.
+            let offset = at.as_ptr() as usize - raw.as_ptr() as usize;
+            Err(TestConfigError { line, col: raw[..offset].chars().count() + 1, message })
+        };
+        let content = raw.split('#').next().unwrap_or("");
+        let item = content.trim_start();
+        if item.trim_end().is_empty() {
+            continue;
+        }
+        if item.starts_with('[') {
+            return err(
+                item,
+                format!("tables are not supported: {TEST_CONFIG_NAME} has only top-level keys (`strict`)"),
+            );
+        }
+        let Some(eq) = item.find('=') else {
+            return err(item, format!("expected `KEY = VALUE` (e.g. `strict = true`), found `{}`", item.trim_end()));
+        };
+        let key = item[..eq].trim_end();
+        let rest = &item[eq + 1..];
+        let value = rest.trim();
+        let value_at = rest.trim_start();
+        match key {
+            "strict" => {
+                if let Some(first) = cfg.strict_line {
+                    return err(item, format!("`strict` is set twice (first on line {first})"));
+                }
+                cfg.strict = match value {
+                    "true" => true,
+                    "false" => false,
+                    "" => return err(value_at, "`strict` needs a value: `true` or `false`".to_string()),
+                    other => return err(value_at, format!("`strict` must be `true` or `false`, not `{other}`")),
+                };
+                cfg.strict_line = Some(line);
+            }
+            "" => return err(item, "expected a key before `=` (the one key is `strict`)".to_string()),
+            other => return err(item, format!("unknown key `{other}` (the one key is `strict`)")),
+        }
+    }
+    Ok(cfg)
+}
+
+/// The nearest `kir-test.toml` in the directory of `file` or one above it, walking up to the
+/// root (the path is made absolute first, without resolving links).
+pub fn find_test_config(file: &std::path::Path) -> Option<std::path::PathBuf> {
+    let abs = std::path::absolute(file).ok()?;
+    abs.ancestors().skip(1).map(|dir| dir.join(TEST_CONFIG_NAME)).find(|p| p.is_file())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1097,5 +1179,26 @@ mod tests {
             .map(|(l, m)| (*l, m.as_str()))
             .collect::<Vec<_>>()
         );
+    }
+    #[test]
+    fn test_config_subset_of_toml() {
+        let ok = parse_test_config("# the library\n\nstrict = true  # every run must expect\n").unwrap();
+        assert_eq!(ok, TestConfig { strict: true, strict_line: Some(3) });
+        assert_eq!(parse_test_config("strict=false").unwrap().strict, false);
+        assert_eq!(parse_test_config("").unwrap(), TestConfig::default());
+        let e = |t: &str| parse_test_config(t).unwrap_err();
+        let at = |t: &str| {
+            let x = e(t);
+            (x.line, x.col, x.message)
+        };
+        assert_eq!(at("strict = yes"), (1, 10, "`strict` must be `true` or `false`, not `yes`".to_string()));
+        assert_eq!(at("\n  stric = true"), (2, 3, "unknown key `stric` (the one key is `strict`)".to_string()));
+        assert_eq!(at("strict = true\nstrict = false"), (2, 1, "`strict` is set twice (first on line 1)".to_string()));
+        assert_eq!(at("[test]\nstrict = true").1, 1);
+        assert!(at("[test]").2.starts_with("tables are not supported"));
+        assert_eq!(at("strict true").2, "expected `KEY = VALUE` (e.g. `strict = true`), found `strict true`");
+        assert_eq!(at("strict =").2, "`strict` needs a value: `true` or `false`");
+        assert_eq!(at("= true").2, "expected a key before `=` (the one key is `strict`)");
+        assert_eq!(at("strict = \"true\"").2, "`strict` must be `true` or `false`, not `\"true\"`");
     }
 }

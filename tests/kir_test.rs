@@ -176,7 +176,7 @@ fn corrupted_ptx_fails_the_ptx_emu_rows() {
     let emu = emu_rows(&rows);
     assert_eq!(emu.len(), 2, "{rows:?}");
     // Directive 1: n = every thread, so all threads skip the body: dx stays zero.
-    assert_eq!(emu[0].0, "kernels/relu_backward.kir:8 @relu_backward grid(4096) block(256) ptx-emu");
+    assert_eq!(emu[0].0, "kernels/relu_backward.kir:7 @relu_backward grid(4096) block(256) ptx-emu");
     let Outcome::Fail(msg) = emu[0].1 else { panic!("{:?}", emu[0]) };
     assert!(msg.starts_with("buffer `dx` differs from the interpreter (tol exact, derived): "), "{msg}");
     // Directive 2: 1024 threads for 1000 elements; thread 1000 loads x[1000].
@@ -322,22 +322,26 @@ fn reference_kernel_expectations_catch_a_wrong_kernel() {
 }
 
 /// A directive without `; expect:` is `unverified`, counted apart in the summary, and a failure
-/// with `--strict`.
+/// with `--strict`. (On a copy of relu_backward.kir without its expectations, outside `kernels/`,
+/// whose kir-test.toml makes the library strict: tests/kir_test_config.rs.)
 #[test]
 fn directives_without_expectation_are_unverified_and_strict_fails_them() {
-    let (code, out, _) = kir_with_env(&["test", "kernels/relu_backward.kir"], &[]);
+    let dir = std::env::temp_dir().join(format!("kir-test-unverified-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let relu = std::fs::read_to_string("kernels/relu_backward.kir").unwrap();
+    let unchecked: String = relu.lines().filter(|l| !l.starts_with("; expect:")).map(|l| format!("{l}\n")).collect();
+    std::fs::write(dir.join("relu_backward.kir"), unchecked).unwrap();
+    let (code, out, _) = kir_in(&dir, &["test", "relu_backward.kir"]);
     assert_eq!(code, 0, "{out}");
-    assert!(
-        out.contains("] unverified kernels/relu_backward.kir:8 @relu_backward grid(4096) block(256) interp\n"),
-        "{out}"
-    );
+    assert!(out.contains("] unverified relu_backward.kir:7 @relu_backward grid(4096) block(256) interp\n"), "{out}");
     let (passed, unverified, failed, _) = summary4(&out);
     assert_eq!((unverified, failed), (2, 0), "{out}");
     assert!(passed >= 5, "{out}");
-    let (code, out, _) = kir_with_env(&["test", "--strict", "kernels/relu_backward.kir"], &[]);
+    let (code, out, _) = kir_in(&dir, &["test", "--strict", "relu_backward.kir"]);
     assert_eq!(code, 1, "{out}");
-    assert!(out.contains("FAIL  kernels/relu_backward.kir:8 @relu_backward grid(4096) block(256) interp\n    no `; expect:` line: the outputs were not checked (--strict)"), "{out}");
+    assert!(out.contains("FAIL  relu_backward.kir:7 @relu_backward grid(4096) block(256) interp\n    no `; expect:` line: the outputs were not checked (--strict)"), "{out}");
     assert_eq!(summary4(&out).2, 2, "{out}");
+    std::fs::remove_dir_all(&dir).ok();
 }
 
 /// `expect: NAME == @file.npy`: a missing file fails with the way out; `--bless` writes it and

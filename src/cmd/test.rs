@@ -15,9 +15,15 @@
 //! reports a dangling link or a non-regular `*.kir` (a FIFO would block) as a FAIL row by its own
 //! name, then goes on. `--require-gpu` (or `KIR_REQUIRE_GPU=1`) turns a missing GPU into failures.
 //! The GPU rows run in a worker process ([`kir::isolate`]): a driver crash fails a row, not the run.
+//! A file is strict with `--strict` or when the nearest `kir-test.toml` at or above its directory
+//! says `strict = true` ([`kir::directives::find_test_config`]; `kernels/` has one); every such
+//! file is read before any test runs, and a malformed one is an error (`FILE:LINE:COL: why`,
+//! exit 2).
 
+use kir::directives::{find_test_config, parse_test_config};
 use kir::harness::{self, Context, Outcome, Row};
-use std::path::PathBuf;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
@@ -76,6 +82,14 @@ pub fn run(args: &Args) -> ExitCode {
         eprintln!("error: no .kir files under {}", paths.join(", "));
         return ExitCode::from(2);
     }
+    // Per-file strictness from the nearest kir-test.toml, all read (and checked) before any test.
+    let strict_by_config = match strict_by_config(&files) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let require_gpu = args.require_gpu || std::env::var("KIR_REQUIRE_GPU").is_ok_and(|v| v == "1");
     // The GPU rows load kir's PTX file after file: in a worker process, so that a driver crash
     // fails a row instead of ending the run.
@@ -110,10 +124,11 @@ pub fn run(args: &Args) -> ExitCode {
         failed += 1;
         println!("[walk] FAIL  {}\n    {}", p.path.display(), p.why);
     }
-    let strict = args.strict;
     let n = files.len();
     let verbose = args.verbose;
     for (i, f) in files.iter().enumerate() {
+        let config = strict_by_config[i].as_deref();
+        let strict = args.strict || config.is_some();
         let mut emit = |row: Row| {
             let progress = format!("[{}/{n}]", i + 1);
             match &row.outcome {
@@ -130,6 +145,9 @@ pub fn run(args: &Args) -> ExitCode {
                         "{progress} FAIL  {}\n    no `; expect:` line: the outputs were not checked (--strict)",
                         row.label
                     );
+                    if let (false, Some(at)) = (args.strict, config) {
+                        println!("    (strict by `strict = true` at {at})");
+                    }
                 }
                 Outcome::Unverified => {
                     passed += 1;
@@ -166,4 +184,33 @@ pub fn run(args: &Args) -> ExitCode {
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// For each file, where its strictness comes from when the nearest `kir-test.toml` at or above its
+/// directory says `strict = true` (`PATH:LINE`), else `None`. Each config file is read once; a
+/// malformed or unreadable one is an error, `PATH:LINE:COL: why`.
+fn strict_by_config(files: &[PathBuf]) -> Result<Vec<Option<String>>, String> {
+    let cwd = std::env::current_dir().ok();
+    // Shown relative to the working directory when below it, as the files are.
+    let shown = |p: &Path| match cwd.as_deref().and_then(|c| p.strip_prefix(c).ok()) {
+        Some(rel) => rel.display().to_string(),
+        None => p.display().to_string(),
+    };
+    let mut read: HashMap<PathBuf, Option<String>> = HashMap::new();
+    let mut out = Vec::with_capacity(files.len());
+    for f in files {
+        let Some(path) = find_test_config(f) else {
+            out.push(None);
+            continue;
+        };
+        if !read.contains_key(&path) {
+            let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: cannot read: {e}", shown(&path)))?;
+            let cfg = parse_test_config(&text)
+                .map_err(|e| format!("{}:{}:{}: {}", shown(&path), e.line, e.col, e.message))?;
+            let at = cfg.strict_line.filter(|_| cfg.strict).map(|line| format!("{}:{line}", shown(&path)));
+            read.insert(path.clone(), at);
+        }
+        out.push(read[&path].clone());
+    }
+    Ok(out)
 }
