@@ -7,6 +7,8 @@ output from the kernel's documented math (its header comment), in f64 — or, wh
 result is exactly rounded, with the same IEEE operations in numpy's f32/f16 (correctly rounded),
 giving the exact bits. Nothing here reads an output of kir.
 
+Run from the repository root (--check runs ./target/release/kir, built with `cargo build --release`):
+
     python3 kernels/data/make_expected.py            # (re)writes kernels/data/expected/*.npy
     python3 kernels/data/make_expected.py --check    # also runs ./target/release/kir run on each
                                                      # directive and prints the largest difference
