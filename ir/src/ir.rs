@@ -328,6 +328,10 @@ pub struct Kernel {
     pub params: Vec<ValueId>,
     /// The declared block shape, if any.
     pub reqntid: Option<ReqNtid>,
+    /// `assume_masks()`: the member masks of this kernel's collectives (other than the constant
+    /// full mask) are assumed right, not proven, by barrier verification; the span of the
+    /// attribute. The interpreter still checks them at run time.
+    pub assume_masks: Option<Span>,
     pub shared: Vec<SharedDecl>,
     /// Layout order; `blocks[0]` is the entry block.
     pub blocks: Vec<Block>,
@@ -345,6 +349,7 @@ impl Kernel {
             callees: vec![],
             params: vec![],
             reqntid: None,
+            assume_masks: None,
             shared: vec![],
             blocks: vec![],
             insts: vec![],

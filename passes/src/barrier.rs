@@ -239,7 +239,7 @@ fn verify_impl(k: &Kernel, u: &Uniformity, prov: Option<&Provenance<'_, '_>>) ->
             None => groups.push((key, vec![site])),
         }
     }
-    groups
+    let mut out: Vec<Diagnostic> = groups
         .into_iter()
         .map(|(_, sites)| {
             let (b, i, what) = sites[0];
@@ -297,7 +297,16 @@ fn verify_impl(k: &Kernel, u: &Uniformity, prov: Option<&Provenance<'_, '_>>) ->
                 what.join(" and ")
             ))
         })
-        .collect()
+        .collect();
+    // Member masks other than the full one: the lanes executing each such collective must be
+    // exactly its mask (a collective already rejected above is not reported twice).
+    let rejected: Vec<Span> = out.iter().filter_map(|d| d.span()).collect();
+    out.extend(
+        crate::collective_masks::check_masks(k, u)
+            .into_iter()
+            .filter(|d| d.span().is_none_or(|s| !rejected.contains(&s))),
+    );
+    out
 }
 
 /// The span of a rejected instruction: an operand-less statement's span runs on to the next token,

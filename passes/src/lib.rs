@@ -23,6 +23,7 @@
 //! remember where each entity came from).
 
 pub mod barrier;
+pub mod collective_masks;
 pub mod dce;
 pub mod edit;
 pub mod fma_contract;

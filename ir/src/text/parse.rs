@@ -312,11 +312,30 @@ impl<'a, 'e> KernelLowering<'a, 'e> {
         }
         // Attributes: `reqntid(x[, y[, z]])`. Ranges are the verifier's.
         for a in &ast.attrs {
+            if &*a.name.node == "assume_masks" {
+                if let Some(prev) = self.kernel.assume_masks {
+                    self.errs.push(
+                        Diagnostic::error("duplicate `assume_masks()`")
+                            .at(a.span, "declared again here")
+                            .with_label(prev, "first declared here"),
+                    );
+                } else if let Some(arg) = a.args.first() {
+                    self.errs.push(
+                        Diagnostic::error("`assume_masks()` takes no arguments").at(arg.span, "unexpected argument"),
+                    );
+                } else {
+                    self.kernel.assume_masks = Some(a.span);
+                }
+                continue;
+            }
             if &*a.name.node != "reqntid" {
                 self.errs.push(
                     Diagnostic::error(format!("unknown kernel attribute `{}`", a.name.node))
                         .at(a.name.span, "not a kernel attribute")
-                        .with_note("the kernel attribute is `reqntid(x[, y[, z]])`, the required block shape"),
+                        .with_note(
+                            "the kernel attributes are `reqntid(x[, y[, z]])`, the required block shape, and \
+                             `assume_masks()`, which trusts the member masks of its collectives",
+                        ),
                 );
                 continue;
             }

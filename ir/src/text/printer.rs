@@ -72,7 +72,10 @@ pub struct PrintedLine {
 pub fn kernel_lines(k: &Kernel) -> Vec<PrintedLine> {
     let mut lines = Vec::new();
     let params: Vec<String> = k.params.iter().map(|p| format!("%{}: {}", k.value(*p).name, k.value(*p).ty)).collect();
-    let attrs = k.reqntid.map(|r| format!(" {}", r.to_text())).unwrap_or_default();
+    let mut attrs = k.reqntid.map(|r| format!(" {}", r.to_text())).unwrap_or_default();
+    if k.assume_masks.is_some() {
+        attrs.push_str(" assume_masks()");
+    }
     let text = match k.func {
         Some(f) => {
             let ret = f.ret.map(|t| format!(" -> {t}")).unwrap_or_default();
