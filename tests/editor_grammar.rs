@@ -438,6 +438,8 @@ fn spot_checks() {
     has(&g, l, "f32", "storage.type.kir");
     has(&g, l, "u32", "storage.type.kir");
     has(&g, l, "reqntid", "support.function.attribute.kir");
+    let masks = "kernel @k(%m: u32) assume_masks() {";
+    has(&g, masks, "assume_masks", "support.function.attribute.kir");
     has(&g, "  shared @tile: f32[256] align 16", "shared", "storage.modifier.shared.kir");
     has(&g, "  shared @tile: f32[256] align 16", "@tile", "variable.other.global.kir");
     has(&g, "  shared @tile: f32[256] align 16", "align", "storage.modifier.align.kir");
