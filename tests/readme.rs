@@ -129,10 +129,10 @@ fn parse_page(md: &str) -> Result<Vec<Block>, String> {
                     out.push(if ignore { Block::NotRun(c) } else { Block::Run(c) });
                 }
             }
-            ("sh" | "bash" | "shell" | "zsh", _) => return Err(format!(
-                "line {}: a ```{lang} block: commands go in ```console blocks (`$ ` lines), which tests/readme.rs runs",
-                i + 1
-            )),
+            ("sh" | "bash" | "shell" | "zsh", _) => {
+                let hint = "commands go in ```console blocks (`$ ` lines), which tests/readme.rs runs";
+                return Err(format!("line {}: a ```{lang} block: {hint}", i + 1));
+            }
             (_, Some(a)) if a.starts_with("file=") => out.push(Block::File {
                 line: i + 1,
                 name: a["file=".len()..].to_string(),
