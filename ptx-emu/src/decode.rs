@@ -959,17 +959,25 @@ pub fn decode(raw: &RawInst, scopes: &Scopes, shared: &SharedInfo) -> Result<(In
                 inst.src[0] = cx.s(&ops[0], Kind::Bits(32))?;
                 Op::BarWarp
             } else {
-                if !sync {
-                    return Err(cx.unsupported("only `bar.sync`/`barrier.sync` (no arrive/red)"));
+                let arrive = m.take("arrive");
+                m.take("aligned");
+                m.take("cta");
+                if !sync && !arrive {
+                    return Err(
+                        cx.unsupported("only `bar.sync`, `bar.arrive` and their `barrier.` forms (no `bar.red`)")
+                    );
                 }
-                if o.len() != 1 {
-                    return Err(cx.unsupported("barriers with a thread count"));
+                if arrive && o.len() != 2 {
+                    return Err(cx.err("`bar.arrive` takes a barrier and a thread count"));
                 }
-                let id = cx.s(&o[0], Kind::Bits(32))?;
-                if id != Src::Imm(0) {
-                    return Err(cx.unsupported("named barriers other than 0"));
+                if o.is_empty() || o.len() > 2 {
+                    return Err(cx.err("`bar.sync` takes a barrier and an optional thread count"));
                 }
-                Op::Bar
+                inst.src[0] = cx.s(&o[0], Kind::Bits(32))?;
+                if o.len() == 2 {
+                    inst.src[1] = cx.s(&o[1], Kind::Bits(32))?;
+                }
+                Op::Bar { arrive, counted: o.len() == 2 }
             }
         }
         "membar" | "fence" => {

@@ -31,7 +31,9 @@ pub enum FaultKind {
     /// An address not aligned to the access size.
     Misaligned,
     /// `bar.sync` not reached by every non-exited thread of the block, or reached at different
-    /// barrier instructions, or reached by part of a warp (`.aligned`).
+    /// barrier instructions, or reached by part of a warp (`.aligned`); a named barrier
+    /// (`bar.sync N, count`, `bar.arrive`) that can no longer fill (deadlock), filled for two
+    /// different thread counts, or with an id past 15 or a count that is not whole warps.
     BarrierDivergence,
     /// `shfl.sync`/`vote.sync`/`bar.warp.sync` executed by a lane whose member mask names lanes
     /// that do not execute it together, or that does not name the lane itself.

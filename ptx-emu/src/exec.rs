@@ -106,8 +106,11 @@ struct Warp {
     /// Lanes that exist in this warp (the last warp of a block may be partial).
     live: u32,
     exited: u32,
-    /// The barrier instruction this warp waits at.
+    /// The barrier instruction this warp waits at (`bar.sync 0` without a thread count).
     waiting: Option<u32>,
+    /// The named barrier (with its instruction) this warp waits at (`bar.sync N, count`, or any
+    /// `bar.sync` with a thread count).
+    named_wait: Option<(u8, u32)>,
     /// Instructions this warp has executed in the current block (for `warp_fuel`).
     steps: u64,
 }
@@ -117,8 +120,18 @@ enum Stop {
     Barrier,
 }
 
+/// One of a block's 16 named barriers: threads arrived so far (counted per warp, 32 each, as
+/// PTX counts them), the thread count they arrive for, and the instruction of the first arrival.
+#[derive(Clone, Copy, Debug, Default)]
+struct NamedBar {
+    arrived: u32,
+    expected: u32,
+    first_pc: u32,
+}
+
 /// Per host thread state, reused across blocks.
 pub struct Worker {
+    named: [NamedBar; 16],
     regs: Vec<u64>,
     shared: Vec<u64>,
     local: Vec<u64>,
@@ -155,6 +168,7 @@ impl Worker {
             return Err(EmuError::invalid("local memory of one block exceeds 256 MiB"));
         }
         Ok(Worker {
+            named: [NamedBar::default(); 16],
             regs: vec![0; reg_words],
             shared: vec![0; (cx.shared_bytes as usize).div_ceil(8)],
             local: vec![0; local_bytes.div_ceil(8)],
@@ -333,14 +347,17 @@ impl Worker {
             warp.live = live;
             warp.exited = 0;
             warp.waiting = None;
+            warp.named_wait = None;
             warp.steps = 0;
         }
+        self.named = [NamedBar::default(); 16];
         self.stats.blocks += 1;
         self.stats.threads += nthreads as u64;
         loop {
             let mut progressed = false;
             for w in 0..nw {
-                if self.warps[w].waiting.is_some() || self.warps[w].stack.is_empty() {
+                let warp = &self.warps[w];
+                if warp.waiting.is_some() || warp.named_wait.is_some() || warp.stack.is_empty() {
                     continue;
                 }
                 progressed = true;
@@ -349,12 +366,25 @@ impl Worker {
                     Stop::Barrier => {}
                 }
             }
+            // A warp waiting at a named barrier that no running warp can fill any more: deadlock.
+            let stuck = (0..nw).find(|&w| self.warps[w].named_wait.is_some());
             let Some(w0) = (0..nw).find(|&w| self.warps[w].waiting.is_some()) else {
+                if let (Some(ws), false) = (stuck, progressed) {
+                    return Err(self.named_deadlock(cx, ws, "every other warp has exited or waits elsewhere"));
+                }
                 if !progressed || self.warps.iter().all(|w| w.stack.is_empty()) {
                     return Ok(());
                 }
                 continue;
             };
+            if let Some(ws) = stuck {
+                let l0 = cx.k.insts.get(self.warps[w0].waiting.unwrap_or(0) as usize).map_or(0, |i| i.line);
+                return Err(self.named_deadlock(
+                    cx,
+                    ws,
+                    &format!("warp {w0} waits at the block-wide `bar.sync 0` (PTX line {l0}) instead"),
+                ));
+            }
             // Every warp that has not exited waits at a barrier: release it, if it is one barrier.
             let pc0 = self.warps[w0].waiting.expect("waiting");
             if let Some(w2) = (w0..nw).find(|&w| self.warps[w].waiting.is_some_and(|p| p != pc0)) {
@@ -381,6 +411,128 @@ impl Worker {
             }
             self.stats.barriers += 1;
         }
+    }
+
+    /// A warp arrives at named barrier `id` (`bar.sync`/`bar.arrive` with an id other than 0 or a
+    /// thread count). Every lane of the barrier must read the same id and count; the count is a
+    /// multiple of 32 (default: the block's threads, rounded up to whole warps); a warp counts 32
+    /// arrivals. When the count is reached every waiting warp is released. True when this warp
+    /// must wait (a `bar.sync` that did not complete the barrier).
+    #[allow(clippy::too_many_arguments)]
+    fn named_barrier(
+        &mut self,
+        cx: &LaunchCtx,
+        inst: &Inst,
+        pc: u32,
+        w: usize,
+        exec: u32,
+        id: u64,
+        counted: bool,
+        arrive: bool,
+    ) -> Result<bool, EmuError> {
+        let lane = exec.trailing_zeros().min(31);
+        let what = if arrive { "bar.arrive" } else { "bar.sync" };
+        let nthreads: u32 = cx.cfg.block.iter().product();
+        let all = nthreads.div_ceil(32) * 32;
+        let count = if counted { self.rd(cx, inst.src[1], w, lane) } else { all as u64 };
+        let mut l = exec;
+        while l != 0 {
+            let x = l.trailing_zeros();
+            l &= l - 1;
+            let (i2, c2) =
+                (self.rd(cx, inst.src[0], w, x), if counted { self.rd(cx, inst.src[1], w, x) } else { count });
+            if (i2 & 0xffff_ffff) != (id & 0xffff_ffff) || (c2 & 0xffff_ffff) != (count & 0xffff_ffff) {
+                return Err(self.fault(
+                    cx,
+                    FaultKind::BarrierDivergence,
+                    pc,
+                    w,
+                    x,
+                    format!("lanes {lane} and {x} of warp {w} give `{what}` different barriers or thread counts"),
+                ));
+            }
+        }
+        let (id, count) = ((id & 0xffff_ffff) as u32, (count & 0xffff_ffff) as u32);
+        if id > 15 {
+            return Err(self.fault(
+                cx,
+                FaultKind::BarrierDivergence,
+                pc,
+                w,
+                lane,
+                format!("`{what}` names barrier {id}; a block has barriers 0..15"),
+            ));
+        }
+        if count == 0 || count % 32 != 0 || count > all {
+            return Err(self.fault(
+                cx,
+                FaultKind::BarrierDivergence,
+                pc,
+                w,
+                lane,
+                format!(
+                    "`{what}` {id} with thread count {count}: the count must be a positive multiple of 32 and at most \
+                     the block's {all} threads (whole warps)"
+                ),
+            ));
+        }
+        let b = &mut self.named[id as usize];
+        if b.arrived > 0 && b.expected != count {
+            let l1 = cx.k.insts.get(b.first_pc as usize).map_or(0, |i| i.line);
+            let expected = b.expected;
+            return Err(self.fault(
+                cx,
+                FaultKind::BarrierDivergence,
+                pc,
+                w,
+                lane,
+                format!(
+                    "`{what}` {id} with thread count {count} while barrier {id} is filling for {expected} threads (first \
+                     arrival at PTX line {l1})"
+                ),
+            ));
+        }
+        if b.arrived == 0 {
+            b.expected = count;
+            b.first_pc = pc;
+        }
+        b.arrived += 32;
+        if b.arrived >= b.expected {
+            *b = NamedBar::default();
+            self.stats.barriers += 1;
+            for warp in self.warps.iter_mut() {
+                if warp.named_wait.is_some_and(|(i, _)| i as u32 == id) {
+                    let (_, at) = warp.named_wait.take().expect("waiting");
+                    if let Some(top) = warp.stack.last_mut() {
+                        top.pc = at + 1;
+                    }
+                }
+            }
+            return Ok(false);
+        }
+        if arrive {
+            return Ok(false);
+        }
+        self.warps[w].named_wait = Some((id as u8, pc));
+        Ok(true)
+    }
+
+    /// The fault for warp `w` waiting at a named barrier that can no longer fill.
+    fn named_deadlock(&self, cx: &LaunchCtx, w: usize, why: &str) -> EmuError {
+        let (id, pc) = self.warps[w].named_wait.unwrap_or((0, 0));
+        let b = self.named[id as usize];
+        let lane = self.warps[w].live.trailing_zeros().min(31);
+        self.fault(
+            cx,
+            FaultKind::BarrierDivergence,
+            pc,
+            w,
+            lane,
+            format!(
+                "deadlock: warp {w} waits at named barrier {id}, which has {} of its {} threads and can get no more: {why}",
+                b.arrived, b.expected
+            ),
+        )
     }
 
     fn charge(&mut self, cx: &LaunchCtx, n: u32, pc: u32, w: usize, lane: u32) -> Result<(), EmuError> {
@@ -483,7 +635,7 @@ impl Worker {
                 }
             };
             self.charge(cx, active.count_ones(), pc, w, active.trailing_zeros())?;
-            if !matches!(inst.op, Op::Bra { .. } | Op::Exit | Op::Bar | Op::Trap) {
+            if !matches!(inst.op, Op::Bra { .. } | Op::Exit | Op::Bar { .. } | Op::Trap) {
                 if exec != 0 {
                     self.exec(cx, inst, pc, w, exec)?;
                 }
@@ -532,7 +684,7 @@ impl Worker {
                     }
                     continue;
                 }
-                Op::Bar => {
+                Op::Bar { arrive, counted } => {
                     let warp = &self.warps[w];
                     let need = warp.live & !warp.exited;
                     if exec != need {
@@ -551,8 +703,19 @@ impl Worker {
                             ),
                         ));
                     }
-                    self.warps[w].waiting = Some(pc);
-                    return Ok(Stop::Barrier);
+                    let lane = exec.trailing_zeros().min(31);
+                    let id = self.rd(cx, inst.src[0], w, lane);
+                    if id == 0 && !counted && !arrive {
+                        self.warps[w].waiting = Some(pc);
+                        return Ok(Stop::Barrier);
+                    }
+                    if self.named_barrier(cx, inst, pc, w, exec, id, counted, arrive)? {
+                        return Ok(Stop::Barrier);
+                    }
+                    if let Some(t) = self.warps[w].stack.last_mut() {
+                        t.pc = pc + 1;
+                    }
+                    continue;
                 }
                 Op::Trap => {
                     if exec != 0 {
@@ -1401,7 +1564,7 @@ impl Worker {
             Op::Activemask => each!(|l| self.wr(w, d0, l, exec as u64)),
             Op::BarWarp => self.collective_check(cx, inst, pc, w, exec, s0)?,
             Op::Nop => {}
-            Op::Bra { .. } | Op::Exit | Op::Trap | Op::Bar => unreachable!("handled by run_warp"),
+            Op::Bra { .. } | Op::Exit | Op::Trap | Op::Bar { .. } => unreachable!("handled by run_warp"),
         }
         Ok(())
     }

@@ -48,6 +48,10 @@
 //!   barrier instruction; a warp that reaches it with part of its non-exited lanes, or warps
 //!   waiting at different barriers, or warps waiting while the others exited, is a
 //!   [`FaultKind::BarrierDivergence`] naming the PTX line and the threads.
+//! - Named barriers (`bar.sync N, count`, `bar.arrive N, count`, ids 0..15): a warp counts 32
+//!   arrivals; `bar.sync` waits until `count` arrived. A named barrier that can no longer fill
+//!   (deadlock), two counts for one barrier, or a count that is not whole warps of the block is a
+//!   [`FaultKind::BarrierDivergence`].
 //! - `shfl.sync`/`vote.sync`: every lane named in an executing lane's member mask must execute the
 //!   instruction with it, and the mask must name the lane itself ([`FaultKind::CollectiveMask`]).
 //! - Memory: every global access must fall inside one buffer of the [`Memory`], every shared access

@@ -368,7 +368,12 @@ pub enum Op {
         mode: VoteMode,
     },
     Activemask,
-    Bar,
+    /// `bar.sync` / `barrier.sync` (`arrive`: `bar.arrive`): barrier id in `src[0]`, thread count
+    /// in `src[1]` when `counted`.
+    Bar {
+        arrive: bool,
+        counted: bool,
+    },
     BarWarp,
     Nop,
     Bra {
