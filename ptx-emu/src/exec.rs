@@ -7,7 +7,9 @@
 //!
 //! Within a block, warps run in index order, each until it waits at `bar.sync` or exits; when
 //! every warp that has not exited waits, the barrier is checked (same instruction, every
-//! non-exited lane) and released. Nothing here panics on any input: faults are `EmuError`s with
+//! non-exited lane) and released. A named barrier (`bar.sync N, count`, `bar.arrive`) counts 32
+//! arrivals per warp and releases its waiting warps when the count is reached; a warp waiting at
+//! one when no warp can run any more is a deadlock fault. Nothing here panics on any input: faults are `EmuError`s with
 //! the PTX line, the instruction text, the block and the thread.
 
 use crate::float::{self, Arith, FTy, Rnd};
