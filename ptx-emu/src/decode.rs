@@ -818,7 +818,8 @@ pub fn decode(raw: &RawInst, scopes: &Scopes, shared: &SharedInfo) -> Result<(In
             inst.base = base;
             inst.offset = off;
             let regs: Vec<&Operand> = match val {
-                Operand::Vec(parts, ..) if n > 1 && parts.len() == n as usize => parts.iter().collect(),
+                // `{ %r1 }`: a one-register vector (Triton's inline assembly writes scalars so).
+                Operand::Vec(parts, ..) if parts.len() == n as usize => parts.iter().collect(),
                 v if n == 1 => vec![v],
                 _ => return Err(cx.err_at(val.pos(), format!("`.v{n}` needs a vector of {n} registers"))),
             };

@@ -355,9 +355,31 @@ impl Parser {
                             format!("module-level `.{d}` variables are not supported by the emulator"),
                         ));
                     }
-                    "file" | "loc" | "section" => {
+                    "file" | "loc" => {
                         let line = t.line;
                         self.skip_line(line);
+                    }
+                    "section" => {
+                        // Debug sections (`.section .debug_info { .b8 ... }`, as Triton and
+                        // NVRTC -lineinfo emit them) carry no code: skipped, braces balanced.
+                        let line = t.line;
+                        self.skip_line(line);
+                        if self.is_punct('{') {
+                            let mut depth = 0u32;
+                            loop {
+                                let t = self.next("`}` closing the section")?;
+                                match t.tok {
+                                    Tok::Punct('{') => depth += 1,
+                                    Tok::Punct('}') => {
+                                        depth -= 1;
+                                        if depth == 0 {
+                                            break;
+                                        }
+                                    }
+                                    _ => {}
+                                }
+                            }
+                        }
                     }
                     "pragma" => {
                         self.pos += 1;
