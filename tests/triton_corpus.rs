@@ -10,11 +10,14 @@
 //!   measured statistics but not bit for bit (ptx-emu/README.md, "Approximate ops"): its outputs
 //!   must be within 2 ulp of the hardware's (measured: 1,527 of 49,984 elements differ, none by
 //!   more than 2 ulp).
+//! - `layernorm_f32` (`ldmatrix` for a layout change, `sqrt.approx.ftz.f32`, `div.full.f32`):
+//!   within 2e-6 absolute (measured: 3,421 of 32,000 elements differ, at most 9.5e-7; the
+//!   differing elements come in whole rows, through each row's `rstd`; the emulator and the H100
+//!   are both 8.9e-7 from an f64 layernorm). Its mean and rstd buffers are bit-identical.
 //! - The kernels the emulator does not run yet must be refused with a located error naming what
-//!   is missing (never a wrong result): `layernorm_f32` (module-level `.global` data and
-//!   `ldmatrix`), `matmul_f16_sm90` (`cp.async`, `ldmatrix`, `wgmma`) and `matmul_f16_sm80`
-//!   (compiled for sm_80, not run on the H100: only loading is tried). When one starts to run,
-//!   this test fails until its outputs are compared here.
+//!   is missing (never a wrong result): `matmul_f16_sm90` (`cp.async`, `wgmma`) and
+//!   `matmul_f16_sm80` (`mma.sync`; compiled for sm_80, not run on the H100: only loading is
+//!   tried). When one starts to run, this test fails until its outputs are compared here.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -27,6 +30,7 @@ fn dir() -> PathBuf {
 enum Want {
     BitIdentical,
     WithinUlp(u32),
+    WithinAbs(f32),
     Unsupported(&'static str),
 }
 
@@ -34,9 +38,9 @@ fn want(tag: &str) -> Want {
     match tag {
         "add_f32" | "atomic_hist_i32" => Want::BitIdentical,
         "softmax_f32" => Want::WithinUlp(2),
-        "layernorm_f32" => Want::Unsupported("module-level `.global` variables are not supported"),
+        "layernorm_f32" => Want::WithinAbs(2e-6),
         "matmul_f16_sm90" => Want::Unsupported("unsupported instruction `cp`"),
-        "matmul_f16_sm80" => Want::Unsupported("unsupported instruction `ldmatrix`"),
+        "matmul_f16_sm80" => Want::Unsupported("unsupported instruction `mma`"),
         other => panic!("kernel `{other}` of corpus.json has no expectation here"),
     }
 }
@@ -135,6 +139,21 @@ fn triton_kernels_run_in_the_emulator_as_on_the_h100() {
                     }
                     assert!(worst <= n, "{tag} {name}: {worst} ulp from the H100 ({differing} elements differ)");
                     report.push(format!("{tag} {name}: {differing} elements differ, at most {worst} ulp"));
+                }
+                Want::WithinAbs(tol) => {
+                    assert_eq!(wd, "<f4", "{tag} {name}");
+                    let (mut worst, mut differing) = (0f32, 0usize);
+                    for (a, b) in g.chunks(4).zip(w.chunks(4)) {
+                        let (a, b) =
+                            (f32::from_le_bytes(a.try_into().unwrap()), f32::from_le_bytes(b.try_into().unwrap()));
+                        assert!(a.is_nan() == b.is_nan(), "{tag} {name}: {a} vs the H100's {b}");
+                        if !a.is_nan() {
+                            worst = worst.max((a - b).abs());
+                            differing += (a.to_bits() != b.to_bits()) as usize;
+                        }
+                    }
+                    assert!(worst <= tol, "{tag} {name}: {worst} from the H100 ({differing} elements differ)");
+                    report.push(format!("{tag} {name}: {differing} elements differ, at most {worst:e} absolute"));
                 }
                 Want::Unsupported(_) => unreachable!(),
             }

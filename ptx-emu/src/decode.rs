@@ -205,7 +205,7 @@ impl<'a> Cx<'a> {
                 None if n.starts_with('%') && sreg(n).is_some() => {
                     Err(self.err_at((*l, *c), format!("special register `{n}` cannot be written")))
                 }
-                None => Err(self.err_at((*l, *c), format!("undeclared register `{n}`"))),
+                None => Err(self.err_at((*l, *c), self.scopes.undeclared(n, "register"))),
             },
             Operand::Sink(..) => Ok(NO_REG),
             other => Err(self.err_at(other.pos(), "expected a register")),
@@ -247,7 +247,7 @@ impl<'a> Cx<'a> {
                 match self.scopes.lookup(n) {
                     Some(Sym::Reg(r)) => Ok((Src::Reg(r), false)),
                     Some(_) => imm(self.symbol_address(n).map(|a| a.1).unwrap_or(0)),
-                    None => Err(self.err_at((*l, *c), format!("undeclared register or variable `{n}`"))),
+                    None => Err(self.err_at((*l, *c), self.scopes.undeclared(n, "register or variable"))),
                 }
             }
             Operand::SymOff(n, off, l, c) => match self.symbol_address(n) {
@@ -300,7 +300,7 @@ impl<'a> Cx<'a> {
                     let (sp, a) = self.symbol_address(n).expect("a variable");
                     Ok((None, (a as i64).wrapping_add(*off), Some(sp)))
                 }
-                None => Err(self.err_at((*l, *c), format!("undeclared register or variable `{n}`"))),
+                None => Err(self.err_at((*l, *c), self.scopes.undeclared(n, "register or variable"))),
             },
         }
     }
@@ -980,6 +980,44 @@ pub fn decode(raw: &RawInst, scopes: &Scopes, shared: &SharedInfo) -> Result<(In
                 }
                 Op::Bar { arrive, counted: o.len() == 2 }
             }
+        }
+        "ldmatrix" => {
+            // ldmatrix.sync.aligned.m8n8.x{1,2,4}[.trans].shared[::cta].b16 d, [a]
+            m.take("aligned");
+            if !sync {
+                return Err(cx.err("`ldmatrix` must be `.sync.aligned`"));
+            }
+            if !m.take("m8n8") {
+                return Err(cx.unsupported("`ldmatrix` shapes other than `.m8n8`"));
+            }
+            let num: u8 = match m.take_any(&["x1", "x2", "x4"]) {
+                Some("x1") => 1,
+                Some("x2") => 2,
+                Some(_) => 4,
+                None => return Err(cx.err("`ldmatrix` needs `.x1`, `.x2` or `.x4`")),
+            };
+            let trans = m.take("trans");
+            let space = space_mod(&mut m);
+            if space != Some(Space::Shared) {
+                return Err(cx.err("`ldmatrix` reads `.shared` memory"));
+            }
+            let ty = one_type(&cx, &mut m)?;
+            if ty != ScalarType::B16 {
+                return Err(cx.unsupported("`ldmatrix` types other than `.b16`"));
+            }
+            let ops = cx.arity(2)?;
+            let regs: Vec<&Operand> = match &ops[0] {
+                Operand::Vec(parts, ..) if parts.len() == num as usize => parts.iter().collect(),
+                r if num == 1 => vec![r],
+                d => return Err(cx.err_at(d.pos(), format!("`.x{num}` needs {num} destination registers"))),
+            };
+            for (i, r) in regs.iter().enumerate() {
+                inst.dst[i] = cx.dst(r)?;
+            }
+            let (base, off, _) = cx.address(&ops[1])?;
+            inst.base = base;
+            inst.offset = off;
+            Op::Ldmatrix { num, trans }
         }
         "membar" | "fence" => {
             m.list.retain(|x| !matches!(*x, "cta" | "gl" | "sys" | "sc" | "acq_rel"));

@@ -1004,6 +1004,85 @@ impl Worker {
         }
     }
 
+    /// `ldmatrix.m8n8.xN[.trans].shared.b16` (PTX ISA, "Warp-level matrix load instruction:
+    /// ldmatrix"): a warp-wide instruction (`.sync.aligned`: every non-exited lane of the warp
+    /// executes it). Lane `8i + r` gives the 16-byte-aligned shared address of row `r` of matrix
+    /// `i`; lane `t` receives in `dst[i]` the elements `(t / 4, 2 (t % 4))` (low half) and
+    /// `(t / 4, 2 (t % 4) + 1)` (high half) of matrix `i`, or with `.trans` the elements
+    /// `(2 (t % 4), t / 4)` and `(2 (t % 4) + 1, t / 4)`.
+    #[allow(clippy::too_many_arguments)]
+    fn ldmatrix(
+        &mut self,
+        cx: &LaunchCtx,
+        inst: &Inst,
+        pc: u32,
+        w: usize,
+        exec: u32,
+        num: u8,
+        trans: bool,
+    ) -> Result<(), EmuError> {
+        let need = self.warps[w].live & !self.warps[w].exited;
+        if exec != need {
+            let l = (need & !exec).trailing_zeros();
+            return Err(self.fault(
+                cx,
+                FaultKind::CollectiveMask,
+                pc,
+                w,
+                exec.trailing_zeros().min(31),
+                format!(
+                    "`ldmatrix` is executed by lanes {} of warp {w} while lane {l} does not execute it (`.sync.aligned`: the whole warp must)",
+                    lanes_text(exec)
+                ),
+            ));
+        }
+        // Row r of matrix i: 8 b16 elements at the address lane 8i + r gives.
+        let mut rows = [[0u16; 8]; 32];
+        for row_lane in 0..(8 * num as u32) {
+            if need & (1 << row_lane) == 0 {
+                return Err(self.fault(
+                    cx,
+                    FaultKind::CollectiveMask,
+                    pc,
+                    w,
+                    0,
+                    format!("`ldmatrix .x{num}` needs the row address of lane {row_lane}, which does not exist or has exited"),
+                ));
+            }
+            let base = inst.base.map_or(0, |r| self.regs[self.ri(w, r, row_lane)]);
+            let addr = base.wrapping_add(inst.offset as u64);
+            for word in 0..4u32 {
+                let acc = self.access(
+                    cx,
+                    Space::Shared,
+                    addr.wrapping_add(4 * word as u64),
+                    4,
+                    if word == 0 { 16 } else { 4 },
+                    false,
+                    pc,
+                    w,
+                    row_lane,
+                )?;
+                let v = self.load(cx, acc, 4) as u32;
+                rows[row_lane as usize][2 * word as usize] = v as u16;
+                rows[row_lane as usize][2 * word as usize + 1] = (v >> 16) as u16;
+            }
+        }
+        for i in 0..num as usize {
+            let mut out = [0u64; 32];
+            for t in 0..32usize {
+                let (lo, hi) = if trans {
+                    (rows[8 * i + 2 * (t % 4)][t / 4], rows[8 * i + 2 * (t % 4) + 1][t / 4])
+                } else {
+                    (rows[8 * i + t / 4][2 * (t % 4)], rows[8 * i + t / 4][2 * (t % 4) + 1])
+                };
+                out[t] = lo as u64 | (hi as u64) << 16;
+            }
+            self.put(w, inst.dst[i], exec, &out);
+        }
+        Ok(())
+    }
+
     fn collective_check(
         &self,
         cx: &LaunchCtx,
@@ -1565,6 +1644,7 @@ impl Worker {
             }
             Op::Activemask => each!(|l| self.wr(w, d0, l, exec as u64)),
             Op::BarWarp => self.collective_check(cx, inst, pc, w, exec, s0)?,
+            Op::Ldmatrix { num, trans } => self.ldmatrix(cx, inst, pc, w, exec, num, trans)?,
             Op::Nop => {}
             Op::Bra { .. } | Op::Exit | Op::Trap | Op::Bar { .. } => unreachable!("handled by run_warp"),
         }

@@ -72,6 +72,20 @@ pub enum Sym {
 pub struct Scopes {
     pub scopes: Vec<HashMap<String, Sym>>,
     pub nregs: u32,
+    /// Module-level `.global` variables: declared (and skipped), not emulated; an instruction
+    /// naming one is refused, saying so.
+    pub unsupported_globals: Vec<String>,
+}
+
+impl Scopes {
+    /// The error for name `n` that no scope declares.
+    pub fn undeclared(&self, n: &str, what: &str) -> String {
+        if self.unsupported_globals.iter().any(|g| g == n) {
+            format!("module-level `.global` variable `{n}` is not supported by the emulator (it is used here)")
+        } else {
+            format!("undeclared {what} `{n}`")
+        }
+    }
 }
 
 impl Scopes {
@@ -94,6 +108,8 @@ struct Parser {
     pos: usize,
     /// Module-level `.shared` declarations: name, alignment, size (None: `.extern`, dynamic).
     module_shared: Vec<(String, u32, Option<u32>, u32, u32)>,
+    /// Names of module-level `.global` variables (declared, not emulated).
+    module_globals: Vec<String>,
     /// Registers declared in the whole module so far (bounded: a short text must not allocate
     /// without limit).
     module_regs: u64,
@@ -349,11 +365,29 @@ impl Parser {
                         self.pos += 1;
                         self.module_shared_decl(&t, false)?;
                     }
-                    "global" | "const" => {
-                        return Err(err(
-                            &t,
-                            format!("module-level `.{d}` variables are not supported by the emulator"),
-                        ));
+                    "global" => {
+                        // Declared data (Triton's NVVM-reflect strings, never read by the code):
+                        // skipped with its initializer; an instruction naming it is refused.
+                        self.pos += 1;
+                        let mut name: Option<String> = None;
+                        let mut depth = 0u32;
+                        loop {
+                            let x = self.next("`;` ending the `.global` declaration")?;
+                            match &x.tok {
+                                Tok::Ident(n) if depth == 0 && name.is_none() => name = Some(n.clone()),
+                                Tok::Punct('{') => depth += 1,
+                                Tok::Punct('}') => depth = depth.saturating_sub(1),
+                                Tok::Punct(';') if depth == 0 => break,
+                                _ => {}
+                            }
+                        }
+                        let Some(name) = name else {
+                            return Err(err(&t, "a `.global` declaration without a name"));
+                        };
+                        self.module_globals.push(name);
+                    }
+                    "const" => {
+                        return Err(err(&t, "module-level `.const` variables are not supported by the emulator"));
                     }
                     "file" | "loc" => {
                         let line = t.line;
@@ -744,7 +778,8 @@ impl Parser {
 
     fn entry(&mut self, at: &Token) -> Result<Kernel, ParseError> {
         let (name, _) = self.ident("the entry's name")?;
-        let mut scopes = Scopes { scopes: vec![HashMap::new()], nregs: 0 };
+        let mut scopes =
+            Scopes { scopes: vec![HashMap::new()], nregs: 0, unsupported_globals: self.module_globals.clone() };
         let mut params = Vec::new();
         let mut offset = 0u32;
         if self.is_punct('(') {
@@ -1302,6 +1337,7 @@ pub fn parse_program(text: &str) -> Result<Program, ParseError> {
         toks,
         pos: 0,
         module_shared: Vec::new(),
+        module_globals: Vec::new(),
         module_regs: 0,
         funcs: HashMap::new(),
         inlined: 0,

@@ -375,6 +375,13 @@ pub enum Op {
         counted: bool,
     },
     BarWarp,
+    /// `ldmatrix.sync.aligned.m8n8.xN[.trans].shared.b16`: `num` 8x8 matrices of b16, row
+    /// addresses from lanes `8i..8i+7` (base register + offset), one 32-bit fragment per matrix
+    /// into `dst[i]`.
+    Ldmatrix {
+        num: u8,
+        trans: bool,
+    },
     Nop,
     Bra {
         target: u32,
