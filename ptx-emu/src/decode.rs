@@ -352,7 +352,7 @@ fn sreg(n: &str) -> Option<Sreg> {
 }
 
 fn blank(op: Op, line: u32) -> Inst {
-    Inst { op, guard: None, dst: [NO_REG; 4], src: [Src::None; 4], neg: 0, base: None, offset: 0, line }
+    Inst { op, guard: None, dst: [NO_REG; 4], src: [Src::None; 4], neg: 0, base: None, offset: 0, line, wide: None }
 }
 
 /// Decodes one instruction. Returns the instruction and, for a branch, its label (resolved by
@@ -710,6 +710,22 @@ pub fn decode(raw: &RawInst, scopes: &Scopes, shared: &SharedInfo) -> Result<(In
             let irnd = m.irnd();
             let ftz = m.take("ftz");
             let sat = m.take("sat");
+            if let Some(packed) = m.take_any(&["f16x2", "bf16x2"]) {
+                let relu = m.take("relu");
+                let tys = m.types();
+                if frnd != Some(Rnd::N) || ftz || sat || tys[..] != [ScalarType::F32] {
+                    return Err(cx.unsupported("packed conversions other than `cvt.rn[.relu].{f16x2,bf16x2}.f32`"));
+                }
+                let ops = cx.arity(3)?;
+                inst.dst[0] = cx.dst(&ops[0])?;
+                inst.src[0] = cx.s(&ops[1], Kind::Bits(32))?;
+                inst.src[1] = cx.s(&ops[2], Kind::Bits(32))?;
+                if let Some(x) = m.list.first() {
+                    return Err(cx.err(format!("unsupported modifier `.{x}` on `{}`", cx.name())));
+                }
+                inst.op = Op::CvtPack { bf16: packed == "bf16x2", relu };
+                return Ok((inst, label));
+            }
             if m.list
                 .iter()
                 .any(|x| x.ends_with("x2") || x.starts_with("e4m3") || x.starts_with("e5m2") || *x == "tf32")
@@ -980,6 +996,42 @@ pub fn decode(raw: &RawInst, scopes: &Scopes, shared: &SharedInfo) -> Result<(In
                 }
                 Op::Bar { arrive, counted: o.len() == 2 }
             }
+        }
+        "mma" => {
+            // mma.sync.aligned.m16n8k{8,16}.row.col.f32.{f16,bf16}.{f16,bf16}.f32 d, a, b, c
+            m.take("aligned");
+            if !sync {
+                return Err(cx.err("`mma` must be `.sync.aligned`"));
+            }
+            let k: u8 = match m.take_any(&["m16n8k16", "m16n8k8"]) {
+                Some("m16n8k16") => 16,
+                Some(_) => 8,
+                None => return Err(cx.unsupported("`mma` shapes other than `.m16n8k16` and `.m16n8k8`")),
+            };
+            if !m.take("row") || !m.take("col") {
+                return Err(cx.unsupported("`mma` layouts other than `.row.col`"));
+            }
+            let tys = m.types();
+            let bf16 = match tys[..] {
+                [ScalarType::F32, ScalarType::F16, ScalarType::F16, ScalarType::F32] => false,
+                [ScalarType::F32, ScalarType::BF16, ScalarType::BF16, ScalarType::F32] => true,
+                _ => return Err(cx.unsupported("`mma` types other than `.f32.f16.f16.f32` and `.f32.bf16.bf16.f32`")),
+            };
+            let ops = cx.arity(4)?;
+            let regs = |o: &Operand, n: usize, what: &str| -> Result<Vec<RegId>, ParseError> {
+                match o {
+                    Operand::Vec(parts, ..) if parts.len() == n => parts.iter().map(|p| cx.reg(p)).collect(),
+                    r if n == 1 => Ok(vec![cx.reg(r)?]),
+                    x => Err(cx.err_at(x.pos(), format!("`mma .m16n8k{k}` needs {n} registers for {what}"))),
+                }
+            };
+            let d = regs(&ops[0], 4, "D")?;
+            inst.dst.copy_from_slice(&d);
+            let mut wide = regs(&ops[1], k as usize / 4, "A")?;
+            wide.extend(regs(&ops[2], k as usize / 8, "B")?);
+            wide.extend(regs(&ops[3], 4, "C")?);
+            inst.wide = Some(wide.into_boxed_slice());
+            Op::Mma { k, bf16 }
         }
         "ldmatrix" => {
             // ldmatrix.sync.aligned.m8n8.x{1,2,4}[.trans].shared[::cta].b16 d, [a]

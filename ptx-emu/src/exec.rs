@@ -1083,6 +1083,88 @@ impl Worker {
         Ok(())
     }
 
+    /// `mma.sync.aligned.m16n8k{8,16}.row.col.f32.{f16,bf16}.{f16,bf16}.f32` (PTX ISA, "Matrix
+    /// fragments for mma.m16n8k16 / mma.m16n8k8 with floating point type"): lane `t`, with
+    /// `g = t / 4` and `q = t % 4`, holds A's elements `(g | g + 8, 2q + j [+ 8])`, B's
+    /// `(2q + j [+ 8], g)` and C's / D's `(g | g + 8, 2q + j)`. Each D element is C plus the sum of
+    /// the k products, computed exactly and rounded once to f32 (round to nearest even): kir's
+    /// model, not the tensor core's own accumulation order, which the ISA does not specify. Every
+    /// non-exited lane of the warp must execute it.
+    #[allow(clippy::too_many_arguments)]
+    fn mma(
+        &mut self,
+        cx: &LaunchCtx,
+        inst: &Inst,
+        pc: u32,
+        w: usize,
+        exec: u32,
+        k: u8,
+        bf16: bool,
+    ) -> Result<(), EmuError> {
+        let need = self.warps[w].live & !self.warps[w].exited;
+        if exec != need || need != u32::MAX {
+            let l = (u32::MAX & !exec).trailing_zeros();
+            return Err(self.fault(
+                cx,
+                FaultKind::CollectiveMask,
+                pc,
+                w,
+                exec.trailing_zeros().min(31),
+                format!(
+                    "`mma.sync` is executed by lanes {} of warp {w} while lane {l} does not execute it (`.sync.aligned`: all 32 lanes must)",
+                    lanes_text(exec)
+                ),
+            ));
+        }
+        let Some(regs) = inst.wide.as_deref() else { return Ok(()) };
+        let k = k as usize;
+        let (na, nb) = (k / 4, k / 8);
+        let ty = if bf16 { crate::float::FTy::BF16 } else { crate::float::FTy::F16 };
+        let half = |v: u64, hi: bool| ty.to_f64(if hi { v >> 16 } else { v } & 0xffff);
+        let mut a = vec![[0f64; 16]; 16];
+        let mut b = vec![[0f64; 8]; 16];
+        let mut c = [[0f64; 8]; 16];
+        for t in 0..32u32 {
+            let (g, q) = ((t / 4) as usize, (t % 4) as usize);
+            for j in 0..na {
+                let v = self.regs[self.ri(w, regs[j], t)];
+                for h in 0..2 {
+                    let row = g + 8 * (j % 2);
+                    let col = 2 * q + h + 8 * (j / 2);
+                    a[row][col] = half(v, h == 1);
+                }
+            }
+            for j in 0..nb {
+                let v = self.regs[self.ri(w, regs[na + j], t)];
+                for h in 0..2 {
+                    b[2 * q + h + 8 * j][g] = half(v, h == 1);
+                }
+            }
+            for i in 0..4 {
+                let v = self.regs[self.ri(w, regs[na + nb + i], t)];
+                c[g + 8 * (i / 2)][2 * q + (i % 2)] = f32::from_bits(v as u32) as f64;
+            }
+        }
+        let mut out = [[0u64; 32]; 4];
+        for t in 0..32usize {
+            let (g, q) = (t / 4, t % 4);
+            for (i, o) in out.iter_mut().enumerate() {
+                let (row, col) = (g + 8 * (i / 2), 2 * q + (i % 2));
+                // Products of f16/bf16 are exact in f64; their sum with C is accumulated in f64
+                // (exact unless the magnitudes span more than 53 bits) and rounded once.
+                let mut acc = c[row][col];
+                for kk in 0..k {
+                    acc += a[row][kk] * b[kk][col];
+                }
+                o[t] = (acc as f32).to_bits() as u64;
+            }
+        }
+        for (i, o) in out.iter().enumerate() {
+            self.put(w, inst.dst[i], exec, o);
+        }
+        Ok(())
+    }
+
     fn collective_check(
         &self,
         cx: &LaunchCtx,
@@ -1400,6 +1482,16 @@ impl Worker {
                 let nc = ((negs >> 2) & 1) as u64;
                 map3!(|a, b, c| if (c & 1) ^ nc == 1 { a & m } else { b & m })
             }
+            Op::CvtPack { bf16, relu } => {
+                let t = if bf16 { crate::float::FTy::BF16 } else { crate::float::FTy::F16 };
+                let one = |x: u64| {
+                    let v = f32::from_bits(x as u32) as f64;
+                    // `.relu`: negative results (and NaN) become +0 (PTX: NaN gives canonical NaN).
+                    let v = if relu && v < 0.0 { 0.0 } else { v };
+                    t.from_f64(v, Rnd::N)
+                };
+                map2!(|a, b| one(a) << 16 | one(b))
+            }
             Op::Cvt { from, to, rnd, integral, ftz, sat } => map1!(|a| cvt(from, to, rnd, integral, ftz, sat, a)),
             Op::Cvta { to_generic, space, .. } => {
                 let base = match space {
@@ -1645,6 +1737,7 @@ impl Worker {
             Op::Activemask => each!(|l| self.wr(w, d0, l, exec as u64)),
             Op::BarWarp => self.collective_check(cx, inst, pc, w, exec, s0)?,
             Op::Ldmatrix { num, trans } => self.ldmatrix(cx, inst, pc, w, exec, num, trans)?,
+            Op::Mma { k, bf16 } => self.mma(cx, inst, pc, w, exec, k, bf16)?,
             Op::Nop => {}
             Op::Bra { .. } | Op::Exit | Op::Trap | Op::Bar { .. } => unreachable!("handled by run_warp"),
         }

@@ -1014,6 +1014,7 @@ impl Parser {
                 base: None,
                 offset: 0,
                 line: open.line,
+                wide: None,
             });
             texts.push("ret (end of body)".into());
         }

@@ -331,6 +331,12 @@ pub enum Op {
     Selp {
         bits: u32,
     },
+    /// `cvt.rn[.relu].{f16x2,bf16x2}.f32 d, a, b`: `a` rounded into the upper half of `d`, `b`
+    /// into the lower half.
+    CvtPack {
+        bf16: bool,
+        relu: bool,
+    },
     Cvt {
         from: CvtTy,
         to: CvtTy,
@@ -382,6 +388,12 @@ pub enum Op {
         num: u8,
         trans: bool,
     },
+    /// `mma.sync.aligned.m16n8k{8,16}.row.col.f32.{f16,bf16}.{f16,bf16}.f32`: `dst` holds D's 4
+    /// registers, `wide` A's (`k / 4`), B's (`k / 8`) and C's (4) registers in that order.
+    Mma {
+        k: u8,
+        bf16: bool,
+    },
     Nop,
     Bra {
         target: u32,
@@ -406,6 +418,8 @@ pub struct Inst {
     pub offset: i64,
     /// 1-based PTX line.
     pub line: u32,
+    /// The operand registers of an instruction with more than four sources (`mma`: A, B, C).
+    pub wide: Option<Box<[RegId]>>,
 }
 
 /// A decoded entry.
