@@ -1033,6 +1033,51 @@ pub fn decode(raw: &RawInst, scopes: &Scopes, shared: &SharedInfo) -> Result<(In
             inst.wide = Some(wide.into_boxed_slice());
             Op::Mma { k, bf16 }
         }
+        "cp" => {
+            if !m.take("async") {
+                return Err(cx.unsupported("`cp` other than `cp.async`"));
+            }
+            if m.take("commit_group") {
+                cx.arity(0)?;
+                Op::CpAsyncCommit
+            } else if m.take("wait_group") {
+                let ops = cx.arity(1)?;
+                let n = match cx.s(&ops[0], Kind::Bits(32))? {
+                    Src::Imm(n) if n < 64 => n as u32,
+                    _ => return Err(cx.err("`cp.async.wait_group` takes a constant group count")),
+                };
+                Op::CpAsyncWait { n, all: false }
+            } else if m.take("wait_all") {
+                cx.arity(0)?;
+                Op::CpAsyncWait { n: 0, all: true }
+            } else {
+                // `.ca`/`.cg` are cache hints (removed with the others above); `.cg` copies 16 bytes.
+                let cache = if raw.mods.iter().any(|x| x == "cg") { "cg" } else { "ca" };
+                if !m.take("shared") || !m.take("global") {
+                    return Err(cx.unsupported("`cp.async` other than `.shared.global`"));
+                }
+                let o = &raw.operands;
+                if o.len() != 3 && o.len() != 4 {
+                    return Err(cx.err("`cp.async` takes [dst], [src], cp-size[, src-size]"));
+                }
+                let (base, off, _) = cx.address(&o[0])?;
+                inst.base = base;
+                inst.offset = off;
+                let (sb, soff, _) = cx.address(&o[1])?;
+                inst.src[0] = sb.map_or(Src::Imm(0), Src::Reg);
+                inst.src[1] = Src::Imm(soff as u64);
+                let size = match cx.s(&o[2], Kind::Bits(32))? {
+                    Src::Imm(n) if matches!(n, 4 | 8 | 16) => n,
+                    _ => return Err(cx.err("`cp.async` copies 4, 8 or 16 bytes (a constant)")),
+                };
+                if cache == "cg" && size != 16 {
+                    return Err(cx.err("`cp.async.cg` copies 16 bytes"));
+                }
+                inst.src[2] = Src::Imm(size);
+                inst.src[3] = if o.len() == 4 { cx.s(&o[3], Kind::Bits(32))? } else { Src::Imm(size) };
+                Op::CpAsync
+            }
+        }
         "ldmatrix" => {
             // ldmatrix.sync.aligned.m8n8.x{1,2,4}[.trans].shared[::cta].b16 d, [a]
             m.take("aligned");

@@ -38,6 +38,9 @@ pub enum FaultKind {
     /// `shfl.sync`/`vote.sync`/`bar.warp.sync` executed by a lane whose member mask names lanes
     /// that do not execute it together, or that does not name the lane itself.
     CollectiveMask,
+    /// Shared memory read or written while a `cp.async` whose group its thread has not waited
+    /// for (`cp.async.wait_group`) may still be writing it.
+    AsyncCopyInFlight,
     /// The launch executed more thread-instructions than its fuel.
     FuelExhausted,
     /// `trap` or `brkpt`.
@@ -51,6 +54,7 @@ impl FaultKind {
             FaultKind::Misaligned => "misaligned access",
             FaultKind::BarrierDivergence => "barrier divergence",
             FaultKind::CollectiveMask => "warp collective mask violation",
+            FaultKind::AsyncCopyInFlight => "cp.async data used before its wait",
             FaultKind::FuelExhausted => "fuel exhausted",
             FaultKind::Trap => "trap",
         }

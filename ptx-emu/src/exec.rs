@@ -131,9 +131,25 @@ struct NamedBar {
     first_pc: u32,
 }
 
+/// A `cp.async` whose bytes are in flight until its thread waits for its group: the copy is done
+/// when issued, and any read of its destination before the wait is a fault.
+#[derive(Clone, Copy, Debug)]
+struct AsyncCopy {
+    /// Linear thread index in the block.
+    thread: u32,
+    /// The thread's group it was committed in (`None`: not committed yet).
+    group: Option<u32>,
+    dst: u32,
+    len: u32,
+    pc: u32,
+}
+
 /// Per host thread state, reused across blocks.
 pub struct Worker {
     named: [NamedBar; 16],
+    /// `cp.async` copies in flight, and per thread the number of groups it committed.
+    copies: Vec<AsyncCopy>,
+    groups: Vec<u32>,
     regs: Vec<u64>,
     shared: Vec<u64>,
     local: Vec<u64>,
@@ -171,6 +187,8 @@ impl Worker {
         }
         Ok(Worker {
             named: [NamedBar::default(); 16],
+            copies: Vec::new(),
+            groups: vec![0; nwarps * 32],
             regs: vec![0; reg_words],
             shared: vec![0; (cx.shared_bytes as usize).div_ceil(8)],
             local: vec![0; local_bytes.div_ceil(8)],
@@ -353,6 +371,8 @@ impl Worker {
             warp.steps = 0;
         }
         self.named = [NamedBar::default(); 16];
+        self.copies.clear();
+        self.groups.fill(0);
         self.stats.blocks += 1;
         self.stats.threads += nthreads as u64;
         loop {
@@ -779,6 +799,10 @@ impl Worker {
     /// bounds, each lane's offset.
     #[inline(always)]
     fn warp_shared(&self, cx: &LaunchCtx, inst: &Inst, w: usize, exec: u32, size: u32) -> Option<[u64; 32]> {
+        if !self.copies.is_empty() {
+            // Bytes of a `cp.async` in flight: every read takes the checked path.
+            return None;
+        }
         let mut addrs = [inst.offset as u64; 32];
         if let Some(r) = inst.base {
             let i = self.ri(w, r, 0);
@@ -843,10 +867,47 @@ impl Worker {
         w: usize,
         lane: u32,
     ) -> Result<Access, EmuError> {
-        match self.access_fast(cx, space, addr, size, align) {
-            Some(a) => Ok(a),
-            None => self.access_slow(cx, space, addr, size, align, store, pc, w, lane),
+        let acc = match self.access_fast(cx, space, addr, size, align) {
+            Some(a) => a,
+            None => self.access_slow(cx, space, addr, size, align, store, pc, w, lane)?,
+        };
+        if let (Access::Shared(off), false) = (&acc, self.copies.is_empty()) {
+            self.check_in_flight(cx, *off as u32, size, store, pc, w, lane)?;
         }
+        Ok(acc)
+    }
+
+    /// A shared access overlapping the destination of a `cp.async` whose group has not been
+    /// waited for is a fault: the copy may still be writing those bytes.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    fn check_in_flight(
+        &self,
+        cx: &LaunchCtx,
+        off: u32,
+        size: u32,
+        store: bool,
+        pc: u32,
+        w: usize,
+        lane: u32,
+    ) -> Result<(), EmuError> {
+        let Some(c) = self.copies.iter().find(|c| off < c.dst + c.len && c.dst < off + size) else { return Ok(()) };
+        let line = cx.k.insts.get(c.pc as usize).map_or(0, |i| i.line);
+        let writer = self.tid(cx, (c.thread / 32) as usize, c.thread % 32);
+        Err(self.fault(
+            cx,
+            FaultKind::AsyncCopyInFlight,
+            pc,
+            w,
+            lane,
+            format!(
+                "{} of shared bytes {}..{} while the `cp.async` of thread {writer:?} (PTX line {line}) may still be writing them: \
+                 that thread must wait for the copy's group (`cp.async.wait_group`) and the block synchronise before they are used",
+                if store { "store" } else { "load" },
+                off,
+                off + size
+            ),
+        ))
     }
 
     /// [`Worker::access`] with every check and the fault messages.
@@ -1737,6 +1798,52 @@ impl Worker {
             Op::Activemask => each!(|l| self.wr(w, d0, l, exec as u64)),
             Op::BarWarp => self.collective_check(cx, inst, pc, w, exec, s0)?,
             Op::Ldmatrix { num, trans } => self.ldmatrix(cx, inst, pc, w, exec, num, trans)?,
+            Op::CpAsync => each!(|l| {
+                let t = w as u32 * 32 + l;
+                let dst = inst.base.map_or(0, |r| self.regs[self.ri(w, r, l)]).wrapping_add(inst.offset as u64);
+                let src = self.rd(cx, inst.src[0], w, l).wrapping_add(self.rd(cx, inst.src[1], w, l));
+                let size = self.rd(cx, inst.src[2], w, l) as u32;
+                let from = (self.rd(cx, inst.src[3], w, l) as u32).min(size);
+                // Destination checked (bounds, alignment to the copy size) before anything moves.
+                let d0 = self.access(cx, Space::Shared, dst, 4, size, true, pc, w, l)?;
+                let _ = d0;
+                let mut bytes = [0u8; 16];
+                for (i, b) in bytes.iter_mut().enumerate().take(from as usize) {
+                    let acc = self.access(cx, Space::Global, src.wrapping_add(i as u64), 1, 1, false, pc, w, l)?;
+                    *b = self.load(cx, acc, 1) as u8;
+                }
+                if from > 0 {
+                    self.stats.global_bytes_read += from as u64;
+                }
+                for word in 0..size / 4 {
+                    let v = u32::from_le_bytes(bytes[4 * word as usize..4 * word as usize + 4].try_into().expect("4"));
+                    let acc = self.access(cx, Space::Shared, dst + 4 * word as u64, 4, 4, true, pc, w, l)?;
+                    self.store(acc, 4, v as u64);
+                }
+                self.copies.push(AsyncCopy { thread: t, group: None, dst: dst as u32, len: size, pc });
+            }),
+            Op::CpAsyncCommit => each!(|l| {
+                let t = w as u32 * 32 + l;
+                let g = self.groups[t as usize];
+                for c in self.copies.iter_mut().filter(|c| c.thread == t && c.group.is_none()) {
+                    c.group = Some(g);
+                }
+                self.groups[t as usize] = g + 1;
+            }),
+            Op::CpAsyncWait { n, all } => each!(|l| {
+                let t = w as u32 * 32 + l;
+                let done = self.groups[t as usize].saturating_sub(n);
+                self.copies.retain(|c| {
+                    c.thread != t
+                        || match c.group {
+                            Some(g) => g >= done,
+                            None => !all,
+                        }
+                });
+                if all {
+                    self.groups[t as usize] += 1;
+                }
+            }),
             Op::Mma { k, bf16 } => self.mma(cx, inst, pc, w, exec, k, bf16)?,
             Op::Nop => {}
             Op::Bra { .. } | Op::Exit | Op::Trap | Op::Bar { .. } => unreachable!("handled by run_warp"),

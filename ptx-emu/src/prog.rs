@@ -394,6 +394,18 @@ pub enum Op {
         k: u8,
         bf16: bool,
     },
+    /// `cp.async.{ca,cg}.shared.global [dst], [src], cp-size[, src-size]`: `base`/`offset` the
+    /// shared destination, `src[0]` the global source register (`Src::Imm(0)` for none) with
+    /// `src[1]` its offset, `src[2]` the bytes copied (4, 8, 16), `src[3]` the bytes read from the
+    /// source (the rest zero-filled).
+    CpAsync,
+    /// `cp.async.commit_group`.
+    CpAsyncCommit,
+    /// `cp.async.wait_group N` (`all`: `cp.async.wait_all`, which commits first).
+    CpAsyncWait {
+        n: u32,
+        all: bool,
+    },
     Nop,
     Bra {
         target: u32,

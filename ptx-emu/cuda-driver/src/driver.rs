@@ -696,7 +696,9 @@ pub fn fault_code(kind: FaultKind) -> CUresult {
         FaultKind::OutOfBounds => CUDA_ERROR_ILLEGAL_ADDRESS,
         FaultKind::Misaligned => CUDA_ERROR_MISALIGNED_ADDRESS,
         FaultKind::FuelExhausted => CUDA_ERROR_LAUNCH_TIMEOUT,
-        FaultKind::BarrierDivergence | FaultKind::CollectiveMask | FaultKind::Trap => CUDA_ERROR_LAUNCH_FAILED,
+        FaultKind::BarrierDivergence | FaultKind::CollectiveMask | FaultKind::AsyncCopyInFlight | FaultKind::Trap => {
+            CUDA_ERROR_LAUNCH_FAILED
+        }
     }
 }
 
