@@ -23,7 +23,7 @@
 //!   differ, by at most 3 f16 ulp near zero; an exact f64 product differs from the H100 on 11
 //!   elements too).
 //! - The kernel the emulator does not run yet must be refused with a located error naming what is
-//!   missing (never a wrong result): `matmul_f16_sm90` (`cp.async`, `wgmma`). When it starts to
+//!   missing (never a wrong result): `matmul_f16_sm90` (`wgmma`). When it starts to
 //!   run, this test fails until its outputs are compared here.
 
 use std::path::{Path, PathBuf};
@@ -51,7 +51,7 @@ fn want(tag: &str) -> Want {
         "add_f32" | "atomic_hist_i32" => Want::BitIdentical,
         "softmax_f32" => Want::WithinUlp(2),
         "layernorm_f32" => Want::WithinAbs(2e-6),
-        "matmul_f16_sm90" => Want::Unsupported("unsupported instruction `cp`"),
+        "matmul_f16_sm90" => Want::Unsupported("unsupported instruction `wgmma`"),
         "matmul_f16_sm80" => Want::MatmulF16 { k: 128 },
         other => panic!("kernel `{other}` of corpus.json has no expectation here"),
     }
