@@ -18,6 +18,12 @@
 //!   (`mem::locate_warp`: the extreme indices); any other, and any that would fault, is checked
 //!   lane by lane in lane order, so which lane faults and the message are those of the per-lane
 //!   rules. Race bookkeeping and stores still happen lane by lane in lane order.
+//! - An uninitialized shared read is judged at the end of its barrier interval: when another
+//!   thread of the block writes the slot before the next barrier, that write is a data race
+//!   (a missing barrier) naming the reader and the writer, their threads and instructions; when the
+//!   interval ends (barrier, block end) without such a write, or a thread writes only what it itself
+//!   read, or any other fault comes first, the first uninitialized read is reported. At most 4096
+//!   reads wait per interval; the verdict depends only on the fixed schedule.
 //! - Every failure is a typed [`InterpError`] with the block and thread coordinates and the span of
 //!   the instruction; nothing here panics on any kernel [`Prog::new`] accepted.
 //!
@@ -183,7 +189,13 @@ pub(crate) struct Worker {
     /// `sh_race_start[decl]`.
     sh_race: Vec<u64>,
     sh_race_start: Vec<usize>,
+    /// Per byte of shared memory, the generation of the block that last wrote it (initialized),
+    /// or that generation with [`PENDING`] set: read uninitialized, the read in `sh_pending`.
     sh_init: Vec<u32>,
+    /// Uninitialized shared reads of the current barrier interval not yet judged, in the order
+    /// they ran (at most [`MAX_PENDING`]): a race if another thread writes the slot before the
+    /// next barrier, an uninitialized read if the interval ends without.
+    sh_pending: Vec<PendingRead>,
     /// Where the registers of the body the running warp executes start: `w * stride` in the
     /// kernel, the innermost frame's `base` in a function. Set by `run_warp`, read by `exec`.
     cur_base: usize,
@@ -206,6 +218,26 @@ pub(crate) struct Worker {
     linear: u64,
     ctaid: [u32; 3],
     epoch: u64,
+}
+
+/// Set in an `sh_init` byte read uninitialized in this barrier interval (above any generation).
+const PENDING: u32 = 1 << 31;
+/// At most this many uninitialized reads wait for their interval's end (later ones are not
+/// remembered: the first is reported anyway when nobody writes its slot).
+const MAX_PENDING: usize = 4096;
+
+/// An uninitialized shared read waiting for its barrier interval to end.
+struct PendingRead {
+    /// Bytes `at..at + size` of the block's shared memory.
+    at: usize,
+    size: u32,
+    /// Linear thread index of the reader.
+    tid: u32,
+    /// The reading instruction.
+    span: Span,
+    /// The uninitialized-read fault as reported if no other thread writes the slot (built for
+    /// the first pending read only: only that one is ever reported as such).
+    err: Option<Box<InterpError>>,
 }
 
 /// What a warp does next after running.
@@ -275,6 +307,7 @@ impl Worker {
             sh_race: if races { vec![0; 2 * granules] } else { vec![] },
             sh_race_start,
             sh_init: if uninit { vec![0; cx.shared_total] } else { vec![] },
+            sh_pending: Vec::new(),
             cur_base: 0,
             calls: cx.progs.len() > 1,
             gen: 0,
@@ -305,6 +338,7 @@ impl Worker {
         if cx.prog.uses_shared {
             self.shared.fill(0);
         }
+        self.sh_pending.clear();
         for w in 0..cx.nwarps {
             self.stacks[w].clear();
             self.frames[w].clear();
@@ -320,7 +354,12 @@ impl Worker {
                     self.state[w] = match self.run_warp(cx, w) {
                         Ok(Stop::Barrier(p, b, i)) => WarpState::AtBarrier(p, b, i),
                         Ok(Stop::Done) => WarpState::Done,
-                        Err(e) => return Err(self.with_call_chain(cx, w, e)),
+                        Err(e) => {
+                            let e = self.with_call_chain(cx, w, e);
+                            // A fault after an unresolved uninitialized read reports the read: it
+                            // came first (and the value it read may be the cause).
+                            return Err(self.take_pending().unwrap_or(e));
+                        }
                     };
                 }
             }
@@ -333,13 +372,21 @@ impl Worker {
                     && self.stacks[w].last().map(|e| e.mask) == Some(self.live0[w])
             }) && (!self.calls || (0..cx.nwarps).all(|w| self.same_path(wb, w)));
             if !ok {
-                return Err(self.barrier_divergence(cx, wb));
+                let e = self.barrier_divergence(cx, wb);
+                return Err(self.take_pending().unwrap_or(e));
+            }
+            // The interval ends: an uninitialized read nobody wrote is what it looks like.
+            if let Some(e) = self.take_pending() {
+                return Err(e);
             }
             self.stats.barriers += 1;
             self.epoch += 1;
             for s in &mut self.state {
                 *s = WarpState::Running;
             }
+        }
+        if let Some(e) = self.take_pending() {
+            return Err(e);
         }
         self.flush_fuel(cx, None)?;
         Ok(())
@@ -414,6 +461,13 @@ impl Worker {
             fi -= 1;
         }
         (Span::DUMMY, "are elsewhere".into())
+    }
+
+    /// The uninitialized-read fault of the first pending read, if any (and forgets them all).
+    fn take_pending(&mut self) -> Option<InterpError> {
+        let first = self.sh_pending.first_mut()?.err.take();
+        self.sh_pending.clear();
+        first.map(|e| *e)
     }
 
     /// `e` with the call chain of warp `w` when it is inside a function: a note naming the
@@ -1292,15 +1346,9 @@ impl Worker {
                 if reads && !self.sh_init.is_empty() {
                     let gen = self.gen;
                     if let Some(k) = (0..size as usize).find(|k| self.sh_init[at + k] != gen) {
-                        let name = &cx.shared_names[region];
-                        let elem = byte / size as usize;
-                        return Err(InterpError::fault(
-                            FaultKind::UninitializedRead,
-                            format!("read of uninitialized shared memory `@{name}[{elem}]` (byte {})", byte + k),
-                        )
-                        .at(inst.span, "reads memory no thread of this block has written")
-                        .in_thread(self.ctaid, cx.tid_of(tid as u32))
-                        .with_note("shared memory starts undefined on the GPU; write it before reading it"));
+                        // Not judged yet: another thread may still write the slot in this
+                        // barrier interval, which makes this read a race.
+                        self.uninit_read(cx, w, inst, region, byte, k, tid as u32, size);
                     }
                 }
                 if !self.sh_race.is_empty() && !matches!(kind, Access::Rmw(..) | Access::Cas(..)) {
@@ -1313,6 +1361,12 @@ impl Worker {
                     }
                 }
                 let writes = !matches!(kind, Access::Read);
+                if writes && !self.sh_pending.is_empty() {
+                    let pend = self.gen | PENDING;
+                    if self.sh_init[at..at + size as usize].contains(&pend) {
+                        return Err(self.write_after_uninit_read(cx, w, l, inst, acc, region, byte, at));
+                    }
+                }
                 if writes && !self.sh_init.is_empty() {
                     self.sh_init[at..at + size as usize].fill(self.gen);
                 }
@@ -1330,6 +1384,97 @@ impl Worker {
                 }
             }
         }
+    }
+
+    /// Remembers an uninitialized read of shared bytes `at..at + size` by thread `tid` (byte `k`
+    /// of it first uninitialized) until a write of the slot or the end of the interval.
+    #[cold]
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    fn uninit_read(
+        &mut self,
+        cx: &LaunchCtx,
+        w: usize,
+        inst: &XInst,
+        region: usize,
+        byte: usize,
+        k: usize,
+        tid: u32,
+        size: u32,
+    ) {
+        if self.sh_pending.len() >= MAX_PENDING {
+            return;
+        }
+        let at = cx.shared_start[region] + byte;
+        let err = self.sh_pending.is_empty().then(|| {
+            let name = &cx.shared_names[region];
+            let elem = byte / size as usize;
+            let e = InterpError::fault(
+                FaultKind::UninitializedRead,
+                format!("read of uninitialized shared memory `@{name}[{elem}]` (byte {})", byte + k),
+            )
+            .at(inst.span, "reads memory no thread of this block has written")
+            .in_thread(self.ctaid, cx.tid_of(tid))
+            .with_note("no thread of the block writes it before the next barrier (or the block's end) either")
+            .with_note("shared memory starts undefined on the GPU; write it before reading it");
+            Box::new(self.with_call_chain(cx, w, e))
+        });
+        let pend = self.gen | PENDING;
+        for b in &mut self.sh_init[at..at + size as usize] {
+            if *b != self.gen {
+                *b = pend;
+            }
+        }
+        self.sh_pending.push(PendingRead { at, size, tid, span: inst.span, err });
+    }
+
+    /// Lane `l` of warp `w` writes shared bytes of which some were read uninitialized in this
+    /// barrier interval: a race with the first such reader that is another thread (the
+    /// interpreter ran the read first), or the reader's own uninitialized read.
+    #[cold]
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    fn write_after_uninit_read(
+        &mut self,
+        cx: &LaunchCtx,
+        w: usize,
+        l: usize,
+        inst: &XInst,
+        acc: &MemAccess,
+        region: usize,
+        byte: usize,
+        at: usize,
+    ) -> InterpError {
+        let me = (w * 32 + l) as u32;
+        let end = at + acc.size as usize;
+        let overlapping = |p: &&PendingRead| p.at < end && at < p.at + p.size as usize;
+        let Some(r) = self.sh_pending.iter().filter(overlapping).find(|p| p.tid != me) else {
+            // Only this thread read it before writing it: an uninitialized read (the first
+            // pending one, which came first).
+            return self.take_pending().unwrap_or_else(|| InterpError::internal("pending read without its fault"));
+        };
+        let (reader, read_span) = (cx.tid_of(r.tid), r.span);
+        let writer = cx.tid_of(me);
+        self.sh_pending.clear();
+        let elem = byte / acc.size as usize;
+        let rd = format!("thread {}", coords(reader));
+        let wr = format!("thread {}", coords(writer));
+        let mut e = InterpError::fault(
+            FaultKind::DataRace,
+            format!(
+                "data race on {} element {elem} (byte {byte}): {rd} read it before {wr} of this block wrote it, with no barrier between them",
+                Self::region_name(cx, acc, region),
+            ),
+        )
+        .at(inst.span, format!("{wr} writes it here"))
+        .in_thread(self.ctaid, writer);
+        if !read_span.is_dummy() {
+            e = e.with_label(read_span, format!("{rd} read it here first, uninitialized"));
+        }
+        e.with_note(format!(
+            "the interpreter ran the read first; on a GPU either may come first, so {rd} reads garbage or {wr}'s value"
+        ))
+        .with_note("add a barrier between the write and the read (all threads write, `barrier`, then read)")
     }
 
     fn region_name(cx: &LaunchCtx, acc: &MemAccess, region: usize) -> String {
