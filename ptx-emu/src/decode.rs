@@ -1033,6 +1033,72 @@ pub fn decode(raw: &RawInst, scopes: &Scopes, shared: &SharedInfo) -> Result<(In
             inst.wide = Some(wide.into_boxed_slice());
             Op::Mma { k, bf16 }
         }
+        "wgmma" => {
+            if !sync {
+                return Err(cx.err("`wgmma` must be `.sync.aligned`"));
+            }
+            if m.take("fence") {
+                cx.arity(0)?;
+                Op::WgmmaFence
+            } else if m.take("commit_group") {
+                cx.arity(0)?;
+                Op::WgmmaGroup { wait: false }
+            } else if m.take("wait_group") {
+                cx.arity(1)?;
+                Op::WgmmaGroup { wait: true }
+            } else if m.take("mma_async") {
+                let shape = m.list.iter().find(|x| x.starts_with("m64n") && x.ends_with("k16")).copied();
+                let Some(shape) = shape else {
+                    return Err(cx.unsupported("`wgmma.mma_async` shapes other than `.m64nNk16`"));
+                };
+                m.take(shape);
+                let n: u16 = match shape[4..shape.len() - 3].parse() {
+                    Ok(n) if n % 8 == 0 && (8..=256).contains(&n) => n,
+                    _ => return Err(cx.err(format!("bad `wgmma` shape `.{shape}`"))),
+                };
+                let tys = m.types();
+                let bf16 = match tys[..] {
+                    [ScalarType::F32, ScalarType::F16, ScalarType::F16] => false,
+                    [ScalarType::F32, ScalarType::BF16, ScalarType::BF16] => true,
+                    _ => return Err(cx.unsupported("`wgmma` types other than `.f32.f16.f16` and `.f32.bf16.bf16`")),
+                };
+                let ops = cx.arity(8)?;
+                let d: Vec<RegId> = match &ops[0] {
+                    Operand::Vec(parts, ..) if parts.len() == n as usize / 2 => {
+                        parts.iter().map(|p| cx.reg(p)).collect::<Result<_, _>>()?
+                    }
+                    x => return Err(cx.err_at(x.pos(), format!("`.{shape}` needs {} accumulator registers", n / 2))),
+                };
+                if matches!(ops[1], Operand::Vec(..)) {
+                    return Err(cx.unsupported("`wgmma` with A in registers"));
+                }
+                inst.wide = Some(d.into_boxed_slice());
+                inst.src[0] = cx.s(&ops[1], Kind::Bits(64))?;
+                inst.src[1] = cx.s(&ops[2], Kind::Bits(64))?;
+                let (p, neg) = cx.src(&ops[3], Kind::Bits(1))?;
+                inst.src[2] = p;
+                inst.neg = (neg as u8) << 2;
+                let imm = |o: &Operand, what: &str| -> Result<i64, ParseError> {
+                    match cx.s(o, Kind::Bits(32))? {
+                        Src::Imm(v) => Ok(v as u32 as i32 as i64),
+                        _ => Err(cx.err_at(o.pos(), format!("`wgmma`'s {what} is an immediate"))),
+                    }
+                };
+                let (sa, sb, ta, tb) = (
+                    imm(&ops[4], "scale-a")?,
+                    imm(&ops[5], "scale-b")?,
+                    imm(&ops[6], "trans-a")?,
+                    imm(&ops[7], "trans-b")?,
+                );
+                if ![1, -1].contains(&sa) || ![1, -1].contains(&sb) || !(0..=1).contains(&ta) || !(0..=1).contains(&tb)
+                {
+                    return Err(cx.err("`wgmma`'s scales are 1 or -1 and its transposes 0 or 1"));
+                }
+                Op::Wgmma { n, bf16, neg_a: sa == -1, neg_b: sb == -1, trans_a: ta == 1, trans_b: tb == 1 }
+            } else {
+                return Err(cx.unsupported("`wgmma` other than `fence`, `commit_group`, `wait_group`, `mma_async`"));
+            }
+        }
         "cp" => {
             if !m.take("async") {
                 return Err(cx.unsupported("`cp` other than `cp.async`"));

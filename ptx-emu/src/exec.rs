@@ -115,6 +115,8 @@ struct Warp {
     named_wait: Option<(u8, u32)>,
     /// Instructions this warp has executed in the current block (for `warp_fuel`).
     steps: u64,
+    /// A `wgmma.fence` was executed since the last `wgmma.wait_group`.
+    wgmma_fenced: bool,
 }
 
 enum Stop {
@@ -369,6 +371,7 @@ impl Worker {
             warp.waiting = None;
             warp.named_wait = None;
             warp.steps = 0;
+            warp.wgmma_fenced = false;
         }
         self.named = [NamedBar::default(); 16];
         self.copies.clear();
@@ -1226,6 +1229,133 @@ impl Worker {
         Ok(())
     }
 
+    /// `wgmma.mma_async.sync.aligned.m64nNk16.f32.{f16,bf16}` with both operands in shared memory
+    /// (PTX ISA, "Asynchronous Warpgroup Level Matrix Multiply-Accumulate"). Warp `w % 4` of its
+    /// warpgroup computes rows `16 (w % 4) ..` of D = (scale-d ? D : 0) + A B, so each warp's part
+    /// is done when that warp issues the instruction (the operation is asynchronous on the GPU;
+    /// a correct program reads D only after `wgmma.wait_group`, so computing it at issue gives the
+    /// same values). Operands are located by their matrix descriptors (start address, leading and
+    /// stride byte offsets, swizzle mode): K-major ("row" A, "col" B; `imm-trans` 0) and MN-major
+    /// (`imm-trans` 1) canonical layouts with 32/64/128-byte swizzling, and K-major without
+    /// swizzling. Each D element is the exact sum rounded once to f32, like `mma`. Faults: part of
+    /// a warp, descriptors that differ between lanes, no `wgmma.fence` since the last wait, an
+    /// unsupported layout.
+    #[allow(clippy::too_many_arguments)]
+    fn wgmma(
+        &mut self,
+        cx: &LaunchCtx,
+        inst: &Inst,
+        pc: u32,
+        w: usize,
+        exec: u32,
+        n: usize,
+        bf16: bool,
+        neg: [bool; 2],
+        trans: [bool; 2],
+    ) -> Result<(), EmuError> {
+        let fail = |s: &Self, l: u32, msg: String| Err(s.fault(cx, FaultKind::CollectiveMask, pc, w, l, msg));
+        if exec != u32::MAX || self.warps[w].live & !self.warps[w].exited != u32::MAX {
+            return fail(
+                self,
+                exec.trailing_zeros().min(31),
+                format!(
+                "`wgmma.mma_async` is executed by lanes {} of warp {w}: every lane of the warpgroup must execute it",
+                lanes_text(exec)
+            ),
+            );
+        }
+        if !self.warps[w].wgmma_fenced {
+            return fail(self, 0, "`wgmma.mma_async` without a `wgmma.fence` since the last `wgmma.wait_group`: the accumulator registers are not ordered".into());
+        }
+        let desc = [self.rd(cx, inst.src[0], w, 0), self.rd(cx, inst.src[1], w, 0)];
+        for l in 1..32 {
+            if self.rd(cx, inst.src[0], w, l) != desc[0] || self.rd(cx, inst.src[1], w, l) != desc[1] {
+                return fail(self, l, format!("lanes 0 and {l} give `wgmma.mma_async` different matrix descriptors"));
+            }
+        }
+        let scale_d = {
+            let v = self.rd(cx, inst.src[2], w, 0) & 1 == 1;
+            v != (inst.neg & 4 != 0)
+        };
+        let ty = if bf16 { crate::float::FTy::BF16 } else { crate::float::FTy::F16 };
+        let wq = w % 4;
+        // Byte address of element (mn, k) of an operand with descriptor `d`.
+        let locate = |d: u64, mn: usize, k: usize, mn_major: bool| -> Result<u64, String> {
+            let start = (d & 0x3fff) << 4;
+            let lbo = ((d >> 16) & 0x3fff) << 4;
+            let sbo = ((d >> 32) & 0x3fff) << 4;
+            let mode = d >> 62;
+            let width: u64 = match mode {
+                1 => 128,
+                2 => 64,
+                3 => 32,
+                _ => 0,
+            };
+            let (mn, k) = (mn as u64, k as u64);
+            let off = match (width, mn_major) {
+                (0, false) => (mn % 8) * 16 + (k % 8) * 2 + (k / 8) * lbo + (mn / 8) * sbo,
+                (0, true) => return Err("MN-major operands without swizzling are not supported".into()),
+                (wd, false) => {
+                    let t = wd / 2;
+                    (mn % 8) * wd + (mn / 8) * sbo + (k % t) * 2 + (k / t) * lbo
+                }
+                (wd, true) => {
+                    let t = wd / 2;
+                    (mn % t) * 2 + (k % 8) * wd + (k / 8) * sbo + (mn / t) * lbo
+                }
+            };
+            let a = start + off;
+            let sw = match mode {
+                1 => ((a >> 7) & 7) << 4,
+                2 => ((a >> 7) & 3) << 4,
+                3 => ((a >> 7) & 1) << 4,
+                _ => 0,
+            };
+            Ok(a ^ sw)
+        };
+        let mut a = [[0f64; 16]; 16];
+        for (r, row) in a.iter_mut().enumerate() {
+            for (k, x) in row.iter_mut().enumerate() {
+                let addr = match locate(desc[0], 16 * wq + r, k, trans[0]) {
+                    Ok(v) => v,
+                    Err(m) => return fail(self, 0, format!("`wgmma.mma_async` A: {m}")),
+                };
+                let acc = self.access(cx, Space::Shared, addr, 2, 2, false, pc, w, 0)?;
+                *x = ty.to_f64(self.load(cx, acc, 2)) * if neg[0] { -1.0 } else { 1.0 };
+            }
+        }
+        let mut b = vec![[0f64; 16]; n];
+        for (c, col) in b.iter_mut().enumerate() {
+            for (k, x) in col.iter_mut().enumerate() {
+                let addr = match locate(desc[1], c, k, trans[1]) {
+                    Ok(v) => v,
+                    Err(m) => return fail(self, 0, format!("`wgmma.mma_async` B: {m}")),
+                };
+                let acc = self.access(cx, Space::Shared, addr, 2, 2, false, pc, w, 0)?;
+                *x = ty.to_f64(self.load(cx, acc, 2)) * if neg[1] { -1.0 } else { 1.0 };
+            }
+        }
+        let Some(regs) = inst.wide.as_deref() else { return Ok(()) };
+        let mut outs = vec![[0u64; 32]; regs.len()];
+        for t in 0..32usize {
+            let (g, q) = (t / 4, t % 4);
+            for (j, o) in outs.iter_mut().enumerate() {
+                let (c, i) = (j / 4, j % 4);
+                let (row, col) = (g + 8 * (i / 2), 8 * c + 2 * q + (i % 2));
+                let old = f32::from_bits(self.regs[self.ri(w, regs[j], t as u32)] as u32) as f64;
+                let mut acc = if scale_d { old } else { 0.0 };
+                for k in 0..16 {
+                    acc += a[row][k] * b[col][k];
+                }
+                o[t] = (acc as f32).to_bits() as u64;
+            }
+        }
+        for (j, o) in outs.iter().enumerate() {
+            self.put(w, regs[j], exec, o);
+        }
+        Ok(())
+    }
+
     fn collective_check(
         &self,
         cx: &LaunchCtx,
@@ -1822,6 +1952,15 @@ impl Worker {
                 }
                 self.copies.push(AsyncCopy { thread: t, group: None, dst: dst as u32, len: size, pc });
             }),
+            Op::WgmmaFence => self.warps[w].wgmma_fenced = true,
+            Op::WgmmaGroup { wait } => {
+                if wait {
+                    self.warps[w].wgmma_fenced = false;
+                }
+            }
+            Op::Wgmma { n, bf16, neg_a, neg_b, trans_a, trans_b } => {
+                self.wgmma(cx, inst, pc, w, exec, n as usize, bf16, [neg_a, neg_b], [trans_a, trans_b])?
+            }
             Op::CpAsyncCommit => each!(|l| {
                 let t = w as u32 * 32 + l;
                 let g = self.groups[t as usize];

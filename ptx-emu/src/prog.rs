@@ -399,6 +399,23 @@ pub enum Op {
     /// `src[1]` its offset, `src[2]` the bytes copied (4, 8, 16), `src[3]` the bytes read from the
     /// source (the rest zero-filled).
     CpAsync,
+    /// `wgmma.mma_async.sync.aligned.m64nNk16.f32.{f16,bf16}.{f16,bf16} d, a-desc, b-desc, scale-d,
+    /// imm-scale-a, imm-scale-b, imm-trans-a, imm-trans-b`: `wide` holds D's `n / 2` registers,
+    /// `src[0]`/`src[1]` the descriptors, `src[2]` scale-d (a predicate, `neg` bit 2).
+    Wgmma {
+        n: u16,
+        bf16: bool,
+        neg_a: bool,
+        neg_b: bool,
+        trans_a: bool,
+        trans_b: bool,
+    },
+    /// `wgmma.fence.sync.aligned`.
+    WgmmaFence,
+    /// `wgmma.commit_group.sync.aligned` (`wait`: `wgmma.wait_group.sync.aligned N`).
+    WgmmaGroup {
+        wait: bool,
+    },
     /// `cp.async.commit_group`.
     CpAsyncCommit,
     /// `cp.async.wait_group N` (`all`: `cp.async.wait_all`, which commits first).
