@@ -523,3 +523,125 @@ fn nvrtc_twins_agree_with_the_interpreter_in_the_emulator() {
     assert!(rows.len() >= 2 * 40, "only {} rows: directives or twins went missing", rows.len());
     assert_eq!(failed, 0, "{failed} of {} rows disagree (see above)", rows.len());
 }
+
+// ---------------------------------------------------------------------------------------------
+// Tensor cores and cp.async from NVRTC (issue 30, item 2)
+// ---------------------------------------------------------------------------------------------
+
+/// CUDA C that NVIDIA's compiler turns into the PTX Triton-style kernels use: one warp's
+/// `mma.sync.m16n8k16` on fragments loaded from global memory, and a double-buffered `cp.async`
+/// pipeline (commit/wait groups around `__syncthreads`).
+const TENSOR_CORE_CU: &str = r#"
+extern "C" __global__ void mma16816(const unsigned* a, const unsigned* b, const float* c, float* d) {
+    unsigned t = threadIdx.x;
+    unsigned a0 = a[4 * t], a1 = a[4 * t + 1], a2 = a[4 * t + 2], a3 = a[4 * t + 3];
+    unsigned b0 = b[2 * t], b1 = b[2 * t + 1];
+    float c0 = c[4 * t], c1 = c[4 * t + 1], c2 = c[4 * t + 2], c3 = c[4 * t + 3];
+    float d0, d1, d2, d3;
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};"
+                 : "=f"(d0), "=f"(d1), "=f"(d2), "=f"(d3)
+                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "f"(c0), "f"(c1), "f"(c2), "f"(c3));
+    d[4 * t] = d0; d[4 * t + 1] = d1; d[4 * t + 2] = d2; d[4 * t + 3] = d3;
+}
+
+extern "C" __global__ void staged_sum(const float* x, float* out, int ntiles) {
+    __shared__ __align__(16) float buf[2][512];
+    int t = threadIdx.x;
+    float acc = 0.0f;
+    unsigned s0 = (unsigned)__cvta_generic_to_shared(&buf[0][4 * t]);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(s0), "l"(x + 4 * t));
+    asm volatile("cp.async.commit_group;");
+    for (int i = 0; i < ntiles; ++i) {
+        if (i + 1 < ntiles) {
+            unsigned s = (unsigned)__cvta_generic_to_shared(&buf[(i + 1) & 1][4 * t]);
+            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(s), "l"(x + 512 * (i + 1) + 4 * t));
+        }
+        asm volatile("cp.async.commit_group;");
+        asm volatile("cp.async.wait_group 1;");
+        __syncthreads();
+        // A neighbour's slot: only correct after every thread's wait and the barrier.
+        int u = (4 * t + 4) & 511;
+        acc = acc + buf[i & 1][u];
+        __syncthreads();
+    }
+    out[t] = acc;
+}
+"#;
+
+fn emu_run(ptx: &str, entry: &str, threads: u32, bufs: &[Vec<u8>], scalars: &[u64]) -> Result<Vec<Vec<u8>>, String> {
+    let m = emu::Module::parse(ptx).map_err(|e| format!("{e}"))?;
+    let mut mem = emu::Memory::new();
+    let mut args = vec![];
+    let mut ids = vec![];
+    for (i, b) in bufs.iter().enumerate() {
+        let id = mem.alloc(&format!("b{i}"), b).map_err(|e| format!("{e}"))?;
+        ids.push(id);
+        args.push(emu::Arg::Buffer(id));
+    }
+    args.extend(scalars.iter().map(|&s| emu::Arg::Scalar(s)));
+    emu::launch(&m, entry, &emu::LaunchConfig::linear(1, threads), &args, &mut mem, &emu::Options::default())
+        .map_err(|e| format!("{e}"))?;
+    Ok(ids.iter().map(|&id| mem.bytes(id).expect("buffer").to_vec()).collect())
+}
+
+#[test]
+fn nvrtc_tensor_core_and_cp_async_kernels_run_in_the_emulator() {
+    let Some(lib) = tools::require_tool_or_skip("nvrtc") else { return };
+    let nv = nvrtc::Nvrtc::load(&lib).unwrap_or_else(|e| panic!("cannot load NVRTC: {e}"));
+    let ptx = nv
+        .compile(TENSOR_CORE_CU, "tensor_core.cu", &["--gpu-architecture=compute_80", "--fmad=false"])
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(ptx.contains("mma.sync.aligned.m16n8k16") && ptx.contains("cp.async.wait_group"), "{ptx}");
+
+    // mma: random f16 A (16x16) and B (16x8), packed into each lane's fragments as the PTX ISA lays
+    // them out; D must be within the f32 summation bound of the exact C + A B.
+    let mut rng = kir_ir::generate::Rng::new(30);
+    let mut h = || half::f16::from_f32((rng.below(2001) as f32 - 1000.0) / 256.0);
+    let a: Vec<Vec<half::f16>> = (0..16).map(|_| (0..16).map(|_| h()).collect()).collect();
+    let b: Vec<Vec<half::f16>> = (0..16).map(|_| (0..8).map(|_| h()).collect()).collect();
+    let c: Vec<Vec<f32>> = (0..16).map(|r| (0..8).map(|n| r as f32 * 0.5 - n as f32).collect()).collect();
+    let pack = |lo: half::f16, hi: half::f16| lo.to_bits() as u32 | (hi.to_bits() as u32) << 16;
+    let (mut fa, mut fb, mut fc) = (vec![], vec![], vec![]);
+    for t in 0..32usize {
+        let (g, q) = (t / 4, t % 4);
+        for j in 0..4 {
+            let (r, k) = (g + 8 * (j % 2), 2 * q + 8 * (j / 2));
+            fa.push(pack(a[r][k], a[r][k + 1]));
+        }
+        for j in 0..2 {
+            let k = 2 * q + 8 * j;
+            fb.push(pack(b[k][g], b[k + 1][g]));
+        }
+        for i in 0..4 {
+            fc.push(c[g + 8 * (i / 2)][2 * q + i % 2]);
+        }
+    }
+    let bytes = |v: &[u32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    let cbytes: Vec<u8> = fc.iter().flat_map(|x| x.to_le_bytes()).collect();
+    let out = emu_run(&ptx, "mma16816", 32, &[bytes(&fa), bytes(&fb), cbytes, vec![0; 512]], &[])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let d: Vec<f32> = out[3].chunks(4).map(|x| f32::from_le_bytes(x.try_into().unwrap())).collect();
+    for t in 0..32usize {
+        let (g, q) = (t / 4, t % 4);
+        for i in 0..4 {
+            let (r, n) = (g + 8 * (i / 2), 2 * q + i % 2);
+            let prods: Vec<f64> = (0..16).map(|k| a[r][k].to_f64() * b[k][n].to_f64()).collect();
+            let exact = c[r][n] as f64 + prods.iter().sum::<f64>();
+            let mag = c[r][n].abs() as f64 + prods.iter().map(|p| p.abs()).sum::<f64>();
+            let bound = 17.0 * f64::powi(2.0, -24) * mag;
+            let got = d[4 * t + i] as f64;
+            assert!((got - exact).abs() <= bound, "D({r}, {n}) = {got}, exact {exact} (bound {bound})");
+        }
+    }
+
+    // cp.async: 4 tiles of 512 floats; thread t sums x[512 i + (4t + 4) mod 512] in order, in f32.
+    let ntiles = 4usize;
+    let x: Vec<f32> = (0..512 * ntiles).map(|i| ((i * 37) % 101) as f32 * 0.25 - 12.0).collect();
+    let xb: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let out = emu_run(&ptx, "staged_sum", 128, &[xb, vec![0; 512]], &[ntiles as u64]).unwrap_or_else(|e| panic!("{e}"));
+    let got: Vec<f32> = out[1].chunks(4).map(|v| f32::from_le_bytes(v.try_into().unwrap())).collect();
+    for t in 0..128usize {
+        let want = (0..ntiles).fold(0.0f32, |acc, i| acc + x[512 * i + (4 * t + 4) % 512]);
+        assert_eq!(got[t].to_bits(), want.to_bits(), "thread {t}: {} vs {want}", got[t]);
+    }
+}
