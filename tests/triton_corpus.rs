@@ -1,8 +1,9 @@
 //! Real-world PTX in the emulator (issue 30): the six Triton 3.6 kernels recorded on the H100
 //! (`tests/hardware/h100/triton/`, copied from `../shared/hardware-truth/triton`), each run by
 //! `kir run FILE.ptx` with its recorded launch recipe (`corpus.json`: grid, block, dynamic shared
-//! bytes, the PTX parameter each argument goes to; trailing scratch pointers take 0), and every
-//! buffer after the run compared with what the H100 left in it.
+//! bytes, the PTX parameter each argument goes to; trailing scratch pointers take 0), and again
+//! through kir's emulated CUDA driver with the GPU runner (`KIR_CUDA_DRIVER=emu`); every buffer
+//! after the run is compared with what the H100 left in it.
 //!
 //! - `add_f32` (a vector add) and `atomic_hist_i32` (integer atomics: order-independent) must be
 //!   bit-identical to the hardware.
@@ -69,60 +70,117 @@ fn npy(path: &Path) -> (String, Vec<u8>) {
     (descr, bytes[start + hlen..].to_vec())
 }
 
-#[test]
-fn triton_kernels_run_in_the_emulator_as_on_the_h100() {
+/// A kernel's launch as recorded: PTX file, entry, shape, and per PTX parameter its argument.
+struct Recipe {
+    tag: String,
+    ptx: PathBuf,
+    kernel: String,
+    grid: [u32; 3],
+    block: [u32; 3],
+    shared: u32,
+    /// (PTX parameter name, its PTX type, the argument).
+    params: Vec<(String, String, RecipeArg)>,
+}
+
+enum RecipeArg {
+    /// A buffer: its input `.npy`, and the `.npy` of what the H100 left in it.
+    Buffer {
+        input: PathBuf,
+        after: Option<PathBuf>,
+    },
+    Scalar(serde_json::Value),
+    /// Triton's trailing scratch pointers.
+    Zero,
+}
+
+fn recipes() -> Vec<Recipe> {
     let d = dir();
     let corpus: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(d.join("corpus.json")).unwrap()).unwrap();
-    let scratch = std::env::temp_dir().join(format!("kir-triton-{}", std::process::id()));
-    std::fs::create_dir_all(&scratch).unwrap();
-    let mut report = vec![];
     let kernels = corpus["kernels"].as_array().unwrap();
     assert_eq!(kernels.len(), 6);
     let sm90 = kernels.iter().find(|k| k["tag"] == "matmul_f16_sm90").cloned().unwrap();
-    for k in kernels {
-        let tag = k["tag"].as_str().unwrap();
-        // The sm_80 matmul was compiled, not run: it runs on the sm_90 matmul's inputs and launch
-        // shape, with its own dynamic shared memory; its parameters are the arguments in order
-        // (nothing specialised to a constant), then two scratch pointers.
-        let mut k = k.clone();
-        if tag == "matmul_f16_sm80" {
-            for f in ["grid", "block", "args"] {
-                k[f] = sm90[f].clone();
-            }
-            k["ptx_param_arg_index"] = serde_json::json!((0..12).collect::<Vec<u32>>());
+    let dims = |v: &serde_json::Value| {
+        let mut out = [1u32; 3];
+        for (o, x) in out.iter_mut().zip(v.as_array().unwrap()) {
+            *o = x.as_u64().unwrap() as u32;
         }
-        let k = &k;
-        let ptx = d.join(format!("{tag}.ptx"));
-        // `matmul_f16_sm80` was compiled, not run: it has no recipe, and only loading is tried.
-        let dims = |v: &serde_json::Value, default: &str| match v.as_array() {
-            Some(a) => a.iter().map(|x| x.as_u64().unwrap().to_string()).collect::<Vec<_>>().join(","),
-            None => default.to_string(),
-        };
+        out
+    };
+    kernels
+        .iter()
+        .map(|k| {
+            let tag = k["tag"].as_str().unwrap().to_string();
+            // The sm_80 matmul was compiled, not run: it runs on the sm_90 matmul's inputs and
+            // launch shape, with its own dynamic shared memory; its parameters are the arguments
+            // in order (nothing specialised to a constant), then two scratch pointers.
+            let mut k = k.clone();
+            if tag == "matmul_f16_sm80" {
+                for f in ["grid", "block", "args"] {
+                    k[f] = sm90[f].clone();
+                }
+                k["ptx_param_arg_index"] = serde_json::json!((0..12).collect::<Vec<u32>>());
+            }
+            let index = k["ptx_param_arg_index"].as_array().cloned().unwrap_or_default();
+            let args = k["args"].as_array().cloned().unwrap_or_default();
+            let params = k["ptx_params"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .enumerate()
+                .map(|(i, p)| {
+                    let arg = match index.get(i).and_then(|a| args.get(a.as_u64().unwrap() as usize)) {
+                        Some(a) if a.get("buffer").is_some() => RecipeArg::Buffer {
+                            input: d.join(a["buffer"].as_str().unwrap()),
+                            after: a.get("after").and_then(|x| x.as_str()).map(|x| d.join(x)),
+                        },
+                        Some(a) => RecipeArg::Scalar(a["scalar"].clone()),
+                        None => RecipeArg::Zero,
+                    };
+                    (p["name"].as_str().unwrap().to_string(), p["type"].as_str().unwrap().to_string(), arg)
+                })
+                .collect();
+            Recipe {
+                ptx: d.join(format!("{tag}.ptx")),
+                kernel: k["kernel"].as_str().unwrap().to_string(),
+                grid: dims(&k["grid"]),
+                block: dims(&k["block"]),
+                shared: k["shared"].as_u64().unwrap_or(0) as u32,
+                params,
+                tag,
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn triton_kernels_run_in_the_emulator_as_on_the_h100() {
+    let d = dir();
+    let scratch = std::env::temp_dir().join(format!("kir-triton-{}", std::process::id()));
+    std::fs::create_dir_all(&scratch).unwrap();
+    let mut report = vec![];
+    for r in recipes() {
+        let tag = r.tag.as_str();
+        let dims = |v: [u32; 3]| format!("{},{},{}", v[0], v[1], v[2]);
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_kir"));
-        cmd.arg("run").arg(&ptx).arg("--kernel").arg(k["kernel"].as_str().unwrap());
-        cmd.arg("--grid").arg(dims(&k["grid"], "1")).arg("--block").arg(dims(&k["block"], "128"));
-        cmd.arg("--shared").arg(k["shared"].as_u64().unwrap_or(0).to_string());
-        let params = k["ptx_params"].as_array().cloned().unwrap_or_default();
-        let index = k["ptx_param_arg_index"].as_array().cloned().unwrap_or_default();
-        let args = k["args"].as_array().cloned().unwrap_or_default();
+        cmd.arg("run").arg(&r.ptx).arg("--kernel").arg(&r.kernel);
+        cmd.arg("--grid").arg(dims(r.grid)).arg("--block").arg(dims(r.block));
+        cmd.arg("--shared").arg(r.shared.to_string());
         let mut outputs = vec![];
-        for (i, p) in params.iter().enumerate() {
-            let name = p["name"].as_str().unwrap();
-            match index.get(i).and_then(|a| args.get(a.as_u64().unwrap() as usize)) {
-                Some(a) if a.get("buffer").is_some() => {
-                    cmd.arg("--arg").arg(format!("{name}=@{}", d.join(a["buffer"].as_str().unwrap()).display()));
-                    if let Some(after) = a.get("after").and_then(|x| x.as_str()) {
+        for (i, (name, _, arg)) in r.params.iter().enumerate() {
+            match arg {
+                RecipeArg::Buffer { input, after } => {
+                    cmd.arg("--arg").arg(format!("{name}=@{}", input.display()));
+                    if let Some(after) = after {
                         let out = scratch.join(format!("{tag}.{i}.npy"));
                         cmd.arg("--out").arg(format!("{name}={}", out.display()));
-                        outputs.push((name.to_string(), out, d.join(after)));
+                        outputs.push((name.clone(), out, after.clone()));
                     }
                 }
-                Some(a) => {
-                    cmd.arg("--arg").arg(format!("{name}={}", a["scalar"]));
+                RecipeArg::Scalar(v) => {
+                    cmd.arg("--arg").arg(format!("{name}={v}"));
                 }
-                // Triton's trailing scratch pointers.
-                None => {
+                RecipeArg::Zero => {
                     cmd.arg("--arg").arg(format!("{name}=0"));
                 }
             }
@@ -132,68 +190,7 @@ fn triton_kernels_run_in_the_emulator_as_on_the_h100() {
         assert_eq!(run.status.code(), Some(0), "{tag} failed:\n{text}");
         for (name, got, expected) in outputs {
             let (gd, g) = npy(&got);
-            let (wd, w) = npy(&expected);
-            assert_eq!(g.len(), w.len(), "{tag} {name}: {} bytes, the H100's {}", g.len(), w.len());
-            match want(tag) {
-                Want::BitIdentical => {
-                    let diff = g.iter().zip(&w).filter(|(a, b)| a != b).count();
-                    assert_eq!(diff, 0, "{tag} {name}: {diff} bytes differ from the H100's ({gd} vs {wd})");
-                }
-                Want::WithinUlp(n) => {
-                    assert_eq!(wd, "<f4", "{tag} {name}");
-                    let (mut worst, mut differing) = (0u32, 0usize);
-                    for (a, b) in g.chunks(4).zip(w.chunks(4)) {
-                        let (a, b) = (
-                            i32::from_le_bytes(a.try_into().unwrap()) as i64,
-                            i32::from_le_bytes(b.try_into().unwrap()) as i64,
-                        );
-                        let u = (a - b).unsigned_abs() as u32;
-                        worst = worst.max(u);
-                        differing += (u > 0) as usize;
-                    }
-                    assert!(worst <= n, "{tag} {name}: {worst} ulp from the H100 ({differing} elements differ)");
-                    report.push(format!("{tag} {name}: {differing} elements differ, at most {worst} ulp"));
-                }
-                Want::WithinAbs(tol) => {
-                    assert_eq!(wd, "<f4", "{tag} {name}");
-                    let (mut worst, mut differing) = (0f32, 0usize);
-                    for (a, b) in g.chunks(4).zip(w.chunks(4)) {
-                        let (a, b) =
-                            (f32::from_le_bytes(a.try_into().unwrap()), f32::from_le_bytes(b.try_into().unwrap()));
-                        assert!(a.is_nan() == b.is_nan(), "{tag} {name}: {a} vs the H100's {b}");
-                        if !a.is_nan() {
-                            worst = worst.max((a - b).abs());
-                            differing += (a.to_bits() != b.to_bits()) as usize;
-                        }
-                    }
-                    assert!(worst <= tol, "{tag} {name}: {worst} from the H100 ({differing} elements differ)");
-                    report.push(format!("{tag} {name}: {differing} elements differ, at most {worst:e} absolute"));
-                }
-                Want::MatmulF16 { k: kk } => {
-                    assert_eq!(wd, "<f2", "{tag} {name}");
-                    let f16 = |b: &[u8]| f16_to_f64(u16::from_le_bytes([b[0], b[1]]));
-                    let (_, a) = npy(&d.join("matmul_f16_sm90.in0.npy"));
-                    let (_, bm) = npy(&d.join("matmul_f16_sm90.in1.npy"));
-                    let (a, bm): (Vec<f64>, Vec<f64>) =
-                        (a.chunks(2).map(f16).collect(), bm.chunks(2).map(f16).collect());
-                    let n = bm.len() / kk;
-                    let (mut differing, mut worst) = (0usize, 0f64);
-                    for (idx, (x, y)) in g.chunks(2).zip(w.chunks(2)).enumerate() {
-                        let (x, y) = (f16(x), f16(y));
-                        let (i, j) = (idx / n, idx % n);
-                        let mag: f64 = (0..kk).map(|p| (a[i * kk + p] * bm[p * n + j]).abs()).sum();
-                        // Two f32 sums in different orders: each within K * 2^-24 * sum |a b|.
-                        let bound = 2.0 * kk as f64 * f64::powi(2.0, -24) * mag + f16_ulp(y);
-                        assert!(
-                            (x - y).abs() <= bound,
-                            "{tag} {name}[{i}][{j}]: {x} vs the H100's {y} (bound {bound})"
-                        );
-                        differing += (x != y) as usize;
-                        worst = worst.max((x - y).abs() / f16_ulp(y));
-                    }
-                    report.push(format!("{tag} {name}: {differing} elements differ, at most {worst} f16 ulp"));
-                }
-            }
+            check(&d, tag, &name, &gd, &g, &expected, &mut report);
         }
         report.push(format!("{tag}: runs"));
     }
@@ -201,24 +198,119 @@ fn triton_kernels_run_in_the_emulator_as_on_the_h100() {
     let _ = std::fs::remove_dir_all(&scratch);
 }
 
-fn f16_to_f64(h: u16) -> f64 {
-    let (sign, exp, man) = ((h >> 15) as i32, ((h >> 10) & 0x1f) as i32, (h & 0x3ff) as f64);
-    let v = match exp {
-        0 => man * f64::powi(2.0, -24),
-        31 => {
-            if man == 0.0 {
-                f64::INFINITY
-            } else {
-                f64::NAN
+/// The same recipes through kir's emulated CUDA driver (`KIR_CUDA_DRIVER=emu`), with the GPU
+/// runner kir uses on real hardware: module load (the driver's JIT is the emulator's parser),
+/// parameters by value as the driver API passes them, dynamic shared memory.
+#[test]
+fn triton_kernels_run_through_the_emulated_cuda_driver() {
+    use kir_backend_ptx::gpu::{GpuRunner, Launch, Param};
+    std::env::set_var("KIR_CUDA_DRIVER", "emu");
+    std::env::set_var("KIR_CUDA_EMU_LOG", "");
+    let mut runner = GpuRunner::new(0).expect("the emulated driver loads from target/*/deps");
+    assert!(runner.is_emulated());
+    let d = dir();
+    let mut report = vec![];
+    for r in recipes() {
+        let tag = r.tag.as_str();
+        let ptx = std::fs::read_to_string(&r.ptx).unwrap();
+        let (mut buffers, mut params, mut outputs) = (vec![], vec![], vec![]);
+        for (name, ty, arg) in &r.params {
+            match arg {
+                RecipeArg::Buffer { input, after } => {
+                    let (descr, bytes) = npy(input);
+                    if let Some(after) = after {
+                        outputs.push((name.clone(), descr, buffers.len(), after.clone()));
+                    }
+                    params.push(Param::Buffer(buffers.len()));
+                    buffers.push(bytes);
+                }
+                RecipeArg::Scalar(v) => params.push(Param::Scalar(match ty.as_str() {
+                    "f32" => (v.as_f64().unwrap() as f32).to_le_bytes().to_vec(),
+                    "u32" | "s32" | "i32" => (v.as_i64().unwrap() as u32).to_le_bytes().to_vec(),
+                    "u64" | "s64" | "i64" => (v.as_i64().unwrap() as u64).to_le_bytes().to_vec(),
+                    other => panic!("{tag}: a `{other}` scalar"),
+                })),
+                RecipeArg::Zero => params.push(Param::Scalar(0u64.to_le_bytes().to_vec())),
             }
         }
-        e => (1.0 + man / 1024.0) * f64::powi(2.0, e - 15),
-    };
-    if sign == 1 {
-        -v
-    } else {
-        v
+        let launch = Launch {
+            grid: (r.grid[0], r.grid[1], r.grid[2]),
+            block: (r.block[0], r.block[1], r.block[2]),
+            dynamic_shared_bytes: r.shared,
+        };
+        let after = runner.run(&ptx, &r.kernel, launch, &buffers, &params).unwrap_or_else(|e| panic!("{tag}: {e}"));
+        for (name, descr, i, expected) in outputs {
+            check(&d, tag, &name, &descr, &after[i], &expected, &mut report);
+        }
+        report.push(format!("{tag}: runs through the driver"));
     }
+    eprintln!("{}", report.join("\n"));
+}
+
+/// Compares buffer `name` of kernel `tag` after a run (`gd`, `g`: its dtype and bytes) with what
+/// the H100 left in it (`expected`), as [`want`] says; a line for the report.
+fn check(d: &Path, tag: &str, name: &str, gd: &str, g: &[u8], expected: &Path, report: &mut Vec<String>) {
+    let (wd, w) = npy(&expected);
+    assert_eq!(g.len(), w.len(), "{tag} {name}: {} bytes, the H100's {}", g.len(), w.len());
+    match want(tag) {
+        Want::BitIdentical => {
+            let diff = g.iter().zip(&w).filter(|(a, b)| a != b).count();
+            assert_eq!(diff, 0, "{tag} {name}: {diff} bytes differ from the H100's ({gd} vs {wd})");
+        }
+        Want::WithinUlp(n) => {
+            assert_eq!(wd, "<f4", "{tag} {name}");
+            let (mut worst, mut differing) = (0u32, 0usize);
+            for (a, b) in g.chunks(4).zip(w.chunks(4)) {
+                let (a, b) = (
+                    i32::from_le_bytes(a.try_into().unwrap()) as i64,
+                    i32::from_le_bytes(b.try_into().unwrap()) as i64,
+                );
+                let u = (a - b).unsigned_abs() as u32;
+                worst = worst.max(u);
+                differing += (u > 0) as usize;
+            }
+            assert!(worst <= n, "{tag} {name}: {worst} ulp from the H100 ({differing} elements differ)");
+            report.push(format!("{tag} {name}: {differing} elements differ, at most {worst} ulp"));
+        }
+        Want::WithinAbs(tol) => {
+            assert_eq!(wd, "<f4", "{tag} {name}");
+            let (mut worst, mut differing) = (0f32, 0usize);
+            for (a, b) in g.chunks(4).zip(w.chunks(4)) {
+                let (a, b) = (f32::from_le_bytes(a.try_into().unwrap()), f32::from_le_bytes(b.try_into().unwrap()));
+                assert!(a.is_nan() == b.is_nan(), "{tag} {name}: {a} vs the H100's {b}");
+                if !a.is_nan() {
+                    worst = worst.max((a - b).abs());
+                    differing += (a.to_bits() != b.to_bits()) as usize;
+                }
+            }
+            assert!(worst <= tol, "{tag} {name}: {worst} from the H100 ({differing} elements differ)");
+            report.push(format!("{tag} {name}: {differing} elements differ, at most {worst:e} absolute"));
+        }
+        Want::MatmulF16 { k: kk } => {
+            assert_eq!(wd, "<f2", "{tag} {name}");
+            let f16 = |b: &[u8]| f16_to_f64(u16::from_le_bytes([b[0], b[1]]));
+            let (_, a) = npy(&d.join("matmul_f16_sm90.in0.npy"));
+            let (_, bm) = npy(&d.join("matmul_f16_sm90.in1.npy"));
+            let (a, bm): (Vec<f64>, Vec<f64>) = (a.chunks(2).map(f16).collect(), bm.chunks(2).map(f16).collect());
+            let n = bm.len() / kk;
+            let (mut differing, mut worst) = (0usize, 0f64);
+            for (idx, (x, y)) in g.chunks(2).zip(w.chunks(2)).enumerate() {
+                let (x, y) = (f16(x), f16(y));
+                let (i, j) = (idx / n, idx % n);
+                let mag: f64 = (0..kk).map(|p| (a[i * kk + p] * bm[p * n + j]).abs()).sum();
+                // Two f32 sums in different orders: each within K * 2^-24 * sum |a b|.
+                let bound = 2.0 * kk as f64 * f64::powi(2.0, -24) * mag + f16_ulp(y);
+                assert!((x - y).abs() <= bound, "{tag} {name}[{i}][{j}]: {x} vs the H100's {y} (bound {bound})");
+                differing += (x != y) as usize;
+                worst = worst.max((x - y).abs() / f16_ulp(y));
+            }
+            report.push(format!("{tag} {name}: {differing} elements differ, at most {worst} f16 ulp"));
+        }
+    }
+}
+
+fn f16_to_f64(h: u16) -> f64 {
+    half::f16::from_bits(h).to_f64()
 }
 
 /// The spacing of f16 values at `y`'s magnitude.
