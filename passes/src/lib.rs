@@ -31,6 +31,7 @@ pub mod fold;
 pub mod fuse;
 pub mod inline;
 pub mod inlined;
+pub mod licm;
 pub mod manager;
 pub mod pass;
 pub mod pipeline;

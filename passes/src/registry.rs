@@ -61,6 +61,15 @@ pub fn registry() -> Vec<PassInfo> {
             },
         },
         PassInfo {
+            name: "licm",
+            description: "hoist pure, non-faulting instructions whose operands are loop-invariant into the loop's unique preheader (no loads)",
+            options: &[],
+            create: |o| {
+                o.expect_only("licm", &[])?;
+                Ok(PassKind::Kernel(Box::new(crate::licm::Licm)))
+            },
+        },
+        PassInfo {
             name: "verify-barriers",
             description: "reject barriers and full-mask warp collectives that some threads may not reach together (uniformity analysis)",
             options: &[],
