@@ -12,6 +12,8 @@
 //! - [`compare_sorted`] compares two buffers as multisets: both sorted (floats in IEEE total
 //!   order, integers by value), then element by element as above.
 //! - A length or element-type mismatch is itself a reported difference, never a panic.
+//! - [`expect_tolerance_hint`] words a failed float comparison's largest ulp distance and, up to
+//!   [`HINT_MAX_ULPS`], the exact `tol=ulp:N` that accepts it on an `expect:` line.
 
 use crate::directives::Tolerance;
 use kir_interp::Buffer;
@@ -176,6 +178,33 @@ pub fn compare_buffers(expected: &Buffer, actual: &Buffer, strictness: Strictnes
         }
     }
     c
+}
+
+/// For a failed comparison of float elements whose mismatches all have a distance in ulps: the
+/// largest distance and how to accept it on an `expect:` line (`tol=ulp:N`, the exact syntax), as
+/// a line to append to the report; `None` for integers, NaN-only or structural differences.
+pub fn expect_tolerance_hint(elem: ScalarType, c: &Comparison) -> Option<String> {
+    if !elem.is_float() || c.is_match() || c.structural.is_some() || c.max_ulps == 0 {
+        return None;
+    }
+    Some(tolerance_hint_line(c.count, c.max_ulps))
+}
+
+/// Distances above this many ulps get no `tol=` suggestion: that is a different value, not rounding.
+pub const HINT_MAX_ULPS: u64 = 1024;
+
+/// `N elements differ, by at most M ulp; ... add `tol=ulp:M` ...` (no suggestion past
+/// [`HINT_MAX_ULPS`]).
+pub fn tolerance_hint_line(count: usize, max_ulps: u64) -> String {
+    let s = if count == 1 { "" } else { "s" };
+    let verb = if count == 1 { "differs" } else { "differ" };
+    if max_ulps > HINT_MAX_ULPS {
+        return format!("{count} element{s} {verb}, by at most {max_ulps} ulp (too far apart for rounding)");
+    }
+    format!(
+        "{count} element{s} {verb}, by at most {max_ulps} ulp; if that is within the kernel's accuracy, \
+         state it on the `expect:` line: `tol=ulp:{max_ulps}` (or `tol=rel:X`, `tol=abs:X`; docs/testing.md, `; expect:`)"
+    )
 }
 
 /// A key whose integer order is the element type's value order: IEEE total order for floats

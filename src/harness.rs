@@ -617,9 +617,11 @@ fn check_expectation(
             if c.is_match() {
                 Ok(())
             } else {
+                let hint = crate::compare::expect_tolerance_hint(buf.elem, &c).map(|h| format!("\n    {h}"));
                 Err(format!(
-                    "{file}:{line}: {}[{start}..{end}] sorted differs from the values sorted (tol {tol}): {c}",
-                    e.buffer
+                    "{file}:{line}: {}[{start}..{end}] sorted differs from the values sorted (tol {tol}): {c}{}",
+                    e.buffer,
+                    hint.unwrap_or_default()
                 ))
             }
         }
@@ -631,20 +633,53 @@ fn check_expectation(
                     buf.len()
                 ));
             }
+            // The first mismatch; for floats also the distance in ulps of each of the first few,
+            // the largest, and the `tol=` that would accept them.
+            let mut lines: Vec<String> = Vec::new();
+            let (mut count, mut max_ulps, mut all_ulps) = (0usize, 0u64, true);
             for (j, text) in values.iter().enumerate() {
                 let idx = start + j;
                 let want = kir_interp::args::number_constant(text, buf.elem)
                     .map_err(|err| format!("{file}:{line}: expected value `{text}`: {err}"))?;
                 let got = buf.get_bits(idx);
                 if !elements_match(buf.elem, want.bits, got, Strictness::Within(tol)) {
-                    return Err(format!(
-                        "{file}:{line}: {}[{idx}] is {}, expected {text} (tol {tol})",
-                        e.buffer,
-                        crate::compare::render_element(buf.elem, got)
-                    ));
+                    let shown = crate::compare::render_element(buf.elem, got);
+                    if !buf.elem.is_float() {
+                        return Err(format!(
+                            "{file}:{line}: {}[{idx}] is {shown}, expected {text} (tol {tol})",
+                            e.buffer
+                        ));
+                    }
+                    let nan = |b: u64| crate::compare::render_element(buf.elem, b).starts_with("NaN");
+                    let ulps =
+                        (!nan(want.bits) && !nan(got)).then(|| crate::compare::ulp_distance(buf.elem, want.bits, got));
+                    count += 1;
+                    match ulps {
+                        Some(u) => max_ulps = max_ulps.max(u),
+                        None => all_ulps = false,
+                    }
+                    let apart = ulps.map(|u| format!(", {u} ulp apart")).unwrap_or_default();
+                    if lines.is_empty() {
+                        lines.push(format!(
+                            "{file}:{line}: {}[{idx}] is {shown}, expected {text} (tol {tol}{apart})",
+                            e.buffer
+                        ));
+                    } else if lines.len() < 5 {
+                        let paren = ulps.map(|u| format!(" ({u} ulp)")).unwrap_or_default();
+                        lines.push(format!("    {}[{idx}] is {shown}, expected {text}{paren}", e.buffer));
+                    }
                 }
             }
-            Ok(())
+            if count == 0 {
+                return Ok(());
+            }
+            if count > lines.len() {
+                lines.push(format!("    ... and {} more", count - lines.len()));
+            }
+            if all_ulps && max_ulps > 0 {
+                lines.push(format!("    {}", crate::compare::tolerance_hint_line(count, max_ulps)));
+            }
+            Err(lines.join("\n"))
         }
         Expected::Npy { path } => check_npy(e, path, buf, tol, engine, env, ctx),
         Expected::Reference { target, grid, block, shared_bytes } => {
@@ -684,7 +719,12 @@ fn check_expectation(
             if c.is_match() {
                 Ok(())
             } else {
-                Err(format!("{file}:{line}: `{}` differs from reference @{target}'s (tol {tol}): {c}", e.buffer))
+                let hint = crate::compare::expect_tolerance_hint(buf.elem, &c).map(|h| format!("\n    {h}"));
+                Err(format!(
+                    "{file}:{line}: `{}` differs from reference @{target}'s (tol {tol}): {c}{}",
+                    e.buffer,
+                    hint.unwrap_or_default()
+                ))
             }
         }
     }
@@ -761,6 +801,7 @@ fn check_npy(
     if is_input {
         return Err(format!("{file}:{line}: {shown} is also an input of this run: an expectation needs its own file"));
     }
+    let mut hint = String::new();
     let why_differs = match std::fs::metadata(&full) {
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => None,
         Err(err) => return Err(format!("{file}:{line}: cannot read {shown}: {err}")),
@@ -782,20 +823,23 @@ fn check_npy(
                 return Ok(());
             }
             let how = if e.sorted { ", compared sorted" } else { "" };
+            if let Some(h) = crate::compare::expect_tolerance_hint(buf.elem, &c) {
+                hint = format!("\n    {h}");
+            }
             Some(format!("{c}{how}"))
         }
     };
     if !e.joined.is_empty() {
         // Joined files are written by no one (which bytes would go to which file?).
         return Err(match why_differs {
-            Some(c) => format!("{file}:{line}: `{}` differs from {} (tol {tol}): {c}", e.describe(), shown),
+            Some(c) => format!("{file}:{line}: `{}` differs from {} (tol {tol}): {c}{hint}", e.describe(), shown),
             None => format!(
                 "{file}:{line}: expected output {shown} does not exist (joined expectations are never written by kir)"
             ),
         });
     }
     if let Some(hw) = env.hardware {
-        return hardware_expectation(e, &full, buf, why_differs, hw, engine, env, ctx);
+        return hardware_expectation(e, &full, buf, why_differs.map(|c| c + &hint), hw, engine, env, ctx);
     }
     if !ctx.bless || engine != Engine::Interp {
         return Err(match why_differs {
@@ -803,7 +847,7 @@ fn check_npy(
                 "{file}:{line}: expected output {shown} does not exist; `kir test --bless` writes it from the interpreter's output"
             ),
             Some(c) => format!(
-                "{file}:{line}: `{}` differs from {shown} (tol {tol}): {c}\n    (if the new output is right, `kir test --bless` rewrites the file)",
+                "{file}:{line}: `{}` differs from {shown} (tol {tol}): {c}{hint}\n    (if the new output is right, `kir test --bless` rewrites the file)",
                 e.buffer
             ),
         });

@@ -502,3 +502,49 @@ fn runs_that_must_fault_pass_only_by_faulting_as_stated() {
     );
     assert!(!stdout.contains("ptx-emu") && !stdout.contains(" gpu"), "no other rows for fault runs:\n{stdout}");
 }
+
+/// Issue 27, item 5: an expectation pasted from an older `--print` fails by one ulp. The failure
+/// says how far apart the values are (per element shown, and the largest) and the exact `tol=`
+/// that accepts them on the `expect:` line; with it, the file passes. Comparisons with a
+/// reference kernel say the same; integers and far-apart floats get no tolerance suggestion.
+#[test]
+fn a_float_expectation_off_by_ulps_names_the_distance_and_the_tol_to_write() {
+    let dir = scratch("ulp-hint");
+    let src = |expect: &str| {
+        format!(
+            "; run: @k grid(1) block(4) y=zeros:f32:4\n; expect: {expect}\n\
+             kernel @k(%y: ptr<global, f32>) {{\nentry:\n  %t = tid.x : u32\n  %v = add.f32 0.74548554, 0.0\n  store %y[%t], %v\n  ret\n}}\n\
+             kernel @r(%y: ptr<global, f32>) {{\nentry:\n  %t = tid.x : u32\n  %v = add.f32 0.745485485, 0.0\n  store %y[%t], %v\n  ret\n}}\n"
+        )
+    };
+    let pasted = "@k y[0..4] == [0.745485485, 0.74548554, 0.745485485, 0.74548554]";
+    std::fs::write(dir.join("ulp.kir"), src(pasted)).unwrap();
+    let (code, out) = kir_test_in(&dir, "ulp.kir");
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("ulp.kir:2: y[0] is 0.74548554, expected 0.745485485 (tol exact, 1 ulp apart)\n"), "{out}");
+    assert!(out.contains("\n    y[2] is 0.74548554, expected 0.745485485 (1 ulp)\n"), "{out}");
+    assert!(
+        out.contains("\n    2 elements differ, by at most 1 ulp; if that is within the kernel's accuracy, state it on the `expect:` line: `tol=ulp:1`"),
+        "{out}"
+    );
+    // The suggestion, written as suggested, passes.
+    std::fs::write(dir.join("ulp.kir"), src(&format!("{pasted} tol=ulp:1"))).unwrap();
+    let (code, out) = kir_test_in(&dir, "ulp.kir");
+    assert_eq!(code, 0, "{out}");
+
+    // Against a reference kernel: the buffer comparison lists ulps per element, plus the hint.
+    std::fs::write(dir.join("ulp.kir"), src("@k y == @r")).unwrap();
+    let (code, out) = kir_test_in(&dir, "ulp.kir");
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("ulp.kir:2: `y` differs from reference @r's (tol exact): 4 elements differ\n"), "{out}");
+    assert!(out.contains("[0] expected 0.7454855, got 0.74548554 (1 ulp)"), "{out}");
+    assert!(out.contains("4 elements differ, by at most 1 ulp; if that is within the kernel's accuracy, state it on the `expect:` line: `tol=ulp:1`"), "{out}");
+
+    // Far apart: the distance, no tolerance to paste.
+    std::fs::write(dir.join("ulp.kir"), src("@k y[0..1] == [2.0]")).unwrap();
+    let (_, out) = kir_test_in(&dir, "ulp.kir");
+    assert!(out.contains("ulp.kir:2: y[0] is 0.74548554, expected 2.0 (tol exact, 12658652 ulp apart)"), "{out}");
+    assert!(out.contains("1 element differs, by at most 12658652 ulp (too far apart for rounding)"), "{out}");
+    assert!(!out.contains("tol=ulp:"), "{out}");
+    std::fs::remove_dir_all(&dir).ok();
+}
