@@ -27,7 +27,7 @@ enum Command {
     Cfg(cmd::cfg::Args),
     /// Check, optimize, emit PTX for and run (interpreter, PTX emulator, GPU when present) every .kir file.
     Test(cmd::test::Args),
-    /// Run a pass pipeline (default: inline,fold,simplify-cfg,dce) and print the optimized module.
+    /// Run a pass pipeline (default: inline,fold,simplify-cfg,licm,dce) and print the optimized module.
     Opt(cmd::opt::Args),
     /// Emit PTX for a .kir file (as written; run `kir opt` first to optimize).
     Ptx(cmd::ptx::Args),

@@ -28,11 +28,11 @@ fn list_passes() {
     let o = kir(&["opt", "--list-passes"]);
     assert!(o.status.success());
     let text = String::from_utf8_lossy(&o.stdout);
-    for name in ["inline", "fold", "dce", "simplify-cfg"] {
+    for name in ["inline", "fold", "dce", "simplify-cfg", "licm"] {
         assert!(text.lines().any(|l| l.trim_start().starts_with(name)), "{name} missing:\n{text}");
     }
     assert!(text.contains("{approx}"), "{text}");
-    assert!(text.contains("Default pipeline: inline,fold,simplify-cfg,dce"), "{text}");
+    assert!(text.contains("Default pipeline: inline,fold,simplify-cfg,licm,dce"), "{text}");
 }
 
 #[test]
@@ -61,7 +61,7 @@ fn dump_dir_and_stats() {
     let mut names: Vec<String> =
         std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
     names.sort();
-    assert_eq!(names, ["00-input.kir", "01-inline.kir", "02-fold.kir", "03-simplify-cfg.kir", "04-dce.kir"]);
+    assert_eq!(names, ["00-input.kir", "01-inline.kir", "02-fold.kir", "03-simplify-cfg.kir", "04-licm.kir", "05-dce.kir"]);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
