@@ -61,7 +61,10 @@ fn dump_dir_and_stats() {
     let mut names: Vec<String> =
         std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
     names.sort();
-    assert_eq!(names, ["00-input.kir", "01-inline.kir", "02-fold.kir", "03-simplify-cfg.kir", "04-licm.kir", "05-dce.kir"]);
+    assert_eq!(
+        names,
+        ["00-input.kir", "01-inline.kir", "02-fold.kir", "03-simplify-cfg.kir", "04-licm.kir", "05-dce.kir"]
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
