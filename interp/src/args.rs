@@ -194,6 +194,32 @@ pub fn generate(spec: &ArgSpec) -> Option<Buffer> {
     })
 }
 
+/// [`generate`] without aborting when the system refuses the memory: an error naming the size.
+pub fn try_generate(spec: &ArgSpec) -> Result<Option<Buffer>, String> {
+    let rand = |elem: ScalarType, seed: u64| {
+        let mut state = seed;
+        move |_| {
+            let r = splitmix64(&mut state);
+            if elem.is_float() {
+                float_bits(elem, 2.0 * ((r >> 40) as f64 / (1u64 << 24) as f64) - 1.0)
+            } else {
+                r & elem.mask()
+            }
+        }
+    };
+    Ok(Some(match *spec {
+        ArgSpec::Zeros { elem, len } => Buffer::try_zeros(elem, len as usize)?,
+        ArgSpec::Ones { elem, len } => {
+            Buffer::try_from_bits(elem, len as usize, (0..len).map(|_| number_bits(elem, 1)))?
+        }
+        ArgSpec::Range { elem, len } => {
+            Buffer::try_from_bits(elem, len as usize, (0..len).map(|i| number_bits(elem, i)))?
+        }
+        ArgSpec::Rand { elem, len, seed } => Buffer::try_from_bits(elem, len as usize, (0..len).map(rand(elem, seed)))?,
+        ArgSpec::Number(_) | ArgSpec::Npy(_) => return Ok(None),
+    }))
+}
+
 /// Makes the value of `spec` for a parameter of type `ty`. Relative `.npy` paths are taken from
 /// `base_dir` when given.
 pub fn materialize(spec: &ArgSpec, ty: Type, base_dir: Option<&Path>) -> Result<Value, String> {
@@ -219,7 +245,7 @@ pub fn materialize(spec: &ArgSpec, ty: Type, base_dir: Option<&Path>) -> Result<
             Ok(Value::Buffer(b))
         }
         (_, Type::Ptr(_, elem)) => {
-            let b = generate(spec).ok_or_else(|| "internal: not a generator".to_string())?;
+            let b = try_generate(spec)?.ok_or_else(|| "internal: not a generator".to_string())?;
             if b.elem != elem {
                 return Err(format!("the buffer holds {} elements, but the parameter is a {ty}", b.elem));
             }
@@ -364,5 +390,24 @@ mod tests {
         assert_eq!(o.bytes, vec![0x80, 0x3f, 0x80, 0x3f]);
         let u = generate(&ArgSpec::Range { elem: ScalarType::U8, len: 300 }).unwrap();
         assert_eq!(u.get_bits(257), 1);
+    }
+
+    /// `try_generate` (what `kir run` uses, fallible) makes exactly what `generate` makes.
+    #[test]
+    fn try_generate_agrees_with_generate() {
+        for elem in [ScalarType::F32, ScalarType::F16, ScalarType::BF16, ScalarType::U8, ScalarType::S64] {
+            for len in [0, 1, 7, 300] {
+                for spec in [
+                    ArgSpec::Zeros { elem, len },
+                    ArgSpec::Ones { elem, len },
+                    ArgSpec::Range { elem, len },
+                    ArgSpec::Rand { elem, len, seed: 9 },
+                ] {
+                    assert_eq!(try_generate(&spec).unwrap(), generate(&spec), "{spec:?}");
+                }
+            }
+        }
+        assert_eq!(try_generate(&ArgSpec::Number("1".into())).unwrap(), None);
+        assert!(crate::buffer::refused(3 << 30).contains("3221225472 bytes (3.0 GiB)"));
     }
 }

@@ -8,9 +8,32 @@
 //! - Conversions to host types ([`Buffer::to_f32`], [`Buffer::to_f64`], [`Buffer::to_u32`]) never
 //!   panic; they convert value by value (`as` casts for integers, exact widening or
 //!   round-to-nearest narrowing for floats).
+//! - [`Buffer::try_zeros`] and [`Buffer::try_from_bits`] return an error, never abort, when the
+//!   system refuses the memory (the other constructors abort like any Rust allocation).
 
 use half::{bf16, f16};
 use kir_ir::types::ScalarType;
+
+/// The error of a refused allocation of `n` bytes.
+pub fn refused(n: usize) -> String {
+    format!("cannot allocate {n} bytes ({}): the system refused the memory", human_bytes(n as u64))
+}
+
+/// `n` bytes in the largest binary unit that keeps it at or above 1 (`2.0 GiB`).
+pub fn human_bytes(n: u64) -> String {
+    let units = ["bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
+    let mut v = n as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < units.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{n} bytes")
+    } else {
+        format!("{v:.1} {}", units[u])
+    }
+}
 
 /// A typed host buffer.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -23,6 +46,35 @@ impl Buffer {
     /// `len` zero elements.
     pub fn zeros(elem: ScalarType, len: usize) -> Buffer {
         Buffer { elem, bytes: vec![0; len * elem.bytes() as usize] }
+    }
+    /// `len` zero elements, or an error saying how many bytes the system refused. The memory comes
+    /// zeroed from the allocator (calloc: untouched pages cost nothing).
+    pub fn try_zeros(elem: ScalarType, len: usize) -> Result<Buffer, String> {
+        let n = len.checked_mul(elem.bytes() as usize).ok_or_else(|| refused(usize::MAX))?;
+        if n == 0 {
+            return Ok(Buffer { elem, bytes: Vec::new() });
+        }
+        let layout = std::alloc::Layout::array::<u8>(n).map_err(|_| refused(n))?;
+        // SAFETY: `layout` has a non-zero size; a non-null result is `n` zeroed bytes allocated by
+        // the global allocator with the layout `Vec<u8>` of capacity `n` frees with.
+        let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+        if ptr.is_null() {
+            return Err(refused(n));
+        }
+        // SAFETY: as above; length = capacity = `n`, all initialized (zero).
+        Ok(Buffer { elem, bytes: unsafe { Vec::from_raw_parts(ptr, n, n) } })
+    }
+    /// [`Buffer::from_bits`] of `len` elements, with the memory reserved first: an error, not an
+    /// abort, when the system refuses it.
+    pub fn try_from_bits(elem: ScalarType, len: usize, bits: impl IntoIterator<Item = u64>) -> Result<Buffer, String> {
+        let size = elem.bytes() as usize;
+        let n = len.checked_mul(size).ok_or_else(|| refused(usize::MAX))?;
+        let mut bytes = Vec::new();
+        bytes.try_reserve_exact(n).map_err(|_| refused(n))?;
+        for b in bits.into_iter().take(len) {
+            bytes.extend_from_slice(&b.to_le_bytes()[..size]);
+        }
+        Ok(Buffer { elem, bytes })
     }
     /// A buffer from raw element bits (each zero-extended from the element width).
     pub fn from_bits(elem: ScalarType, bits: impl IntoIterator<Item = u64>) -> Buffer {

@@ -507,7 +507,8 @@ fn launch_impl(
             opts.races,
             prog.race_shift[0],
             cfg.grid.iter().map(|&g| g as u64).product(),
-        );
+        )
+        .map_err(InterpError::invalid)?;
         let fuel_used = AtomicU64::new(0);
         let cx = LaunchCtx {
             prog,

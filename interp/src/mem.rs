@@ -19,7 +19,7 @@
 //!   clearing: a launch numbers its blocks after those of the launches that used the shadow before
 //!   ([`GlobalMem::race_base`]), and tags numbered at or below its base are stale (empty). A
 //!   shadow is cleared only when the 24-bit block numbers would run out; a fresh one is zeroed
-//!   pages from the allocator (calloc).
+//!   pages from the allocator (calloc); a shadow the system refuses is an error, not an abort.
 
 use kir_ir::types::ScalarType;
 use std::sync::atomic::{AtomicU16, AtomicU32, AtomicU64, AtomicU8, Ordering};
@@ -192,14 +192,19 @@ impl GlobalMem {
     /// Views `bufs` (each must be 8-byte aligned or empty) as global memory.
     /// With `races`, the shadow has two tags per granule of `1 << race_shift` bytes, for a launch
     /// of `nblocks` blocks.
-    pub fn new(bufs: &mut [&mut [u8]], races: bool, race_shift: u32, nblocks: u64) -> GlobalMem {
+    /// Fails (naming the size) when the system refuses the memory of a shadow.
+    pub fn new(bufs: &mut [&mut [u8]], races: bool, race_shift: u32, nblocks: u64) -> Result<GlobalMem, String> {
         let regions: Vec<Region> =
             bufs.iter_mut().map(|b| Region { ptr: b.as_mut_ptr(), len: b.len() as u64 }).collect();
         let lens = regions.iter().map(|r| r.len).collect();
         let (mut race_base, mut race_used) = (0, 0);
-        let race = races.then(|| {
-            let mut taken: Vec<(Vec<AtomicU64>, u64)> =
-                regions.iter().map(|r| shadow_take(2 * (r.len as usize).div_ceil(1 << race_shift))).collect();
+        let race = if !races {
+            None
+        } else {
+            let mut taken: Vec<(Vec<AtomicU64>, u64)> = regions
+                .iter()
+                .map(|r| shadow_take(2 * (r.len as usize).div_ceil(1 << race_shift)))
+                .collect::<Result<_, _>>()?;
             race_base = taken.iter().map(|t| t.1).max().unwrap_or(0);
             if race_base + nblocks > tag::BLOCK_MAX {
                 // Block numbers would wrap: start over on clean shadows.
@@ -215,9 +220,9 @@ impl GlobalMem {
             // A launch of more blocks than the field holds aliases block numbers (as it always
             // did); its shadows are cleared before the next launch.
             race_used = (race_base + nblocks).min(tag::BLOCK_MAX + 1);
-            taken.into_iter().map(|t| t.0).collect()
-        });
-        GlobalMem { regions, lens, race, race_shift, race_base, race_used }
+            Some(taken.into_iter().map(|t| t.0).collect())
+        };
+        Ok(GlobalMem { regions, lens, race, race_shift, race_base, race_used })
     }
 
     /// Loads `size` bytes at `(region, byte)` as returned by [`locate`].
@@ -313,12 +318,15 @@ const SHADOW_POOL_BYTES: usize = 256 << 20;
 
 /// A shadow of `n` tags and the block numbers used on it: a pooled one of that length, or a fresh
 /// one (all zero, none used).
-fn shadow_take(n: usize) -> (Vec<AtomicU64>, u64) {
+fn shadow_take(n: usize) -> Result<(Vec<AtomicU64>, u64), String> {
     let found = {
         let mut pool = SHADOW_POOL.lock().unwrap_or_else(|p| p.into_inner());
         pool.iter().position(|v| v.0.len() == n).map(|i| pool.swap_remove(i))
     };
-    found.unwrap_or_else(|| (zeroed_atomics(n), 0))
+    match found {
+        Some(f) => Ok(f),
+        None => Ok((zeroed_atomics(n)?, 0)),
+    }
 }
 
 /// Returns a shadow to the pool if it fits (else frees it).
@@ -334,14 +342,20 @@ fn shadow_give(v: Vec<AtomicU64>, used: u64) {
 }
 
 /// `n` atomics of value 0, allocated zeroed (calloc: fresh pages cost nothing until touched).
-fn zeroed_atomics(n: usize) -> Vec<AtomicU64> {
-    let mut v = std::mem::ManuallyDrop::new(vec![0u64; n]);
-    let (ptr, len, cap) = (v.as_mut_ptr(), v.len(), v.capacity());
-    // SAFETY: AtomicU64 has the size and bit validity of u64 and, on the 64-bit targets with
-    // 64-bit atomics that this crate builds for, its alignment (asserted); the allocation is
-    // handed over whole (same pointer, length, capacity and layout).
-    const _: () = assert!(std::mem::align_of::<AtomicU64>() == std::mem::align_of::<u64>());
-    unsafe { Vec::from_raw_parts(ptr as *mut AtomicU64, len, cap) }
+fn zeroed_atomics(n: usize) -> Result<Vec<AtomicU64>, String> {
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    let refused = || format!("race-detection shadow: {}", crate::buffer::refused(n.saturating_mul(8)));
+    let layout = std::alloc::Layout::array::<AtomicU64>(n).map_err(|_| refused())?;
+    // SAFETY: `layout` has a non-zero size; a non-null result is `n` zeroed, aligned AtomicU64s (all
+    // zero bits is a valid AtomicU64) allocated by the global allocator with the layout that a
+    // `Vec<AtomicU64>` of capacity `n` frees with.
+    let ptr = unsafe { std::alloc::alloc_zeroed(layout) } as *mut AtomicU64;
+    if ptr.is_null() {
+        return Err(refused());
+    }
+    Ok(unsafe { Vec::from_raw_parts(ptr, n, n) })
 }
 
 /// Race tags.

@@ -9,10 +9,15 @@
 //!   byte order mark and other zero-width format characters) are shown as `?` (one-byte ones) or
 //!   `\u{FFFD}` in the quoted source line, so a caret under them is visible; line and column
 //!   numbers are those of the real source.
+//! - A quoted source line longer than [`LONG_LINE`] bytes is shown as windows of about
+//!   [`CONTEXT`] bytes either side of each label's start and end, joined and ended by `...`
+//!   (a line with no label: its first `2 * CONTEXT` bytes), so a diagnostic on a 100k-character
+//!   line stays a few hundred bytes; carets stay under the right characters and the
+//!   `file:line:col` header is the real source's.
 
 use crate::span::Span;
 use codespan_reporting::diagnostic::{Diagnostic as CsDiagnostic, Label, Severity as CsSeverity};
-use codespan_reporting::files::SimpleFiles;
+use codespan_reporting::files::{Files, Location};
 use codespan_reporting::term::{self, Config};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -139,12 +144,150 @@ impl SourceMap {
     }
 }
 
+/// Source lines longer than this many bytes are shown as windows around the labels.
+pub const LONG_LINE: usize = 200;
+/// Bytes shown either side of a label's start and end in a long line.
+pub const CONTEXT: usize = 60;
+
+/// Byte offsets where the lines of `text` start (the first is 0).
+fn line_starts(text: &str) -> Vec<usize> {
+    std::iter::once(0).chain(text.match_indices('\n').map(|(i, _)| i + 1)).collect()
+}
+
+/// One file as a diagnostic shows it: the (possibly windowed) text, its line starts, and for the
+/// label offsets of the windowed text their position in the real source.
+struct ShownFile<'a> {
+    name: &'a str,
+    text: std::borrow::Cow<'a, str>,
+    starts: std::borrow::Cow<'a, [usize]>,
+    /// Windowed offset -> the real source's location (only for windowed files).
+    real: std::collections::HashMap<usize, Location>,
+}
+
+struct ShownFiles<'a>(Vec<ShownFile<'a>>);
+
+impl<'a> Files<'a> for ShownFiles<'a> {
+    type FileId = usize;
+    type Name = &'a str;
+    type Source = &'a str;
+    fn name(&'a self, id: usize) -> Result<&'a str, codespan_reporting::files::Error> {
+        self.0.get(id).map(|f| f.name).ok_or(codespan_reporting::files::Error::FileMissing)
+    }
+    fn source(&'a self, id: usize) -> Result<&'a str, codespan_reporting::files::Error> {
+        self.0.get(id).map(|f| f.text.as_ref()).ok_or(codespan_reporting::files::Error::FileMissing)
+    }
+    fn line_index(&'a self, id: usize, byte: usize) -> Result<usize, codespan_reporting::files::Error> {
+        let f = self.0.get(id).ok_or(codespan_reporting::files::Error::FileMissing)?;
+        Ok(f.starts.partition_point(|&s| s <= byte).saturating_sub(1))
+    }
+    fn line_range(
+        &'a self,
+        id: usize,
+        line: usize,
+    ) -> Result<std::ops::Range<usize>, codespan_reporting::files::Error> {
+        let f = self.0.get(id).ok_or(codespan_reporting::files::Error::FileMissing)?;
+        let start = *f
+            .starts
+            .get(line)
+            .ok_or(codespan_reporting::files::Error::LineTooLarge { given: line, max: f.starts.len() - 1 })?;
+        let end = f.starts.get(line + 1).copied().unwrap_or(f.text.len());
+        Ok(start..end)
+    }
+    fn location(&'a self, id: usize, byte: usize) -> Result<Location, codespan_reporting::files::Error> {
+        if let Some(l) = self.0.get(id).and_then(|f| f.real.get(&byte)) {
+            return Ok(*l);
+        }
+        let line = self.line_index(id, byte)?;
+        let range = self.line_range(id, line)?;
+        let col = codespan_reporting::files::column_index(self.source(id)?, range, byte);
+        Ok(Location { line_number: line + 1, column_number: col + 1 })
+    }
+}
+
+/// `i` moved down (`up`: up) to a char boundary of `text`.
+fn boundary(text: &str, mut i: usize, up: bool) -> usize {
+    i = i.min(text.len());
+    while !text.is_char_boundary(i) {
+        if up {
+            i += 1
+        } else {
+            i -= 1
+        }
+    }
+    i
+}
+
+/// `text` (lines starting at `starts`) with every line longer than [`LONG_LINE`] cut to windows
+/// around the `points` (byte offsets: label starts and ends) it holds: the new text, its line
+/// starts, and where each point went (with its real location).
+fn window(
+    text: &str,
+    starts: &[usize],
+    points: &[usize],
+) -> (String, Vec<usize>, std::collections::HashMap<usize, usize>, std::collections::HashMap<usize, Location>) {
+    let mut out = String::new();
+    let mut new_starts = Vec::with_capacity(starts.len());
+    let (mut moved, mut real) = (std::collections::HashMap::new(), std::collections::HashMap::new());
+    let mut sorted: Vec<usize> = points.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    for (li, &ls) in starts.iter().enumerate() {
+        let next = starts.get(li + 1).copied().unwrap_or(text.len());
+        let le = if next > ls && text.as_bytes().get(next - 1) == Some(&b'\n') { next - 1 } else { next };
+        new_starts.push(out.len());
+        let here: Vec<usize> =
+            sorted[sorted.partition_point(|&p| p < ls)..sorted.partition_point(|&p| p <= le)].to_vec();
+        if le - ls <= LONG_LINE {
+            for &p in &here {
+                moved.insert(p, out.len() + (p - ls));
+            }
+            out.push_str(&text[ls..next]);
+            continue;
+        }
+        // Windows [p - CONTEXT, p + CONTEXT] around each point, merged when they touch.
+        let mut wins: Vec<(usize, usize)> = Vec::new();
+        for &p in &here {
+            let (a, b) =
+                (boundary(text, p.saturating_sub(CONTEXT).max(ls), false), boundary(text, (p + CONTEXT).min(le), true));
+            match wins.last_mut() {
+                Some(w) if a <= w.1 + 3 => w.1 = w.1.max(b),
+                _ => wins.push((a, b)),
+            }
+        }
+        if wins.is_empty() {
+            wins.push((ls, boundary(text, ls + 2 * CONTEXT, false)));
+        }
+        let mut pi = 0;
+        for (k, &(a, b)) in wins.iter().enumerate() {
+            if a > ls || k > 0 {
+                out.push_str("...");
+            }
+            while pi < here.len() && here[pi] <= b {
+                let p = here[pi];
+                moved.insert(p, out.len() + (p - a));
+                let col = codespan_reporting::files::column_index(text, ls..next, p);
+                real.insert(out.len() + (p - a), Location { line_number: li + 1, column_number: col + 1 });
+                pi += 1;
+            }
+            out.push_str(&text[a..b]);
+        }
+        if wins.last().is_some_and(|w| w.1 < le) {
+            out.push_str("...");
+        }
+        out.push_str(&text[le..next]);
+    }
+    (out, new_starts, moved, real)
+}
+
 /// Renders diagnostics whose spans may lie in any file of `map`.
 pub fn render_map(diags: &[Diagnostic], map: &SourceMap, color: bool) -> String {
-    let mut files = SimpleFiles::new();
-    let shown: Vec<String> = map.files.iter().map(|f| visible_source(&f.text).into_owned()).collect();
-    let ids: Vec<usize> =
-        map.files.iter().zip(&shown).map(|(f, text)| files.add(f.name.as_str(), text.as_str())).collect();
+    let shown: Vec<std::borrow::Cow<'_, str>> = map.files.iter().map(|f| visible_source(&f.text)).collect();
+    let starts: Vec<Vec<usize>> = shown.iter().map(|t| line_starts(t)).collect();
+    let long: Vec<bool> = starts
+        .iter()
+        .zip(&shown)
+        .map(|(s, t)| s.iter().zip(s.iter().skip(1).chain([&(t.len() + 1)])).any(|(a, b)| b - a > LONG_LINE + 1))
+        .collect();
     let config = Config::default();
     let mut out = Vec::new();
     for d in diags {
@@ -153,7 +296,42 @@ pub fn render_map(diags: &[Diagnostic], map: &SourceMap, color: bool) -> String 
             Severity::Warning => CsSeverity::Warning,
             Severity::Error => CsSeverity::Error,
         };
-        let at = |s: Span| map.locate(s).map(|(i, r)| (ids[i], r));
+        // The files as this diagnostic shows them: long lines windowed around its labels.
+        let spans: Vec<Span> = d.primary.iter().chain(&d.secondary).map(|l| l.span).collect();
+        let mut moved: Vec<std::collections::HashMap<usize, usize>> = vec![Default::default(); map.files.len()];
+        let files = ShownFiles(
+            map.files
+                .iter()
+                .enumerate()
+                .map(|(i, f)| {
+                    let mut file = ShownFile {
+                        name: f.name.as_str(),
+                        text: std::borrow::Cow::Borrowed(shown[i].as_ref()),
+                        starts: std::borrow::Cow::Borrowed(starts[i].as_slice()),
+                        real: Default::default(),
+                    };
+                    let points: Vec<usize> = spans
+                        .iter()
+                        .filter_map(|s| map.locate(*s).filter(|(fi, _)| *fi == i))
+                        .flat_map(|(_, r)| [r.start, r.end])
+                        .collect();
+                    if long[i] && !points.is_empty() {
+                        let (text, st, mv, real) = window(&shown[i], &starts[i], &points);
+                        file.text = std::borrow::Cow::Owned(text);
+                        file.starts = std::borrow::Cow::Owned(st);
+                        file.real = real;
+                        moved[i] = mv;
+                    }
+                    file
+                })
+                .collect(),
+        );
+        let at = |s: Span| {
+            map.locate(s).map(|(i, r)| {
+                let mv = |o: usize| moved[i].get(&o).copied().unwrap_or(o);
+                (i, mv(r.start)..mv(r.end))
+            })
+        };
         let mut labels = Vec::new();
         if let Some((f, r)) = d.primary.as_ref().and_then(|p| at(p.span)) {
             labels

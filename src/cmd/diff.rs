@@ -50,10 +50,10 @@ pub struct Args {
     /// The launch graph to compare (instead of a kernel; it carries its own launch shapes).
     #[arg(long)]
     pub graph: Option<String>,
-    /// Grid size in blocks: X[,Y[,Z]] (kernels).
+    /// Grid size in blocks: X[,Y[,Z]] [required for a kernel].
     #[arg(long)]
     pub grid: Option<String>,
-    /// Block size in threads: X[,Y[,Z]] (kernels).
+    /// Block size in threads: X[,Y[,Z]] [required for a kernel].
     #[arg(long)]
     pub block: Option<String>,
     /// NAME=VALUE, one per parameter, as for `kir run`.

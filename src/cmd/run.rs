@@ -31,12 +31,12 @@ pub struct Args {
     /// Run this launch graph of the file instead of one kernel (grid and block come from it).
     #[arg(long, conflicts_with_all = ["kernel", "grid", "block", "shared"])]
     pub graph: Option<String>,
-    /// Grid size in blocks: X[,Y[,Z]].
-    #[arg(long, required_unless_present = "graph", default_value = "")]
-    pub grid: String,
-    /// Block size in threads: X[,Y[,Z]].
-    #[arg(long, required_unless_present = "graph", default_value = "")]
-    pub block: String,
+    /// Grid size in blocks: X[,Y[,Z]] [required unless --graph].
+    #[arg(long, required_unless_present = "graph")]
+    pub grid: Option<String>,
+    /// Block size in threads: X[,Y[,Z]] [required unless --graph].
+    #[arg(long, required_unless_present = "graph")]
+    pub block: Option<String>,
     /// NAME=VALUE, one per parameter (for a .ptx file: by PTX parameter name). VALUE: a number,
     /// @path.npy, rand:TYPE:LEN[:SEED], zeros:TYPE:LEN, ones:TYPE:LEN or range:TYPE:LEN.
     #[arg(long = "arg", value_name = "NAME=VALUE")]
@@ -106,7 +106,10 @@ pub fn run(a: &Args) -> ExitCode {
         Ok(k) => k,
         Err(code) => return code,
     };
-    let (grid, block) = match (parse_dims(&a.grid, "grid"), parse_dims(&a.block, "block")) {
+    let (grid, block) = match (
+        parse_dims(a.grid.as_deref().unwrap_or(""), "grid"),
+        parse_dims(a.block.as_deref().unwrap_or(""), "block"),
+    ) {
         (Ok(g), Ok(b)) => (g, b),
         (Err(e), _) | (_, Err(e)) => return usage(e),
     };

@@ -95,7 +95,10 @@ pub fn run(a: &Args) -> ExitCode {
             }
         },
     };
-    let (grid, block) = match (parse_dims(&a.grid, "grid"), parse_dims(&a.block, "block")) {
+    let (grid, block) = match (
+        parse_dims(a.grid.as_deref().unwrap_or(""), "grid"),
+        parse_dims(a.block.as_deref().unwrap_or(""), "block"),
+    ) {
         (Ok(g), Ok(b)) => (g, b),
         (Err(e), _) | (_, Err(e)) => return usage(e),
     };
