@@ -196,3 +196,36 @@ done:
     let mut k = parse_one(src);
     assert_eq!(apply(&mut k, "licm").unwrap(), 0, "{}", kir_ir::print_kernel(&k));
 }
+
+/// Many loops in sequence, each with an invariant instruction, and a block with many invariant
+/// instructions: everything moves, in one run, in time linear in the kernel (no per-loop sweep of
+/// the whole kernel, no per-instruction shifting of a block).
+#[test]
+fn many_loops_and_long_blocks() {
+    const LOOPS: usize = 3000;
+    const LONG: usize = 20000;
+    let mut src = String::from("kernel @k(%q: ptr<global, u32>, %n: u32, %s: u32) {\nentry:\n  jmp h0(0)\n");
+    for i in 0..LOOPS {
+        let next = if i + 1 < LOOPS { format!("h{}(0)", i + 1) } else { "last(0)".to_string() };
+        // Each loop's exit is its own block ending in `jmp`: the next loop's unique preheader.
+        src.push_str(&format!(
+            "h{i}(%i{i}: u32):\n  %c{i} = lt.u32 %i{i}, %n\n  br %c{i}, b{i}, e{i}\n\
+             b{i}:\n  %v{i} = mul.u32 %s, {i}\n  store %q[%i{i}], %v{i}\n  %j{i} = add.u32 %i{i}, 1\n  jmp h{i}(%j{i})\n\
+             e{i}:\n  jmp {next}\n"
+        ));
+    }
+    src.push_str("last(%t: u32):\n  %lc = lt.u32 %t, %n\n  br %lc, lb, done\nlb:\n  %w0 = add.u32 %s, 1\n");
+    for i in 1..LONG {
+        src.push_str(&format!("  %w{i} = add.u32 %w{}, 1\n", i - 1));
+    }
+    src.push_str(&format!(
+        "  store %q[%t], %w{}\n  %t1 = add.u32 %t, 1\n  jmp last(%t1)\ndone:\n  ret\n}}\n",
+        LONG - 1
+    ));
+    let mut k = parse_one(&src);
+    let t = std::time::Instant::now();
+    let hoisted = apply(&mut k, "licm").unwrap();
+    assert_eq!(hoisted as usize, LOOPS + LONG);
+    // Generous: the run above takes milliseconds; a quadratic one takes far longer.
+    assert!(t.elapsed().as_secs() < 20, "licm took {:?}", t.elapsed());
+}

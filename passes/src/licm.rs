@@ -24,8 +24,10 @@
 //! - Semantics are preserved bit for bit: the header runs whenever the preheader has, and the
 //!   moved ops compute the same value on every iteration, so evaluating them once before the loop
 //!   (even when the block they came from would not have run) changes no observable result.
-//! - Runs in time linear in the kernel's size times the number of sweeps, at most one more than
-//!   the longest chain of invariant instructions per loop.
+//! - One sweep per loop, over its blocks in reverse post-order (a definition's block before the
+//!   blocks it dominates, so a chain of invariant instructions moves in that sweep): time linear in
+//!   the kernel's size plus the sizes of its loops (what [`LoopForest`] already lists), times
+//!   log of a loop's size for the membership tests.
 
 use crate::pass::{Pass, PassContext};
 use kir_ir::analysis::loops::LoopForest;
@@ -85,45 +87,46 @@ impl Pass for Licm {
                 inst_block[i.index()] = bi as u32;
             }
         }
+        // Position of each reachable block in reverse post-order: a definition's block comes
+        // before the blocks it dominates, so one sweep in this order sees every operand's
+        // (possibly just hoisted) definition before its uses.
+        let mut rpo_pos = vec![u32::MAX; k.blocks.len()];
+        for (i, b) in rpo.iter().enumerate() {
+            rpo_pos[b.index()] = i as u32;
+        }
         let mut hoisted = 0u64;
         for li in order {
             let Some(pre) = preheaders[li] else { continue };
             let l = &loops[li];
-            let body: Vec<BlockId> = rpo.iter().copied().filter(|b| l.contains(*b)).collect();
-            loop {
-                let mut moved = false;
-                for &b in &body {
-                    let mut bi = 0;
-                    while bi < k.blocks[b.index()].insts.len() {
-                        let id = k.blocks[b.index()].insts[bi];
-                        let inst = &k.insts[id.index()];
-                        let invariant = inst.result.is_some()
-                            && hoistable(&inst.op)
-                            && inst.args.iter().all(|a| match a {
-                                Operand::Const(_) => true,
-                                Operand::Value(v) => match k.values[v.index()].def {
-                                    ValueDef::Param(_) => true,
-                                    ValueDef::BlockParam(db, _) => !l.contains(db),
-                                    ValueDef::Inst(di) => {
-                                        let db = inst_block[di.index()];
-                                        db != u32::MAX && !l.contains(BlockId(db))
-                                    }
-                                },
-                            });
-                        if invariant {
-                            k.blocks[b.index()].insts.remove(bi);
-                            k.blocks[pre.index()].insts.push(id);
-                            inst_block[id.index()] = pre.0;
-                            hoisted += 1;
-                            moved = true;
-                        } else {
-                            bi += 1;
-                        }
+            let mut body = l.blocks.clone();
+            body.sort_by_key(|b| rpo_pos[b.index()]);
+            for &b in &body {
+                let insts = std::mem::take(&mut k.blocks[b.index()].insts);
+                let mut kept = Vec::with_capacity(insts.len());
+                for id in insts {
+                    let inst = &k.insts[id.index()];
+                    let invariant = inst.result.is_some()
+                        && hoistable(&inst.op)
+                        && inst.args.iter().all(|a| match a {
+                            Operand::Const(_) => true,
+                            Operand::Value(v) => match k.values[v.index()].def {
+                                ValueDef::Param(_) => true,
+                                ValueDef::BlockParam(db, _) => !l.contains(db),
+                                ValueDef::Inst(di) => {
+                                    let db = inst_block[di.index()];
+                                    db != u32::MAX && !l.contains(BlockId(db))
+                                }
+                            },
+                        });
+                    if invariant {
+                        k.blocks[pre.index()].insts.push(id);
+                        inst_block[id.index()] = pre.0;
+                        hoisted += 1;
+                    } else {
+                        kept.push(id);
                     }
                 }
-                if !moved {
-                    break;
-                }
+                k.blocks[b.index()].insts = kept;
             }
         }
         cx.stats.add("instructions hoisted", hoisted);
