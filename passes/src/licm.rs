@@ -15,7 +15,9 @@
 //!     as outside, so chains of invariant instructions move together;
 //!   - the loop has a unique preheader: exactly one edge enters the header from outside the loop,
 //!     and it comes from a block ending in `jmp header(...)` (no other successor). Loops without
-//!     one are left alone; the pass creates no blocks and changes no edge (it preserves the CFG).
+//!     one are left alone and counted (`--stats`: "loops without a unique preheader"; a loop
+//!     entered from a `br`, e.g. the exit edge of the loop before it after `simplify-cfg`); the
+//!     pass creates no blocks and changes no edge (it preserves the CFG).
 //! - Hoisted instructions are appended to the preheader, before its `jmp`, in the order they are
 //!   met (loop blocks in reverse post-order, instructions in order), so every definition still
 //!   dominates its uses: an outside operand's definition dominates the header, hence the
@@ -59,6 +61,7 @@ impl Pass for Licm {
             let loops = forest.loops().to_vec();
             if loops.is_empty() {
                 cx.stats.add("instructions hoisted", 0);
+                cx.stats.add("loops without a unique preheader", 0);
                 return false;
             }
             let preheaders: Vec<Option<BlockId>> = loops
@@ -94,9 +97,12 @@ impl Pass for Licm {
         for (i, b) in rpo.iter().enumerate() {
             rpo_pos[b.index()] = i as u32;
         }
-        let mut hoisted = 0u64;
+        let (mut hoisted, mut skipped) = (0u64, 0u64);
         for li in order {
-            let Some(pre) = preheaders[li] else { continue };
+            let Some(pre) = preheaders[li] else {
+                skipped += 1;
+                continue;
+            };
             let l = &loops[li];
             let mut body = l.blocks.clone();
             body.sort_by_key(|b| rpo_pos[b.index()]);
@@ -130,6 +136,7 @@ impl Pass for Licm {
             }
         }
         cx.stats.add("instructions hoisted", hoisted);
+        cx.stats.add("loops without a unique preheader", skipped);
         hoisted > 0
     }
 }
