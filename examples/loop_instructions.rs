@@ -157,13 +157,6 @@ mod nvrtc {
     }
 }
 
-thread_local! {
-    /// Set while this thread runs the emulator: its panics become row failures, not hook output.
-    static QUIET: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// Runs `f`, turning a panic (an emulator bug) into an error.
-
 fn fail(msg: impl std::fmt::Display) -> ! {
     eprintln!("loop_instructions: {msg}");
     std::process::exit(1)
