@@ -301,11 +301,30 @@ fn verify_impl(k: &Kernel, u: &Uniformity, prov: Option<&Provenance<'_, '_>>) ->
     // Member masks other than the full one: the lanes executing each such collective must be
     // exactly its mask (a collective already rejected above is not reported twice).
     let rejected: Vec<Span> = out.iter().filter_map(|d| d.span()).collect();
-    out.extend(
-        crate::collective_masks::check_masks(k, u)
-            .into_iter()
-            .filter(|d| d.span().is_none_or(|s| !rejected.contains(&s))),
-    );
+    for (i, mut d) in crate::collective_masks::check_masks_at(k, u) {
+        if d.span().is_some_and(|s| rejected.contains(&s)) {
+            continue;
+        }
+        // In a function inlined into the kernel: every call on the way, labelled, as above.
+        let calls = prov.map(|p| p.inst_chain(i)).unwrap_or_default();
+        for c in &calls {
+            let msg = format!("`@{}` is called here from `@{}`", c.callee, c.caller);
+            d = if c.span.is_dummy() { d.with_note(msg) } else { d.with_label(c.span, msg) };
+        }
+        if let Some(f) = calls.last() {
+            let path: Vec<String> = std::iter::once(format!("`@{}`", k.name))
+                .chain(calls.iter().map(|c| format!("`@{}`", c.callee)))
+                .collect();
+            d = d.with_note(format!(
+                "the collective is in function `@{}`, reached from kernel `@{}` through the calls {}: its mask is checked \
+                 at each call site, with the lanes that make that call",
+                f.callee,
+                k.name,
+                path.join(" → ")
+            ));
+        }
+        out.push(d);
+    }
     out
 }
 

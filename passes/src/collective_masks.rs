@@ -197,6 +197,11 @@ struct Checker<'a> {
 /// Every error about member masks that are not the constant full mask in `k` (see the module
 /// header). `u` is `k`'s uniformity analysis.
 pub fn check_masks(k: &Kernel, u: &Uniformity) -> Vec<Diagnostic> {
+    check_masks_at(k, u).into_iter().map(|(_, d)| d).collect()
+}
+
+/// [`check_masks`] with the collective each error is about.
+pub fn check_masks_at(k: &Kernel, u: &Uniformity) -> Vec<(InstId, Diagnostic)> {
     let sites: Vec<(BlockId, InstId)> = k
         .placed_insts()
         .filter(|(_, i)| {
@@ -212,12 +217,8 @@ pub fn check_masks(k: &Kernel, u: &Uniformity) -> Vec<Diagnostic> {
         return sites
             .iter()
             .map(|&(_, i)| {
-                not_proven(
-                    k,
-                    i,
-                    "the kernel is too large for the uniformity analysis, so which lanes execute it is not known"
-                        .into(),
-                )
+                let why = "the kernel is too large for the uniformity analysis, so which lanes execute it is not known";
+                (i, not_proven(k, i, why.into()))
             })
             .collect();
     }
@@ -260,8 +261,8 @@ pub fn check_masks(k: &Kernel, u: &Uniformity) -> Vec<Diagnostic> {
     }
     sites
         .iter()
-        .filter_map(|(_, i)| match c.verdicts.remove(i) {
-            Some(Verdict::Error(d)) => Some(d),
+        .filter_map(|&(_, i)| match c.verdicts.remove(&i) {
+            Some(Verdict::Error(d)) => Some((i, d)),
             _ => None,
         })
         .collect()
