@@ -14,148 +14,17 @@
 //! executed ratios and the worst one.
 //!
 //! Needs `scripts/setup-tools.sh` (ptxas, nvdisasm, libnvrtc under `.tools/`); NVRTC is loaded with
-//! `dlopen` from its absolute path, as in tests/ptx_emu_nvrtc.rs. Deterministic: the inputs come
+//! `dlopen` from its absolute path (`kir_backend_ptx::nvrtc`). Deterministic: the inputs come
 //! from the directives' seeds, and the counts do not depend on the host.
 
 use kir::directives::parse_directives;
-use kir_backend_ptx::{tools, PtxOptions, SmVersion};
+use kir_backend_ptx::{nvrtc, tools, PtxOptions, SmVersion};
 use kir_interp::args::parse_arg_spec;
 use kir_interp::Arg;
 use kir_ir::Type;
 use kir_ptx_emu as emu;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
-
-mod nvrtc {
-    use std::ffi::{c_char, c_int, c_void, CStr, CString};
-    use std::path::Path;
-
-    extern "C" {
-        fn dlopen(filename: *const c_char, flags: c_int) -> *mut c_void;
-        fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *mut c_void;
-        fn dlerror() -> *const c_char;
-    }
-    const RTLD_NOW: c_int = 2;
-
-    type Prog = *mut c_void;
-    type CreateFn = unsafe extern "C" fn(
-        *mut Prog,
-        *const c_char,
-        *const c_char,
-        c_int,
-        *const *const c_char,
-        *const *const c_char,
-    ) -> c_int;
-    type CompileFn = unsafe extern "C" fn(Prog, c_int, *const *const c_char) -> c_int;
-    type SizeFn = unsafe extern "C" fn(Prog, *mut usize) -> c_int;
-    type GetFn = unsafe extern "C" fn(Prog, *mut c_char) -> c_int;
-    type DestroyFn = unsafe extern "C" fn(*mut Prog) -> c_int;
-    type VersionFn = unsafe extern "C" fn(*mut c_int, *mut c_int) -> c_int;
-
-    /// The NVRTC entry points this test uses.
-    pub struct Nvrtc {
-        create: CreateFn,
-        compile: CompileFn,
-        ptx_size: SizeFn,
-        ptx: GetFn,
-        log_size: SizeFn,
-        log: GetFn,
-        destroy: DestroyFn,
-        version: VersionFn,
-    }
-
-    // The function pointers stay valid for the life of the process (the library is never closed).
-    unsafe impl Send for Nvrtc {}
-    unsafe impl Sync for Nvrtc {}
-
-    fn last_dl_error() -> String {
-        // SAFETY: dlerror returns NULL or a valid C string.
-        unsafe {
-            let e = dlerror();
-            if e.is_null() {
-                "unknown error".into()
-            } else {
-                CStr::from_ptr(e).to_string_lossy().into_owned()
-            }
-        }
-    }
-
-    impl Nvrtc {
-        /// Loads `libnvrtc.so.12` from `path`.
-        pub fn load(path: &Path) -> Result<Nvrtc, String> {
-            let c = CString::new(path.to_string_lossy().as_bytes()).map_err(|e| e.to_string())?;
-            // SAFETY: dlopen with a valid C string; the handle is kept for the process lifetime.
-            let h = unsafe { dlopen(c.as_ptr(), RTLD_NOW) };
-            if h.is_null() {
-                return Err(format!("dlopen {}: {}", path.display(), last_dl_error()));
-            }
-            let sym = |name: &str| -> Result<*mut c_void, String> {
-                let n = CString::new(name).expect("symbol name");
-                // SAFETY: a valid handle and C string.
-                let p = unsafe { dlsym(h, n.as_ptr()) };
-                if p.is_null() {
-                    Err(format!("{name} not found in {}: {}", path.display(), last_dl_error()))
-                } else {
-                    Ok(p)
-                }
-            };
-            // SAFETY: the symbols have these C signatures (nvrtc.h).
-            unsafe {
-                Ok(Nvrtc {
-                    create: std::mem::transmute::<*mut c_void, CreateFn>(sym("nvrtcCreateProgram")?),
-                    compile: std::mem::transmute::<*mut c_void, CompileFn>(sym("nvrtcCompileProgram")?),
-                    ptx_size: std::mem::transmute::<*mut c_void, SizeFn>(sym("nvrtcGetPTXSize")?),
-                    ptx: std::mem::transmute::<*mut c_void, GetFn>(sym("nvrtcGetPTX")?),
-                    log_size: std::mem::transmute::<*mut c_void, SizeFn>(sym("nvrtcGetProgramLogSize")?),
-                    log: std::mem::transmute::<*mut c_void, GetFn>(sym("nvrtcGetProgramLog")?),
-                    destroy: std::mem::transmute::<*mut c_void, DestroyFn>(sym("nvrtcDestroyProgram")?),
-                    version: std::mem::transmute::<*mut c_void, VersionFn>(sym("nvrtcVersion")?),
-                })
-            }
-        }
-
-        /// `major.minor` of the library.
-        pub fn version(&self) -> String {
-            let (mut a, mut b) = (0, 0);
-            // SAFETY: two valid out-pointers.
-            unsafe { (self.version)(&mut a, &mut b) };
-            format!("{a}.{b}")
-        }
-
-        /// Compiles CUDA C `src` with `options`; returns the PTX or the compile log.
-        pub fn compile(&self, src: &str, name: &str, options: &[&str]) -> Result<String, String> {
-            let csrc = CString::new(src).map_err(|e| e.to_string())?;
-            let cname = CString::new(name).map_err(|e| e.to_string())?;
-            let copts: Vec<CString> = options.iter().map(|o| CString::new(*o).expect("option")).collect();
-            let optp: Vec<*const c_char> = copts.iter().map(|o| o.as_ptr()).collect();
-            let mut prog: Prog = std::ptr::null_mut();
-            // SAFETY: valid C strings and out-pointers; the program is destroyed below.
-            unsafe {
-                let r = (self.create)(&mut prog, csrc.as_ptr(), cname.as_ptr(), 0, std::ptr::null(), std::ptr::null());
-                if r != 0 {
-                    return Err(format!("nvrtcCreateProgram failed ({r})"));
-                }
-                let r = (self.compile)(prog, optp.len() as c_int, optp.as_ptr());
-                let result = if r != 0 {
-                    let mut n = 0usize;
-                    (self.log_size)(prog, &mut n);
-                    let mut buf = vec![0u8; n.max(1)];
-                    (self.log)(prog, buf.as_mut_ptr() as *mut c_char);
-                    Err(format!("NVRTC error {r}:\n{}", String::from_utf8_lossy(&buf).trim_end_matches('\0')))
-                } else {
-                    let mut n = 0usize;
-                    (self.ptx_size)(prog, &mut n);
-                    let mut buf = vec![0u8; n.max(1)];
-                    (self.ptx)(prog, buf.as_mut_ptr() as *mut c_char);
-                    Ok(String::from_utf8_lossy(&buf).trim_end_matches('\0').to_string())
-                };
-                (self.destroy)(&mut prog);
-                result
-            }
-        }
-    }
-}
 
 fn fail(msg: impl std::fmt::Display) -> ! {
     eprintln!("loop_instructions: {msg}");
@@ -190,28 +59,7 @@ fn kir_ptx(m: &kir_ir::Module, pipeline: &str) -> Result<String, String> {
 /// SASS instruction counts per kernel (NOPs excluded).
 fn sass_counts(ptx: &str) -> BTreeMap<String, usize> {
     let r = tools::assemble(ptx, SmVersion::Sm80, true).unwrap_or_else(|e| fail(e));
-    let nvdisasm = tools::find_nvdisasm().unwrap_or_else(|| fail("nvdisasm not found (run scripts/setup-tools.sh)"));
-    let dir = std::env::temp_dir().join(format!("kir-loop-instructions-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap_or_else(|e| fail(e));
-    let f = dir.join("k.cubin");
-    std::fs::write(&f, r.cubin.as_deref().unwrap_or(&[])).unwrap_or_else(|e| fail(e));
-    let out = Command::new(&nvdisasm).arg("-c").arg(&f).output().unwrap_or_else(|e| fail(e));
-    let _ = std::fs::remove_dir_all(&dir);
-    let text = String::from_utf8_lossy(&out.stdout);
-    let mut counts = BTreeMap::new();
-    let mut cur: Option<String> = None;
-    for line in text.lines() {
-        let t = line.trim();
-        if let Some(rest) = t.strip_prefix(".section\t").or_else(|| t.strip_prefix(".section ")) {
-            cur = rest.trim().strip_prefix(".text.").map(|s| s.split(',').next().unwrap_or(s).to_string());
-        } else if let (Some(k), true) = (&cur, t.starts_with("/*")) {
-            let ins = t.split("*/").nth(1).unwrap_or("").trim();
-            if !ins.is_empty() && !ins.starts_with("NOP") {
-                *counts.entry(k.clone()).or_insert(0) += 1;
-            }
-        }
-    }
-    counts
+    tools::sass_instruction_counts(r.cubin.as_deref().unwrap_or(&[])).unwrap_or_else(|e| fail(e))
 }
 
 /// Runs `entry` of `module` in the emulator on copies of `buffers`; returns the thread-instructions.

@@ -79,28 +79,7 @@ fn nvrtc_compile(src: &str, name: &str, sm: SmVersion) -> Result<String, String>
 
 /// SASS instruction counts per kernel (NOPs excluded) of a cubin.
 fn sass_counts(cubin: &[u8]) -> BTreeMap<String, usize> {
-    let nvdisasm = tools::find_nvdisasm().unwrap_or_else(|| fail("nvdisasm not found (run scripts/setup-tools.sh)"));
-    let dir = std::env::temp_dir().join(format!("kir-codequality-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap_or_else(|e| fail(e));
-    let f = dir.join("k.cubin");
-    std::fs::write(&f, cubin).unwrap_or_else(|e| fail(e));
-    let out = Command::new(&nvdisasm).arg("-c").arg(&f).output().unwrap_or_else(|e| fail(e));
-    let _ = std::fs::remove_dir_all(&dir);
-    let text = String::from_utf8_lossy(&out.stdout);
-    let mut counts = BTreeMap::new();
-    let mut cur: Option<String> = None;
-    for line in text.lines() {
-        let t = line.trim();
-        if let Some(rest) = t.strip_prefix(".section\t").or_else(|| t.strip_prefix(".section ")) {
-            cur = rest.trim().strip_prefix(".text.").map(|s| s.split(',').next().unwrap_or(s).to_string());
-        } else if let (Some(k), true) = (&cur, t.starts_with("/*")) {
-            let ins = t.split("*/").nth(1).unwrap_or("").trim();
-            if !ins.is_empty() && !ins.starts_with("NOP") {
-                *counts.entry(k.clone()).or_insert(0) += 1;
-            }
-        }
-    }
-    counts
+    tools::sass_instruction_counts(cubin).unwrap_or_else(|e| fail(e))
 }
 
 /// Writes a PTX file under `target/codequality/` for inspection.

@@ -45,6 +45,7 @@ pub mod emit;
 #[cfg(feature = "gpu")]
 pub mod gpu;
 pub mod lower;
+pub mod nvrtc;
 pub mod pcopy;
 pub mod regs;
 pub mod tools;

@@ -272,6 +272,35 @@ fn classify(ptxas: &Path, sm: SmVersion, status: &std::process::ExitStatus, log:
     Some(PtxasError::Rejected { ptxas, sm, log })
 }
 
+/// SASS instructions per kernel of a cubin (`nvdisasm -c`, NOPs excluded), keyed by kernel name:
+/// the static code-size measure of the benchmarks that compare kir with NVRTC.
+pub fn sass_instruction_counts(cubin: &[u8]) -> Result<std::collections::BTreeMap<String, usize>, String> {
+    let nvdisasm = find_nvdisasm().ok_or_else(|| format!("nvdisasm not found: {INSTALL_HINT}"))?;
+    let dir = Scratch::new()?;
+    let f = dir.0.join("kernel.cubin");
+    std::fs::write(&f, cubin).map_err(|e| format!("cannot write {}: {e}", f.display()))?;
+    let out = Command::new(&nvdisasm)
+        .arg("-c")
+        .arg(&f)
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", nvdisasm.display()))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut counts = std::collections::BTreeMap::new();
+    let mut cur: Option<String> = None;
+    for line in text.lines() {
+        let t = line.trim();
+        if let Some(rest) = t.strip_prefix(".section\t").or_else(|| t.strip_prefix(".section ")) {
+            cur = rest.trim().strip_prefix(".text.").map(|s| s.split(',').next().unwrap_or(s).to_string());
+        } else if let (Some(k), true) = (&cur, t.starts_with("/*")) {
+            let ins = t.split("*/").nth(1).unwrap_or("").trim();
+            if !ins.is_empty() && !ins.starts_with("NOP") {
+                *counts.entry(k.clone()).or_insert(0) += 1;
+            }
+        }
+    }
+    Ok(counts)
+}
+
 /// Assembles `ptx` for `sm` with `ptxas -v`; keeps the cubin when `keep_cubin`. A crash of ptxas is
 /// [`PtxasError::Crashed`], never a rejection.
 pub fn assemble_checked(ptx: &str, sm: SmVersion, keep_cubin: bool) -> Result<PtxasReport, PtxasError> {
