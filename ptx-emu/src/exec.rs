@@ -1068,6 +1068,43 @@ impl Worker {
         }
     }
 
+    /// The check of the warp-wide `.sync.aligned` tensor instructions: every non-exited lane of
+    /// warp `w` executes `what` (and, with `all_lanes`, the warp has all 32 lanes), else a
+    /// [`FaultKind::CollectiveMask`] naming a missing lane and `rule`.
+    #[allow(clippy::too_many_arguments)]
+    fn whole_warp(
+        &self,
+        cx: &LaunchCtx,
+        pc: u32,
+        w: usize,
+        exec: u32,
+        what: &str,
+        all_lanes: bool,
+        rule: &str,
+    ) -> Result<(), EmuError> {
+        let warp = &self.warps[w];
+        let want = if all_lanes { u32::MAX } else { warp.live & !warp.exited };
+        if exec == want {
+            return Ok(());
+        }
+        let l = (want & !exec).trailing_zeros();
+        let why = if warp.live & (1 << l) == 0 {
+            "does not exist (the block's last warp is partial)"
+        } else if warp.exited & (1 << l) != 0 {
+            "has exited"
+        } else {
+            "does not execute it"
+        };
+        Err(self.fault(
+            cx,
+            FaultKind::CollectiveMask,
+            pc,
+            w,
+            exec.trailing_zeros().min(31),
+            format!("`{what}` is executed by lanes {} of warp {w} while lane {l} {why} ({rule})", lanes_text(exec)),
+        ))
+    }
+
     /// `ldmatrix.m8n8.xN[.trans].shared.b16` (PTX ISA, "Warp-level matrix load instruction:
     /// ldmatrix"): a warp-wide instruction (`.sync.aligned`: every non-exited lane of the warp
     /// executes it). Lane `8i + r` gives the 16-byte-aligned shared address of row `r` of matrix
@@ -1085,21 +1122,8 @@ impl Worker {
         num: u8,
         trans: bool,
     ) -> Result<(), EmuError> {
+        self.whole_warp(cx, pc, w, exec, "ldmatrix", false, "`.sync.aligned`: the whole warp must")?;
         let need = self.warps[w].live & !self.warps[w].exited;
-        if exec != need {
-            let l = (need & !exec).trailing_zeros();
-            return Err(self.fault(
-                cx,
-                FaultKind::CollectiveMask,
-                pc,
-                w,
-                exec.trailing_zeros().min(31),
-                format!(
-                    "`ldmatrix` is executed by lanes {} of warp {w} while lane {l} does not execute it (`.sync.aligned`: the whole warp must)",
-                    lanes_text(exec)
-                ),
-            ));
-        }
         // Row r of matrix i: 8 b16 elements at the address lane 8i + r gives.
         let mut rows = [[0u16; 8]; 32];
         for row_lane in 0..(8 * num as u32) {
@@ -1165,21 +1189,7 @@ impl Worker {
         k: u8,
         bf16: bool,
     ) -> Result<(), EmuError> {
-        let need = self.warps[w].live & !self.warps[w].exited;
-        if exec != need || need != u32::MAX {
-            let l = (u32::MAX & !exec).trailing_zeros();
-            return Err(self.fault(
-                cx,
-                FaultKind::CollectiveMask,
-                pc,
-                w,
-                exec.trailing_zeros().min(31),
-                format!(
-                    "`mma.sync` is executed by lanes {} of warp {w} while lane {l} does not execute it (`.sync.aligned`: all 32 lanes must)",
-                    lanes_text(exec)
-                ),
-            ));
-        }
+        self.whole_warp(cx, pc, w, exec, "mma.sync", true, "`.sync.aligned`: all 32 lanes must")?;
         let Some(regs) = inst.wide.as_deref() else { return Ok(()) };
         let k = k as usize;
         let (na, nb) = (k / 4, k / 8);
@@ -1254,16 +1264,15 @@ impl Worker {
         trans: [bool; 2],
     ) -> Result<(), EmuError> {
         let fail = |s: &Self, l: u32, msg: String| Err(s.fault(cx, FaultKind::CollectiveMask, pc, w, l, msg));
-        if exec != u32::MAX || self.warps[w].live & !self.warps[w].exited != u32::MAX {
-            return fail(
-                self,
-                exec.trailing_zeros().min(31),
-                format!(
-                "`wgmma.mma_async` is executed by lanes {} of warp {w}: every lane of the warpgroup must execute it",
-                lanes_text(exec)
-            ),
-            );
-        }
+        self.whole_warp(
+            cx,
+            pc,
+            w,
+            exec,
+            "wgmma.mma_async",
+            true,
+            "`.sync.aligned`: every lane of the warpgroup must execute it",
+        )?;
         if !self.warps[w].wgmma_fenced {
             return fail(self, 0, "`wgmma.mma_async` without a `wgmma.fence` since the last `wgmma.wait_group`: the accumulator registers are not ordered".into());
         }
