@@ -8,39 +8,13 @@
 //! arithmetic and address computation move to the preheader, loads and loop-variant values stay, and
 //! a loop entered by a conditional branch (no unique preheader) is left alone.
 
-use kir_interp::{launch, Arg, Buffer, LaunchConfig, Options};
-use kir_ir::generate::{self, GenConfig, LaunchContract};
-use kir_ir::{Constant, Kernel, ScalarType};
+use kir_ir::generate::{self, GenConfig};
+use kir_ir::Kernel;
 use kir_passes::{parse_pipeline, run_on_kernel};
 use proptest::prelude::*;
 
-/// Random input buffers for the generated signature, from a seed.
-fn inputs(seed: u64) -> Vec<Buffer> {
-    let mut rng = generate::Rng::new(seed);
-    let n = LaunchContract::DEFAULT.n as usize;
-    let ins: Vec<u64> = (0..n).map(|_| generate::random_constant(&mut rng, ScalarType::U32).bits).collect();
-    let fins: Vec<u64> = (0..n).map(|_| generate::random_constant(&mut rng, ScalarType::F32).bits).collect();
-    let outs: Vec<u64> = (0..n).map(|_| rng.next_u64() & 0xffff_ffff).collect();
-    let fouts: Vec<u64> = (0..n).map(|_| rng.next_u64() & 0xffff_ffff).collect();
-    vec![
-        Buffer::from_bits(ScalarType::U32, ins),
-        Buffer::from_bits(ScalarType::F32, fins),
-        Buffer::from_bits(ScalarType::U32, outs),
-        Buffer::from_bits(ScalarType::F32, fouts),
-    ]
-}
-
-/// Runs a generated kernel under the launch contract; returns every buffer after the launch.
-fn run(k: &Kernel, input_seed: u64) -> Vec<Buffer> {
-    let c = LaunchContract::DEFAULT;
-    let mut bufs = inputs(input_seed);
-    let args = [Arg::Buffer(0), Arg::Buffer(1), Arg::Buffer(2), Arg::Buffer(3), Arg::Scalar(Constant::u32(c.n))];
-    let opts = Options { threads: Some(1), ..Options::default() };
-    if let Err(e) = launch(k, &LaunchConfig::linear(c.grid_blocks, c.block_threads), &args, &mut bufs, &opts) {
-        panic!("interpreter failed: {e:?}\n{}", kir_ir::print_kernel(k));
-    }
-    bufs
-}
+mod generated;
+use generated::run;
 
 /// Runs `pipeline` on `k` (verifying after every pass); returns how many instructions `licm` hoisted.
 fn apply(k: &mut Kernel, pipeline: &str) -> Result<u64, String> {
@@ -54,11 +28,11 @@ fn apply(k: &mut Kernel, pipeline: &str) -> Result<u64, String> {
 
 fn check(seed: u64, cfg: &GenConfig, input_seed: u64, pipeline: &str) -> Result<(), TestCaseError> {
     let original = generate::random_kernel(seed, cfg);
-    let before = run(&original, input_seed);
+    let before = run(&original, input_seed, false);
     let mut k = original.clone();
     apply(&mut k, pipeline)
         .map_err(|e| TestCaseError::fail(format!("{e}\ninput:\n{}", kir_ir::print_kernel(&original))))?;
-    let after = run(&k, input_seed);
+    let after = run(&k, input_seed, false);
     prop_assert!(
         before == after,
         "outputs differ after `{pipeline}` (seed {seed}, input seed {input_seed})\nbefore:\n{}\nafter:\n{}",

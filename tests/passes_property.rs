@@ -4,39 +4,12 @@
 //! (the pipelines run with `verify_each`, which also checks that a pass reporting "unchanged" left
 //! the kernel untouched).
 
-use kir_interp::{launch, Arg, Buffer, LaunchConfig, Options};
-use kir_ir::generate::{self, GenConfig, LaunchContract};
-use kir_ir::{Constant, Kernel, ScalarType};
+use kir_ir::generate::{self, GenConfig};
 use kir_passes::{parse_pipeline, run_on_kernel, DEFAULT_PIPELINE};
 use proptest::prelude::*;
 
-/// Random input buffers for the generated signature, from a seed.
-fn inputs(seed: u64) -> Vec<Buffer> {
-    let mut rng = generate::Rng::new(seed);
-    let n = LaunchContract::DEFAULT.n as usize;
-    let ins: Vec<u64> = (0..n).map(|_| generate::random_constant(&mut rng, ScalarType::U32).bits).collect();
-    let fins: Vec<u64> = (0..n).map(|_| generate::random_constant(&mut rng, ScalarType::F32).bits).collect();
-    let outs: Vec<u64> = (0..n).map(|_| rng.next_u64() & 0xffff_ffff).collect();
-    let fouts: Vec<u64> = (0..n).map(|_| rng.next_u64() & 0xffff_ffff).collect();
-    vec![
-        Buffer::from_bits(ScalarType::U32, ins),
-        Buffer::from_bits(ScalarType::F32, fins),
-        Buffer::from_bits(ScalarType::U32, outs),
-        Buffer::from_bits(ScalarType::F32, fouts),
-    ]
-}
-
-/// Runs a generated kernel under the launch contract; returns every buffer after the launch.
-fn run(k: &Kernel, input_seed: u64, checks: bool) -> Vec<Buffer> {
-    let c = LaunchContract::DEFAULT;
-    let mut bufs = inputs(input_seed);
-    let args = [Arg::Buffer(0), Arg::Buffer(1), Arg::Buffer(2), Arg::Buffer(3), Arg::Scalar(Constant::u32(c.n))];
-    let opts = Options { races: checks, uninit: checks, threads: Some(1), ..Options::default() };
-    if let Err(e) = launch(k, &LaunchConfig::linear(c.grid_blocks, c.block_threads), &args, &mut bufs, &opts) {
-        panic!("interpreter failed: {e:?}\n{}", kir_ir::print_kernel(k));
-    }
-    bufs
-}
+mod generated;
+use generated::run;
 
 fn check_pipeline(seed: u64, cfg: &GenConfig, input_seed: u64, pipeline: &str) -> Result<(), TestCaseError> {
     let original = generate::random_kernel(seed, cfg);

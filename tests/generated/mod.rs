@@ -1,0 +1,40 @@
+//! Running `kir_ir::generate`'s random kernels in the interpreter, shared by the pass property
+//! tests (`tests/passes_property.rs`, `tests/passes_licm.rs`): random inputs for the generated
+//! signature from a seed, and one launch under the generator's launch contract.
+//!
+//! Guarantees: the same seed gives the same inputs; a launch that fails panics with the
+//! interpreter's error and the kernel's text, so a property never passes on an error.
+#![allow(dead_code)]
+
+use kir_interp::{launch, Arg, Buffer, LaunchConfig, Options};
+use kir_ir::generate::{self, LaunchContract};
+use kir_ir::{Constant, Kernel, ScalarType};
+
+/// Random input buffers for the generated signature, from a seed.
+pub fn inputs(seed: u64) -> Vec<Buffer> {
+    let mut rng = generate::Rng::new(seed);
+    let n = LaunchContract::DEFAULT.n as usize;
+    let ins: Vec<u64> = (0..n).map(|_| generate::random_constant(&mut rng, ScalarType::U32).bits).collect();
+    let fins: Vec<u64> = (0..n).map(|_| generate::random_constant(&mut rng, ScalarType::F32).bits).collect();
+    let outs: Vec<u64> = (0..n).map(|_| rng.next_u64() & 0xffff_ffff).collect();
+    let fouts: Vec<u64> = (0..n).map(|_| rng.next_u64() & 0xffff_ffff).collect();
+    vec![
+        Buffer::from_bits(ScalarType::U32, ins),
+        Buffer::from_bits(ScalarType::F32, fins),
+        Buffer::from_bits(ScalarType::U32, outs),
+        Buffer::from_bits(ScalarType::F32, fouts),
+    ]
+}
+
+/// Runs a generated kernel under the launch contract on one host thread, with the race and
+/// uninitialized-read checks when `checks`; returns every buffer after the launch.
+pub fn run(k: &Kernel, input_seed: u64, checks: bool) -> Vec<Buffer> {
+    let c = LaunchContract::DEFAULT;
+    let mut bufs = inputs(input_seed);
+    let args = [Arg::Buffer(0), Arg::Buffer(1), Arg::Buffer(2), Arg::Buffer(3), Arg::Scalar(Constant::u32(c.n))];
+    let opts = Options { races: checks, uninit: checks, threads: Some(1), ..Options::default() };
+    if let Err(e) = launch(k, &LaunchConfig::linear(c.grid_blocks, c.block_threads), &args, &mut bufs, &opts) {
+        panic!("interpreter failed: {e:?}\n{}", kir_ir::print_kernel(k));
+    }
+    bufs
+}
