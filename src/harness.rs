@@ -612,16 +612,14 @@ fn check_expectation(
                 })
                 .collect::<Result<Vec<u64>, String>>()?;
             let got = Buffer::from_bits(buf.elem, (*start..*end).map(|i| buf.get_bits(i)));
-            let c =
-                crate::compare::compare_sorted(&Buffer::from_bits(buf.elem, want), &got, Strictness::Within(tol), 5);
+            let c = compare_expected(&Buffer::from_bits(buf.elem, want), &got, true, tol);
             if c.is_match() {
                 Ok(())
             } else {
-                let hint = crate::compare::expect_tolerance_hint(buf.elem, &c).map(|h| format!("\n    {h}"));
                 Err(format!(
                     "{file}:{line}: {}[{start}..{end}] sorted differs from the values sorted (tol {tol}): {c}{}",
                     e.buffer,
-                    hint.unwrap_or_default()
+                    tolerance_hint(buf.elem, &c)
                 ))
             }
         }
@@ -711,23 +709,33 @@ fn check_expectation(
             let Some(ri) = reference.names.iter().position(|n| *n == e.buffer) else {
                 return Err(format!("{file}:{line}: reference @{target} has no buffer parameter `{}`", e.buffer));
             };
-            let c = if e.sorted {
-                crate::compare::compare_sorted(&reference.buffers[ri], buf, Strictness::Within(tol), 5)
-            } else {
-                compare_buffers(&reference.buffers[ri], buf, Strictness::Within(tol), 5)
-            };
+            let c = compare_expected(&reference.buffers[ri], buf, e.sorted, tol);
             if c.is_match() {
                 Ok(())
             } else {
-                let hint = crate::compare::expect_tolerance_hint(buf.elem, &c).map(|h| format!("\n    {h}"));
                 Err(format!(
                     "{file}:{line}: `{}` differs from reference @{target}'s (tol {tol}): {c}{}",
                     e.buffer,
-                    hint.unwrap_or_default()
+                    tolerance_hint(buf.elem, &c)
                 ))
             }
         }
     }
+}
+
+/// `want` against `got` as an `expect:` line asks: element by element, or as multisets (`sorted`),
+/// within `tol`; at most 5 differences are kept for the message.
+fn compare_expected(want: &Buffer, got: &Buffer, sorted: bool, tol: Tolerance) -> crate::compare::Comparison {
+    if sorted {
+        crate::compare::compare_sorted(want, got, Strictness::Within(tol), 5)
+    } else {
+        compare_buffers(want, got, Strictness::Within(tol), 5)
+    }
+}
+
+/// The line after a failed float expectation saying which `tol=` would accept it, or nothing.
+fn tolerance_hint(elem: kir_ir::ScalarType, c: &crate::compare::Comparison) -> String {
+    crate::compare::expect_tolerance_hint(elem, c).map(|h| format!("\n    {h}")).unwrap_or_default()
 }
 
 /// The run's arguments that graph `name` of `m` takes (by parameter name).
@@ -814,18 +822,12 @@ fn check_npy(
             if want.elem == kir_ir::types::ScalarType::U16 && buf.elem == kir_ir::types::ScalarType::BF16 {
                 want.elem = kir_ir::types::ScalarType::BF16;
             }
-            let c = if e.sorted {
-                crate::compare::compare_sorted(&want, buf, Strictness::Within(tol), 5)
-            } else {
-                compare_buffers(&want, buf, Strictness::Within(tol), 5)
-            };
+            let c = compare_expected(&want, buf, e.sorted, tol);
             if c.is_match() {
                 return Ok(());
             }
             let how = if e.sorted { ", compared sorted" } else { "" };
-            if let Some(h) = crate::compare::expect_tolerance_hint(buf.elem, &c) {
-                hint = format!("\n    {h}");
-            }
+            hint = tolerance_hint(buf.elem, &c);
             Some(format!("{c}{how}"))
         }
     };
