@@ -1,5 +1,5 @@
 //! kir-ir: the kir intermediate representation, laid out by concern (no two modules import each
-//! other in a circle: `ir/tests/layering.rs`).
+//! other in a circle: `tests/layering.rs`).
 //!
 //! - The data model: [`types`] (value types, typed constants), [`op`] (the op set, each op's
 //!   signature), [`mnemonic`] (the one table of op spellings, read by the printer and the parser),

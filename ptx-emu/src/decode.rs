@@ -4,8 +4,8 @@
 //! ignored; anything else unknown is an error naming the instruction and its line.
 
 use crate::float::{Approx, Arith, FCmp, FTy, Rnd};
-use crate::parse::{Scopes, SharedInfo, Sym, DYNAMIC_SHARED};
 use crate::prog::*;
+use crate::scope::{scalar_type, Scopes, SharedInfo, Sym, DYNAMIC_SHARED};
 use crate::{ParseError, ScalarType};
 
 /// An operand as written.
@@ -93,7 +93,7 @@ impl<'a> Mods<'a> {
     /// Type modifiers, in order, removed from the list.
     fn types(&mut self) -> Vec<ScalarType> {
         let mut out = Vec::new();
-        self.list.retain(|m| match crate::parse::scalar_type(m) {
+        self.list.retain(|m| match scalar_type(m) {
             Some(t) => {
                 out.push(t);
                 false

@@ -79,6 +79,7 @@ mod memory;
 pub mod mufu;
 mod parse;
 mod prog;
+mod scope;
 
 pub use error::{EmuError, ErrorKind, FaultKind, ParseError};
 pub use memory::{BufferId, Memory, GLOBAL_BASE, GUARD_BYTES, MAX_BUFFER_BYTES};

@@ -25,83 +25,10 @@
 
 use crate::decode::{decode, Operand, RawInst};
 use crate::lex::{lex, Tok, Token};
-use crate::prog::{Inst, Kernel, Op, Program, RegId};
+use crate::prog::{Inst, Kernel, Op, Program};
+use crate::scope::{scalar_type, Scopes, SharedInfo, Sym, DYNAMIC_SHARED};
 use crate::{cfg, Entry, Param, ParseError, ScalarType};
 use std::collections::HashMap;
-
-pub fn scalar_type(s: &str) -> Option<ScalarType> {
-    use ScalarType::*;
-    Some(match s {
-        "b8" => B8,
-        "b16" => B16,
-        "b32" => B32,
-        "b64" => B64,
-        "u8" => U8,
-        "u16" => U16,
-        "u32" => U32,
-        "u64" => U64,
-        "s8" => S8,
-        "s16" => S16,
-        "s32" => S32,
-        "s64" => S64,
-        "f16" => F16,
-        "bf16" => BF16,
-        "f32" => F32,
-        "f64" => F64,
-        "pred" => Pred,
-        _ => return None,
-    })
-}
-
-/// A named thing in an entry's scope.
-#[derive(Clone, Copy, Debug)]
-pub enum Sym {
-    Reg(RegId),
-    /// A shared variable at this offset of the block's shared memory.
-    Shared(u32),
-    /// A local variable at this offset of the thread's local memory.
-    Local(u32),
-    /// A kernel parameter at this offset of the parameter space.
-    Param(u32),
-    /// A `.param` variable declared in a body (a call's argument or return slot), or a callee's
-    /// parameter naming one: at this offset of the thread's local memory.
-    CallParam(u32),
-}
-
-/// Name resolution for one entry: nested `{ }` scopes of registers and variables.
-pub struct Scopes {
-    pub scopes: Vec<HashMap<String, Sym>>,
-    pub nregs: u32,
-    /// Module-level `.global` variables: declared (and skipped), not emulated; an instruction
-    /// naming one is refused, saying so.
-    pub unsupported_globals: Vec<String>,
-}
-
-impl Scopes {
-    /// The error for name `n` that no scope declares.
-    pub fn undeclared(&self, n: &str, what: &str) -> String {
-        if self.unsupported_globals.iter().any(|g| g == n) {
-            format!("module-level `.global` variable `{n}` is not supported by the emulator (it is used here)")
-        } else {
-            format!("undeclared {what} `{n}`")
-        }
-    }
-}
-
-impl Scopes {
-    pub fn lookup(&self, name: &str) -> Option<Sym> {
-        self.scopes.iter().rev().find_map(|s| s.get(name).copied())
-    }
-
-    fn declare(&mut self, name: String, sym: Sym, line: u32, col: u32) -> Result<(), ParseError> {
-        let top = self.scopes.last_mut().expect("a scope is always open");
-        if top.contains_key(&name) {
-            return Err(ParseError { line, col, message: format!("`{name}` is declared twice in this scope") });
-        }
-        top.insert(name, sym);
-        Ok(())
-    }
-}
 
 struct Parser {
     toks: Vec<Token>,
@@ -820,7 +747,7 @@ impl Parser {
                             }
                             let a = if align == 0 { ty.size() } else { align.max(1) };
                             offset = offset.next_multiple_of(a);
-                            scopes.declare(n.clone(), crate::parse::Sym::Param(offset), t.line, t.col)?;
+                            scopes.declare(n.clone(), Sym::Param(offset), t.line, t.col)?;
                             params.push(Param {
                                 name: n.clone(),
                                 ty,
@@ -1238,12 +1165,6 @@ pub struct SharedLayout {
     pub dyn_align: u32,
 }
 
-/// What decoding needs to know about the entry's shared memory.
-pub struct SharedInfo {
-    /// Offset of the `.extern .shared` array with the declarations seen so far.
-    pub dynamic_offset: u32,
-}
-
 impl SharedLayout {
     fn add(
         &mut self,
@@ -1286,10 +1207,6 @@ impl SharedLayout {
 const MAX_REGS: u64 = 1 << 20;
 /// Most registers a module may declare (all entries together).
 const MAX_MODULE_REGS: u64 = 1 << 21;
-
-/// Offset placeholder of the `.extern .shared` array: resolved at launch to the kernel's
-/// `dynamic_shared_offset`.
-pub const DYNAMIC_SHARED: u32 = u32::MAX;
 
 fn show(t: &Tok) -> String {
     match t {

@@ -10,7 +10,7 @@
 //! - [`hover`]: types, definitions and uniformity verdicts of values; op semantics
 //!   ([`op_docs`], from `docs/language.md`); kernel signatures.
 //! - [`navigation`]: go to definition (also into imported files), find references and document
-//!   highlights; [`symbols`]: the name index and the document outline.
+//!   highlights; [`symbols`]: the name index; [`outline`]: the document outline.
 //! - [`format`]: whole-document formatting through `kir fmt`'s formatter.
 //! - [`semantic_tokens`]: token classes for coloring.
 //!
@@ -24,6 +24,7 @@ pub mod format;
 pub mod hover;
 pub mod navigation;
 pub mod op_docs;
+pub mod outline;
 pub mod semantic_tokens;
 pub mod server;
 pub mod symbols;

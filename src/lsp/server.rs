@@ -22,7 +22,7 @@
 
 use super::document::{uri_to_path, Document};
 use super::transport::{self, Incoming};
-use super::{diagnostics, format, hover, navigation, semantic_tokens, symbols};
+use super::{diagnostics, format, hover, navigation, outline, semantic_tokens};
 use kir_ir::text::load::file_key;
 use lsp_server::{Message, Notification, Request, Response};
 use lsp_types::*;
@@ -210,7 +210,7 @@ impl<W: Write> Server<W> {
                 let p: DocumentSymbolParams = serde_json::from_value(params)?;
                 let r = self
                     .doc(&p.text_document.uri)
-                    .map(|d| DocumentSymbolResponse::Nested(symbols::document_symbols(d)));
+                    .map(|d| DocumentSymbolResponse::Nested(outline::document_symbols(d)));
                 serde_json::to_value(r)?
             }
             "textDocument/formatting" => {
