@@ -698,32 +698,6 @@ fn calls(b: &Kernel, name: &str) -> bool {
         .any(|(_, i)| matches!(b.inst(i).op, Op::Call(c) if b.callees.get(c as usize).is_some_and(|c| c.name == name)))
 }
 
-/// Keeps only the callees a body still calls, numbered in layout order (as parsing numbers them).
-fn prune_callees(k: &mut Kernel) {
-    if k.callees.is_empty() {
-        return;
-    }
-    let calls: Vec<(InstId, u32)> = k
-        .placed_insts()
-        .filter_map(|(_, i)| match k.inst(i).op {
-            Op::Call(c) => Some((i, c)),
-            _ => None,
-        })
-        .collect();
-    let mut order: Vec<u32> = vec![];
-    for &(_, c) in &calls {
-        if !order.contains(&c) {
-            order.push(c);
-        }
-    }
-    let callees = order.iter().filter_map(|&c| k.callees.get(c as usize).cloned()).collect();
-    for (i, c) in calls {
-        let n = order.iter().position(|&x| x == c).unwrap_or(0);
-        k.inst_mut(i).op = Op::Call(n as u32);
-    }
-    k.callees = callees;
-}
-
 /// The state of [`reduce_module`].
 struct Reducer<'a> {
     kind: &'a FailureKind,
@@ -758,7 +732,7 @@ impl Reducer<'_> {
         // `inline_module` inlines the functions' own calls first: they are call-free now, which
         // is what `inline_body` needs to inline one kernel's calls below.
         let call_free = std::mem::take(&mut all.funcs);
-        all.bodies_mut().for_each(prune_callees);
+        all.bodies_mut().for_each(Kernel::compact_callees);
         if self.try_module(all) {
             return true;
         }
@@ -791,7 +765,7 @@ impl Reducer<'_> {
 
     /// [`Reducer::try_module`] with body `bi` replaced by `k`.
     fn try_body(&mut self, bi: usize, mut k: Kernel) -> bool {
-        prune_callees(&mut k);
+        k.compact_callees();
         let mut c = self.best.clone();
         let nk = c.kernels.len();
         if bi < nk {

@@ -291,7 +291,7 @@ pub fn generate_module(seed: u64, cfg: &GenConfig) -> GeneratedModule {
         out.calls_in_divergent_flow += g.calls_in_divergent_flow;
         out.early_returns += g.early_returns;
         let mut g = g;
-        callees_in_layout_order(&mut g.kernel);
+        g.kernel.compact_callees();
         if g.kernel.is_func() {
             out.module.funcs.push(g.kernel);
         } else {
@@ -299,31 +299,6 @@ pub fn generate_module(seed: u64, cfg: &GenConfig) -> GeneratedModule {
         }
     }
     out
-}
-
-/// Numbers `k.callees` in the order the calls appear in the block layout, which is what parsing
-/// the printed body gives (the generator adds callees in generation order, which differs when a
-/// call lands in a block created before another call's).
-fn callees_in_layout_order(k: &mut Kernel) {
-    let calls: Vec<(crate::ir::InstId, u32)> = k
-        .placed_insts()
-        .filter_map(|(_, i)| match k.inst(i).op {
-            Op::Call(c) => Some((i, c)),
-            _ => None,
-        })
-        .collect();
-    let mut order: Vec<u32> = vec![];
-    for &(_, c) in &calls {
-        if !order.contains(&c) {
-            order.push(c);
-        }
-    }
-    let callees = order.iter().map(|&c| k.callees[c as usize].clone()).collect();
-    for (i, c) in calls {
-        let n = order.iter().position(|&x| x == c).unwrap_or(0);
-        k.inst_mut(i).op = Op::Call(n as u32);
-    }
-    k.callees = callees;
 }
 
 /// What a parameter of a generated function stands for. Every function takes `%out`, `%n` and

@@ -299,20 +299,33 @@ pub fn select_graph<'m>(loaded: &'m Loaded<Verified>, name: &str) -> Result<&'m 
     })
 }
 
-/// The `--stats` line of `kir run` (interpreter and PTX emulator alike).
-pub fn print_launch_stats(
-    thread_insts: u64,
-    warp_insts: u64,
-    read: u64,
-    written: u64,
-    barriers: u64,
-    blocks: u64,
-    threads: u64,
-) {
+/// The `--stats` line of `kir run` (interpreter and PTX emulator alike: the emulator's counts
+/// come in through [`emu_launch_stats`]).
+pub fn print_launch_stats(s: &kir_interp::Stats) {
     println!(
-        "stats: {thread_insts} thread-instructions ({warp_insts} warp-instructions), global memory {read} bytes read, {written} bytes written, {barriers} barriers, {blocks} blocks of {} threads",
-        threads / blocks.max(1),
+        "stats: {} thread-instructions ({} warp-instructions), global memory {} bytes read, {} bytes written, {} barriers, {} blocks of {} threads",
+        s.thread_instructions,
+        s.warp_instructions,
+        s.global_bytes_read,
+        s.global_bytes_written,
+        s.barriers,
+        s.blocks,
+        s.threads / s.blocks.max(1),
     );
+}
+
+/// The PTX emulator's launch counts as the interpreter's (the emulator depends on no kir crate,
+/// so it has its own type with the same fields).
+pub fn emu_launch_stats(s: &kir_ptx_emu::Stats) -> kir_interp::Stats {
+    kir_interp::Stats {
+        thread_instructions: s.thread_instructions,
+        warp_instructions: s.warp_instructions,
+        global_bytes_read: s.global_bytes_read,
+        global_bytes_written: s.global_bytes_written,
+        barriers: s.barriers,
+        blocks: s.blocks,
+        threads: s.threads,
+    }
 }
 
 #[cfg(test)]

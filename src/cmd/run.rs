@@ -155,15 +155,7 @@ pub fn run(a: &Args) -> ExitCode {
         }
     }
     if a.stats {
-        super::common::print_launch_stats(
-            stats.thread_instructions,
-            stats.warp_instructions,
-            stats.global_bytes_read,
-            stats.global_bytes_written,
-            stats.barriers,
-            stats.blocks,
-            stats.threads,
-        );
+        super::common::print_launch_stats(&stats);
     }
     if a.time {
         println!("time: {:.3} ms", elapsed.as_secs_f64() * 1e3);
