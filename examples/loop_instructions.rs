@@ -1,7 +1,7 @@
 //! Executed PTX instructions of kir's kernels against NVRTC's PTX of their CUDA C twins, in the
 //! PTX emulator, on the same launches; plus static SASS instruction counts (issue 28, the measure).
 //!
-//! `cargo run --release --example loop_instructions [-- --passes PIPELINE]`
+//! `cargo run --release --example loop_instructions [-- --passes PIPELINE] [--dump DIR]`
 //!
 //! For every `; run:` directive of `kernels/*.kir` that launches one kernel (graph directives are
 //! skipped) whose name is an entry of NVRTC's PTX of some `bench/*.cu`: kir's PTX (load → verify →
@@ -99,6 +99,11 @@ fn main() {
         Some(i) => argv.get(i + 1).cloned().unwrap_or_else(|| fail("--passes needs a pipeline")),
         None => kir_passes::DEFAULT_PIPELINE.to_string(),
     };
+    // `--dump DIR`: also write both PTX files of every kernel file (DIR/NAME.kir.ptx, DIR/NAME.nvrtc.ptx).
+    let dump: Option<PathBuf> = argv
+        .iter()
+        .position(|a| a == "--dump")
+        .map(|i| PathBuf::from(argv.get(i + 1).cloned().unwrap_or_else(|| fail("--dump needs a directory"))));
     let lib = tools::find_nvrtc().unwrap_or_else(|| fail("NVRTC not found (run scripts/setup-tools.sh)"));
     let nv = nvrtc::Nvrtc::load(&lib).unwrap_or_else(|e| fail(format!("cannot load NVRTC: {e}")));
     // NVRTC's PTX of every twin: entry → module index.
@@ -115,6 +120,9 @@ fn main() {
             if let Some(rest) = l.split(".entry ").nth(1) {
                 by_entry.insert(rest.split(['(', ' ']).next().unwrap_or("").to_string(), nv_mods.len());
             }
+        }
+        if let Some(d) = &dump {
+            std::fs::write(d.join(name.replace(".cu", ".nvrtc.ptx")), &ptx).unwrap_or_else(|e| fail(e));
         }
         nv_mods.push((ptx, m));
     }
@@ -135,6 +143,10 @@ fn main() {
             continue;
         }
         let ptx = kir_ptx(&module, &pipeline).unwrap_or_else(|e| fail(format!("{rel}: {e}")));
+        if let Some(d) = &dump {
+            let stem = path.file_stem().unwrap().to_string_lossy();
+            std::fs::write(d.join(format!("{stem}.kir.ptx")), &ptx).unwrap_or_else(|e| fail(e));
+        }
         let kir_mod = emu::Module::parse(&ptx).unwrap_or_else(|e| fail(format!("{rel}: kir's PTX: {e}")));
         for (k, n) in sass_counts(&ptx) {
             kir_sass.insert(k, n);

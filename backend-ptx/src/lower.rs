@@ -423,8 +423,10 @@ impl KernelEmitter<'_> {
                     (Op::PtrOffset, Some((_, elem))) => elem.bytes() as i64,
                     _ => 1,
                 };
-                let (base, off) = self.addr_parts(a[0], a[1], size);
-                if off == 0 {
+                let (base, off) = self.addr_parts(a[0], a[1], size, Some(d));
+                if base == d {
+                    // computed in place
+                } else if off == 0 {
                     self.ins(format_args!("mov.b64 {d}, {base}"));
                 } else {
                     self.ins(format_args!("add.s64 {d}, {base}, {off}"));
@@ -951,8 +953,9 @@ impl KernelEmitter<'_> {
     }
 
     /// `(base, offset)` with `base + offset` = `ptr + index * size` (bytes); the index is
-    /// sign- or zero-extended to 64 bits per its type.
-    fn addr_parts(&mut self, ptr: Operand, idx: Operand, size: i64) -> (Reg, i64) {
+    /// sign- or zero-extended to 64 bits per its type. A register index is scaled and added into
+    /// `dest` when given (then the base is `dest`), else into a fresh register.
+    fn addr_parts(&mut self, ptr: Operand, idx: Operand, size: i64, dest: Option<Reg>) -> (Reg, i64) {
         let p = self.reg(ptr);
         match idx {
             Operand::Const(c) => {
@@ -980,7 +983,7 @@ impl KernelEmitter<'_> {
                     }
                     _ => self.ins(format_args!("mul.wide.{wide} {t}, {x}, {size}")),
                 }
-                let a = self.fresh(RegClass::B64);
+                let a = dest.unwrap_or_else(|| self.fresh(RegClass::B64));
                 self.ins(format_args!("add.s64 {a}, {p}, {t}"));
                 (a, 0)
             }
@@ -989,7 +992,7 @@ impl KernelEmitter<'_> {
 
     /// The `[reg+off]` address of element `idx` of `ptr`.
     fn address(&mut self, ptr: Operand, idx: Operand, size: i64) -> String {
-        let (base, off) = self.addr_parts(ptr, idx, size);
+        let (base, off) = self.addr_parts(ptr, idx, size, None);
         if off == 0 {
             format!("[{base}]")
         } else {

@@ -148,26 +148,30 @@ fn inline_body_limited(k: &mut Kernel, funcs: &[Kernel], max_insts: usize) -> Re
 }
 
 /// Unique value and block names of a body: the names in use, and for each base name the next
-/// suffix to try, so that making n copies of one name costs O(n), not O(n^2).
-struct Names {
-    values: NameSet,
-    blocks: NameSet,
+/// suffix to try, so that making n copies of one name costs O(n), not O(n^2). Passes that copy
+/// code (inlining, unrolling) name the copies with it.
+pub struct Names {
+    pub values: NameSet,
+    pub blocks: NameSet,
 }
 
+/// One namespace of [`Names`].
 #[derive(Default)]
-struct NameSet {
+pub struct NameSet {
     used: FxHashSet<Name>,
     next: FxHashMap<Name, u64>,
 }
 
 impl Names {
-    fn of(k: &Kernel) -> Names {
+    /// The names `k` uses.
+    pub fn of(k: &Kernel) -> Names {
         Names {
             values: NameSet { used: k.values.iter().map(|v| v.name.clone()).collect(), next: FxHashMap::default() },
             blocks: NameSet { used: k.blocks.iter().map(|b| b.name.clone()).collect(), next: FxHashMap::default() },
         }
     }
-    fn fresh(set: &mut NameSet, base: &str) -> Name {
+    /// `base`, or `base.N` with the first free `N` from 2, marked used.
+    pub fn fresh(set: &mut NameSet, base: &str) -> Name {
         let mut name = Name::from(base);
         if set.used.contains(&name) {
             let n = set.next.entry(Name::from(base)).or_insert(2);

@@ -168,3 +168,32 @@ pub fn remove_unreachable(k: &mut Kernel) -> (usize, Vec<BlockId>) {
     }
     (old_len - k.blocks.len(), rpo)
 }
+
+/// Moves the blocks from index `first` on (blocks a pass just appended) to just before block
+/// `before` in layout order, keeping their order, and renumbers every block reference (edges,
+/// block parameter definitions). The entry block stays first when `before` is not the entry.
+/// Layout order is the order the PTX emitter writes blocks in, so code a pass adds for a loop
+/// lands where the loop is, and falls through instead of branching.
+pub fn move_blocks_before(k: &mut Kernel, first: usize, before: BlockId) {
+    let n = k.blocks.len();
+    let at = before.index();
+    if first >= n || at == 0 || at >= first {
+        return;
+    }
+    // New layout: 0..at, first..n, at..first.
+    let order: Vec<usize> = (0..at).chain(first..n).chain(at..first).collect();
+    let mut new_index = vec![0u32; n];
+    for (new, &old) in order.iter().enumerate() {
+        new_index[old] = new as u32;
+    }
+    let mut old_blocks: Vec<Option<kir_ir::Block>> = std::mem::take(&mut k.blocks).into_iter().map(Some).collect();
+    k.blocks = order.iter().map(|&o| old_blocks[o].take().expect("each block moved once")).collect();
+    for (nb, b) in k.blocks.iter_mut().enumerate() {
+        for c in b.term.successors_mut() {
+            c.block = BlockId(new_index[c.block.index()]);
+        }
+        for (i, p) in b.params.iter().enumerate() {
+            k.values[p.index()].def = ValueDef::BlockParam(BlockId(nb as u32), i as u32);
+        }
+    }
+}

@@ -10,9 +10,12 @@
 //! - Identities are applied only where they hold for every input, bit for bit: for integers
 //!   `x+0`, `0+x`, `x-0`, `x-x → 0`, `x*1`, `1*x`, `x*0 → 0`, `x/1`; for integers and pred
 //!   `x&0 → 0`, `x&~0 → x`, `x&x → x`, `x|0 → x`, `x|~0 → ~0`, `x|x → x`, `x^0 → x`, `x^x → 0`;
-//!   integer `min`/`max` of `x, x`; shifts by 0; `mov x → x`; `select` with a constant condition or
+//!   integer `min`/`max` of `x, x`; shifts by 0; integer `mad` with a zero factor → the addend; `mov x → x`; `select` with a constant condition or
 //!   two equal operands. No float identity is applied (`x+0.0` is wrong for `-0.0`, `x*1.0` changes
 //!   NaN payloads and flushes subnormals under `.ftz`).
+//! - An integer `mad` with both factors constant becomes `add` of the addend and their (wrapped)
+//!   product, and one with a factor 1 becomes `add` of the other factor and the addend: the same
+//!   value modulo 2^bits for every input, one multiply less.
 //! - Kernels and device functions alike: every use of a folded value is rewritten, terminator
 //!   operands included (a branch condition, block arguments, and a function's `ret %v`, which may
 //!   become `ret 3`). A `call` is never folded (it is not pure), but its arguments are rewritten;
@@ -57,6 +60,13 @@ impl Pass for Fold {
                     Some(r) if op.is_pure() => self.try_fold(&op, &d.args).map(|(rep, is_const)| (r, rep, is_const)),
                     _ => None,
                 };
+                if replacement.is_none() && d.result.is_some() {
+                    if let Some((op, args)) = rewrite(&op, &d.args) {
+                        d.op = op;
+                        d.args = args.into_iter().collect();
+                        simplified += 1;
+                    }
+                }
                 match replacement {
                     Some((r, rep, is_const)) => {
                         subst.set(r, rep);
@@ -114,11 +124,33 @@ fn is_one(o: Operand) -> bool {
     o.as_const().is_some_and(|c| c.bits == 1)
 }
 
+/// A cheaper instruction computing the same value for every input: `mad.T a, b, c` with both
+/// factors constant is `add.T c, a*b` (both wrap modulo 2^bits; a zero product is left to
+/// [`identity`]), and with one factor 1 it is `add.T` of the other factor and `c`.
+fn rewrite(op: &Op, args: &[Operand]) -> Option<(Op, [Operand; 2])> {
+    let (Op::Mad(ty), [a, b, c]) = (op, args) else { return None };
+    if !ty.is_int() {
+        return None;
+    }
+    let add = Op::Bin(BinOp::Add, *ty, kir_ir::FloatFlags::RN);
+    match (a.as_const(), b.as_const()) {
+        (Some(x), Some(y)) => {
+            let p = eval_const(&Op::Bin(BinOp::Mul, *ty, kir_ir::FloatFlags::RN), &[x, y])?;
+            (p.bits != 0).then_some((add, [*c, Operand::Const(p)]))
+        }
+        (Some(x), None) if x.bits == 1 => Some((add, [*b, *c])),
+        (None, Some(y)) if y.bits == 1 => Some((add, [*a, *c])),
+        _ => None,
+    }
+}
+
 /// An exact identity for `op` on `args` (not all constant), if one applies.
 fn identity(op: &Op, args: &[Operand]) -> Option<Operand> {
     let zero = |ty: ScalarType| Operand::Const(Constant::from_bits(ty, 0));
     match (op, args) {
         (Op::Mov(_), [a]) => Some(*a),
+        // mad with a zero factor: the addend (integers wrap; nothing else contributes)
+        (Op::Mad(ty), [a, b, c]) if ty.is_int() && (is_zero(*a) || is_zero(*b)) => Some(*c),
         (Op::Select(_), [c, a, b]) => match c.as_const() {
             Some(c) => Some(if c.bits != 0 { *a } else { *b }),
             None if a == b => Some(*a),

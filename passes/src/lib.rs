@@ -24,6 +24,7 @@
 
 pub mod barrier;
 pub mod collective_masks;
+pub mod cse;
 pub mod dce;
 pub mod edit;
 pub mod fma_contract;
@@ -33,10 +34,12 @@ pub mod inline;
 pub mod inlined;
 pub mod licm;
 pub mod manager;
+pub mod offsets;
 pub mod pass;
 pub mod pipeline;
 pub mod registry;
 pub mod simplify_cfg;
+pub mod unroll;
 /// The uniformity (divergence) analysis lives with the other analyses in `kir-ir`.
 pub use kir_ir::analysis::uniformity;
 

@@ -208,6 +208,18 @@ impl PassOptions {
         Ok(())
     }
 
+    /// A whole-number option `key=N` (at most `max`): absent → `default`.
+    pub fn number(&self, pass: &str, key: &str, default: u64, max: u64) -> Result<u64, String> {
+        match self.items.iter().rev().find(|(k, _)| k == key) {
+            None => Ok(default),
+            Some((_, None)) => Err(format!("option `{key}` of pass `{pass}` needs a value: `{key}=N`")),
+            Some((_, Some(v))) => match v.parse::<u64>() {
+                Ok(n) if n <= max => Ok(n),
+                _ => Err(format!("option `{key}` of pass `{pass}` takes a whole number from 0 to {max}, not `{v}`")),
+            },
+        }
+    }
+
     /// A boolean option: absent → `default`; `key` or `key=true` → true; `key=false` → false.
     pub fn flag(&self, pass: &str, key: &str, default: bool) -> Result<bool, String> {
         match self.items.iter().rev().find(|(k, _)| k == key) {

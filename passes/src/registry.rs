@@ -70,6 +70,44 @@ pub fn registry() -> Vec<PassInfo> {
             },
         },
         PassInfo {
+            name: "offsets",
+            description: "address u32-indexed loads, stores and atomics as an offset pointer plus a constant index ([reg+imm] in PTX) where the index arithmetic provably does not wrap",
+            options: &[],
+            create: |o| {
+                o.expect_only("offsets", &[])?;
+                Ok(PassKind::Kernel(Box::new(crate::offsets::Offsets)))
+            },
+        },
+        PassInfo {
+            name: "cse",
+            description: "merge pure, address and special-register instructions equal to one that dominates them",
+            options: &[],
+            create: |o| {
+                o.expect_only("cse", &[])?;
+                Ok(PassKind::Kernel(Box::new(crate::cse::Cse)))
+            },
+        },
+        PassInfo {
+            name: "unroll",
+            description: "fully unroll innermost loops with a constant trip count; give counted loops (i < n, i += 1) a main loop doing `factor` iterations per trip",
+            options: &[
+                ("max-trip", "fully unroll loops of at most this many iterations (default 64; 0: never)"),
+                ("max-insts", "... whose copies hold at most this many instructions (default 512)"),
+                ("factor", "iterations per trip of a partially unrolled loop (default 4; 0 or 1: no partial unrolling)"),
+                ("max-body", "partially unroll loops of at most this many instructions (default 32)"),
+            ],
+            create: |o| {
+                o.expect_only("unroll", &["max-trip", "max-insts", "factor", "max-body"])?;
+                let d = crate::unroll::Unroll::default();
+                Ok(PassKind::Kernel(Box::new(crate::unroll::Unroll {
+                    max_trip: o.number("unroll", "max-trip", d.max_trip, 4096)?,
+                    max_insts: o.number("unroll", "max-insts", d.max_insts as u64, 1 << 20)? as usize,
+                    factor: o.number("unroll", "factor", d.factor as u64, 64)? as u32,
+                    max_body: o.number("unroll", "max-body", d.max_body as u64, 4096)? as usize,
+                })))
+            },
+        },
+        PassInfo {
             name: "verify-barriers",
             description: "reject barriers and full-mask warp collectives that some threads may not reach together (uniformity analysis)",
             options: &[],

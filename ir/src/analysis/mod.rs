@@ -4,12 +4,13 @@
 //! (which parameter or shared array a pointer derives from), [`callgraph`] (the call graph of a
 //! module's functions and a callees-first order), [`effects`] (what kernels and launches do to
 //! their buffers; a launch graph's dependency DAG), [`warps`] (the whole-warps launch precondition of
-//! full-mask collectives).
+//! full-mask collectives), [`ranges`] (upper bounds of `u32` values, for no-wrap proofs).
 
 pub mod callgraph;
 pub mod cfg;
 pub mod effects;
 pub mod loops;
 pub mod provenance;
+pub mod ranges;
 pub mod uniformity;
 pub mod warps;
