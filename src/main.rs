@@ -38,6 +38,9 @@ enum Command {
     /// Run a kernel or graph in the interpreter and on the GPU or in the PTX emulator (the default
     /// without a GPU) with the same inputs; compare every buffer.
     Diff(cmd::diff::Args),
+    /// Time a kernel on the GPU (CUDA events; median, GB/s, % of copy rate), optionally beside its
+    /// CUDA C twin compiled by NVRTC; on the emulated driver the times are CPU times and say so.
+    Bench(cmd::bench::Args),
     /// Generate random kernels and check verifier, passes, ptxas, PTX emulator and GPU against the interpreter.
     Fuzz(cmd::fuzz::Args),
     /// Run the language server on stdin/stdout (for editors).
@@ -77,6 +80,7 @@ fn main() -> ExitCode {
         Command::Run(a) => cmd::run::run(a),
         Command::Devices(a) => cmd::devices::run(a),
         Command::Diff(a) => cmd::diff::run(a),
+        Command::Bench(a) => cmd::bench::run(a),
         Command::Fuzz(a) => cmd::fuzz::run(a),
         Command::Lsp(a) => cmd::lsp::run(a),
         Command::GpuWorker(a) => cmd::gpu_worker::run(a),

@@ -20,6 +20,9 @@
 //! - [`GpuRunner::run_sequence`] (and [`GpuRunner::run`], one launch) copies every buffer to the
 //!   device once, runs the launches in order with parameters that may name any buffer (the same one
 //!   several times), synchronizes after each, and returns every buffer's final contents, in order.
+//! - [`GpuRunner::time_launches`] and [`GpuRunner::time_device_copy`] time by CUDA events on the
+//!   runner's stream, one event pair around each timed launch or copy, after untimed warm-ups and
+//!   a synchronization (a fault during the warm-ups is an error before any time is taken).
 
 use cudarc::driver::{result, sys, CudaContext, CudaSlice, CudaStream, DevicePtr};
 use std::collections::HashMap;
@@ -421,12 +424,30 @@ impl GpuRunner {
         params: &[Param],
         reps: usize,
     ) -> Result<Vec<f32>, GpuError> {
+        self.time_launches(ptx, kernel, launch, buffers, params, 1, reps)
+    }
+
+    /// [`GpuRunner::time_kernel`] with `warmup` untimed launches (followed by a synchronization,
+    /// so that a fault is reported before any timing) instead of one.
+    #[allow(clippy::too_many_arguments)]
+    pub fn time_launches(
+        &mut self,
+        ptx: &str,
+        kernel: &str,
+        launch: Launch,
+        buffers: &[Vec<u8>],
+        params: &[Param],
+        warmup: usize,
+        reps: usize,
+    ) -> Result<Vec<f32>, GpuError> {
         let func = self.function(ptx, kernel)?;
         let device = self.upload(buffers)?;
         let mut storage = self.param_storage(params, &device)?;
         let mut params: Vec<*mut c_void> = storage.iter_mut().map(|s| s.as_mut_ptr() as *mut c_void).collect();
         self.ctx.bind_to_thread()?;
-        self.enqueue(func, launch, &mut params)?;
+        for _ in 0..warmup {
+            self.enqueue(func, launch, &mut params)?;
+        }
         self.stream.synchronize()?;
         let mut times = Vec::with_capacity(reps);
         for _ in 0..reps {
@@ -437,6 +458,45 @@ impl GpuRunner {
         }
         self.stream.synchronize()?;
         drop(device);
+        Ok(times)
+    }
+
+    /// Times device-to-device copies of `bytes` bytes (`cuMemcpyDtoDAsync` between two buffers of
+    /// that size, each copy between two CUDA events, after `warmup` untimed copies); returns each
+    /// copy's time in milliseconds. A copy reads `bytes` and writes `bytes`: the device's copy
+    /// rate, the reference of `kir bench`'s "% of copy rate", is `2 * bytes` over its time.
+    pub fn time_device_copy(&mut self, bytes: usize, warmup: usize, reps: usize) -> Result<Vec<f32>, GpuError> {
+        let n = bytes.max(1);
+        self.ctx.bind_to_thread()?;
+        let src = self.stream.alloc_zeros::<u8>(n)?;
+        let dst = self.stream.alloc_zeros::<u8>(n)?;
+        // Raw addresses, taken once: the copies below are enqueued on the runner's stream, which
+        // is the stream the buffers were allocated on.
+        let (src_ptr, dst_ptr) = {
+            let (s, _s) = src.device_ptr(&self.stream);
+            let (d, _d) = dst.device_ptr(&self.stream);
+            (s, d)
+        };
+        self.stream.synchronize()?;
+        let copy = |stream: &CudaStream| -> Result<(), GpuError> {
+            // SAFETY: both buffers are live allocations of `n` bytes in this context, and the
+            // stream is synchronized before they are freed.
+            unsafe { result::memcpy_dtod_async(dst_ptr, src_ptr, n, stream.cu_stream()) }?;
+            Ok(())
+        };
+        for _ in 0..warmup {
+            copy(&self.stream)?;
+        }
+        self.stream.synchronize()?;
+        let mut times = Vec::with_capacity(reps);
+        for _ in 0..reps {
+            let start = self.stream.record_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))?;
+            copy(&self.stream)?;
+            let end = self.stream.record_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))?;
+            times.push(start.elapsed_ms(&end)?);
+        }
+        self.stream.synchronize()?;
+        drop((src, dst));
         Ok(times)
     }
 }

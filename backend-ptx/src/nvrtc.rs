@@ -94,6 +94,17 @@ impl Nvrtc {
         }
     }
 
+    /// Finds NVRTC ([`crate::tools::find_nvrtc`]: `$KIR_NVRTC`, `.tools/py`, `PATH`) and loads it;
+    /// returns it with its path, or a message that says where it was looked for and how to
+    /// install it.
+    pub fn find_and_load() -> Result<(Nvrtc, std::path::PathBuf), String> {
+        let path = crate::tools::find_nvrtc().ok_or_else(|| {
+            format!("NVRTC (libnvrtc.so.12) not found: set KIR_NVRTC to its path, or {}", crate::tools::INSTALL_HINT)
+        })?;
+        let nv = Nvrtc::load(&path).map_err(|e| format!("cannot load NVRTC: {e}"))?;
+        Ok((nv, path))
+    }
+
     /// `major.minor` of the library.
     pub fn version(&self) -> String {
         let (mut a, mut b) = (0, 0);

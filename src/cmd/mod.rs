@@ -1,4 +1,5 @@
 //! The `kir` subcommands, one module each.
+pub mod bench;
 pub mod cfg;
 pub mod check;
 pub mod common;
