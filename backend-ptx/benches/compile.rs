@@ -4,7 +4,7 @@
 //! - `generated/N`: one generated kernel (`kir_ir::generate`, default config) of about N instructions,
 //!   printed to text first, for N = 1k, 10k, 100k (time should grow linearly in N).
 //!
-//! NVRTC's time for the CUDA C equivalents is measured by `examples/codequality.rs` (it needs the
+//! NVRTC's time for the CUDA C equivalents is measured by `benches/codequality.rs` (it needs the
 //! NVRTC library); BENCHMARKS.md puts the two side by side.
 
 // The allocator the `kir` binary uses (src/main.rs), so timings match the command line.

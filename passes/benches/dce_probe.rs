@@ -1,6 +1,11 @@
 //! Runs `fold,simplify-cfg` then `dce` on one generated kernel of INSTS instructions (for counting
-//! dce's instructions with callgrind: `--toggle-collect='*Dce*'`).
+//! dce's instructions with callgrind: `--toggle-collect='*Dce*'` on the binary that
+//! `cargo bench -p kir-passes --bench dce_probe` builds and runs).
 fn main() {
+    // `cargo bench` passes `--bench`; run as a test (`cargo test --benches`) this measures nothing.
+    if !std::env::args().any(|a| a == "--bench") {
+        return;
+    }
     let insts: usize = std::env::var("INSTS").ok().and_then(|v| v.parse().ok()).unwrap_or(50_000);
     let mut k = kir_ir::generate::random_kernel(42, &kir_ir::generate::GenConfig { insts, ..Default::default() });
     // Numbered in layout order, as the parser returns kernels.

@@ -1,5 +1,6 @@
 //! Runs one benchmark launch of interp/benches N times on one host thread (all with `par`) and
-//! prints the best time, for profiling: `probe relu|reduce [races] [par] N`.
+//! prints the best time, for profiling:
+//! `cargo bench -p kir-interp --bench probe -- relu|reduce|(sparse FILE) [races] [par] N`.
 use kir_interp::{launch, Arg, Buffer, LaunchConfig, Options};
 use kir_ir::types::{Constant, ScalarType};
 const N: usize = 1 << 20;
@@ -7,7 +8,11 @@ fn rand(n: usize, seed: u64) -> Buffer {
     kir_interp::args::generate(&kir_interp::args::ArgSpec::Rand { elem: ScalarType::F32, len: n as u64, seed }).unwrap()
 }
 fn main() {
-    let a: Vec<String> = std::env::args().collect();
+    // `cargo bench` passes `--bench`; run as a test (`cargo test --benches`) this measures nothing.
+    if !std::env::args().any(|a| a == "--bench") {
+        return;
+    }
+    let a: Vec<String> = std::env::args().filter(|a| a != "--bench").collect();
     let races = a.iter().any(|x| x == "races");
     let reps: usize = a.last().unwrap().parse().unwrap();
     // `par`: all cores (rayon), else one host thread.

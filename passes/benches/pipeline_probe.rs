@@ -1,12 +1,18 @@
 //! Runs the default pipeline once on one generated kernel of INSTS instructions (default 100k),
 //! for profiling with callgrind/cachegrind or `perf record`; generation is outside the measured
 //! part. `REPEAT=N` runs it N times on fresh copies (for sampling profilers).
+//! `cargo bench -p kir-passes --bench pipeline_probe` builds and runs it (profile the binary it
+//! names, with `--bench` as its argument).
 
 // The allocator the `kir` binary uses (src/main.rs), so profiles match the command line.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
+    // `cargo bench` passes `--bench`; run as a test (`cargo test --benches`) this measures nothing.
+    if !std::env::args().any(|a| a == "--bench") {
+        return;
+    }
     let insts: usize = std::env::var("INSTS").ok().and_then(|v| v.parse().ok()).unwrap_or(100_000);
     let mut k = kir_ir::generate::random_kernel(42, &kir_ir::generate::GenConfig { insts, ..Default::default() });
     // Numbered in layout order, as the parser returns kernels.
