@@ -172,9 +172,74 @@ pub(crate) struct KernelEmitter<'a> {
     pub out: String,
     pub diags: Vec<Diagnostic>,
     edge_labels: u32,
+    /// Each block's position in the emitted order (`usize::MAX`: not emitted), and the position of
+    /// the block being emitted: a jump to a block at or before it is a back edge.
+    layout_pos: Vec<usize>,
+    cur_pos: usize,
     /// For each value: every use is an operand of a comparison (so a NaN's payload and the sign
     /// of a zero it carries cannot be observed beyond the comparison's result).
     pub only_compared: Vec<bool>,
+}
+
+/// Whether `op` is lowered to one PTX instruction that reads all its operands before it writes
+/// its destination (plus, for 8- and 16-bit integers, a re-extension of the destination alone).
+fn single_instruction(op: &kir_ir::Op) -> bool {
+    use kir_ir::{BinOp, FloatMode, Op};
+    match op {
+        Op::Bin(b, s, _) if s.is_int() => matches!(
+            b,
+            BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Min | BinOp::Max | BinOp::And | BinOp::Or | BinOp::Xor
+        ),
+        Op::Bin(BinOp::Add | BinOp::Sub | BinOp::Mul, s, fl) | Op::Fma(s, fl) => {
+            matches!(s, kir_ir::ScalarType::F32 | kir_ir::ScalarType::F64)
+                && matches!(fl.mode, FloatMode::Exact(_))
+                && !(fl.ftz && *s == kir_ir::ScalarType::F64)
+        }
+        _ => false,
+    }
+}
+
+/// Coalescing of loop-carried values: in a block ending in `jmp h(..., %v, ...)` where `%v` is
+/// computed in that block by a [`single_instruction`] op and used nowhere else, and the parameter
+/// `%p` of `h` it binds is not read after that instruction (nor passed by the jump), `%v` takes
+/// `%p`'s register: `%p` is dead from there on (the jump's only successor rebinds it), so the
+/// instruction may overwrite it, and the move on the edge disappears.
+fn coalesce_latch_args(k: &Kernel, vreg: &mut [Reg]) {
+    let mut uses = vec![0u32; k.values.len()];
+    for (_, i) in k.placed_insts() {
+        for a in &k.inst(i).args {
+            if let Some(v) = a.as_value().filter(|v| v.index() < uses.len()) {
+                uses[v.index()] += 1;
+            }
+        }
+    }
+    for b in k.block_ids() {
+        for a in k.block(b).term.operands() {
+            if let Some(v) = a.as_value().filter(|v| v.index() < uses.len()) {
+                uses[v.index()] += 1;
+            }
+        }
+    }
+    for b in k.block_ids() {
+        let blk = k.block(b);
+        let Terminator::Jmp(c) = &blk.term else { continue };
+        let params = &k.block(c.block).params;
+        for (n, a) in c.args.iter().enumerate() {
+            let (Operand::Value(v), Some(&p)) = (*a, params.get(n)) else { continue };
+            if uses.get(v.index()) != Some(&1) || vreg[v.index()].class != vreg[p.index()].class {
+                continue;
+            }
+            let kir_ir::ValueDef::Inst(def) = k.value(v).def else { continue };
+            let Some(j) = blk.insts.iter().position(|&i| i == def) else { continue };
+            if !single_instruction(&k.inst(def).op) || c.args.contains(&Operand::Value(p)) {
+                continue;
+            }
+            let read_later = blk.insts[j + 1..].iter().any(|&i| k.inst(i).args.iter().any(|a| *a == Operand::Value(p)));
+            if !read_later {
+                vreg[v.index()] = vreg[p.index()];
+            }
+        }
+    }
 }
 
 /// Which values are used only as comparison operands (and at least once).
@@ -209,7 +274,8 @@ impl<'a> KernelEmitter<'a> {
         funcs: &'a FuncTable,
     ) -> KernelEmitter<'a> {
         let mut regs = RegFile::default();
-        let vreg = k.values.iter().map(|v| regs.fresh(RegClass::of(v.ty))).collect();
+        let mut vreg: Vec<Reg> = k.values.iter().map(|v| regs.fresh(RegClass::of(v.ty))).collect();
+        coalesce_latch_args(k, &mut vreg);
         KernelEmitter {
             k,
             opts,
@@ -221,6 +287,8 @@ impl<'a> KernelEmitter<'a> {
             out: String::with_capacity(48 * (k.insts.len() + 2 * k.blocks.len()) + 256),
             diags: Vec::new(),
             edge_labels: 0,
+            layout_pos: vec![usize::MAX; k.blocks.len()],
+            cur_pos: 0,
             only_compared: only_compared(k),
         }
     }
@@ -318,6 +386,10 @@ impl<'a> KernelEmitter<'a> {
         // Body.
         let order: Vec<BlockId> = k.block_ids().filter(|b| reachable[b.index()]).collect();
         for (pos, &b) in order.iter().enumerate() {
+            self.layout_pos[b.index()] = pos;
+        }
+        for (pos, &b) in order.iter().enumerate() {
+            self.cur_pos = pos;
             let next = order.get(pos + 1).copied();
             let blk = k.block(b);
             let _ = writeln!(self.out, "{}:", self.block_label(b));
@@ -542,10 +614,39 @@ impl<'a> KernelEmitter<'a> {
     fn jump(&mut self, call: &BlockCall, next: Option<BlockId>) {
         let moves = self.edge_moves(call);
         self.emit_moves(&moves);
+        if self.duplicable_test(call.block) {
+            // A back edge to a loop's test: run the test here and branch into the body (or out)
+            // directly, as a rotated loop does, instead of jumping back to run it there. The
+            // test writes the same registers it writes in its own block, so this is that
+            // block's code, moved to the end of the iteration: one branch per iteration less.
+            let h = self.k.block(call.block);
+            for &i in &h.insts {
+                self.lower_inst(i);
+            }
+            let term = h.term.clone();
+            return self.terminator(&term, next);
+        }
         if next != Some(call.block) {
             let l = self.block_label(call.block);
             self.ins(format_args!("bra.uni {l}"));
         }
+    }
+
+    /// Whether a jump to `target` is a back edge to a small loop test worth repeating at the jump:
+    /// a block (at or before the one being emitted) of at most 3 pure or special-register
+    /// instructions ending in a branch on a value.
+    fn duplicable_test(&self, target: BlockId) -> bool {
+        let pos = self.layout_pos[target.index()];
+        if pos == usize::MAX || pos > self.cur_pos {
+            return false;
+        }
+        let h = self.k.block(target);
+        matches!(h.term, Terminator::Br { cond: Operand::Value(_), .. })
+            && h.insts.len() <= 3
+            && h.insts.iter().all(|&i| {
+                let op = &self.k.inst(i).op;
+                op.is_pure() || matches!(op, kir_ir::Op::Special(_))
+            })
     }
 
     fn terminator(&mut self, t: &Terminator, next: Option<BlockId>) {
