@@ -1,8 +1,8 @@
-//! Converting kir diagnostics (parse errors, verifier errors, barrier verification) to LSP
-//! diagnostics.
+//! Kir diagnostics (parse errors, verifier errors, barrier verification) as the editor shows them
+//! for one document ([`Shown`]; [`super::to_proto::diagnostic`] writes them as LSP diagnostics).
 //!
 //! Guarantees:
-//! - One LSP diagnostic per kir diagnostic, in the same order, with its severity, at the range of
+//! - One shown diagnostic per kir diagnostic, in the same order, with its severity, at the range of
 //!   its primary span (the start of the document when it has none), `source` "kir".
 //! - The message is the diagnostic's message, then its primary label on a second line (when it has
 //!   one), then each note on a line of its own as `note: ...`.
@@ -16,30 +16,37 @@
 //!   `import` line that brings that file in; its message is prefixed with the file, line and
 //!   column (`in lib/reduce.kir:12:3: ...`); its first related entry is its own location there.
 
-use super::document::Document;
+use super::document::{Document, Place};
 use kir_ir::diag::{Diagnostic, Severity};
-use lsp_types::{DiagnosticRelatedInformation, DiagnosticSeverity, Uri};
+use kir_ir::Span;
 
-/// The LSP form of one diagnostic of `doc`.
-pub fn to_lsp(d: &Diagnostic, doc: &Document, uri: &Uri) -> lsp_types::Diagnostic {
+/// A diagnostic as shown in one document.
+#[derive(Clone, Debug)]
+pub struct Shown {
+    /// Where it is shown, in the document.
+    pub span: Span,
+    pub severity: Severity,
+    pub message: String,
+    /// Related places with their messages, in order (a place that has no location for the
+    /// editor, an imported file without a path, is left out when converted).
+    pub related: Vec<(Place, String)>,
+}
+
+/// How one diagnostic of `doc` is shown.
+pub fn shown(d: &Diagnostic, doc: &Document) -> Shown {
     let a = &doc.analysis;
-    let mut related: Vec<DiagnosticRelatedInformation> = vec![];
+    let mut related: Vec<(Place, String)> = vec![];
     let mut message = String::new();
-    let range = match d.span().and_then(|s| a.locate(s)) {
-        Some((0, s)) => doc.range(s),
-        None => doc.range(kir_ir::Span::DUMMY),
+    let span = match d.span().and_then(|s| a.locate(s)) {
+        Some((0, s)) => s,
+        None => Span::DUMMY,
         Some((file, local)) => {
             let text = a.file_text(file).unwrap_or("");
             let (line, col) = kir_ir::span::line_col(text, local.start as usize);
             let shown = a.imported_file(file).map(|f| f.shown.as_str()).unwrap_or("an imported file");
             message = format!("in {shown}:{line}:{col}: ");
-            if let Some(loc) = doc.location(uri, file, local) {
-                let label = d.primary.as_ref().map(|p| p.message.as_str()).filter(|m| !m.is_empty());
-                related.push(DiagnosticRelatedInformation {
-                    location: loc,
-                    message: label.unwrap_or(d.message.as_str()).to_string(),
-                });
-            }
+            let label = d.primary.as_ref().map(|p| p.message.as_str()).filter(|m| !m.is_empty());
+            related.push((Place::Span { file, span: local }, label.unwrap_or(d.message.as_str()).to_string()));
             // A secondary label in this document (the call through which a barrier inside an
             // imported function is reached) is where the user can act: show it there; else at
             // the import line.
@@ -53,14 +60,13 @@ pub fn to_lsp(d: &Diagnostic, doc: &Document, uri: &Uri) -> lsp_types::Diagnosti
                 })
                 .collect();
             let main_text = a.file_text(0).unwrap_or("");
-            let is_call = |s: &kir_ir::Span| {
-                main_text.get(s.start as usize..s.end as usize).is_some_and(|t| t.contains("call @"))
-            };
-            match in_doc.iter().find(|s| is_call(s)).or(in_doc.first()).map(|s| (0, *s)) {
-                Some((_, s)) => doc.range(s),
+            let is_call =
+                |s: &Span| main_text.get(s.start as usize..s.end as usize).is_some_and(|t| t.contains("call @"));
+            match in_doc.iter().find(|s| is_call(s)).or(in_doc.first()) {
+                Some(s) => *s,
                 None => {
                     let at = a.import_line_for(file).or(a.imports.first()).map(|i| i.span);
-                    doc.range(at.unwrap_or(kir_ir::Span::DUMMY))
+                    at.unwrap_or(Span::DUMMY)
                 }
             }
         }
@@ -76,24 +82,13 @@ pub fn to_lsp(d: &Diagnostic, doc: &Document, uri: &Uri) -> lsp_types::Diagnosti
         message.push_str("\nnote: ");
         message.push_str(n);
     }
-    related.extend(d.secondary.iter().filter(|l| !l.span.is_dummy()).filter_map(|l| {
-        Some(DiagnosticRelatedInformation { location: doc.source_location(uri, l.span)?, message: l.message.clone() })
-    }));
-    lsp_types::Diagnostic {
-        range,
-        severity: Some(match d.severity {
-            Severity::Error => DiagnosticSeverity::ERROR,
-            Severity::Warning => DiagnosticSeverity::WARNING,
-            Severity::Note => DiagnosticSeverity::INFORMATION,
-        }),
-        source: Some("kir".into()),
-        message,
-        related_information: if related.is_empty() { None } else { Some(related) },
-        ..Default::default()
-    }
+    related.extend(
+        d.secondary.iter().filter(|l| !l.span.is_dummy()).filter_map(|l| Some((a.place(l.span)?, l.message.clone()))),
+    );
+    Shown { span, severity: d.severity, message, related }
 }
 
 /// Every diagnostic of the document's current text.
-pub fn for_document(doc: &Document, uri: &Uri) -> Vec<lsp_types::Diagnostic> {
-    doc.analysis.diagnostics.iter().map(|d| to_lsp(d, doc, uri)).collect()
+pub fn for_document(doc: &Document) -> Vec<Shown> {
+    doc.analysis.diagnostics.iter().map(|d| shown(d, doc)).collect()
 }

@@ -2,8 +2,9 @@
 //! current text.
 //!
 //! Guarantees:
-//! - Positions are LSP positions in UTF-16 code units (the protocol's default encoding, the only
-//!   one the server advertises). [`LineIndex::position`] and [`LineIndex::offset`] convert byte
+//! - Positions ([`Position`], [`Range`]: kir's, converted to and from the protocol's only in
+//!   [`super::to_proto`] and [`super::from_proto`]) count lines and UTF-16 code units, as LSP
+//!   positions do (the protocol's default encoding, the only one the server advertises). [`LineIndex::position`] and [`LineIndex::offset`] convert byte
 //!   offsets and positions both ways, exactly for every offset on a character boundary; lines end
 //!   at LF, CRLF or a bare CR, as the protocol counts them.
 //! - Nothing here panics on out-of-range input: an offset past the end (or inside a character) is
@@ -20,8 +21,8 @@
 //!   imported file past it, so a diagnostic's span says which file it lies in
 //!   ([`Analysis::locate`]); calls of imported functions resolve in the name index. Without a
 //!   path (an unsaved buffer) an `import` is an error at its line, as `kir_ir::text::parse` reports it.
-//! - [`uri_to_path`] and [`path_to_uri`] convert `file:` URIs (percent-encoded) and paths both
-//!   ways; any other URI has no path.
+//! - What features point at is a [`Place`]: a span of a file of the analysis, or the start of a
+//!   file on disk.
 
 use super::symbols::{External, Index};
 use kir_ir::diag::{Diagnostic, SourceMap};
@@ -29,8 +30,31 @@ use kir_ir::text::ast::{AstItem, AstModule};
 use kir_ir::text::load::file_key;
 use kir_ir::verify::Verified;
 use kir_ir::Span;
-use lsp_types::{Location, Position, Range, Uri};
 use std::path::{Path, PathBuf};
+
+/// A position in a text: a line (from 0) and a column in UTF-16 code units.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Position {
+    pub line: u32,
+    pub character: u32,
+}
+
+/// A range of positions, `end` not included.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Range {
+    pub start: Position,
+    pub end: Position,
+}
+
+/// What a feature points at.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Place {
+    /// A span of file `file` of the analysis (0: the document, else an imported file), local to
+    /// that file's text.
+    Span { file: usize, span: Span },
+    /// The start of a file on disk (an `import` line's file that was not loaded).
+    FileStart(PathBuf),
+}
 
 /// Byte offsets of line starts, for converting offsets to positions and back.
 #[derive(Clone, Debug)]
@@ -273,6 +297,12 @@ impl Analysis {
         }
     }
 
+    /// The place of a span in [`Analysis::sources`]' offsets (a diagnostic's): in the document
+    /// or in the imported file it lies in; `None` for a span without a place.
+    pub fn place(&self, span: Span) -> Option<Place> {
+        self.locate(span).map(|(file, span)| Place::Span { file, span })
+    }
+
     /// An imported file by its index in [`Analysis::sources`].
     pub fn imported_file(&self, file: usize) -> Option<&ImportedFile> {
         file.checked_sub(1).and_then(|i| self.imported.get(i)).filter(|f| f.file == file)
@@ -356,64 +386,6 @@ fn import_lines(ast: &AstModule, path: Option<&Path>, imported: &[ImportedFile])
     out
 }
 
-/// The path of a `file:` URI (percent-decoded); `None` for any other URI.
-pub fn uri_to_path(uri: &Uri) -> Option<PathBuf> {
-    let s = uri.as_str();
-    let (scheme, rest) = s.split_once(':')?;
-    if !scheme.eq_ignore_ascii_case("file") {
-        return None;
-    }
-    let rest = rest.strip_prefix("//")?;
-    // The authority: empty or `localhost`.
-    let slash = rest.find('/')?;
-    let (host, path) = rest.split_at(slash);
-    if !(host.is_empty() || host.eq_ignore_ascii_case("localhost")) {
-        return None;
-    }
-    let path = path.split(['?', '#']).next()?;
-    let bytes = path.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    let path = String::from_utf8(out).ok()?;
-    // `file:///C:/x` names `C:/x` on Windows.
-    if cfg!(windows) {
-        let b = path.as_bytes();
-        if b.len() >= 3 && b[0] == b'/' && b[1].is_ascii_alphabetic() && b[2] == b':' {
-            return Some(PathBuf::from(&path[1..]));
-        }
-    }
-    Some(PathBuf::from(path))
-}
-
-/// The `file:` URI of a path (made absolute against the working directory), percent-encoding
-/// every byte but unreserved characters and `/`.
-pub fn path_to_uri(path: &Path) -> Option<Uri> {
-    let abs = if path.is_absolute() { path.to_path_buf() } else { std::env::current_dir().ok()?.join(path) };
-    let s = abs.to_str()?.replace('\\', "/");
-    let mut out = String::from("file://");
-    if !s.starts_with('/') {
-        out.push('/');
-    }
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~/".contains(&b) || (b == b':' && cfg!(windows)) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out.parse().ok()
-}
-
 /// An open document.
 pub struct Document {
     pub version: i32,
@@ -477,24 +449,6 @@ impl Document {
     pub fn range(&self, span: Span) -> Range {
         self.lines.range(&self.text, span)
     }
-
-    /// The location of `span`, local to file `file` of the analysis (0: this document, at
-    /// `uri`); `None` for a file without a path that has a URI.
-    pub fn location(&self, uri: &Uri, file: usize, span: Span) -> Option<Location> {
-        if file == 0 {
-            return Some(Location { uri: uri.clone(), range: self.range(span) });
-        }
-        let f = self.analysis.imported_file(file)?;
-        let text = self.analysis.file_text(file)?;
-        Some(Location { uri: path_to_uri(&f.path)?, range: f.lines.range(text, span) })
-    }
-
-    /// The location of a span in the analysis' [`SourceMap`] offsets (a diagnostic's), in this
-    /// document or in the imported file it lies in.
-    pub fn source_location(&self, uri: &Uri, span: Span) -> Option<Location> {
-        let (file, local) = self.analysis.locate(span)?;
-        self.location(uri, file, local)
-    }
 }
 
 #[cfg(test)]
@@ -530,21 +484,6 @@ mod tests {
         assert_eq!(li.offset(text, pos(1, 99)), text.find("ab").unwrap() + 2);
         assert_eq!(li.offset(text, pos(99, 0)), text.len());
         assert_eq!(li.position(text, usize::MAX), pos(3, 4));
-    }
-
-    #[test]
-    fn file_uris_and_paths_convert_both_ways() {
-        let uri = |s: &str| s.parse::<Uri>().unwrap();
-        assert_eq!(uri_to_path(&uri("file:///w/a%20b/k.kir")), Some(PathBuf::from("/w/a b/k.kir")));
-        assert_eq!(uri_to_path(&uri("file://localhost/w/k.kir")), Some(PathBuf::from("/w/k.kir")));
-        assert_eq!(uri_to_path(&uri("untitled:Untitled-1")), None);
-        assert_eq!(uri_to_path(&uri("file://elsewhere/w/k.kir")), None);
-        if cfg!(unix) {
-            let p = Path::new("/tmp/d é/x#1.kir");
-            let u = path_to_uri(p).unwrap();
-            assert_eq!(u.as_str(), "file:///tmp/d%20%C3%A9/x%231.kir");
-            assert_eq!(uri_to_path(&u).as_deref(), Some(p));
-        }
     }
 
     #[test]

@@ -6,14 +6,22 @@
 //! partial or guessed format.
 
 use super::document::Document;
+use kir_ir::Span;
+
+/// An edit of the document: the text of `span` (`None`: the whole text) replaced by `new_text`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Edit {
+    pub span: Option<Span>,
+    pub new_text: String,
+}
 
 /// `textDocument/formatting`: one edit replacing the whole text with `kir fmt`'s output; no edit
 /// when the text is already canonical; `None` when the text does not parse (nothing to format).
-pub fn format_document(doc: &Document) -> Option<Vec<lsp_types::TextEdit>> {
+pub fn format_document(doc: &Document) -> Option<Vec<Edit>> {
     let module = doc.analysis.module()?;
     let formatted = kir_ir::text::format::format_source(&doc.text, module);
     if formatted == doc.text {
         return Some(vec![]);
     }
-    Some(vec![lsp_types::TextEdit { range: doc.lines.full_range(&doc.text), new_text: formatted }])
+    Some(vec![Edit { span: None, new_text: formatted }])
 }

@@ -26,10 +26,16 @@ use super::symbols::{func_params_and_result, type_text, ImportUse, Symbol, Symbo
 use kir_ir::text::ast::{AstItem, AstKernel, AstModule};
 use kir_ir::{BlockId, Kernel, Op, Operand, Span, Terminator, ValueDef, ValueId};
 use kir_passes::uniformity::{Level, MemObject, Uniformity, ValueReason};
-use lsp_types::{Hover, HoverContents, MarkupContent, MarkupKind};
+
+/// A hover: Markdown text about the name or op at `span` of the document.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HoverText {
+    pub span: Span,
+    pub markdown: String,
+}
 
 /// The hover at a byte offset of a document.
-pub fn hover(doc: &Document, offset: usize) -> Option<Hover> {
+pub fn hover(doc: &Document, offset: usize) -> Option<HoverText> {
     let index = &doc.analysis.index;
     let (span, text) = if let Some(occ) = index.at(offset) {
         let sym = index.symbols.get(occ.symbol)?;
@@ -47,10 +53,7 @@ pub fn hover(doc: &Document, offset: usize) -> Option<Hover> {
         let m = doc.text.get(c.start..c.end)?;
         (Span::new(c.start, c.end), op_hover(m, None)?)
     };
-    Some(Hover {
-        contents: HoverContents::Markup(MarkupContent { kind: MarkupKind::Markdown, value: text }),
-        range: Some(doc.range(span)),
-    })
+    Some(HoverText { span, markdown: text })
 }
 
 /// A type as written (`ptr<global, u8>`), for `ptrcast` annotations.

@@ -7,15 +7,22 @@
 //! to the start of the imported file. A position on no name, or in a file without a syntax tree,
 //! gives no result (never an error).
 
-use super::document::{path_to_uri, Document};
-use lsp_types::{DocumentHighlight, DocumentHighlightKind, Location, Position, Range, Uri};
+use super::document::{Document, Place};
+use kir_ir::Span;
+
+/// An occurrence of a name in the document: its definition (`write`) or a use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Highlight {
+    pub span: Span,
+    pub write: bool,
+}
 
 /// The definition of the name (or import path) at `offset`.
-pub fn definition(doc: &Document, uri: &Uri, offset: usize) -> Option<Location> {
+pub fn definition(doc: &Document, offset: usize) -> Option<Place> {
     let index = &doc.analysis.index;
     if let Some(occ) = index.at(offset) {
         let sym = index.symbols.get(occ.symbol)?;
-        return doc.location(uri, sym.file, sym.def);
+        return Some(Place::Span { file: sym.file, span: sym.def });
     }
     let imp = index.import_at(offset)?;
     let line = doc.analysis.imports.iter().find(|l| l.span == imp.span)?;
@@ -23,36 +30,30 @@ pub fn definition(doc: &Document, uri: &Uri, offset: usize) -> Option<Location> 
         Some(f) => f.path.clone(),
         None => line.resolved.clone().filter(|p| p.is_file())?,
     };
-    let start = Position { line: 0, character: 0 };
-    Some(Location { uri: path_to_uri(&path)?, range: Range { start, end: start } })
+    Some(Place::FileStart(path))
 }
 
 /// Every occurrence of the name at `offset` (its definition first when `include_declaration`;
 /// an imported function's definition is in its own file).
-pub fn references(doc: &Document, uri: &Uri, offset: usize, include_declaration: bool) -> Vec<Location> {
+pub fn references(doc: &Document, offset: usize, include_declaration: bool) -> Vec<Place> {
     let index = &doc.analysis.index;
     let Some(occ) = index.at(offset) else { return vec![] };
     let mut occs: Vec<_> = index.occurrences_of(occ.symbol).filter(|o| include_declaration || !o.is_def).collect();
     occs.sort_by_key(|o| (!o.is_def, o.span.start));
     let mut out = vec![];
     if let Some(sym) = index.symbols.get(occ.symbol).filter(|s| s.file != 0 && include_declaration) {
-        out.extend(doc.location(uri, sym.file, sym.def));
+        out.push(Place::Span { file: sym.file, span: sym.def });
     }
-    out.extend(occs.iter().map(|o| Location { uri: uri.clone(), range: doc.range(o.span) }));
+    out.extend(occs.iter().map(|o| Place::Span { file: 0, span: o.span }));
     out
 }
 
-/// The occurrences in this document of the name at `offset`: its definition (`Write`) and uses
-/// (`Read`), in source order.
-pub fn highlights(doc: &Document, offset: usize) -> Vec<DocumentHighlight> {
+/// The occurrences in this document of the name at `offset`: its definition (`write`) and uses,
+/// in source order.
+pub fn highlights(doc: &Document, offset: usize) -> Vec<Highlight> {
     let index = &doc.analysis.index;
     let Some(occ) = index.at(offset) else { return vec![] };
     let mut occs: Vec<_> = index.occurrences_of(occ.symbol).collect();
     occs.sort_by_key(|o| o.span.start);
-    occs.iter()
-        .map(|o| DocumentHighlight {
-            range: doc.range(o.span),
-            kind: Some(if o.is_def { DocumentHighlightKind::WRITE } else { DocumentHighlightKind::READ }),
-        })
-        .collect()
+    occs.iter().map(|o| Highlight { span: o.span, write: o.is_def }).collect()
 }

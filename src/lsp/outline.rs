@@ -8,32 +8,53 @@
 use super::document::Document;
 use super::symbols::{func_params_and_result, type_text, Symbol, SymbolKind};
 use kir_ir::text::ast::AstItem;
+use kir_ir::Span;
+
+/// What an outline entry is, as editors draw it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OutlineKind {
+    /// A kernel or function.
+    Function,
+    /// A graph.
+    Module,
+    /// A parameter, shared declaration or graph temp.
+    Variable,
+    /// A block.
+    Namespace,
+}
+
+/// One entry of the outline.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OutlineEntry {
+    /// The name with its sigil (`@k`, `%x`; a block's without).
+    pub name: String,
+    pub detail: Option<String>,
+    pub kind: OutlineKind,
+    /// The whole definition.
+    pub full: Span,
+    /// The name at the definition.
+    pub def: Span,
+    pub children: Option<Vec<OutlineEntry>>,
+}
 
 /// The outline of a document: kernels and functions (with their shared declarations, a
 /// function's parameters, and blocks) and graphs (with their temps), in source order.
-pub fn document_symbols(doc: &Document) -> Vec<lsp_types::DocumentSymbol> {
-    use lsp_types::SymbolKind as K;
+pub fn document_symbols(doc: &Document) -> Vec<OutlineEntry> {
+    use OutlineKind as K;
     let index = &doc.analysis.index;
-    #[allow(deprecated)]
-    let make = |s: &Symbol, kind: K, detail: Option<String>, children: Option<Vec<lsp_types::DocumentSymbol>>| {
-        let range = doc.range(s.full.to(s.def));
-        let selection_range = doc.range(s.def);
-        lsp_types::DocumentSymbol {
-            name: match s.kind {
-                SymbolKind::Kernel | SymbolKind::Func | SymbolKind::Graph | SymbolKind::Shared => {
-                    format!("@{}", s.name)
-                }
-                SymbolKind::Block => s.name.clone(),
-                _ => format!("%{}", s.name),
-            },
-            detail,
-            kind,
-            tags: None,
-            deprecated: None,
-            range,
-            selection_range,
-            children,
-        }
+    let make = |s: &Symbol, kind: K, detail: Option<String>, children: Option<Vec<OutlineEntry>>| OutlineEntry {
+        name: match s.kind {
+            SymbolKind::Kernel | SymbolKind::Func | SymbolKind::Graph | SymbolKind::Shared => {
+                format!("@{}", s.name)
+            }
+            SymbolKind::Block => s.name.clone(),
+            _ => format!("%{}", s.name),
+        },
+        detail,
+        kind,
+        full: s.full.to(s.def),
+        def: s.def,
+        children,
     };
     let ast_item = |n: usize| doc.analysis.ast.as_ref().and_then(|a| a.items.get(n));
     let mut out = vec![];
@@ -48,22 +69,22 @@ pub fn document_symbols(doc: &Document) -> Vec<lsp_types::DocumentSymbol> {
                     let c = index.symbols.iter().find(|c| {
                         c.scope == Some(item_no) && c.kind == SymbolKind::Param && c.name == p.name.node.as_str()
                     })?;
-                    Some(make(c, K::VARIABLE, Some(format!("parameter: {}", type_text(&p.ty))), None))
+                    Some(make(c, K::Variable, Some(format!("parameter: {}", type_text(&p.ty))), None))
                 })
                 .collect(),
             _ => vec![],
         };
         children.extend(index.symbols.iter().filter(|c| c.scope == Some(item_no)).filter_map(|c| match c.kind {
-            SymbolKind::Block => Some(make(c, K::NAMESPACE, Some("block".into()), None)),
-            SymbolKind::Shared => Some(make(c, K::VARIABLE, Some("shared".into()), None)),
-            SymbolKind::Temp => Some(make(c, K::VARIABLE, Some("temp".into()), None)),
+            SymbolKind::Block => Some(make(c, K::Namespace, Some("block".into()), None)),
+            SymbolKind::Shared => Some(make(c, K::Variable, Some("shared".into()), None)),
+            SymbolKind::Temp => Some(make(c, K::Variable, Some("temp".into()), None)),
             _ => None,
         }));
         let (kind, detail) = match (s.kind, ast_item(item_no)) {
-            (SymbolKind::Kernel, _) => (K::FUNCTION, "kernel".to_string()),
-            (SymbolKind::Func, Some(AstItem::Func(f))) => (K::FUNCTION, func_detail(f)),
-            (SymbolKind::Func, _) => (K::FUNCTION, "func".to_string()),
-            _ => (K::MODULE, "graph".to_string()),
+            (SymbolKind::Kernel, _) => (K::Function, "kernel".to_string()),
+            (SymbolKind::Func, Some(AstItem::Func(f))) => (K::Function, func_detail(f)),
+            (SymbolKind::Func, _) => (K::Function, "func".to_string()),
+            _ => (K::Module, "graph".to_string()),
         };
         out.push(make(s, kind, Some(detail), Some(children)));
     }

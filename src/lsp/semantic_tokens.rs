@@ -5,31 +5,17 @@
 //! Guarantees:
 //! - Works on any text, also one that does not parse: tokens come from the lexer (text it cannot
 //!   lex is skipped) and are classified by their neighbours, not by the syntax tree.
-//! - Tokens are in document order, never overlap and never span lines; lengths and columns are in
-//!   UTF-16 code units, so non-ASCII text (in comments) does not shift later tokens.
-//! - The classes are the standard LSP token types of [`LEGEND_TYPES`] (see `docs/lsp.md`);
+//! - Tokens are in document order and never overlap; [`super::to_proto::semantic_tokens`] encodes
+//!   them (tokens that span lines are left out; lengths and columns in UTF-16 code units, so
+//!   non-ASCII text in comments does not shift later tokens).
+//! - The classes are standard LSP token types, in the legend's order
+//!   ([`super::to_proto::LEGEND_TYPES`], see `docs/lsp.md`);
 //!   definitions carry the `declaration` modifier and ops `defaultLibrary`. A device function's
 //!   name (after `func`, and after `call`) is a `function` without `defaultLibrary`.
 
-use super::document::Document;
 use kir_ir::text::lexer::{tokens, Token};
-use lsp_types::{SemanticToken, SemanticTokenModifier, SemanticTokenType, SemanticTokensLegend};
 
-/// Token types, in legend order.
-pub const LEGEND_TYPES: [SemanticTokenType; 10] = [
-    SemanticTokenType::KEYWORD,
-    SemanticTokenType::TYPE,
-    SemanticTokenType::VARIABLE,
-    SemanticTokenType::new("label"),
-    SemanticTokenType::FUNCTION,
-    SemanticTokenType::NUMBER,
-    SemanticTokenType::COMMENT,
-    SemanticTokenType::NAMESPACE,
-    SemanticTokenType::STRING,
-    SemanticTokenType::OPERATOR,
-];
-
-/// Indexes into [`LEGEND_TYPES`].
+/// Indexes into the legend's token types ([`super::to_proto::LEGEND_TYPES`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Class {
     Keyword = 0,
@@ -52,13 +38,6 @@ pub enum Class {
 
 pub const MOD_DECLARATION: u32 = 1;
 pub const MOD_DEFAULT_LIBRARY: u32 = 2;
-
-pub fn legend() -> SemanticTokensLegend {
-    SemanticTokensLegend {
-        token_types: LEGEND_TYPES.to_vec(),
-        token_modifiers: vec![SemanticTokenModifier::DECLARATION, SemanticTokenModifier::DEFAULT_LIBRARY],
-    }
-}
 
 /// A classified byte range.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -235,43 +214,6 @@ fn comments(gap: &str, base: usize, out: &mut Vec<Classified>) {
         out.push(Classified { start: base + s, end: base + e, class: Class::Comment, modifiers: 0 });
         rest = e;
     }
-}
-
-/// The encoded tokens of a document (relative positions, UTF-16).
-pub fn full(doc: &Document) -> Vec<SemanticToken> {
-    let mut data = vec![];
-    let (mut line, mut col) = (0u32, 0u32);
-    // The previous token's start, for computing columns incrementally along a line (a document
-    // that is one long line costs linear time, not quadratic).
-    let mut prev_start: Option<usize> = None;
-    for c in classify(&doc.text) {
-        let Some(text) = doc.text.get(c.start..c.end) else { continue };
-        let length: usize = text.chars().map(char::len_utf16).sum();
-        if length == 0 || text.contains('\n') || text.contains('\r') {
-            continue;
-        }
-        let between = prev_start.and_then(|s| doc.text.get(s..c.start));
-        let p = match between {
-            Some(b) if !b.contains(['\n', '\r']) => {
-                let units: usize = b.chars().map(char::len_utf16).sum();
-                lsp_types::Position { line, character: col + units as u32 }
-            }
-            _ => doc.position(c.start),
-        };
-        prev_start = Some(c.start);
-        let delta_line = p.line - line;
-        let delta_start = if delta_line == 0 { p.character - col } else { p.character };
-        data.push(SemanticToken {
-            delta_line,
-            delta_start,
-            length: length as u32,
-            token_type: c.class as u32,
-            token_modifiers_bitset: c.modifiers,
-        });
-        line = p.line;
-        col = p.character;
-    }
-    data
 }
 
 #[cfg(test)]

@@ -16,13 +16,16 @@
 //! - Positions past the end of a line or of the document are clamped, never an error.
 //! - A document with a `file:` URI is analyzed as that file (its imports resolved relative to its
 //!   directory, [`super::document::Analysis::at_with`]); any other URI as a buffer without a path.
+//! - The features answer in kir's types; every answer is converted to LSP types by
+//!   [`super::to_proto`] (and positions and ranges of requests by [`super::from_proto`]).
 //!   An imported file that is open is read from its current (unsaved) text, not from disk; when a
 //!   document is opened, changed or closed, every open document that imports it (directly or not)
 //!   is analyzed again and its diagnostics published.
 
-use super::document::{uri_to_path, Document};
+use super::document::Document;
+use super::from_proto::{self, uri_to_path};
 use super::transport::{self, Incoming};
-use super::{diagnostics, format, hover, navigation, outline, semantic_tokens};
+use super::{diagnostics, format, hover, navigation, outline, to_proto};
 use kir_ir::text::load::file_key;
 use lsp_server::{Message, Notification, Request, Response};
 use lsp_types::*;
@@ -63,7 +66,7 @@ pub fn capabilities() -> ServerCapabilities {
         document_formatting_provider: Some(OneOf::Left(true)),
         semantic_tokens_provider: Some(SemanticTokensServerCapabilities::SemanticTokensOptions(
             SemanticTokensOptions {
-                legend: semantic_tokens::legend(),
+                legend: to_proto::semantic_tokens_legend(),
                 full: Some(SemanticTokensFullOptions::Bool(true)),
                 range: None,
                 ..Default::default()
@@ -179,17 +182,19 @@ impl<W: Write> Server<W> {
             "textDocument/hover" => {
                 let p: HoverParams = serde_json::from_value(params)?;
                 let tp = p.text_document_position_params;
-                let r = self.doc(&tp.text_document.uri).and_then(|d| hover::hover(d, d.offset(tp.position)));
+                let r = self.doc(&tp.text_document.uri).and_then(|d| {
+                    hover::hover(d, d.offset(from_proto::position(tp.position))).map(|h| to_proto::hover(d, h))
+                });
                 serde_json::to_value(r)?
             }
             "textDocument/definition" => {
                 let p: GotoDefinitionParams = serde_json::from_value(params)?;
                 let tp = p.text_document_position_params;
                 let uri = &tp.text_document.uri;
-                let r = self
-                    .doc(uri)
-                    .and_then(|d| navigation::definition(d, uri, d.offset(tp.position)))
-                    .map(GotoDefinitionResponse::Scalar);
+                let r = self.doc(uri).and_then(|d| {
+                    let place = navigation::definition(d, d.offset(from_proto::position(tp.position)))?;
+                    to_proto::location(d, uri, &place).map(GotoDefinitionResponse::Scalar)
+                });
                 serde_json::to_value(r)?
             }
             "textDocument/references" => {
@@ -197,31 +202,42 @@ impl<W: Write> Server<W> {
                 let tp = p.text_document_position;
                 let uri = &tp.text_document.uri;
                 let incl = p.context.include_declaration;
-                let r = self.doc(uri).map(|d| navigation::references(d, uri, d.offset(tp.position), incl));
+                let r: Option<Vec<Location>> = self.doc(uri).map(|d| {
+                    let places = navigation::references(d, d.offset(from_proto::position(tp.position)), incl);
+                    places.iter().filter_map(|p| to_proto::location(d, uri, p)).collect()
+                });
                 serde_json::to_value(r)?
             }
             "textDocument/documentHighlight" => {
                 let p: DocumentHighlightParams = serde_json::from_value(params)?;
                 let tp = p.text_document_position_params;
-                let r = self.doc(&tp.text_document.uri).map(|d| navigation::highlights(d, d.offset(tp.position)));
+                let r: Option<Vec<DocumentHighlight>> = self.doc(&tp.text_document.uri).map(|d| {
+                    let hs = navigation::highlights(d, d.offset(from_proto::position(tp.position)));
+                    hs.iter().map(|h| to_proto::highlight(d, h)).collect()
+                });
                 serde_json::to_value(r)?
             }
             "textDocument/documentSymbol" => {
                 let p: DocumentSymbolParams = serde_json::from_value(params)?;
-                let r = self
-                    .doc(&p.text_document.uri)
-                    .map(|d| DocumentSymbolResponse::Nested(outline::document_symbols(d)));
+                let r = self.doc(&p.text_document.uri).map(|d| {
+                    let entries = outline::document_symbols(d);
+                    DocumentSymbolResponse::Nested(
+                        entries.into_iter().map(|e| to_proto::document_symbol(d, e)).collect(),
+                    )
+                });
                 serde_json::to_value(r)?
             }
             "textDocument/formatting" => {
                 let p: DocumentFormattingParams = serde_json::from_value(params)?;
-                let r = self.doc(&p.text_document.uri).and_then(format::format_document);
+                let r: Option<Vec<TextEdit>> = self.doc(&p.text_document.uri).and_then(|d| {
+                    Some(format::format_document(d)?.into_iter().map(|e| to_proto::text_edit(d, e)).collect())
+                });
                 serde_json::to_value(r)?
             }
             "textDocument/semanticTokens/full" => {
                 let p: SemanticTokensParams = serde_json::from_value(params)?;
                 let r = self.doc(&p.text_document.uri).map(|d| {
-                    SemanticTokensResult::Tokens(SemanticTokens { result_id: None, data: semantic_tokens::full(d) })
+                    SemanticTokensResult::Tokens(SemanticTokens { result_id: None, data: to_proto::semantic_tokens(d) })
                 });
                 serde_json::to_value(r)?
             }
@@ -271,7 +287,7 @@ impl<W: Write> Server<W> {
                 let uri = p.text_document.uri;
                 let Some(doc) = self.docs.get_mut(&uri) else { return Ok(None) };
                 for c in &p.content_changes {
-                    doc.splice(c.range, &c.text);
+                    doc.splice(c.range.map(from_proto::range), &c.text);
                 }
                 let text = std::mem::take(&mut doc.text);
                 let doc = self.analyzed(text, p.text_document.version, &uri);
@@ -289,7 +305,10 @@ impl<W: Write> Server<W> {
 
     fn publish(&mut self, uri: Uri) -> std::io::Result<()> {
         let (diagnostics, version) = match self.docs.get(&uri) {
-            Some(d) => (diagnostics::for_document(d, &uri), Some(d.version)),
+            Some(d) => {
+                let shown = diagnostics::for_document(d);
+                (shown.iter().map(|s| to_proto::diagnostic(d, &uri, s)).collect(), Some(d.version))
+            }
             None => (vec![], None),
         };
         let params = PublishDiagnosticsParams { uri, diagnostics, version };
