@@ -96,6 +96,9 @@ pub struct Context {
     /// Write the missing `.npy` expectations of `; source: hardware` files from the GPU's
     /// outputs (`kir test --record-gpu`); refused on kir's emulated driver.
     pub record_gpu: bool,
+    /// The pass pipeline whose output the `interp` (second run), `ptx-emu`, ptxas and `gpu` rows
+    /// run: [`kir_passes::DEFAULT_PIPELINE`] unless a caller sets another.
+    pub pipeline: String,
 }
 
 /// A rewrite of PTX text (see [`Context::emu_ptx_hook`]).
@@ -134,6 +137,7 @@ impl Context {
             bless: false,
             blessed: Vec::new(),
             record_gpu: false,
+            pipeline: kir_passes::DEFAULT_PIPELINE.to_string(),
         }
     }
 
@@ -237,12 +241,12 @@ pub fn test_file(path: &Path, ctx: &mut Context, emit: &mut dyn FnMut(Row)) {
             note: None,
         });
     };
-    let pipeline = match kir_passes::parse_pipeline(kir_passes::DEFAULT_PIPELINE) {
+    let pipeline = match kir_passes::parse_pipeline(&ctx.pipeline) {
         Ok(p) => p,
         Err(e) => {
             return emit(Row {
                 label: label.clone(),
-                outcome: Outcome::Fail(format!("internal: default pipeline: {e}")),
+                outcome: Outcome::Fail(format!("pass pipeline `{}`: {e}", ctx.pipeline)),
                 note: None,
             })
         }
@@ -256,16 +260,13 @@ pub fn test_file(path: &Path, ctx: &mut Context, emit: &mut dyn FnMut(Row)) {
             let detail = rendered(e.diagnostics(), &sources);
             return emit(Row {
                 label: label.clone(),
-                outcome: Outcome::Fail(format!(
-                    "pass pipeline `{}` failed: {e}\n{detail}",
-                    kir_passes::DEFAULT_PIPELINE
-                )),
+                outcome: Outcome::Fail(format!("pass pipeline `{}` failed: {e}\n{detail}", ctx.pipeline)),
                 note: None,
             });
         }
     };
     // PTX of the optimized module, assembled for the oldest and newest supported targets.
-    let mut notes = vec![format!("passes: {}", kir_passes::DEFAULT_PIPELINE)];
+    let mut notes = vec![format!("passes: {}", ctx.pipeline)];
     let ptx = if optimized.kernels.is_empty() {
         None
     } else {
@@ -432,8 +433,7 @@ fn run_directive(
         if !c.is_match() {
             return emit(fail(format!(
                 "outputs differ after passes `{}` in buffer `{}`: {c}",
-                kir_passes::DEFAULT_PIPELINE,
-                before.names[i]
+                ctx.pipeline, before.names[i]
             )));
         }
     }

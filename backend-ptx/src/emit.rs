@@ -176,6 +176,11 @@ pub(crate) struct KernelEmitter<'a> {
     /// the block being emitted: a jump to a block at or before it is a back edge.
     layout_pos: Vec<usize>,
     cur_pos: usize,
+    /// The block being emitted, the CFG (for dominance), and the registers holding an index
+    /// scaled to bytes, by (index value, element size): with the block that computed each.
+    pub cur_block: BlockId,
+    pub cfg: kir_ir::analysis::cfg::Cfg,
+    pub scaled: HashMap<(ValueId, i64), Vec<(BlockId, Reg)>>,
     /// For each value: every use is an operand of a comparison (so a NaN's payload and the sign
     /// of a zero it carries cannot be observed beyond the comparison's result).
     pub only_compared: Vec<bool>,
@@ -199,9 +204,10 @@ fn single_instruction(op: &kir_ir::Op) -> bool {
     }
 }
 
-/// Coalescing of loop-carried values: in a block ending in `jmp h(..., %v, ...)` where `%v` is
-/// computed in that block by a [`single_instruction`] op and used nowhere else, and the parameter
-/// `%p` of `h` it binds is not read after that instruction (nor passed by the jump), `%v` takes
+/// Coalescing of block arguments: in a block ending in `jmp h(..., %v, ...)` where `%v` is
+/// computed in that block and used nowhere else, by an instruction that does not read the
+/// parameter `%p` of `h` it binds or is a [`single_instruction`] op, and `%p` is not read after
+/// that instruction (nor passed by the jump), `%v` takes
 /// `%p`'s register: `%p` is dead from there on (the jump's only successor rebinds it), so the
 /// instruction may overwrite it, and the move on the edge disappears.
 fn coalesce_latch_args(k: &Kernel, vreg: &mut [Reg]) {
@@ -231,7 +237,9 @@ fn coalesce_latch_args(k: &Kernel, vreg: &mut [Reg]) {
             }
             let kir_ir::ValueDef::Inst(def) = k.value(v).def else { continue };
             let Some(j) = blk.insts.iter().position(|&i| i == def) else { continue };
-            if !single_instruction(&k.inst(def).op) || c.args.contains(&Operand::Value(p)) {
+            // An instruction that reads `%p` may overwrite it only if it reads before it writes.
+            let reads_p = k.inst(def).args.contains(&Operand::Value(p));
+            if (reads_p && !single_instruction(&k.inst(def).op)) || c.args.contains(&Operand::Value(p)) {
                 continue;
             }
             let read_later = blk.insts[j + 1..].iter().any(|&i| k.inst(i).args.iter().any(|a| *a == Operand::Value(p)));
@@ -289,6 +297,9 @@ impl<'a> KernelEmitter<'a> {
             edge_labels: 0,
             layout_pos: vec![usize::MAX; k.blocks.len()],
             cur_pos: 0,
+            cur_block: Kernel::ENTRY,
+            cfg: kir_ir::analysis::cfg::Cfg::new(k),
+            scaled: HashMap::new(),
             only_compared: only_compared(k),
         }
     }
@@ -390,6 +401,7 @@ impl<'a> KernelEmitter<'a> {
         }
         for (pos, &b) in order.iter().enumerate() {
             self.cur_pos = pos;
+            self.cur_block = b;
             let next = order.get(pos + 1).copied();
             let blk = k.block(b);
             let _ = writeln!(self.out, "{}:", self.block_label(b));
@@ -632,12 +644,14 @@ impl<'a> KernelEmitter<'a> {
         }
     }
 
-    /// Whether a jump to `target` is a back edge to a small loop test worth repeating at the jump:
-    /// a block (at or before the one being emitted) of at most 3 pure or special-register
-    /// instructions ending in a branch on a value.
+    /// Whether a jump to `target` is a loop's back edge (`target` dominates the jumping block and
+    /// lies at or before it) to a small loop test worth repeating at the jump: at most 3 pure or
+    /// special-register instructions ending in a branch on a value. Only back edges: a forward
+    /// jump to a join whose branch were copied would move the point where the paths reconverge
+    /// (past a collective after the join, which then runs on part of the warp).
     fn duplicable_test(&self, target: BlockId) -> bool {
         let pos = self.layout_pos[target.index()];
-        if pos == usize::MAX || pos > self.cur_pos {
+        if pos == usize::MAX || pos > self.cur_pos || !self.cfg.dominates(target, self.cur_block) {
             return false;
         }
         let h = self.k.block(target);

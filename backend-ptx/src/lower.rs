@@ -968,26 +968,41 @@ impl KernelEmitter<'_> {
                 (t, 0)
             }
             Operand::Value(v) => {
-                let it = self.k.value_type(v).scalar().unwrap_or(S::U64);
-                let x = self.val(v);
-                let t = self.fresh(RegClass::B64);
-                // `mul.wide` + `add` rather than `mad.wide`: ptxas then shares the scaled index
-                // between several pointers indexed alike and folds each into an IMAD.WIDE.
-                let wide = if it.is_signed_int() { "s32" } else { "u32" };
-                match it.bits() {
-                    64 => self.ins(format_args!("mul.lo.s64 {t}, {x}, {size}")),
-                    16 => {
-                        let w = self.fresh(RegClass::B32);
-                        self.ins(format_args!("cvt.{wide}.{} {w}, {x}", ity(it)));
-                        self.ins(format_args!("mul.wide.{wide} {t}, {w}, {size}"));
-                    }
-                    _ => self.ins(format_args!("mul.wide.{wide} {t}, {x}, {size}")),
-                }
+                let t = self.scaled_index(v, size);
                 let a = dest.unwrap_or_else(|| self.fresh(RegClass::B64));
                 self.ins(format_args!("add.s64 {a}, {p}, {t}"));
                 (a, 0)
             }
         }
+    }
+
+    /// A register holding index `v` sign- or zero-extended to 64 bits and times `size`: one
+    /// computed earlier in a block that dominates this one (the same value, as in a
+    /// dominator-based CSE), else computed now. `mul.wide` + `add` rather than `mad.wide`: the
+    /// scaled index is shared between several pointers indexed alike, and ptxas folds each use
+    /// into an IMAD.WIDE.
+    fn scaled_index(&mut self, v: kir_ir::ValueId, size: i64) -> Reg {
+        let here = self.cur_block;
+        if let Some(known) = self.scaled.get(&(v, size)) {
+            if let Some(&(_, r)) = known.iter().rev().take(16).find(|(b, _)| self.cfg.dominates(*b, here)) {
+                return r;
+            }
+        }
+        let it = self.k.value_type(v).scalar().unwrap_or(S::U64);
+        let x = self.val(v);
+        let t = self.fresh(RegClass::B64);
+        let wide = if it.is_signed_int() { "s32" } else { "u32" };
+        match it.bits() {
+            64 => self.ins(format_args!("mul.lo.s64 {t}, {x}, {size}")),
+            16 => {
+                let w = self.fresh(RegClass::B32);
+                self.ins(format_args!("cvt.{wide}.{} {w}, {x}", ity(it)));
+                self.ins(format_args!("mul.wide.{wide} {t}, {w}, {size}"));
+            }
+            _ => self.ins(format_args!("mul.wide.{wide} {t}, {x}, {size}")),
+        }
+        self.scaled.entry((v, size)).or_default().push((here, t));
+        t
     }
 
     /// The `[reg+off]` address of element `idx` of `ptr`.

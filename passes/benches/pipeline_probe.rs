@@ -20,7 +20,8 @@ fn main() {
     eprintln!("blocks {} values {} insts {}", k.blocks.len(), k.values.len(), k.insts.len());
     let repeat: usize = std::env::var("REPEAT").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
     let cfg = kir_passes::RunConfig { verify_input: false, ..Default::default() };
-    let p = kir_passes::parse_pipeline(kir_passes::DEFAULT_PIPELINE).unwrap();
+    let pipeline = std::env::var("PIPELINE").unwrap_or_else(|_| kir_passes::DEFAULT_PIPELINE.to_string());
+    let p = kir_passes::parse_pipeline(&pipeline).unwrap();
     for _ in 0..repeat {
         let mut m = kir_ir::Module { kernels: vec![k.clone()], ..Default::default() };
         let t = std::time::Instant::now();

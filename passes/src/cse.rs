@@ -9,7 +9,7 @@
 //!   instruction is deterministic), so every result is unchanged, bit for bit.
 //! - Loads, stores, atomics, barriers, collectives and calls are never merged.
 //! - The CFG is unchanged. One walk over reachable blocks in reverse post-order with a hash table:
-//!   linear time apart from the dominance checks among equal instructions.
+//!   linear time (each instruction is checked against at most the 16 most recent equal ones).
 
 use crate::edit::Subst;
 use crate::pass::{Pass, PassContext};
@@ -51,7 +51,9 @@ impl Pass for Cse {
                 }
                 let key = (op, d.args.to_vec());
                 let entry = table.entry(key).or_default();
-                match entry.iter().rev().find(|(db, _)| cfg.dominates(*db, b)) {
+                // The most recent candidates only: a dominating one is almost always among them, and a
+                // long run of equal instructions in sibling blocks stays linear.
+                match entry.iter().rev().take(16).find(|(db, _)| cfg.dominates(*db, b)) {
                     Some(&(_, earlier)) => {
                         subst.set(r, Operand::Value(earlier));
                         removed[i.index()] = true;

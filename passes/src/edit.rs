@@ -169,25 +169,37 @@ pub fn remove_unreachable(k: &mut Kernel) -> (usize, Vec<BlockId>) {
     (old_len - k.blocks.len(), rpo)
 }
 
-/// Moves the blocks from index `first` on (blocks a pass just appended) to just before block
-/// `before` in layout order, keeping their order, and renumbers every block reference (edges,
-/// block parameter definitions). The entry block stays first when `before` is not the entry.
-/// Layout order is the order the PTX emitter writes blocks in, so code a pass adds for a loop
-/// lands where the loop is, and falls through instead of branching.
-pub fn move_blocks_before(k: &mut Kernel, first: usize, before: BlockId) {
+/// Lays out blocks a pass just appended: each `(from, to, before)` moves blocks `from..to` (in
+/// their order) to just before block `before` (an older block, not the entry), and renumbers every
+/// block reference (edges, block parameter definitions). Layout order is the order the PTX
+/// emitter writes blocks in, so code a pass adds for a loop lands where the loop is and falls
+/// through as the loop did. One pass over the blocks.
+pub fn place_blocks(k: &mut Kernel, groups: &[(usize, usize, BlockId)]) {
     let n = k.blocks.len();
-    let at = before.index();
-    if first >= n || at == 0 || at >= first {
-        return;
+    let first_new = groups.iter().map(|g| g.0).min().unwrap_or(n);
+    let mut before: Vec<Vec<(usize, usize)>> = vec![Vec::new(); first_new];
+    let mut placed = vec![false; n];
+    for &(from, to, at) in groups {
+        if at.index() == 0 || at.index() >= first_new || from > to || to > n {
+            continue;
+        }
+        before[at.index()].push((from, to));
+        (from..to).for_each(|b| placed[b] = true);
     }
-    // New layout: 0..at, first..n, at..first.
-    let order: Vec<usize> = (0..at).chain(first..n).chain(at..first).collect();
+    let mut order: Vec<usize> = Vec::with_capacity(n);
+    for (old, ranges) in before.iter().enumerate() {
+        for &(from, to) in ranges {
+            order.extend(from..to);
+        }
+        order.push(old);
+    }
+    order.extend((first_new..n).filter(|b| !placed[*b]));
     let mut new_index = vec![0u32; n];
     for (new, &old) in order.iter().enumerate() {
         new_index[old] = new as u32;
     }
     let mut old_blocks: Vec<Option<kir_ir::Block>> = std::mem::take(&mut k.blocks).into_iter().map(Some).collect();
-    k.blocks = order.iter().map(|&o| old_blocks[o].take().expect("each block moved once")).collect();
+    k.blocks = order.iter().map(|&o| old_blocks[o].take().expect("each block placed once")).collect();
     for (nb, b) in k.blocks.iter_mut().enumerate() {
         for c in b.term.successors_mut() {
             c.block = BlockId(new_index[c.block.index()]);

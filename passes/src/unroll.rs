@@ -34,7 +34,7 @@
 //!   unique. The number of loops examined is bounded by the loops present and the ones the pass
 //!   creates (each main loop and each remainder is examined once); nothing recurses.
 
-use crate::edit::{move_blocks_before, remove_unreachable};
+use crate::edit::{place_blocks, remove_unreachable};
 use crate::pass::{Pass, PassContext};
 use kir_ir::analysis::cfg::Cfg;
 use kir_ir::analysis::loops::LoopForest;
@@ -84,7 +84,15 @@ struct Shape {
     has_sync: bool,
 }
 
-fn shape(k: &Kernel, cfg: &Cfg, blocks: &[BlockId], header: BlockId, latches: &[BlockId]) -> Option<Shape> {
+/// `rpo_pos`: each block's position in the reverse post-order (reachable blocks).
+fn shape(
+    k: &Kernel,
+    cfg: &Cfg,
+    rpo_pos: &[usize],
+    blocks: &[BlockId],
+    header: BlockId,
+    latches: &[BlockId],
+) -> Option<Shape> {
     let inside = |b: BlockId| blocks.binary_search(&b).is_ok();
     let [latch] = latches else { return None };
     match &k.block(*latch).term {
@@ -131,7 +139,8 @@ fn shape(k: &Kernel, cfg: &Cfg, blocks: &[BlockId], header: BlockId, latches: &[
             }
         }
     }
-    let order: Vec<BlockId> = cfg.rpo().iter().copied().filter(|b| inside(*b)).collect();
+    let mut order: Vec<BlockId> = blocks.to_vec();
+    order.sort_by_key(|b| rpo_pos[b.index()]);
     if order.first() != Some(&header) {
         return None;
     }
@@ -319,7 +328,16 @@ fn copy_iteration(
 impl Unroll {
     /// Replaces the loop by one copy per iteration. `ivs` are the induction variable's values
     /// at each header visit (the last one exits).
-    fn unroll_fully(&self, k: &mut Kernel, s: &Shape, pi: usize, ivs: &[Constant], names: &mut Names) {
+    /// The header's values read after the loop are to be replaced as `after_loop` says.
+    fn unroll_fully(
+        &self,
+        k: &mut Kernel,
+        s: &Shape,
+        pi: usize,
+        ivs: &[Constant],
+        names: &mut Names,
+        after_loop: &mut Vec<(ValueId, Operand)>,
+    ) {
         let trip = ivs.len() - 1;
         let hdr_name = k.block(s.header).name.clone();
         let hdrs: Vec<BlockId> = (0..=trip)
@@ -344,19 +362,14 @@ impl Unroll {
                 params = latch_args;
             }
         }
-        // The header's values, read after the loop, are the last copy's.
-        let mut subst = Subst::new(k);
-        let header_vals: Vec<ValueId> = {
-            let h = k.block(s.header);
-            h.params.iter().copied().chain(h.insts.iter().filter_map(|&i| k.inst(i).result)).collect()
-        };
-        for v in header_vals {
+        // The header's values, read after the loop, are the last copy's (substituted by the caller,
+        // once per round, for every loop of the round).
+        let h = k.block(s.header);
+        for v in h.params.iter().copied().chain(h.insts.iter().filter_map(|&i| k.inst(i).result)) {
             if let Some(&o) = last_map.get(&v) {
-                subst.set(v, o);
+                after_loop.push((v, o));
             }
         }
-        let in_loop: FxHashSet<BlockId> = s.order.iter().copied().collect();
-        subst.apply_where(k, |b| !in_loop.contains(&b));
     }
 
     /// Puts a main loop running `factor` iterations per trip in front of the loop; returns its
@@ -476,56 +489,83 @@ impl Pass for Unroll {
         "unroll"
     }
 
+    /// Rounds: each unrolls every innermost loop it can that an earlier change of the round did
+    /// not touch (full unrolling of an inner loop makes its outer loop innermost for the next
+    /// round), then lays the new blocks out and drops the unreachable ones. The analyses are
+    /// computed once per round, so a kernel of many loops takes a few rounds, not one per loop.
     fn run(&self, k: &mut Kernel, cx: &mut PassContext) -> bool {
         let (mut full, mut partial) = (0u64, 0u64);
-        // Loops left alone or already made (main loops and remainders), by header name.
+        // Loops examined (left alone, or main loops and remainders made here), by header name.
         let mut seen: FxHashSet<Name> = FxHashSet::default();
         let mut names = Names::of(k);
-        loop {
+        for _round in 0..MAX_ROUNDS {
             let cfg = Cfg::new(k);
             let forest = LoopForest::new(&cfg);
             if forest.is_irreducible() {
                 break;
             }
-            let loops = forest.loops();
-            let mut acted = false;
-            for l in loops {
-                let name = k.block(l.header).name.clone();
-                if seen.contains(&name) {
+            let mut rpo_pos = vec![usize::MAX; k.blocks.len()];
+            for (n, b) in cfg.rpo().iter().enumerate() {
+                rpo_pos[b.index()] = n;
+            }
+            let headers: FxHashSet<BlockId> = forest.loops().iter().map(|l| l.header).collect();
+            // Blocks an earlier change of this round rewrote or left unreachable: a loop entered
+            // from one of them waits for the next round (its CFG facts are stale).
+            let mut dirty: FxHashSet<BlockId> = FxHashSet::default();
+            // New blocks (from index, to index) to lay out before a block.
+            let mut placements: Vec<(usize, usize, BlockId)> = Vec::new();
+            let mut after_loop: Vec<(ValueId, Operand)> = Vec::new();
+            for l in forest.loops() {
+                let innermost = l.blocks.iter().all(|b| *b == l.header || !headers.contains(b));
+                if !innermost || seen.contains(&k.block(l.header).name) {
                     continue;
                 }
-                // Innermost: no other loop's header inside.
-                if loops.iter().any(|o| o.header != l.header && l.contains(o.header)) {
+                let Some(s) = shape(k, &cfg, &rpo_pos, &l.blocks, l.header, &l.latches) else {
+                    seen.insert(k.block(l.header).name.clone());
+                    continue;
+                };
+                if dirty.contains(&s.entry.0) {
                     continue;
                 }
-                seen.insert(name.clone());
-                let Some(s) = shape(k, &cfg, &l.blocks, l.header, &l.latches) else { continue };
+                seen.insert(k.block(l.header).name.clone());
                 let first_new = k.blocks.len();
+                let mut done = false;
                 if self.max_trip > 0 {
                     if let Some((pi, ivs)) = constant_trip(k, &s, self.max_trip) {
                         if ivs.len() * s.size <= self.max_insts {
-                            self.unroll_fully(k, &s, pi, &ivs, &mut names);
-                            move_blocks_before(k, first_new, s.header);
+                            self.unroll_fully(k, &s, pi, &ivs, &mut names, &mut after_loop);
+                            dirty.extend(s.order.iter().copied());
                             full += 1;
-                            acted = true;
-                            break;
+                            done = true;
                         }
                     }
                 }
-                if self.factor >= 2 && !s.has_sync && s.size <= self.max_body {
+                if !done && self.factor >= 2 && !s.has_sync && s.size <= self.max_body {
                     if let Some((pi, bound)) = self.counted(k, &s) {
                         let main = self.unroll_partially(k, &s, pi, bound, &mut names);
                         seen.insert(k.block(main).name.clone());
-                        move_blocks_before(k, first_new, s.header);
                         partial += 1;
-                        acted = true;
-                        break;
+                        done = true;
                     }
                 }
+                if done {
+                    dirty.insert(s.entry.0);
+                    placements.push((first_new, k.blocks.len(), s.header));
+                }
             }
-            if !acted {
+            if placements.is_empty() {
                 break;
             }
+            if !after_loop.is_empty() {
+                let mut subst = Subst::new(k);
+                for (v, o) in after_loop {
+                    let o = subst.resolve(o);
+                    subst.set(v, o);
+                }
+                // Also rewrites the unrolled loops' old blocks, which are about to go.
+                subst.apply(k);
+            }
+            place_blocks(k, &placements);
             remove_unreachable(k);
         }
         cx.stats.add("loops fully unrolled", full);
@@ -533,3 +573,6 @@ impl Pass for Unroll {
         full + partial > 0
     }
 }
+
+/// At most this many rounds (loop nesting levels unrolled one after another).
+const MAX_ROUNDS: usize = 16;
