@@ -28,11 +28,14 @@ fn list_passes() {
     let o = kir(&["opt", "--list-passes"]);
     assert!(o.status.success());
     let text = String::from_utf8_lossy(&o.stdout);
-    for name in ["inline", "fold", "dce", "simplify-cfg", "licm"] {
+    for name in ["inline", "fold", "dce", "simplify-cfg", "licm", "unroll", "offsets", "cse"] {
         assert!(text.lines().any(|l| l.trim_start().starts_with(name)), "{name} missing:\n{text}");
     }
     assert!(text.contains("{approx}"), "{text}");
-    assert!(text.contains("Default pipeline: inline,fold,simplify-cfg,licm,dce"), "{text}");
+    assert!(
+        text.contains("Default pipeline: inline,fold,simplify-cfg,licm,unroll,fold,simplify-cfg,offsets,cse,licm,dce"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -63,7 +66,20 @@ fn dump_dir_and_stats() {
     names.sort();
     assert_eq!(
         names,
-        ["00-input.kir", "01-inline.kir", "02-fold.kir", "03-simplify-cfg.kir", "04-licm.kir", "05-dce.kir"]
+        [
+            "00-input.kir",
+            "01-inline.kir",
+            "02-fold.kir",
+            "03-simplify-cfg.kir",
+            "04-licm.kir",
+            "05-unroll.kir",
+            "06-fold.kir",
+            "07-simplify-cfg.kir",
+            "08-offsets.kir",
+            "09-cse.kir",
+            "10-licm.kir",
+            "11-dce.kir"
+        ]
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

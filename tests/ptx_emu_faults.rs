@@ -15,8 +15,9 @@
 //!   thread, for unloadable PTX the PTX line and the instruction.
 //!
 //! What each corruption shows:
-//! - a swapped move of a block-argument parallel copy (`gemm_tiled`'s accumulator at the loop back
-//!   edge: a mismatch; `squared_sum`'s loop counter: an endless loop, a fuel fault);
+//! - a lost loop-carried update (`gemm_tiled`'s accumulator, which the last fma of a tile step
+//!   writes in place: a mismatch; `squared_sum`'s grid-stride counter: an endless loop, a fuel
+//!   fault);
 //! - dropped `.rn`: from `div.rn.f32` the PTX no longer loads (PTX requires a rounding or
 //!   `.approx`/`.full`); from a `mul.rn.f32` feeding an `add.rn.f32` the emulator contracts the two
 //!   into one fma as ptxas would, which changes `silu_backward`'s results by 1 ulp in about one
@@ -24,12 +25,12 @@
 //!   `kernels/` is in a kernel whose tolerance covers `ex2.approx`, or on a path no directive
 //!   runs), visible in a kernel of exactly rounded ops whose directive asks for `tol=ulp:0`; from a `cvt` that
 //!   requires it (`cvt.f32.u32`, `cvt.f16.f32`) the PTX no longer loads, as ptxas rejects it too;
-//! - a loop bound `setp.lt` turned into `setp.le` (`gemm_tiled`'s inner loop reads past the shared
+//! - a constant offset one tile too far (`gemm_tiled`'s unrolled inner loop reads past the shared
 //!   tiles: a fault);
-//! - an address shifted by one element (a global store past the end of `c`: a fault; a shared load
-//!   one slot up in `squared_sum`'s tree: reads never-written shared memory, which the emulator
-//!   fills with 0xff bytes, NaN: a mismatch);
-//! - a dropped `bar.sync` (`squared_sum`'s reduction tree, `gemm_tiled`'s tile load: mismatches).
+//! - an address shifted by one element (a global store past the end of `c`: a fault; the shared
+//!   loads `red[tid + s]` one slot up in `squared_sum`'s unrolled tree: reads never-written shared
+//!   memory, which the emulator fills with 0xff bytes, NaN: a mismatch);
+//! - dropped `bar.sync`s (`squared_sum`'s reduction tree, `gemm_tiled`'s tile load: mismatches).
 //!   Dropping `squared_sum`'s first barrier is (correctly) not detected: for blocks of at most 512
 //!   threads the tree's first step is a no-op followed by a barrier, so the kernel stays race-free.
 //!
@@ -163,19 +164,16 @@ const GEMM_15: &str = "kernels/gemm_tiled.kir:22 @gemm_tiled grid(1) block(16,16
 const SQSUM_33: &str = "tests/spelled_out/grad_clip.kir:33 @squared_sum grid(8) block(256) ptx-emu";
 const SQSUM_34: &str = "tests/spelled_out/grad_clip.kir:34 @squared_sum grid(3) block(100) ptx-emu";
 
-/// At `gemm_tiled`'s outer back edge the parallel copy `(%t, %acc) <- (%t.next, %iacc)` is two
-/// moves; with the accumulator's move reversed the accumulator never leaves 0.0, so every element
-/// of `c` comes back 0.0.
+/// `gemm_tiled`'s accumulator is carried around the tile loop in one register, which the last fma
+/// of each (unrolled) tile step writes in place (the block argument shares the parameter's
+/// register, so there is no move on the back edge). With that fma writing a scratch register
+/// instead, the accumulator never leaves 0.0, so every element of `c` comes back 0.0.
 #[test]
-fn swapped_parallel_copy_of_the_accumulator_is_a_mismatch() {
+fn lost_update_of_the_loop_carried_accumulator_is_a_mismatch() {
     let run = run_corrupted(
         "kernels/gemm_tiled.kir",
         None,
-        replace(
-            "gemm_tiled",
-            &["mov.b32 %r3, %r23;", "mov.f32 %f0, %f3;", "bra.uni $L__step;"],
-            &["mov.b32 %r3, %r23;", "mov.f32 %f3, %f0;", "bra.uni $L__step;"],
-        ),
+        replace("gemm_tiled", &["fma.rn.f32 %f0, %f50, %f51, %f49;"], &["fma.rn.f32 %f49, %f50, %f51, %f49;"]),
     );
     let msgs = run.failing(&[GEMM_13, GEMM_14, GEMM_15]);
     for (msg, len) in msgs.iter().zip([925, 4096, 3]) {
@@ -185,21 +183,17 @@ fn swapped_parallel_copy_of_the_accumulator_is_a_mismatch() {
     }
 }
 
-/// The loop counter's move of `squared_sum`'s back-edge copy `(%i, %acc) <- (%i.next, %acc.next)`
-/// reversed: `%i` never advances, so the grid-stride loop never ends and the emulator runs out of
-/// fuel inside it (the fuel is lowered to keep the test fast; the default is 2^32
+/// `squared_sum`'s grid-stride counter `%i += %stride` (updated in place, in the register the loop
+/// carries it in) turned into `%i += 0`: `%i` never advances, so the loop never ends and the
+/// emulator runs out of fuel inside it (the fuel is lowered to keep the test fast; the default is 2^32
 /// thread-instructions, about 35 s here). The other kernels of the file still pass with that fuel.
 #[test]
-fn swapped_parallel_copy_of_the_loop_counter_runs_out_of_fuel() {
+fn lost_update_of_the_loop_counter_runs_out_of_fuel() {
     let fuel = 1 << 22;
     let run = run_corrupted(
         "tests/spelled_out/grad_clip.kir",
         Some(fuel),
-        replace(
-            "squared_sum",
-            &["mov.b32 %r1, %r8;", "mov.f32 %f0, %f2;", "bra.uni $L__loop;"],
-            &["mov.b32 %r8, %r1;", "mov.f32 %f0, %f2;", "bra.uni $L__loop;"],
-        ),
+        replace("squared_sum", &["add.u32 %r1, %r1, %r6;"], &["add.u32 %r1, %r1, 0;"]),
     );
     let (loop_start, loop_end) = (run.line_of("squared_sum", "$L__loop:"), run.line_of("squared_sum", "$L__reduce:"));
     for msg in run.failing(&[SQSUM_33, SQSUM_34]) {
@@ -224,7 +218,7 @@ fn dropped_rn_on_div_makes_the_ptx_unloadable() {
     let run = run_corrupted(
         "tests/spelled_out/softmax.kir",
         None,
-        replace("softmax_rows", &["div.rn.f32 %f36, %f35, %f3;"], &["div.f32 %f36, %f35, %f3;"]),
+        replace("softmax_rows", &["div.rn.f32 %f54, %f53, %f5;"], &["div.f32 %f54, %f53, %f5;"]),
     );
     let msgs = run.failing(&[
         "tests/spelled_out/softmax.kir:27 @softmax_rows grid(13) block(64) ptx-emu",
@@ -232,13 +226,13 @@ fn dropped_rn_on_div_makes_the_ptx_unloadable() {
         "tests/spelled_out/softmax.kir:31 @softmax_rows grid(3) block(256) ptx-emu",
         "tests/spelled_out/softmax.kir:33 @softmax_naive grid(1) block(32) ptx-emu",
     ]);
-    let line = run.line_of("softmax_rows", "div.f32 %f36, %f35, %f3;");
+    let line = run.line_of("softmax_rows", "div.f32 %f54, %f53, %f5;");
     for msg in msgs {
         assert_eq!(
             msg,
             format!(
                 "the emulator cannot load the PTX: PTX line {line}:2: unsupported instruction `div.f32`: float `div` \
-                 needs `.approx`, `.full` (f32) or a rounding modifier (`div.f32 %f36, %f35, %f3;`)"
+                 needs `.approx`, `.full` (f32) or a rounding modifier (`div.f32 %f54, %f53, %f5;`)"
             )
         );
     }
@@ -335,17 +329,18 @@ fn dropped_rn_on_cvt_makes_the_ptx_unloadable() {
     }
 }
 
-/// `gemm_tiled`'s inner loop bound `%q < 16` turned into `%q <= 16`: the 17th step reads
-/// `bs[256 + tx]`, past the block's 2048 bytes of shared memory (the two 1 KiB tiles).
+/// `gemm_tiled`'s inner loop is unrolled: its 16th step reads `bs[15 * 16 + tx]` at a constant
+/// offset of 960 bytes from `bs + 4 tx`. One more tile row (1024) reads `bs[256 + tx]`, past the
+/// block's 2048 bytes of shared memory (the two 1 KiB tiles), as a 17th step would.
 #[test]
-fn flipped_loop_bound_reads_past_the_shared_tiles() {
+fn constant_offset_one_row_too_far_reads_past_the_shared_tiles() {
     let run = run_corrupted(
         "kernels/gemm_tiled.kir",
         None,
-        replace("gemm_tiled", &["setp.lt.u32 %p7, %r4, 16;"], &["setp.le.u32 %p7, %r4, 16;"]),
+        replace("gemm_tiled", &["ld.shared.f32 %f51, [%rd6+960];"], &["ld.shared.f32 %f51, [%rd6+1024];"]),
     );
     for msg in run.failing(&[GEMM_13, GEMM_14, GEMM_15]) {
-        assert_fault(&run, "gemm_tiled", msg, "out-of-bounds access", "ld.shared.f32 %f7, [%rd19];");
+        assert_fault(&run, "gemm_tiled", msg, "out-of-bounds access", "ld.shared.f32 %f51, [%rd6+1024];");
         assert!(
             msg.contains(
                 "out-of-bounds load: shared offset 2048 + 4 bytes is outside the block's 2048 bytes of shared \
@@ -353,7 +348,12 @@ fn flipped_loop_bound_reads_past_the_shared_tiles() {
             ),
             "{msg}"
         );
-        assert!(msg.ends_with(" in block (0, 0, 0) thread (0, 0, 0) (emitted for .kir line 79: `%y = load %bsp[%ib]`)"));
+        assert!(
+            msg.ends_with(
+                " in block (0, 0, 0) thread (0, 0, 0) (emitted for .kir line 79: `%y.15 = load %bsp.tx[240]`)"
+            ),
+            "{msg}"
+        );
     }
 }
 
@@ -364,7 +364,7 @@ fn address_shifted_by_one_element_stores_past_the_buffer() {
     let run = run_corrupted(
         "kernels/gemm_tiled.kir",
         None,
-        replace("gemm_tiled", &["st.global.f32 [%rd21], %f0;"], &["st.global.f32 [%rd21+4], %f0;"]),
+        replace("gemm_tiled", &["st.global.f32 [%rd20], %f0;"], &["st.global.f32 [%rd20+4], %f0;"]),
     );
     let msgs = run.failing(&[GEMM_13, GEMM_14, GEMM_15]);
     // The last element of c [m, n] is computed by thread (n-1 mod 16, m-1 mod 16) of block
@@ -375,7 +375,7 @@ fn address_shifted_by_one_element_stores_past_the_buffer() {
         (12, "(0, 0, 0) thread (0, 2, 0)"),
     ];
     for (msg, (bytes, thread)) in msgs.into_iter().zip(cases) {
-        assert_fault(&run, "gemm_tiled", msg, "out-of-bounds access", "st.global.f32 [%rd21+4], %f0;");
+        assert_fault(&run, "gemm_tiled", msg, "out-of-bounds access", "st.global.f32 [%rd20+4], %f0;");
         assert!(msg.contains(&format!(" is 0 bytes past the end of buffer `c` ({bytes} bytes) at PTX line ")), "{msg}");
         assert!(msg.contains("out-of-bounds store: global address 0x"), "{msg}");
         assert!(
@@ -385,16 +385,27 @@ fn address_shifted_by_one_element_stores_past_the_buffer() {
     }
 }
 
-/// `squared_sum`'s tree load `red[j]` shifted by one element: it stays inside the shared array, but
-/// the last fold of the first active level reads `red[nt]`, which no thread wrote; the emulator's
-/// shared memory starts as 0xff bytes (a NaN as f32), so every partial sum comes back NaN.
+/// `squared_sum`'s tree is unrolled: each level loads `red[tid + s]` at the constant offset `4 s`
+/// from `red + 4 tid`. Every one of those loads shifted by one element stays inside the shared
+/// array, but the last fold of the first active level reads `red[nt]`, which no thread wrote; the
+/// emulator's shared memory starts as 0xff bytes (a NaN as f32), so every partial sum comes back
+/// NaN.
 #[test]
 fn address_shifted_by_one_element_reads_unwritten_shared_memory() {
-    let run = run_corrupted(
-        "tests/spelled_out/grad_clip.kir",
-        None,
-        replace("squared_sum", &["ld.shared.f32 %f4, [%rd12];"], &["ld.shared.f32 %f4, [%rd12+4];"]),
-    );
+    let run = run_corrupted("tests/spelled_out/grad_clip.kir", None, |ptx| {
+        edit_entry(ptx, "squared_sum", |lines| {
+            let mut shifted = 0;
+            for l in lines.iter_mut() {
+                let t = l.trim();
+                if let Some(off) = t.strip_prefix("ld.shared.f32 ").and_then(|r| r.split("[%rd3+").nth(1)) {
+                    let bytes: u32 = off.trim_end_matches("];").parse().expect("a byte offset");
+                    *l = l.replace(&format!("[%rd3+{bytes}]"), &format!("[%rd3+{}]", bytes + 4));
+                    shifted += 1;
+                }
+            }
+            assert_eq!(shifted, 10, "one `red[tid + s]` load per level of the tree");
+        })
+    });
     for (msg, len) in run.failing(&[SQSUM_33, SQSUM_34]).into_iter().zip([8, 3]) {
         let head =
             format!("buffer `partials` differs from the interpreter (tol exact, derived): {len} elements differ\n");
@@ -403,14 +414,18 @@ fn address_shifted_by_one_element_reads_unwritten_shared_memory() {
     }
 }
 
-/// The barrier after each level of `squared_sum`'s shared-memory tree dropped: a warp reads
+/// The barrier after each level of `squared_sum`'s (unrolled) shared-memory tree dropped: a warp reads
 /// `red[tid + s]` before the warp owning it has folded the previous level into it, so the
 /// partial sums come back too small. (The emulator's warp schedule is deterministic, so the result
 /// is too.)
 #[test]
 fn dropped_barrier_in_the_reduction_tree_is_a_mismatch() {
-    let run =
-        run_corrupted("tests/spelled_out/grad_clip.kir", None, drop_after("squared_sum", "$L__sync:", "bar.sync 0;"));
+    let run = run_corrupted("tests/spelled_out/grad_clip.kir", None, |ptx| {
+        (0..10).fold(ptx.to_string(), |p, level| {
+            let label: &'static str = Box::leak(format!("$L__sync${level}:").into_boxed_str());
+            drop_after("squared_sum", label, "bar.sync 0;")(&p)
+        })
+    });
     for (msg, len) in run.failing(&[SQSUM_33, SQSUM_34]).into_iter().zip([8, 3]) {
         let head =
             format!("buffer `partials` differs from the interpreter (tol exact, derived): {len} elements differ\n");
@@ -423,7 +438,7 @@ fn dropped_barrier_in_the_reduction_tree_is_a_mismatch() {
     let run = run_corrupted(
         "tests/spelled_out/grad_clip.kir",
         None,
-        drop_after("squared_sum", "st.shared.f32 [%rd8], %f0;", "bar.sync 0;"),
+        drop_after("squared_sum", "st.shared.f32 [%rd3], %f0;", "bar.sync 0;"),
     );
     assert_eq!(run.failing(&[]), Vec::<&str>::new());
 }
@@ -435,7 +450,7 @@ fn dropped_barrier_before_reading_the_tiles_is_a_mismatch() {
     let run = run_corrupted(
         "kernels/gemm_tiled.kir",
         None,
-        drop_after("gemm_tiled", "st.shared.f32 [%rd15], %f2;", "bar.sync 0;"),
+        drop_after("gemm_tiled", "st.shared.f32 [%rd18], %f2;", "bar.sync 0;"),
     );
     for msg in run.failing(&[GEMM_13, GEMM_14, GEMM_15]) {
         assert!(msg.starts_with("buffer `c` differs from the interpreter (tol exact, derived): "), "{msg}");

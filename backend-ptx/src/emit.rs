@@ -181,6 +181,8 @@ pub(crate) struct KernelEmitter<'a> {
     pub cur_block: BlockId,
     pub cfg: kir_ir::analysis::cfg::Cfg,
     pub scaled: HashMap<(ValueId, i64), Vec<(BlockId, Reg)>>,
+    /// Likewise the registers holding an element's address, by (pointer, index value, element size).
+    pub addresses: HashMap<(Operand, ValueId, i64), Vec<(BlockId, Reg)>>,
     /// For each value: every use is an operand of a comparison (so a NaN's payload and the sign
     /// of a zero it carries cannot be observed beyond the comparison's result).
     pub only_compared: Vec<bool>,
@@ -300,6 +302,7 @@ impl<'a> KernelEmitter<'a> {
             cur_block: Kernel::ENTRY,
             cfg: kir_ir::analysis::cfg::Cfg::new(k),
             scaled: HashMap::new(),
+            addresses: HashMap::new(),
             only_compared: only_compared(k),
         }
     }

@@ -968,9 +968,22 @@ impl KernelEmitter<'_> {
                 (t, 0)
             }
             Operand::Value(v) => {
+                // An access at the address an earlier one in a dominating block computed reads
+                // that register (an `offset` value gets its own).
+                let here = self.cur_block;
+                if dest.is_none() {
+                    if let Some(known) = self.addresses.get(&(ptr, v, size)) {
+                        if let Some(&(_, r)) = known.iter().rev().take(16).find(|(b, _)| self.cfg.dominates(*b, here)) {
+                            return (r, 0);
+                        }
+                    }
+                }
                 let t = self.scaled_index(v, size);
                 let a = dest.unwrap_or_else(|| self.fresh(RegClass::B64));
                 self.ins(format_args!("add.s64 {a}, {p}, {t}"));
+                if dest.is_none() {
+                    self.addresses.entry((ptr, v, size)).or_default().push((here, a));
+                }
                 (a, 0)
             }
         }

@@ -5,8 +5,9 @@
 //! - A `load`/`store`/`atom` whose index is a `u32` value `%x` becomes an access at a constant
 //!   index of `%q = offset %p, %y` (inserted just before it): with `%x = add.u32 %y, C` (or
 //!   `add.u32 C, %y`) when [`UpperBounds`] proves `%y + C` below 2^32, else with `%y = %x`, `C = 0`.
-//!   It is rewritten when that saves something: `C` is not 0, or another access uses the same
-//!   `%p` and `%y` (then `cse` leaves one `offset` for both); a lone `load %p[%i]` stays as written.
+//!   It is rewritten when that saves something: `C` is not 0, or another access with a `C` other
+//!   than 0 uses the same `%p` and `%y` (then `cse` leaves one `offset` for them); other accesses
+//!   stay as written (the PTX emitter shares their address arithmetic).
 //!   The element addressed is the same: `p + 4 (y + C)` with no wrap-around is `(p + 4 y) + 4 C`
 //!   (any element size), and the offset pointer of a `u32` index lies within 2^35 bytes of `%p`,
 //!   where the interpreter's pointer arithmetic does not wrap either. An access that faulted still
@@ -62,13 +63,13 @@ impl Pass for Offsets {
                 plan.push((b.index(), i, d.args[0], base, c));
             }
         }
-        // Only where it saves something: a constant offset, or a pointer and index that several
-        // accesses share. A lone `load %p[%i]` stays as written (same PTX, easier to read).
-        let mut uses: rustc_hash::FxHashMap<(Operand, Operand), u32> = rustc_hash::FxHashMap::default();
-        for &(_, _, p, base, _) in &plan {
-            *uses.entry((p, base)).or_default() += 1;
-        }
-        plan.retain(|&(_, _, p, base, c)| c != 0 || uses[&(p, base)] > 1);
+        // Only where it saves something: a constant offset, and the accesses at offset 0 of a
+        // pointer and index that one with a constant offset uses (they then share its `offset`).
+        // Accesses without a constant offset stay as written: the PTX emitter shares their
+        // address arithmetic itself, and the IR stays as the user wrote it.
+        let with_offset: rustc_hash::FxHashSet<(Operand, Operand)> =
+            plan.iter().filter(|e| e.4 != 0).map(|e| (e.2, e.3)).collect();
+        plan.retain(|&(_, _, p, base, c)| c != 0 || with_offset.contains(&(p, base)));
         if plan.is_empty() {
             cx.stats.add("accesses addressed by offset", 0);
             cx.stats.add("constant offsets folded", 0);

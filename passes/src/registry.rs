@@ -70,24 +70,6 @@ pub fn registry() -> Vec<PassInfo> {
             },
         },
         PassInfo {
-            name: "offsets",
-            description: "address u32-indexed loads, stores and atomics as an offset pointer plus a constant index ([reg+imm] in PTX) where the index arithmetic provably does not wrap",
-            options: &[],
-            create: |o| {
-                o.expect_only("offsets", &[])?;
-                Ok(PassKind::Kernel(Box::new(crate::offsets::Offsets)))
-            },
-        },
-        PassInfo {
-            name: "cse",
-            description: "merge pure, address and special-register instructions equal to one that dominates them",
-            options: &[],
-            create: |o| {
-                o.expect_only("cse", &[])?;
-                Ok(PassKind::Kernel(Box::new(crate::cse::Cse)))
-            },
-        },
-        PassInfo {
             name: "unroll",
             description: "fully unroll innermost loops with a constant trip count; give counted loops (i < n, i += 1) a main loop doing `factor` iterations per trip",
             options: &[
@@ -105,6 +87,24 @@ pub fn registry() -> Vec<PassInfo> {
                     factor: o.number("unroll", "factor", d.factor as u64, 64)? as u32,
                     max_body: o.number("unroll", "max-body", d.max_body as u64, 4096)? as usize,
                 })))
+            },
+        },
+        PassInfo {
+            name: "offsets",
+            description: "address u32-indexed loads, stores and atomics as an offset pointer plus a constant index ([reg+imm] in PTX) where the index arithmetic provably does not wrap",
+            options: &[],
+            create: |o| {
+                o.expect_only("offsets", &[])?;
+                Ok(PassKind::Kernel(Box::new(crate::offsets::Offsets)))
+            },
+        },
+        PassInfo {
+            name: "cse",
+            description: "merge pure, address and special-register instructions equal to one that dominates them",
+            options: &[],
+            create: |o| {
+                o.expect_only("cse", &[])?;
+                Ok(PassKind::Kernel(Box::new(crate::cse::Cse)))
             },
         },
         PassInfo {
