@@ -270,7 +270,6 @@ fn kir_interp_has_no_import_circle() {
 }
 
 #[test]
-#[ignore = "kir-backend-ptx: the circle emit <-> lower is being removed by another change (issue 29); un-ignore then"]
 fn kir_backend_ptx_has_no_import_circle() {
     check_crate("kir-backend-ptx", &import_graphs("backend-ptx/src", &all));
 }

@@ -28,12 +28,14 @@ fn list_passes() {
     let o = kir(&["opt", "--list-passes"]);
     assert!(o.status.success());
     let text = String::from_utf8_lossy(&o.stdout);
-    for name in ["inline", "fold", "dce", "simplify-cfg", "licm", "unroll", "offsets", "cse"] {
+    for name in ["inline", "fold", "dce", "simplify-cfg", "licm", "unroll", "offsets", "cse", "layout"] {
         assert!(text.lines().any(|l| l.trim_start().starts_with(name)), "{name} missing:\n{text}");
     }
     assert!(text.contains("{approx}"), "{text}");
     assert!(
-        text.contains("Default pipeline: inline,fold,simplify-cfg,licm,unroll,fold,simplify-cfg,offsets,cse,licm,dce"),
+        text.contains(
+            "Default pipeline: inline,fold,simplify-cfg,licm,unroll,fold,simplify-cfg,offsets,cse,licm,dce,layout"
+        ),
         "{text}"
     );
 }
@@ -78,7 +80,8 @@ fn dump_dir_and_stats() {
             "08-offsets.kir",
             "09-cse.kir",
             "10-licm.kir",
-            "11-dce.kir"
+            "11-dce.kir",
+            "12-layout.kir"
         ]
     );
     let _ = std::fs::remove_dir_all(&dir);

@@ -1,4 +1,4 @@
-//! `unroll`, `offsets` and `cse` (passes/src/{unroll,offsets,cse}.rs) preserve semantics bit for
+//! `unroll`, `offsets`, `cse` and `layout` (passes/src/{unroll,offsets,cse,layout}.rs) preserve semantics bit for
 //! bit, and do what they claim on the loops kernels are made of.
 //!
 //! - Properties: on random valid kernels with loops (`kir_ir::generate`: constant trip counts 0..4,
@@ -328,6 +328,36 @@ join(%v: u32):
     let text = kir_ir::print_kernel(&k);
     assert!(!text.contains("%b = mul"), "`%b` is `%a`, which dominates it:\n{text}");
     assert!(text.contains("%f = add.u32 %t, %n"), "`%e` in a sibling block does not dominate `%f`:\n{text}");
+    for n in [0, 10, 64] {
+        assert_eq!(run_pq(&original, n), run_pq(&k, n));
+    }
+}
+
+#[test]
+fn layout_puts_blocks_in_the_order_they_run() {
+    // `exit` written before the code that runs first: `layout` moves it to the end.
+    let src = "kernel @k(%p: ptr<global, u32>, %q: ptr<global, u32>, %n: u32) {
+entry:
+  %t = tid.x
+  %c = lt.u32 %t, %n
+  br %c, then, else
+exit(%v: u32):
+  store %q[%t], %v
+  ret
+else:
+  %e = add.u32 %t, 7
+  jmp exit(%e)
+then:
+  %x = load %p[%t]
+  jmp exit(%x)
+}
+";
+    let original = parse_one(src);
+    let mut k = original.clone();
+    assert_eq!(apply(&mut k, "layout", "blocks moved").unwrap(), 2, "then and exit swap places");
+    let names: Vec<&str> = k.blocks.iter().map(|b| b.name.as_str()).collect();
+    assert_eq!(names, ["entry", "then", "else", "exit"]);
+    assert_eq!(apply(&mut k, "layout", "blocks moved").unwrap(), 0, "a second run moves nothing");
     for n in [0, 10, 64] {
         assert_eq!(run_pq(&original, n), run_pq(&k, n));
     }

@@ -183,6 +183,8 @@ pub(crate) struct KernelEmitter<'a> {
     pub scaled: HashMap<(ValueId, i64), Vec<(BlockId, Reg)>>,
     /// Likewise the registers holding an element's address, by (pointer, index value, element size).
     pub addresses: HashMap<(Operand, ValueId, i64), Vec<(BlockId, Reg)>>,
+    /// Likewise the registers holding a PTX special register (`%tid.x`, ...), by its name.
+    pub specials: HashMap<String, Vec<(BlockId, Reg)>>,
     /// For each value: every use is an operand of a comparison (so a NaN's payload and the sign
     /// of a zero it carries cannot be observed beyond the comparison's result).
     pub only_compared: Vec<bool>,
@@ -239,6 +241,12 @@ fn coalesce_latch_args(k: &Kernel, vreg: &mut [Reg]) {
             }
             let kir_ir::ValueDef::Inst(def) = k.value(v).def else { continue };
             let Some(j) = blk.insts.iter().position(|&i| i == def) else { continue };
+            // A special-register read keeps its own register: the emitter reuses it later as
+            // holding that register's value for the whole thread.
+            if matches!(k.inst(def).op, kir_ir::Op::Special(r) if !matches!(r, kir_ir::SpecialReg::GlobalId(_) | kir_ir::SpecialReg::WarpId))
+            {
+                continue;
+            }
             // An instruction that reads `%p` may overwrite it only if it reads before it writes.
             let reads_p = k.inst(def).args.contains(&Operand::Value(p));
             if (reads_p && !single_instruction(&k.inst(def).op)) || c.args.contains(&Operand::Value(p)) {
@@ -303,6 +311,7 @@ impl<'a> KernelEmitter<'a> {
             cfg: kir_ir::analysis::cfg::Cfg::new(k),
             scaled: HashMap::new(),
             addresses: HashMap::new(),
+            specials: HashMap::new(),
             only_compared: only_compared(k),
         }
     }
@@ -380,7 +389,7 @@ impl<'a> KernelEmitter<'a> {
             let pty = match ty {
                 _ if is_func => abi_param_type(ty),
                 Type::Ptr(..) => ".u64",
-                Type::Scalar(s) => crate::lower::param_type(s),
+                Type::Scalar(s) => crate::imm::param_type(s),
             };
             params_decl.push(format!("\t.param {pty} {pname}"));
             match ty {
@@ -498,8 +507,8 @@ impl<'a> KernelEmitter<'a> {
                 // Immediates are extended by their own signedness (8- and 16-bit signed ones print
                 // as negative numbers); pred and the 16-bit floats as their bits.
                 let imm = match c.ty {
-                    Pred | F16 | BF16 => crate::lower::raw_imm(c),
-                    _ => crate::lower::Imm(c).to_string(),
+                    Pred | F16 | BF16 => crate::imm::raw_imm(c),
+                    _ => crate::imm::Imm(c).to_string(),
                 };
                 return self.ins(format_args!("st.param.{st} [{name}], {imm}"));
             }
@@ -598,9 +607,9 @@ impl<'a> KernelEmitter<'a> {
             let dst = self.val(p);
             let src = match a {
                 Operand::Value(v) => Src::Reg(self.val(v)),
-                Operand::Const(c) => match crate::lower::imm_text(c) {
+                Operand::Const(c) => match crate::imm::imm_text(c) {
                     Some(t) => Src::Imm(t),
-                    None => Src::Imm(crate::lower::raw_imm(c)),
+                    None => Src::Imm(crate::imm::raw_imm(c)),
                 },
             };
             copies.push((dst, src));

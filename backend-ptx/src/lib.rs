@@ -44,6 +44,7 @@ pub mod driver_lib;
 pub mod emit;
 #[cfg(feature = "gpu")]
 pub mod gpu;
+pub mod imm;
 pub mod lower;
 pub mod nvrtc;
 pub mod pcopy;

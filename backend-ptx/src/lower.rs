@@ -28,99 +28,14 @@
 //!   located diagnostic, never a panic or wrong code.
 
 use crate::emit::KernelEmitter;
+pub use crate::imm::{imm_text, param_type, raw_imm, takes_imm, Imm, SrcText};
 use crate::regs::{Reg, RegClass};
 use crate::SmVersion;
 use kir_ir::{
-    AddrSpace, AtomicOp, BinOp, CmpOp, Constant, Diagnostic, FloatFlags, FloatMode, InstId, Op, Operand, Rounding,
-    ScalarType, ShflMode, SpecialReg, UnOp, VoteMode,
+    AddrSpace, AtomicOp, BinOp, CmpOp, Diagnostic, FloatFlags, FloatMode, InstId, Op, Operand, Rounding, ScalarType,
+    ShflMode, SpecialReg, UnOp, VoteMode,
 };
 use ScalarType as S;
-
-/// The `.param` type of a scalar kernel parameter.
-pub fn param_type(s: ScalarType) -> &'static str {
-    match s {
-        S::Pred | S::U8 => ".u8",
-        S::S8 => ".s8",
-        S::U16 | S::S16 | S::F16 | S::BF16 => ".b16",
-        S::U32 | S::S32 => ".u32",
-        S::F32 => ".f32",
-        S::U64 | S::S64 => ".u64",
-        S::F64 => ".f64",
-    }
-}
-
-/// The bits of a constant as its register holds them (8-bit values extended to 32 bits).
-fn reg_bits(c: Constant) -> u64 {
-    match c.ty {
-        S::S8 => c.as_i128() as i32 as u32 as u64,
-        _ => c.bits,
-    }
-}
-
-/// Immediate text where PTX instructions take one: integers, f32 and f64. `None` for pred, f16
-/// and bf16, which must be materialized with [`raw_imm`] and a `mov`.
-pub fn imm_text(c: Constant) -> Option<String> {
-    takes_imm(c).then(|| Imm(c).to_string())
-}
-
-/// Whether PTX instructions take `c` as an immediate (integers, f32, f64).
-pub fn takes_imm(c: Constant) -> bool {
-    !matches!(c.ty, S::Pred | S::F16 | S::BF16)
-}
-
-/// A constant printed as an instruction immediate (see [`imm_text`]), without allocating.
-#[derive(Clone, Copy, Debug)]
-pub struct Imm(pub Constant);
-
-impl std::fmt::Display for Imm {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let c = self.0;
-        match c.ty {
-            S::F32 => write!(f, "0f{:08X}", c.bits),
-            S::F64 => write!(f, "0d{:016X}", c.bits),
-            t if t.is_signed_int() => {
-                let v = c.as_i128();
-                if v.unsigned_abs() < (1 << 31) {
-                    write!(f, "{v}")
-                } else {
-                    write!(f, "0x{:X}", reg_bits(c))
-                }
-            }
-            _ => {
-                if c.bits < (1 << 31) {
-                    write!(f, "{}", c.bits)
-                } else {
-                    write!(f, "0x{:X}", c.bits)
-                }
-            }
-        }
-    }
-}
-
-/// An instruction source as printed: a register or an immediate.
-#[derive(Clone, Copy, Debug)]
-pub enum SrcText {
-    Reg(Reg),
-    Imm(Imm),
-}
-
-impl std::fmt::Display for SrcText {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            SrcText::Reg(r) => r.fmt(f),
-            SrcText::Imm(i) => i.fmt(f),
-        }
-    }
-}
-
-/// The text a `mov` takes for any constant.
-pub fn raw_imm(c: Constant) -> String {
-    match c.ty {
-        S::Pred => (c.bits & 1).to_string(),
-        S::F16 | S::BF16 => format!("0x{:04X}", c.bits),
-        _ => imm_text(c).unwrap_or_default(),
-    }
-}
 
 fn is8(s: ScalarType) -> bool {
     matches!(s, S::U8 | S::S8)
@@ -465,31 +380,51 @@ impl KernelEmitter<'_> {
 
     fn special(&mut self, d: Reg, r: SpecialReg) {
         match r {
-            SpecialReg::Tid(x) => self.ins(format_args!("mov.u32 {d}, %tid.{}", x.name())),
-            SpecialReg::Ctaid(x) => self.ins(format_args!("mov.u32 {d}, %ctaid.{}", x.name())),
-            SpecialReg::Ntid(x) => self.ins(format_args!("mov.u32 {d}, %ntid.{}", x.name())),
-            SpecialReg::Nctaid(x) => self.ins(format_args!("mov.u32 {d}, %nctaid.{}", x.name())),
-            SpecialReg::LaneId => self.ins(format_args!("mov.u32 {d}, %laneid")),
+            SpecialReg::Tid(x) => self.read_special_into(d, format!("%tid.{}", x.name())),
+            SpecialReg::Ctaid(x) => self.read_special_into(d, format!("%ctaid.{}", x.name())),
+            SpecialReg::Ntid(x) => self.read_special_into(d, format!("%ntid.{}", x.name())),
+            SpecialReg::Nctaid(x) => self.read_special_into(d, format!("%nctaid.{}", x.name())),
+            SpecialReg::LaneId => self.read_special_into(d, "%laneid".to_string()),
             SpecialReg::GlobalId(x) => {
-                let (c, n, t) = (self.fresh(RegClass::B32), self.fresh(RegClass::B32), self.fresh(RegClass::B32));
-                self.ins(format_args!("mov.u32 {c}, %ctaid.{}", x.name()));
-                self.ins(format_args!("mov.u32 {n}, %ntid.{}", x.name()));
-                self.ins(format_args!("mov.u32 {t}, %tid.{}", x.name()));
+                let c = self.special_reg(format!("%ctaid.{}", x.name()));
+                let n = self.special_reg(format!("%ntid.{}", x.name()));
+                let t = self.special_reg(format!("%tid.{}", x.name()));
                 self.ins(format_args!("mad.lo.s32 {d}, {c}, {n}, {t}"));
             }
             SpecialReg::WarpId => {
                 // kir's warpid is the linear thread index / 32 (not PTX's volatile %warpid).
-                let r: Vec<Reg> = (0..6).map(|_| self.fresh(RegClass::B32)).collect();
-                self.ins(format_args!("mov.u32 {}, %tid.z", r[0]));
-                self.ins(format_args!("mov.u32 {}, %ntid.y", r[1]));
-                self.ins(format_args!("mov.u32 {}, %tid.y", r[2]));
-                self.ins(format_args!("mad.lo.s32 {}, {}, {}, {}", r[3], r[0], r[1], r[2]));
-                self.ins(format_args!("mov.u32 {}, %ntid.x", r[4]));
-                self.ins(format_args!("mov.u32 {}, %tid.x", r[5]));
-                self.ins(format_args!("mad.lo.s32 {}, {}, {}, {}", r[3], r[3], r[4], r[5]));
-                self.ins(format_args!("shr.u32 {d}, {}, 5", r[3]));
+                let tz = self.special_reg("%tid.z".to_string());
+                let ny = self.special_reg("%ntid.y".to_string());
+                let ty = self.special_reg("%tid.y".to_string());
+                let nx = self.special_reg("%ntid.x".to_string());
+                let tx = self.special_reg("%tid.x".to_string());
+                let r = self.fresh(RegClass::B32);
+                self.ins(format_args!("mad.lo.s32 {r}, {tz}, {ny}, {ty}"));
+                self.ins(format_args!("mad.lo.s32 {r}, {r}, {nx}, {tx}"));
+                self.ins(format_args!("shr.u32 {d}, {r}, 5"));
             }
         }
+    }
+
+    /// Reads the PTX special register `name` into `d` and remembers that `d` holds it.
+    fn read_special_into(&mut self, d: Reg, name: String) {
+        self.ins(format_args!("mov.u32 {d}, {name}"));
+        self.specials.entry(name).or_default().push((self.cur_block, d));
+    }
+
+    /// A register holding the PTX special register `name` (constant for the thread): one read
+    /// earlier in a dominating block (by an instruction of the kernel or for another composite
+    /// read), else read now. The registers remembered are written once (never block parameters).
+    fn special_reg(&mut self, name: String) -> Reg {
+        let here = self.cur_block;
+        if let Some(known) = self.specials.get(&name) {
+            if let Some(&(_, r)) = known.iter().rev().take(16).find(|(b, _)| self.cfg.dominates(*b, here)) {
+                return r;
+            }
+        }
+        let r = self.fresh(RegClass::B32);
+        self.read_special_into(r, name);
+        r
     }
 
     fn int_bin(&mut self, op: BinOp, s: ScalarType, a: Operand, b: Operand, d: Reg) {

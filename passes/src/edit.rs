@@ -194,6 +194,14 @@ pub fn place_blocks(k: &mut Kernel, groups: &[(usize, usize, BlockId)]) {
         order.push(old);
     }
     order.extend((first_new..n).filter(|b| !placed[*b]));
+    permute_blocks(k, &order);
+}
+
+/// Puts the blocks in the order `order` (old indices; a permutation of all blocks with the entry
+/// first) and renumbers every block reference (edges, block parameter definitions).
+pub fn permute_blocks(k: &mut Kernel, order: &[usize]) {
+    let n = k.blocks.len();
+    debug_assert_eq!(order.len(), n);
     let mut new_index = vec![0u32; n];
     for (new, &old) in order.iter().enumerate() {
         new_index[old] = new as u32;

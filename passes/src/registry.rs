@@ -90,6 +90,15 @@ pub fn registry() -> Vec<PassInfo> {
             },
         },
         PassInfo {
+            name: "layout",
+            description: "lay blocks out in reverse post-order, so that code running in sequence falls through in the PTX",
+            options: &[],
+            create: |o| {
+                o.expect_only("layout", &[])?;
+                Ok(PassKind::Kernel(Box::new(crate::layout::Layout)))
+            },
+        },
+        PassInfo {
             name: "offsets",
             description: "address u32-indexed loads, stores and atomics as an offset pointer plus a constant index ([reg+imm] in PTX) where the index arithmetic provably does not wrap",
             options: &[],
