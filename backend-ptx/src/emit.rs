@@ -185,6 +185,8 @@ pub(crate) struct KernelEmitter<'a> {
     pub addresses: HashMap<(Operand, ValueId, i64), Vec<(BlockId, Reg)>>,
     /// Likewise the registers holding a PTX special register (`%tid.x`, ...), by its name.
     pub specials: HashMap<String, Vec<(BlockId, Reg)>>,
+    /// Likewise the zero (and -1) guards of integer divisors, by (divisor value, type).
+    pub divisor_guards: HashMap<(ValueId, kir_ir::ScalarType), Vec<(BlockId, (Reg, Reg, Option<Reg>))>>,
     /// For each value: every use is an operand of a comparison (so a NaN's payload and the sign
     /// of a zero it carries cannot be observed beyond the comparison's result).
     pub only_compared: Vec<bool>,
@@ -312,6 +314,7 @@ impl<'a> KernelEmitter<'a> {
             scaled: HashMap::new(),
             addresses: HashMap::new(),
             specials: HashMap::new(),
+            divisor_guards: HashMap::new(),
             only_compared: only_compared(k),
         }
     }

@@ -467,6 +467,40 @@ impl KernelEmitter<'_> {
         }
     }
 
+    /// The guard of a register divisor `b` of type `s`: `(b == 0, the divisor to divide by, b == -1
+    /// for signed types)`, where the divisor to divide by is 1 when `b` is 0 (or -1, signed). A
+    /// guard computed for the same divisor in a dominating block is reused (`x / n` and `x % n`
+    /// test `n` once).
+    fn divisor_guard(&mut self, b: Operand, s: ScalarType) -> (Reg, Reg, Option<Reg>) {
+        let here = self.cur_block;
+        let key = b.as_value().map(|v| (v, s));
+        if let Some(known) = key.and_then(|k| self.divisor_guards.get(&k)) {
+            if let Some(&(_, g)) = known.iter().rev().take(16).find(|(blk, _)| self.cfg.dominates(*blk, here)) {
+                return g;
+            }
+        }
+        let t = ity(s);
+        let y = self.reg(b);
+        let pz = self.fresh(RegClass::Pred);
+        self.ins(format_args!("setp.eq.{t} {pz}, {y}, 0"));
+        let safe = self.fresh(RegClass::of_scalar(s));
+        let pm = if s.is_signed_int() {
+            let pm = self.fresh(RegClass::Pred);
+            let any = self.fresh(RegClass::Pred);
+            self.ins(format_args!("setp.eq.{t} {pm}, {y}, -1"));
+            self.ins(format_args!("or.pred {any}, {pz}, {pm}"));
+            self.ins(format_args!("selp.{} {safe}, 1, {y}, {any}", bty(s)));
+            Some(pm)
+        } else {
+            self.ins(format_args!("selp.{} {safe}, 1, {y}, {pz}", bty(s)));
+            None
+        };
+        if let Some(k) = key {
+            self.divisor_guards.entry(k).or_default().push((here, (pz, safe, pm)));
+        }
+        (pz, safe, pm)
+    }
+
     /// Integer division and remainder with kir's defined results for a zero divisor and for
     /// signed `MIN / -1`.
     fn divrem(&mut self, op: BinOp, s: ScalarType, a: Operand, b: Operand, d: Reg) {
@@ -501,22 +535,8 @@ impl KernelEmitter<'_> {
                 return;
             }
         }
-        let y = self.reg(b);
         let cls = RegClass::of_scalar(s);
-        let pz = self.fresh(RegClass::Pred);
-        self.ins(format_args!("setp.eq.{t} {pz}, {y}, 0"));
-        let safe = self.fresh(cls);
-        let pm = if s.is_signed_int() {
-            let pm = self.fresh(RegClass::Pred);
-            let any = self.fresh(RegClass::Pred);
-            self.ins(format_args!("setp.eq.{t} {pm}, {y}, -1"));
-            self.ins(format_args!("or.pred {any}, {pz}, {pm}"));
-            self.ins(format_args!("selp.{} {safe}, 1, {y}, {any}", bty(s)));
-            Some(pm)
-        } else {
-            self.ins(format_args!("selp.{} {safe}, 1, {y}, {pz}", bty(s)));
-            None
-        };
+        let (pz, safe, pm) = self.divisor_guard(b, s);
         let q = self.fresh(cls);
         self.ins(format_args!("{name}.{t} {q}, {x}, {safe}"));
         if op == BinOp::Div {
