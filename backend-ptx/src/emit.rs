@@ -185,6 +185,8 @@ pub(crate) struct KernelEmitter<'a> {
     pub addresses: HashMap<(Operand, ValueId, i64), Vec<(BlockId, Reg)>>,
     /// Likewise the registers holding a PTX special register (`%tid.x`, ...), by its name.
     pub specials: HashMap<String, Vec<(BlockId, Reg)>>,
+    /// Registers a block parameter shares with an argument (see `coalesce_latch_args`).
+    pub shared_regs: HashSet<Reg>,
     /// Likewise the zero (and -1) guards of integer divisors, by (divisor value, type).
     pub divisor_guards: HashMap<(ValueId, kir_ir::ScalarType), Vec<(BlockId, (Reg, Reg, Option<Reg>))>>,
     /// For each value: every use is an operand of a comparison (so a NaN's payload and the sign
@@ -216,7 +218,10 @@ fn single_instruction(op: &kir_ir::Op) -> bool {
 /// that instruction (nor passed by the jump), `%v` takes
 /// `%p`'s register: `%p` is dead from there on (the jump's only successor rebinds it), so the
 /// instruction may overwrite it, and the move on the edge disappears.
-fn coalesce_latch_args(k: &Kernel, vreg: &mut [Reg]) {
+/// Returns the registers now shared by a parameter and an argument (they are written more than
+/// once, so the emitter's reuse of a register as holding one value does not apply to them).
+fn coalesce_latch_args(k: &Kernel, vreg: &mut [Reg]) -> HashSet<Reg> {
+    let mut shared = HashSet::new();
     let mut uses = vec![0u32; k.values.len()];
     for (_, i) in k.placed_insts() {
         for a in &k.inst(i).args {
@@ -243,12 +248,6 @@ fn coalesce_latch_args(k: &Kernel, vreg: &mut [Reg]) {
             }
             let kir_ir::ValueDef::Inst(def) = k.value(v).def else { continue };
             let Some(j) = blk.insts.iter().position(|&i| i == def) else { continue };
-            // A special-register read keeps its own register: the emitter reuses it later as
-            // holding that register's value for the whole thread.
-            if matches!(k.inst(def).op, kir_ir::Op::Special(r) if !matches!(r, kir_ir::SpecialReg::GlobalId(_) | kir_ir::SpecialReg::WarpId))
-            {
-                continue;
-            }
             // An instruction that reads `%p` may overwrite it only if it reads before it writes.
             let reads_p = k.inst(def).args.contains(&Operand::Value(p));
             if (reads_p && !single_instruction(&k.inst(def).op)) || c.args.contains(&Operand::Value(p)) {
@@ -257,9 +256,11 @@ fn coalesce_latch_args(k: &Kernel, vreg: &mut [Reg]) {
             let read_later = blk.insts[j + 1..].iter().any(|&i| k.inst(i).args.iter().any(|a| *a == Operand::Value(p)));
             if !read_later {
                 vreg[v.index()] = vreg[p.index()];
+                shared.insert(vreg[p.index()]);
             }
         }
     }
+    shared
 }
 
 /// Which values are used only as comparison operands (and at least once).
@@ -295,7 +296,7 @@ impl<'a> KernelEmitter<'a> {
     ) -> KernelEmitter<'a> {
         let mut regs = RegFile::default();
         let mut vreg: Vec<Reg> = k.values.iter().map(|v| regs.fresh(RegClass::of(v.ty))).collect();
-        coalesce_latch_args(k, &mut vreg);
+        let shared_regs = coalesce_latch_args(k, &mut vreg);
         KernelEmitter {
             k,
             opts,
@@ -314,6 +315,7 @@ impl<'a> KernelEmitter<'a> {
             scaled: HashMap::new(),
             addresses: HashMap::new(),
             specials: HashMap::new(),
+            shared_regs,
             divisor_guards: HashMap::new(),
             only_compared: only_compared(k),
         }

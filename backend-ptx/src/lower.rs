@@ -409,7 +409,9 @@ impl KernelEmitter<'_> {
     /// Reads the PTX special register `name` into `d` and remembers that `d` holds it.
     fn read_special_into(&mut self, d: Reg, name: String) {
         self.ins(format_args!("mov.u32 {d}, {name}"));
-        self.specials.entry(name).or_default().push((self.cur_block, d));
+        if !self.shared_regs.contains(&d) {
+            self.specials.entry(name).or_default().push((self.cur_block, d));
+        }
     }
 
     /// A register holding the PTX special register `name` (constant for the thread): one read
