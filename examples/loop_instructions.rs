@@ -17,8 +17,8 @@
 //! `dlopen` from its absolute path (`kir_backend_ptx::nvrtc`). Deterministic: the inputs come
 //! from the directives' seeds, and the counts do not depend on the host.
 
-use kir::directives::parse_directives;
 use kir_backend_ptx::{nvrtc, tools, PtxOptions, SmVersion};
+use kir_harness::directives::parse_directives;
 use kir_interp::args::parse_arg_spec;
 use kir_interp::Arg;
 use kir_ir::Type;

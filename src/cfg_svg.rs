@@ -26,10 +26,10 @@
 //!   several layers go through reserved columns; the order within layers reduces crossings
 //!   (barycenter sweeps); blocks never overlap.
 
-use kir_ir::analysis::cfg::Cfg;
-use kir_ir::text::printer::{print_inst, print_terminator};
-use kir_ir::{BlockId, Kernel, Op, Terminator};
-use kir_passes::uniformity::{Level, Uniformity};
+use kir::ir::analysis::cfg::Cfg;
+use kir::ir::text::printer::{print_inst, print_terminator};
+use kir::ir::{BlockId, Kernel, Op, Terminator};
+use kir::passes::uniformity::{Level, Uniformity};
 use std::fmt::Write;
 
 /// Instruction lines drawn per block at most (the middle of a longer block is elided).
@@ -63,9 +63,9 @@ const C_UNREACH: &str = "#999999";
 /// when it verifies (the analysis' verdicts mean something only then).
 pub fn render_kernel(k: &Kernel) -> String {
     // One CFG for all three: the verifier builds it, the analysis and the picture reuse it.
-    let (diags, cfg) = kir_ir::verify::verify_body_with_cfg(k, None);
+    let (diags, cfg) = kir::ir::verify::verify_body_with_cfg(k, None);
     let cfg = cfg.unwrap_or_else(|| Cfg::new(k));
-    let u = (!kir_ir::diag::has_errors(&diags)).then(|| Uniformity::compute_with(k, Some(&cfg)));
+    let u = (!kir::ir::diag::has_errors(&diags)).then(|| Uniformity::compute_with(k, Some(&cfg)));
     render(k, &cfg, u.as_ref())
 }
 

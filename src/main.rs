@@ -8,7 +8,6 @@ use std::process::ExitCode;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod cmd;
-use kir::checks;
 
 #[derive(Parser)]
 #[command(name = "kir", version, about = "kir: parse, verify, optimize, run and emit PTX for .kir GPU kernels")]

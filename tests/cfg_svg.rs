@@ -67,8 +67,8 @@ fn every_library_kernel_renders_one_group_per_block() {
             .module;
         for k in module.kernels.iter().chain(&module.funcs) {
             kernels += 1;
-            let svg = kir::cfg_svg::render_kernel(k);
-            assert_eq!(svg, kir::cfg_svg::render_kernel(k), "deterministic: {}", k.name);
+            let svg = kir_cli::cfg_svg::render_kernel(k);
+            assert_eq!(svg, kir_cli::cfg_svg::render_kernel(k), "deterministic: {}", k.name);
             let doc = parse(&svg);
             assert_eq!(doc.root_element().tag_name().name(), "svg");
             assert_eq!(doc.root_element().tag_name().namespace(), Some("http://www.w3.org/2000/svg"));
@@ -219,7 +219,7 @@ fn odd_shapes_unreachable_escaping_and_unverified() {
 
 #[test]
 fn escape_covers_markup_characters() {
-    assert_eq!(kir::cfg_svg::escape("a<b & \"c\" 'd' >"), "a&lt;b &amp; &quot;c&quot; &apos;d&apos; &gt;");
+    assert_eq!(kir_cli::cfg_svg::escape("a<b & \"c\" 'd' >"), "a&lt;b &amp; &quot;c&quot; &apos;d&apos; &gt;");
 }
 
 /// `--format dot` is the default output, byte for byte; a bad format is a usage error.

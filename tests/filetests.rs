@@ -1,5 +1,5 @@
 //! The filetests: every `.kir` file under `tests/filetests/` (except helper files in `imports/`
-//! directories, which tests import) is run by `kir::filetest` according to its `; test:` header
+//! directories, which tests import) is run by `kir_harness::filetest` according to its `; test:` header
 //! (docs/testing.md, "Filetests"), and every failure of every file is reported at once (file,
 //! line, why).
 //!
@@ -15,11 +15,11 @@
 //! - The library kernels (`kernels/`, `kernels/lib/`) check cleanly, as `verify` files without
 //!   annotations.
 //! - The runner itself fails where it must: a wrong FileCheck line, a wrong or missing `; expect:`
-//!   (the `verify` cases of this are unit tests in src/filetest.rs).
+//!   (the `verify` cases of this are unit tests in harness/src/filetest.rs).
 //! - `kir check` exits 1 on a rejected barrier case and 0 on an accepted one; `kir opt
 //!   --print-divergence` annotates every value and block.
 
-use kir::filetest::{Kind, Report, Runner};
+use kir_harness::filetest::{Kind, Report, Runner};
 use kir_ir::diag::Severity;
 use std::path::{Path, PathBuf};
 use std::process::Command;

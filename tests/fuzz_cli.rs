@@ -6,8 +6,8 @@
 
 mod cli;
 use cli::kir;
-use kir::fuzz::{self, Failure, FailureKind, FuzzConfig};
-use kir::{compare::Strictness, emu_exec, gpu_exec};
+use kir_harness::fuzz::{self, Failure, FailureKind, FuzzConfig};
+use kir_harness::{compare::Strictness, emu_exec, gpu_exec};
 
 use std::process::Command;
 

@@ -7,10 +7,10 @@
 //! fault, and the reducer treating a crash as "not this failure".
 
 mod cli;
-use kir::fuzz::{self, Failure, FailureKind};
-use kir::gpu_exec::GpuExec;
-use kir::isolate::IsolatedGpu;
 use kir_backend_ptx::gpu::{GpuError, KernelLaunch, Launch, Param, Stage};
+use kir_harness::fuzz::{self, Failure, FailureKind};
+use kir_harness::gpu_exec::GpuExec;
+use kir_harness::isolate::IsolatedGpu;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 

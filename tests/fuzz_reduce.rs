@@ -4,7 +4,7 @@
 //! reducer also deletes functions nothing calls and reduces function bodies; a failure inside a
 //! function keeps one call and the function.
 
-use kir::fuzz::{self, Failure, FailureKind, FuzzConfig};
+use kir_harness::fuzz::{self, Failure, FailureKind, FuzzConfig};
 use kir_ir::{BinOp, Kernel, Module, Op, ScalarType};
 use std::process::Command;
 
@@ -31,7 +31,7 @@ fn find_case(cfg: &FuzzConfig, want: &dyn Fn(&Module) -> bool) -> (u64, Module, 
 /// Runs `kir run` with the launch and arguments of the file's first `; run:` line.
 fn kir_run_directive(path: &std::path::Path) -> (i32, String, String) {
     let src = std::fs::read_to_string(path).unwrap();
-    let d = kir::directives::parse_directives(&src).unwrap_or_else(|e| panic!("{e:?}"));
+    let d = kir_harness::directives::parse_directives(&src).unwrap_or_else(|e| panic!("{e:?}"));
     let r = &d.runs[0];
     let dims = |d: [u32; 3]| format!("{},{},{}", d[0], d[1], d[2]);
     let mut args = vec![

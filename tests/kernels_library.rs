@@ -3,7 +3,7 @@
 //! kernels with exactly its parameters (names, scalar vs buffer, buffer element types; graph runs likewise) and
 //! modest sizes (docs/testing.md).
 
-use kir::directives::parse_directives;
+use kir_harness::directives::parse_directives;
 use kir_ir::{Module, ScalarType, Type};
 use std::path::{Path, PathBuf};
 

@@ -3,7 +3,7 @@
 
 mod cli;
 use cli::kir_with_env;
-use kir::harness::{self, Outcome, Row};
+use kir_harness::kir_test::{self, Outcome, Row};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -149,11 +149,11 @@ fn the_ptx_emu_row_fails_on_a_mismatch_naming_file_and_directive_line() {
 
 /// Runs `kir test`'s checks on `path` with the emulator's PTX passed through `hook`; the rows.
 fn rows_with_corrupted_ptx(path: &str, hook: impl Fn(&str) -> String + 'static) -> Vec<Row> {
-    let mut ctx = harness::Context::detect(false);
+    let mut ctx = kir_test::Context::detect(false);
     ctx.ptxas = None;
     ctx.emu_ptx_hook = Some(Box::new(hook));
     let mut rows = Vec::new();
-    harness::test_file(Path::new(path), &mut ctx, &mut |r| rows.push(r));
+    kir_test::test_file(Path::new(path), &mut ctx, &mut |r| rows.push(r));
     rows
 }
 

@@ -4,7 +4,7 @@
 
 mod cli;
 use cli::{kir, kir_in_dir};
-use kir::directives::{find_test_config, parse_test_config, TEST_CONFIG_NAME};
+use kir_harness::directives::{find_test_config, parse_test_config, TEST_CONFIG_NAME};
 use std::path::{Path, PathBuf};
 
 /// One `; run:` and no `; expect:`: `unverified`, unless strict.

@@ -1,7 +1,7 @@
 //! The `ptx-emu` column of `kir test` can fail: each test corrupts the PTX kir emits for a kernel of
 //! `kernels/` (or of `tests/spelled_out/`, the softmax and gradient-clipping kernels with their
-//! reductions written out, see its README) on purpose (through `harness::Context::emu_ptx_hook`, which rewrites the PTX only on
-//! its way into the emulator) and runs `kir test`'s checks on the file (`harness::test_file`).
+//! reductions written out, see its README) on purpose (through `kir_test::Context::emu_ptx_hook`, which rewrites the PTX only on
+//! its way into the emulator) and runs `kir test`'s checks on the file (`kir_test::test_file`).
 //!
 //! Guarantees:
 //! - Every corruption is applied to text that must be present: a hook panics when the instruction
@@ -36,7 +36,7 @@
 //!
 //! That the uncorrupted files pass is `tests/kir_test.rs`'s `the_kernel_library_passes`.
 
-use kir::harness::{self, Outcome, Row};
+use kir_harness::kir_test::{self, Outcome, Row};
 use std::cell::RefCell;
 use std::path::Path;
 use std::rc::Rc;
@@ -88,7 +88,7 @@ impl Corrupted {
 fn run_corrupted(path: &str, fuel: Option<u64>, corrupt: impl Fn(&str) -> String + 'static) -> Corrupted {
     let seen = Rc::new(RefCell::new(None::<String>));
     let keep = Rc::clone(&seen);
-    let mut ctx = harness::Context::detect(false);
+    let mut ctx = kir_test::Context::detect(false);
     ctx.ptxas = None;
     if let Some(fuel) = fuel {
         ctx.emu.fuel = fuel;
@@ -100,7 +100,7 @@ fn run_corrupted(path: &str, fuel: Option<u64>, corrupt: impl Fn(&str) -> String
         out
     }));
     let mut rows = Vec::new();
-    harness::test_file(Path::new(path), &mut ctx, &mut |r| rows.push(r));
+    kir_test::test_file(Path::new(path), &mut ctx, &mut |r| rows.push(r));
     let ptx = seen.borrow_mut().take().unwrap_or_else(|| panic!("the hook never ran: {rows:#?}"));
     Corrupted { rows, ptx }
 }

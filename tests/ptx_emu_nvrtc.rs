@@ -9,8 +9,8 @@
 //! width). Graph directives are run launch by launch in the interpreter, and every launch of a
 //! kernel with a twin is checked against the twin on the interpreter's buffers at that point.
 //! Every buffer must agree within the kernel's tolerance: the directive's `tol=`, else the one
-//! `src/tolerance.rs` derives from the approximate ops the kernel uses, compared by
-//! `kir::compare`. Two engines written independently of each other (the emulator from the PTX ISA,
+//! `harness/src/tolerance.rs` derives from the approximate ops the kernel uses, compared by
+//! `kir_harness::compare`. Two engines written independently of each other (the emulator from the PTX ISA,
 //! the interpreter from kir's semantics), fed one program by two independent compilers (NVRTC and
 //! kir's own front end), must agree.
 //!
@@ -21,9 +21,9 @@
 //!
 //! NVRTC is loaded with `dlopen` from its absolute path (`kir_backend_ptx::nvrtc`).
 
-use kir::compare::{compare_buffers, Strictness};
-use kir::directives::{parse_directives, RunDirective, Tolerance};
 use kir_backend_ptx::{nvrtc, tools};
+use kir_harness::compare::{compare_buffers, Strictness};
+use kir_harness::directives::{parse_directives, RunDirective, Tolerance};
 use kir_interp::args::{parse_arg_spec, ArgSpec};
 use kir_interp::{Arg, Buffer, LaunchConfig};
 use kir_ir::{Kernel, Module, Type};
@@ -311,7 +311,7 @@ fn check_file(path: &Path, twins: &Twins, arch: Arch, rows: &mut Vec<Row>, untwi
                 if !twins.by_entry.contains_key(&pl.kernel.name) {
                     continue;
                 }
-                let tol = d.tol.unwrap_or_else(|| kir::tolerance::derived_tolerance(pl.kernel));
+                let tol = d.tol.unwrap_or_else(|| kir_harness::tolerance::derived_tolerance(pl.kernel));
                 let r = check_launch(twins, arch, pl.kernel, &pl.cfg, &pl.args, &before, &all, &names, tol);
                 rows.push(Row { label: llabel, result: r });
             }
@@ -342,7 +342,7 @@ fn check_file(path: &Path, twins: &Twins, arch: Arch, rows: &mut Vec<Row>, untwi
             continue;
         }
         let names = kernel_names(k, &bound.param_buffer, after.len());
-        let tol = d.tol.unwrap_or_else(|| kir::tolerance::derived_tolerance(k));
+        let tol = d.tol.unwrap_or_else(|| kir_harness::tolerance::derived_tolerance(k));
         let r = check_launch(twins, arch, k, &cfg, &bound.args, &bound.buffers, &after, &names, tol);
         rows.push(Row { label, result: r });
     }

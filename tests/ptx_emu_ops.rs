@@ -15,7 +15,7 @@
 //!   and for sm_80 (`kir_backend_ptx::emit_kernel`) runs in the emulator. Outputs must agree bit for
 //!   bit (NaN vs NaN matches, any payload; data movement — loads, stores, shuffles, exchanges —
 //!   must keep payloads too), except approximate ops, which must agree within the tolerance
-//!   `src/tolerance.rs` derives for them, or within the op's documented PTX error bound
+//!   `harness/src/tolerance.rs` derives for them, or within the op's documented PTX error bound
 //!   (`kir_ir::eval::within_error_bound`); for inputs outside the domain over which the PTX ISA
 //!   bounds the error (`div.approx.f32` by |b| outside [2^-126, 2^126], `sin`/`cos` outside
 //!   [-100π, 100π]) any result is accepted.
@@ -35,9 +35,9 @@
 //!   `KIR_PTX_EMU_REPORT_DIR=DIR` writes every report and all PTX run to DIR;
 //!   `KIR_PTX_EMU_SHOW=N` prints N mismatching elements per case (default 3).
 
-use kir::compare::{elements_match, render_element, Strictness};
-use kir::directives::Tolerance;
 use kir_backend_ptx::{emit_kernel, PtxOptions, SmVersion};
+use kir_harness::compare::{elements_match, render_element, Strictness};
+use kir_harness::directives::Tolerance;
 use kir_interp::Buffer;
 use kir_ir::{Constant, Kernel, Op, Operand, ScalarType, Span, Type};
 use std::fmt::Write as _;
@@ -490,7 +490,7 @@ fn accepted_ops() -> Vec<Op> {
     out
 }
 
-/// The derived tolerance of a one-op kernel (`src/tolerance.rs`).
+/// The derived tolerance of a one-op kernel (`harness/src/tolerance.rs`).
 fn op_tolerance(op: Op) -> Tolerance {
     let mut k = Kernel::new("t");
     let b = k.add_block("entry");
@@ -502,7 +502,7 @@ fn op_tolerance(op: Op) -> Tolerance {
         .map(|(i, t)| Operand::Value(k.add_param(format!("a{i}"), t.expect("pure op"))))
         .collect();
     k.append_inst(b, op, args, sig.result.map(|t| ("r".into(), t)), Span::DUMMY);
-    kir::tolerance::derived_tolerance(&k)
+    kir_harness::tolerance::derived_tolerance(&k)
 }
 
 /// A pure-op case: operands from buffers `in0..`, or operand `const_at` as the immediate

@@ -62,7 +62,7 @@
 //! | `div.approx.f32` | a * rcp(b) (the model), rounded to nearest; 0 for |b| in (2^126, 2^128) | 1 ulp on 10 divisors |
 //! | `div.full.f32` | `div.approx`'s result for |b| <= 2^126, a / b rounded to nearest above | 1 ulp on 10 divisors |
 //!
-//! Comparisons of emulator results use kir's derived tolerances (`src/tolerance.rs`), not this
+//! Comparisons of emulator results use kir's derived tolerances (`harness/src/tolerance.rs`), not this
 //! table.
 //!
 //! Special values follow the ISA tables (ex2(-inf) = +0, lg2(0) = -inf, lg2(x<0) = NaN,

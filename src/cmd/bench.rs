@@ -6,7 +6,7 @@
 //! Guarantees:
 //! - What is timed is the PTX of the module after `--passes` (the default pipeline unless given;
 //!   `--passes ''` times the kernel as written), for the device's own `sm_XX`
-//!   ([`kir::gpu_exec::sm_for`]). Each launch: `--warmup` untimed launches and a synchronization
+//!   ([`kir_harness::gpu_exec::sm_for`]). Each launch: `--warmup` untimed launches and a synchronization
 //!   (a fault there is an error before any time is taken), then `--reps` launches, each between two
 //!   CUDA events; the median, min and max are printed ([`GpuRunner::time_launches`]).
 //! - The launches: the one given on the command line (`--grid`, `--block`, the arguments), or,
@@ -15,11 +15,11 @@
 //!   usage error (exit 2) before the device is opened.
 //! - Bytes moved (for GB/s) are counted from the arguments, not measured: each buffer argument's
 //!   whole size, once if the kernel may read it and once more if it may write it
-//!   ([`kir_ir::analysis::effects::param_access`] on the timed kernel). The device's copy rate is
+//!   ([`kir::ir::analysis::effects::param_access`] on the timed kernel). The device's copy rate is
 //!   measured on the same device for each launch: `cuMemcpyDtoDAsync` of half the kernel's bytes
 //!   (at least 4 KiB, at most 256 MiB), counted as read plus written, timed like the kernel
 //!   ([`GpuRunner::time_device_copy`]); "% of copy rate" is the kernel's GB/s over it.
-//! - `--cuda FILE.cu` compiles the file with NVRTC ([`kir_backend_ptx::nvrtc`]) for
+//! - `--cuda FILE.cu` compiles the file with NVRTC ([`kir::ptx::nvrtc`]) for
 //!   `compute_XY` of the device (plus `--nvrtc-opt`s), launches its `extern "C"` kernel of the same
 //!   name (or `--cuda-kernel`) with the same launch shape, parameters and initial buffer contents,
 //!   times it the same way, prints both medians and the ratio kir/CUDA (above 1: kir is slower),
@@ -35,17 +35,17 @@
 //!   a kernel fault: a message on stderr and a non-zero exit (2 for usage errors, 1 otherwise).
 //! - The driver calls are made in this process (as `kir diff --time` makes them): the PTX is kir's
 //!   own or compiled by NVRTC from the user's file, not a stream of generated modules, so the
-//!   worker process of `kir::isolate` (which has no timing request) is not used.
+//!   worker process of `kir_harness::isolate` (which has no timing request) is not used.
 
 use super::common::{self, parse_dims, usage};
-use kir::compare::{compare_buffers, Strictness};
-use kir::directives::parse_directives;
-use kir::gpu_exec;
-use kir_backend_ptx::gpu::{GpuError, GpuRunner, Launch, Param};
-use kir_backend_ptx::nvrtc::Nvrtc;
-use kir_interp::args::{self, ArgSpec};
-use kir_interp::{Arg, Buffer};
-use kir_ir::verify::Verified;
+use kir::interp::args::{self, ArgSpec};
+use kir::interp::{Arg, Buffer};
+use kir::ir::verify::Verified;
+use kir::ptx::gpu::{GpuError, GpuRunner, Launch, Param};
+use kir::ptx::nvrtc::Nvrtc;
+use kir_harness::compare::{compare_buffers, Strictness};
+use kir_harness::directives::parse_directives;
+use kir_harness::gpu_exec;
 use std::collections::HashMap;
 use std::process::ExitCode;
 
@@ -189,17 +189,17 @@ fn launch_of(grid: [u32; 3], block: [u32; 3], shared: u32) -> Launch {
 
 /// Whether a GPU must be used (no fallback to the emulated driver).
 fn gpu_required(a: &Args) -> bool {
-    a.require_gpu || super::diff::gpu_required_by_env()
+    a.require_gpu || super::run_options::gpu_required_by_env()
 }
 
 /// Without any CUDA driver and with `KIR_CUDA_DRIVER` unset, runs this command again on kir's
 /// emulated driver and returns its exit status; `None` when a driver is there (or one was chosen).
 fn rerun_on_emulated_driver(a: &Args) -> Option<ExitCode> {
-    let var = kir_backend_ptx::driver_lib::ENV_VAR;
+    let var = kir::ptx::driver_lib::ENV_VAR;
     if std::env::var_os(var).is_some_and(|v| !v.is_empty()) {
         return None;
     }
-    match kir_backend_ptx::gpu::driver() {
+    match kir::ptx::gpu::driver() {
         Err(GpuError::NoDriver) => {}
         _ => return None,
     }
@@ -259,13 +259,13 @@ pub fn run(a: &Args) -> ExitCode {
         Err(code) => return code,
     };
     // The pipeline, then the arguments bound to the kernels it produced.
-    let passes = a.passes.as_deref().unwrap_or(kir_passes::DEFAULT_PIPELINE);
-    let pipeline = match kir_passes::parse_pipeline(passes) {
+    let passes = a.passes.as_deref().unwrap_or(kir::passes::DEFAULT_PIPELINE);
+    let pipeline = match kir::passes::parse_pipeline(passes) {
         Ok(p) => p,
         Err(e) => return usage(format!("--passes: {e}")),
     };
-    let run_cfg = kir_passes::RunConfig::default();
-    let optimized = match kir_passes::run_pipeline(loaded.module.clone(), &pipeline, &run_cfg, &mut std::io::sink()) {
+    let run_cfg = kir::passes::RunConfig::default();
+    let optimized = match kir::passes::run_pipeline(loaded.module.clone(), &pipeline, &run_cfg, &mut std::io::sink()) {
         Ok((m, _)) => m,
         Err(e) => {
             eprintln!("error: --passes `{passes}`: {e}");
@@ -296,7 +296,7 @@ pub fn run(a: &Args) -> ExitCode {
         }
     };
     let device = runner.device_name().unwrap_or_else(|_| "?".into());
-    let emulated = kir_backend_ptx::gpu::is_emulated_device(&device);
+    let emulated = kir::ptx::gpu::is_emulated_device(&device);
     let cc = match runner.compute_capability() {
         Ok(cc) => cc,
         Err(e) => {
@@ -366,7 +366,7 @@ pub fn run(a: &Args) -> ExitCode {
         println!();
         println!("@{k} {}{at}: {} bytes ({})", shape(&b.case.launch), b.bytes, b.bytes_how);
         let label = if emulated { "  [CPU time of the PTX emulator, not GPU time]" } else { "" };
-        let kir_times = match time(&mut runner, ptx, &gpu_exec::ptx_entry_name(k), b, a) {
+        let kir_times = match time(&mut runner, ptx, &kir::api::ptx_entry_name(k), b, a) {
             Ok(t) => t,
             Err(e) => {
                 eprintln!("error: @{k} {}{at}: {e}", shape(&b.case.launch));
@@ -532,7 +532,7 @@ fn bind(m: &Verified, case: Case, base_dir: Option<&std::path::Path>) -> Result<
     };
     let at = case.line.map(|l| format!(" (line {l})")).unwrap_or_default();
     let b = args::bind(k, &case.named, base_dir).map_err(|e| usage(format!("@{}{at}: {e}", case.kernel)))?;
-    let access = kir_ir::analysis::effects::param_access(k);
+    let access = kir::ir::analysis::effects::param_access(k);
     let mut bytes = 0u64;
     let mut how = Vec::new();
     let mut buffer_names = vec![String::new(); b.buffers.len()];
@@ -580,7 +580,7 @@ fn time(runner: &mut GpuRunner, ptx: &str, entry: &str, b: &Bound, a: &Args) -> 
 /// buffer agrees under the tolerance `kir diff` derives for the kir kernel.
 fn agreement(
     runner: &mut GpuRunner,
-    k: &kir_ir::Kernel,
+    k: &kir::ir::Kernel,
     kir_ptx: &str,
     cuda_ptx: &str,
     entry: &str,
@@ -589,10 +589,10 @@ fn agreement(
     let contents: Vec<Vec<u8>> = b.buffers.iter().map(|x| x.bytes.clone()).collect();
     let p = params(b);
     let kir_out = runner
-        .run(kir_ptx, &gpu_exec::ptx_entry_name(&k.name), b.case.launch, &contents, &p)
+        .run(kir_ptx, &kir::api::ptx_entry_name(&k.name), b.case.launch, &contents, &p)
         .map_err(|e| e.to_string())?;
     let cuda_out = runner.run(cuda_ptx, entry, b.case.launch, &contents, &p).map_err(|e| e.to_string())?;
-    let (tol, _) = kir::tolerance::derived_tolerance_explained(k);
+    let (tol, _) = kir_harness::tolerance::derived_tolerance_explained(k);
     let mut differing = Vec::new();
     for (i, (x, y)) in kir_out.into_iter().zip(cuda_out).enumerate() {
         let (mut bx, mut by) = (b.buffers[i].clone(), b.buffers[i].clone());

@@ -5,7 +5,7 @@
 //!   labelled with its instructions; unreachable blocks are drawn dashed (`Cfg::to_dot`).
 //! - `--format svg` prints a standalone SVG picture, laid out by kir itself (no Graphviz), with
 //!   the entry and exit blocks, barriers, divergent branches (uniformity analysis), loop back edges
-//!   and unreachable blocks marked, and a legend (see `kir::cfg_svg` for what it guarantees). The
+//!   and unreachable blocks marked, and a legend (see `kir_cli::cfg_svg` for what it guarantees). The
 //!   divergence marks need a kernel that verifies; without that the picture says so.
 //! - Another `--format` value is a usage error (exit code 2).
 
@@ -40,8 +40,8 @@ pub fn run(args: &Args) -> ExitCode {
         Err(code) => return code,
     };
     match args.format {
-        Format::Dot => print!("{}", kir_ir::analysis::cfg::Cfg::new(k).to_dot(k)),
-        Format::Svg => print!("{}", kir::cfg_svg::render_kernel(k)),
+        Format::Dot => print!("{}", kir::ir::analysis::cfg::Cfg::new(k).to_dot(k)),
+        Format::Svg => print!("{}", kir_cli::cfg_svg::render_kernel(k)),
     }
     ExitCode::SUCCESS
 }

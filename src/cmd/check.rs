@@ -4,7 +4,7 @@
 //! but do not fail); exit 1 otherwise, with every diagnostic of every file rendered to stderr.
 
 use super::common;
-use crate::checks;
+use kir::checks;
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
@@ -26,7 +26,7 @@ pub fn run(args: &Args) -> ExitCode {
         };
         let diags = checks::check_module(&loaded.module);
         loaded.emit(&diags);
-        if kir_ir::diag::has_errors(&diags) {
+        if kir::ir::diag::has_errors(&diags) {
             failed += 1;
         }
     }

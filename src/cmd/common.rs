@@ -3,9 +3,9 @@
 //! Guarantees: a missing or unreadable file, or a file that fails to parse or verify, prints a
 //! located message to stderr and yields exit code 1 (2 for usage errors); nothing here panics.
 
-use kir_ir::diag::{self, Diagnostic};
-use kir_ir::verify::Verified;
-use kir_ir::Module;
+use kir::ir::diag::{self, Diagnostic};
+use kir::ir::verify::Verified;
+use kir::ir::Module;
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
@@ -48,7 +48,7 @@ pub fn emit(diags: &[Diagnostic], path: &str, source: &str) {
 
 /// Reads a file as UTF-8.
 pub fn read_source(path: &str) -> Result<String, ExitCode> {
-    kir::files::read_source(std::path::Path::new(path)).map_err(|e| {
+    kir_harness::files::read_source(std::path::Path::new(path)).map_err(|e| {
         eprintln!("error: {e}");
         ExitCode::from(1)
     })
@@ -58,7 +58,7 @@ pub fn read_source(path: &str) -> Result<String, ExitCode> {
 /// failure.
 pub fn load(path: &str) -> Result<Loaded, ExitCode> {
     let source = read_source(path)?;
-    match kir_ir::text::load::load_source(std::path::Path::new(path), source.clone()) {
+    match kir::ir::text::load::load_source(std::path::Path::new(path), source.clone()) {
         Ok(l) => Ok(Loaded { path: path.to_string(), source, module: l.module, sources: l.sources }),
         Err(e) => {
             eprint!("{}", e.render(stderr_color()));
@@ -71,7 +71,7 @@ pub fn load(path: &str) -> Result<Loaded, ExitCode> {
 pub fn select_kernel<'m, M: std::borrow::Borrow<Module>>(
     loaded: &'m Loaded<M>,
     name: Option<&str>,
-) -> Result<&'m kir_ir::Kernel, ExitCode> {
+) -> Result<&'m kir::ir::Kernel, ExitCode> {
     let m: &Module = loaded.module.borrow();
     match name {
         Some(n) => {
@@ -103,9 +103,9 @@ pub fn select_kernel<'m, M: std::borrow::Borrow<Module>>(
 
 /// Reports an interpreter error located in the source: exit 2 for an invalid launch (a usage
 /// problem), 1 for a kernel fault or an interpreter bug.
-pub fn interp_failure<M>(e: &kir_interp::InterpError, loaded: &Loaded<M>) -> ExitCode {
+pub fn interp_failure<M>(e: &kir::interp::InterpError, loaded: &Loaded<M>) -> ExitCode {
     loaded.emit(&[e.to_diagnostic()]);
-    ExitCode::from(if e.kind == kir_interp::ErrorKind::InvalidLaunch { 2 } else { 1 })
+    ExitCode::from(if e.kind == kir::interp::ErrorKind::InvalidLaunch { 2 } else { 1 })
 }
 
 /// Checks the `--out NAME=PATH` list before the run: every PATH non-empty, no two outputs to one
@@ -113,9 +113,9 @@ pub fn interp_failure<M>(e: &kir_interp::InterpError, loaded: &Loaded<M>) -> Exi
 pub fn check_out_paths(
     outs: &[(String, usize, String)],
     source: &str,
-    named: &[(String, kir_interp::args::ArgSpec)],
+    named: &[(String, kir::interp::args::ArgSpec)],
 ) -> Result<(), String> {
-    use kir::files::same_file;
+    use kir_harness::files::same_file;
     use std::path::Path;
     for (i, (n, _, path)) in outs.iter().enumerate() {
         if path.trim().is_empty() {
@@ -128,7 +128,7 @@ pub fn check_out_paths(
             return Err(format!("--out {n}={path} would overwrite the file being run"));
         }
         for (arg, spec) in named {
-            if let kir_interp::args::ArgSpec::Npy(p) = spec {
+            if let kir::interp::args::ArgSpec::Npy(p) = spec {
                 if same_file(Path::new(path), p) {
                     return Err(format!("--out {n}={path} would overwrite the input of --arg {arg}"));
                 }
@@ -139,9 +139,9 @@ pub fn check_out_paths(
 }
 
 /// Writes each `--out NAME=PATH` buffer (`(name, buffer index, path)`) as `.npy`, atomically.
-pub fn write_outputs(outs: &[(String, usize, String)], buffers: &[kir_interp::Buffer]) -> Result<(), ExitCode> {
+pub fn write_outputs(outs: &[(String, usize, String)], buffers: &[kir::interp::Buffer]) -> Result<(), ExitCode> {
     for (n, buf, path) in outs {
-        kir::files::write_atomically(std::path::Path::new(path), &kir_interp::npy::encode(&buffers[*buf]))
+        kir_harness::files::write_atomically(std::path::Path::new(path), &kir::interp::npy::encode(&buffers[*buf]))
             .map_err(|e| file_error(path, format!("cannot write --out {n}: {e}")))?;
     }
     Ok(())
@@ -161,7 +161,7 @@ pub fn resolve_outputs(
     outs: &[String],
     prints: &[String],
     source: &str,
-    named: &[(String, kir_interp::args::ArgSpec)],
+    named: &[(String, kir::interp::args::ArgSpec)],
     buffer_of: impl Fn(&str) -> Result<usize, String>,
 ) -> Result<Outputs, ExitCode> {
     let mut r = Outputs { outs: Vec::new(), prints: Vec::new() };
@@ -196,10 +196,10 @@ pub fn parse_print(s: &str) -> Result<(String, Option<usize>), String> {
     Ok((name.to_string(), limit))
 }
 
-/// Prints each `(name, buffer index, limit)` as `%name: ` and the buffer's [`kir_interp::outputs::listing`].
-pub fn print_buffers(prints: &[(String, usize, Option<usize>)], buffers: &[kir_interp::Buffer]) {
+/// Prints each `(name, buffer index, limit)` as `%name: ` and the buffer's [`kir::interp::outputs::listing`].
+pub fn print_buffers(prints: &[(String, usize, Option<usize>)], buffers: &[kir::interp::Buffer]) {
     for (n, b, limit) in prints {
-        println!("%{n}: {}", kir_interp::outputs::listing(&buffers[*b], *limit));
+        println!("%{n}: {}", kir::interp::outputs::listing(&buffers[*b], *limit));
     }
 }
 
@@ -228,7 +228,7 @@ pub fn parse_bytes(s: &str) -> Result<u64, String> {
 pub fn apply_max_memory(arg: Option<&str>) -> Result<(), ExitCode> {
     if let Some(v) = arg {
         match parse_bytes(v) {
-            Ok(n) => kir_interp::set_max_memory(n),
+            Ok(n) => kir::interp::set_max_memory(n),
             Err(e) => return Err(usage(format!("--max-memory {e}"))),
         }
     }
@@ -265,12 +265,12 @@ pub fn split_named(s: &str, flag: &str) -> Result<(String, String), String> {
     }
 }
 
-/// Parses every `--arg NAME=VALUE` into an argument spec (`kir_interp::args` syntax).
-pub fn named_args(args: &[String]) -> Result<Vec<(String, kir_interp::args::ArgSpec)>, String> {
+/// Parses every `--arg NAME=VALUE` into an argument spec (`kir::interp::args` syntax).
+pub fn named_args(args: &[String]) -> Result<Vec<(String, kir::interp::args::ArgSpec)>, String> {
     args.iter()
         .map(|s| {
             let (n, v) = split_named(s, "arg")?;
-            kir_interp::args::parse_arg_spec(&v).map(|spec| (n.clone(), spec)).map_err(|e| format!("--arg {n}: {e}"))
+            kir::interp::args::parse_arg_spec(&v).map(|spec| (n.clone(), spec)).map_err(|e| format!("--arg {n}: {e}"))
         })
         .collect()
 }
@@ -290,7 +290,7 @@ pub fn load_checked(path: &str) -> Result<Loaded<Verified>, ExitCode> {
 }
 
 /// Looks up a graph by name (with or without `@`).
-pub fn select_graph<'m>(loaded: &'m Loaded<Verified>, name: &str) -> Result<&'m kir_ir::graph::Graph, ExitCode> {
+pub fn select_graph<'m>(loaded: &'m Loaded<Verified>, name: &str) -> Result<&'m kir::ir::graph::Graph, ExitCode> {
     let name = name.trim_start_matches('@');
     loaded.module.graph(name).ok_or_else(|| {
         let names: Vec<String> = loaded.module.graphs.iter().map(|g| format!("@{}", g.name)).collect();
@@ -301,7 +301,7 @@ pub fn select_graph<'m>(loaded: &'m Loaded<Verified>, name: &str) -> Result<&'m 
 
 /// The `--stats` line of `kir run` (interpreter and PTX emulator alike: the emulator's counts
 /// come in through [`emu_launch_stats`]).
-pub fn print_launch_stats(s: &kir_interp::Stats) {
+pub fn print_launch_stats(s: &kir::interp::Stats) {
     println!(
         "stats: {} thread-instructions ({} warp-instructions), global memory {} bytes read, {} bytes written, {} barriers, {} blocks of {} threads",
         s.thread_instructions,
@@ -316,8 +316,8 @@ pub fn print_launch_stats(s: &kir_interp::Stats) {
 
 /// The PTX emulator's launch counts as the interpreter's (the emulator depends on no kir crate,
 /// so it has its own type with the same fields).
-pub fn emu_launch_stats(s: &kir_ptx_emu::Stats) -> kir_interp::Stats {
-    kir_interp::Stats {
+pub fn emu_launch_stats(s: &kir_ptx_emu::Stats) -> kir::interp::Stats {
+    kir::interp::Stats {
         thread_instructions: s.thread_instructions,
         warp_instructions: s.warp_instructions,
         global_bytes_read: s.global_bytes_read,

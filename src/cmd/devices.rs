@@ -25,7 +25,7 @@ Set KIR_CUDA_EMU_LOG=1 to have the emulated driver print every failing call's re
 pub struct Args {}
 
 pub fn run(_args: &Args) -> ExitCode {
-    match kir_backend_ptx::gpu::devices() {
+    match kir::ptx::gpu::devices() {
         Ok(devs) => {
             for d in devs {
                 let (maj, min) = d.compute_capability;
@@ -41,7 +41,7 @@ pub fn run(_args: &Args) -> ExitCode {
             }
             ExitCode::SUCCESS
         }
-        Err(e @ kir_backend_ptx::gpu::GpuError::NoDriver) => {
+        Err(e @ kir::ptx::gpu::GpuError::NoDriver) => {
             eprintln!(
                 "error: {e}\nnote: KIR_CUDA_DRIVER=emu selects kir's emulated CUDA driver (see `kir devices --help`)"
             );

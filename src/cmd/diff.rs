@@ -4,13 +4,14 @@
 //! interpreter and on the GPU or in the PTX emulator with identical inputs and compare every buffer.
 //!
 //! Guarantees:
-//! - Arguments use exactly `kir run`'s syntax and checks (every parameter once, by name; scalar and
+//! - The launch options are `kir run`'s ([`super::run_options::LaunchArgs`]: the same flags, help
+//!   and rules). Arguments use exactly `kir run`'s syntax and checks (every parameter once, by name; scalar and
 //!   buffer element types); a problem is a clear message and exit 2. The file is parsed and
 //!   verified first (exit 1 with located errors).
 //! - The interpreter runs first; its written buffers are summarized on stdout as `kir run` does.
 //!   A fault there prints the located diagnostic and exits 1.
 //! - What the interpreter is compared with (`--against`): `gpu`, or `ptx-emu` (the PTX kir emits
-//!   for the file, sm_80, run in [`kir_ptx_emu`] through [`kir::emu_exec`]). The default is `gpu`
+//!   for the file, sm_80, run in [`kir_ptx_emu`] through [`kir_harness::emu_exec`]). The default is `gpu`
 //!   when a GPU is present, or required (`--require-gpu`, `KIR_REQUIRE_GPU=1`), or `--time` is
 //!   given; otherwise `ptx-emu`, and the output says that it was chosen because there is no GPU.
 //! - Against the GPU without a usable one (no CUDA driver, no device) it prints
@@ -18,8 +19,8 @@
 //!   exits 1. The emulator side never skips; a fault there prints its PTX line, instruction, block
 //!   and thread (and the `.kir` line it was emitted for) and exits 1.
 //! - Every buffer (inputs too, which catches stray writes) is compared with
-//!   [`kir::compare::compare_buffers`]: integers exactly, floats NaN-aware under `--tol`, or the
-//!   tolerance derived from the approximate ops used ([`kir::tolerance`]). For each differing
+//!   [`kir_harness::compare::compare_buffers`]: integers exactly, floats NaN-aware under `--tol`, or the
+//!   tolerance derived from the approximate ops used ([`kir_harness::tolerance`]). For each differing
 //!   buffer the first `--limit` mismatches are printed (index, interpreter value, the other
 //!   engine's value, ULP distance), then a summary line. Exit 0 when every buffer matches, 1
 //!   otherwise (also for a GPU-side error such as a module the driver rejects).
@@ -31,37 +32,22 @@
 //! - The GPU section's header names the device (`GPU (sm_90, device 0: NAME)`), marked `emulated`
 //!   for kir's emulated driver.
 
-use super::common::{self, parse_dims, usage};
+use super::common::{self, usage};
+use super::run_options::{gpu_required_by_env, LaunchArgs};
 
-use kir::compare::{compare_buffers, Strictness};
-use kir::directives::Tolerance;
-use kir::{emu_exec, gpu_exec};
-use kir_backend_ptx::gpu::{GpuError, GpuRunner};
-use kir_interp::{args, Arg, Buffer, ErrorKind, LaunchConfig};
+use kir::interp::{args, Arg, Buffer, ErrorKind, LaunchConfig};
+use kir::ptx::gpu::{GpuError, GpuRunner};
+use kir_harness::compare::{compare_buffers, Strictness};
+use kir_harness::directives::Tolerance;
+use kir_harness::{emu_exec, gpu_exec};
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
 pub struct Args {
     /// The .kir file.
     pub file: String,
-    /// The kernel to compare (optional when the file has one kernel and no --graph).
-    #[arg(long, conflicts_with = "graph")]
-    pub kernel: Option<String>,
-    /// The launch graph to compare (instead of a kernel; it carries its own launch shapes).
-    #[arg(long)]
-    pub graph: Option<String>,
-    /// Grid size in blocks: X[,Y[,Z]] [required for a kernel].
-    #[arg(long)]
-    pub grid: Option<String>,
-    /// Block size in threads: X[,Y[,Z]] [required for a kernel].
-    #[arg(long)]
-    pub block: Option<String>,
-    /// NAME=VALUE, one per parameter, as for `kir run`.
-    #[arg(long = "arg", value_name = "NAME=VALUE")]
-    pub args: Vec<String>,
-    /// Dynamic shared memory per block, in bytes (kernels).
-    #[arg(long, default_value_t = 0)]
-    pub shared: u32,
+    #[command(flatten)]
+    pub launch: LaunchArgs,
     /// What to compare the interpreter with: `gpu`, or `ptx-emu` (the emitted PTX in kir's PTX
     /// emulator). Default: gpu when a GPU is present or required (or with --time), else ptx-emu.
     #[arg(long, value_enum)]
@@ -85,18 +71,6 @@ pub struct Args {
     /// Fail (exit 1) instead of skipping when there is no GPU (also: KIR_REQUIRE_GPU=1).
     #[arg(long)]
     pub require_gpu: bool,
-    /// Instructions each run may execute: N thread-instructions in all and N per warp (default
-    /// 2^32 in all, 2^26 per warp in the interpreter).
-    #[arg(long, value_name = "N")]
-    pub fuel: Option<u64>,
-    /// Host threads for the interpreter and the emulator (default: all cores; more than the cores
-    /// or the blocks cannot help and are not started).
-    #[arg(long)]
-    pub threads: Option<usize>,
-    /// Memory budget of the run: all buffers of the arguments together, and a launch's buffers
-    /// with its race-detection shadow (default 8G; accepts 4096, 512M, 8G).
-    #[arg(long, value_name = "BYTES")]
-    pub max_memory: Option<String>,
 }
 
 /// The engine the interpreter is compared with.
@@ -108,28 +82,14 @@ pub enum Against {
     PtxEmu,
 }
 
-/// Whether the environment demands a GPU (`KIR_REQUIRE_GPU=1`).
-pub fn gpu_required_by_env() -> bool {
-    std::env::var("KIR_REQUIRE_GPU").is_ok_and(|v| v == "1")
-}
-
 /// A kernel or graph with bound arguments, ready for both engines.
 enum Target<'m> {
-    Kernel { k: kir_ir::verify::VerifiedKernel<'m>, cfg: LaunchConfig },
-    Graph { g: &'m kir_ir::graph::Graph },
-}
-
-/// The PTX emulator's options for `--fuel N` (both its limits) and `--threads N`.
-pub fn emu_options(fuel: Option<u64>, threads: Option<usize>) -> kir_ptx_emu::Options {
-    let o = kir_ptx_emu::Options { threads, ..kir_ptx_emu::Options::default() };
-    match fuel {
-        Some(n) => o.with_fuel(n),
-        None => o,
-    }
+    Kernel { k: kir::ir::verify::VerifiedKernel<'m>, cfg: LaunchConfig },
+    Graph { g: &'m kir::ir::graph::Graph },
 }
 
 pub fn run(a: &Args) -> ExitCode {
-    if let Err(code) = super::common::apply_max_memory(a.max_memory.as_deref()) {
+    if let Err(code) = a.launch.apply_max_memory() {
         return code;
     }
     let loaded = match common::load_checked(&a.file) {
@@ -140,11 +100,8 @@ pub fn run(a: &Args) -> ExitCode {
     if a.time && a.against == Some(Against::PtxEmu) {
         return usage("--time measures the GPU; it cannot be used with --against ptx-emu");
     }
-    let target = match &a.graph {
+    let target = match &a.launch.graph {
         Some(name) => {
-            if a.grid.is_some() || a.block.is_some() || a.shared != 0 {
-                return usage("--grid, --block and --shared are for kernels; a graph carries its own launch shapes");
-            }
             if a.time {
                 return usage("--time is for kernels (time the graph's kernels one at a time)");
             }
@@ -154,24 +111,21 @@ pub fn run(a: &Args) -> ExitCode {
             }
         }
         None => {
-            let k = match common::select_kernel(&loaded, a.kernel.as_deref()) {
+            let k = match common::select_kernel(&loaded, a.launch.kernel.as_deref()) {
                 Ok(k) => k,
                 Err(code) => return code,
             };
             let Some(k) = loaded.module.verified_kernel(&k.name) else {
                 return common::file_error(&loaded.path, format!("no kernel `@{}`", k.name));
             };
-            let (Some(grid), Some(block)) = (&a.grid, &a.block) else {
-                return usage("a kernel needs --grid and --block (or use --graph for a launch graph)");
+            let (grid, block) = match a.launch.dims() {
+                Ok(d) => d,
+                Err(e) => return usage(e),
             };
-            let (grid, block) = match (parse_dims(grid, "grid"), parse_dims(block, "block")) {
-                (Ok(g), Ok(b)) => (g, b),
-                (Err(e), _) | (_, Err(e)) => return usage(e),
-            };
-            Target::Kernel { k, cfg: LaunchConfig { grid, block, dynamic_shared_bytes: a.shared } }
+            Target::Kernel { k, cfg: LaunchConfig { grid, block, dynamic_shared_bytes: a.launch.shared } }
         }
     };
-    let named = match common::named_args(&a.args) {
+    let named = match common::named_args(&a.launch.args) {
         Ok(n) => n,
         Err(e) => return usage(e),
     };
@@ -179,7 +133,7 @@ pub fn run(a: &Args) -> ExitCode {
     let (launch_args, initial, buffer_params, written) = match &target {
         Target::Kernel { k, .. } => match args::bind(k, &named, None) {
             Ok(b) => {
-                let w = kir_interp::outputs::written_params(k);
+                let w = kir::interp::outputs::written_params(k);
                 let mut params = Vec::new();
                 let mut written = Vec::new();
                 for (i, p) in k.params.iter().enumerate() {
@@ -192,11 +146,11 @@ pub fn run(a: &Args) -> ExitCode {
             }
             Err(e) => return usage(e),
         },
-        Target::Graph { g } => match kir_interp::graph::bind_graph(g, &named, None) {
+        Target::Graph { g } => match kir::interp::graph::bind_graph(g, &named, None) {
             Ok(b) => {
                 let mut writes = std::collections::BTreeSet::new();
                 for l in &g.launches {
-                    writes.extend(kir_ir::analysis::effects::launch_effects(m, l).writes);
+                    writes.extend(kir::ir::analysis::effects::launch_effects(m, l).writes);
                 }
                 let mut params = Vec::new();
                 let mut written = Vec::new();
@@ -218,19 +172,19 @@ pub fn run(a: &Args) -> ExitCode {
         },
         None => {
             let (t, d) = match &target {
-                Target::Kernel { k, .. } => kir::tolerance::derived_tolerance_explained(k),
-                Target::Graph { g } => kir::tolerance::derived_tolerance_graph(m, g),
+                Target::Kernel { k, .. } => kir_harness::tolerance::derived_tolerance_explained(k),
+                Target::Graph { g } => kir_harness::tolerance::derived_tolerance_graph(m, g),
             };
             (t, format!("derived: {d}"))
         }
     };
 
     // Interpreter.
-    let opts = super::run::cli_options(false, false, a.fuel, a.threads);
+    let opts = a.launch.interp_options(false, false);
     let mut interp = initial.clone();
     let run = match &target {
-        Target::Kernel { k, cfg } => kir_interp::launch_verified(*k, cfg, &launch_args, &mut interp, &opts),
-        Target::Graph { g } => kir_interp::graph::run_graph(m, g, &launch_args, &mut interp, &opts).map(|s| s.total),
+        Target::Kernel { k, cfg } => kir::interp::launch_verified(*k, cfg, &launch_args, &mut interp, &opts),
+        Target::Graph { g } => kir::interp::graph::run_graph(m, g, &launch_args, &mut interp, &opts).map(|s| s.total),
     };
     let stats = match run {
         Ok(s) => s,
@@ -242,7 +196,7 @@ pub fn run(a: &Args) -> ExitCode {
     println!("interpreter:");
     for ((name, bi), w) in buffer_params.iter().zip(&written) {
         if *w {
-            println!("  %{name}: {}", kir_interp::outputs::summary(&interp[*bi]));
+            println!("  %{name}: {}", kir::interp::outputs::summary(&interp[*bi]));
         }
     }
     println!("tolerance: {tol} ({why})");
@@ -300,7 +254,7 @@ pub fn run(a: &Args) -> ExitCode {
         }
     };
     let device = runner.device_name().unwrap_or_else(|_| "?".into());
-    let emulated = kir_backend_ptx::gpu::is_emulated_device(&device);
+    let emulated = kir::ptx::gpu::is_emulated_device(&device);
     println!("GPU ({}, device {}: {device}{}):", sm.name(), a.device, if emulated { ", emulated" } else { "" });
     let differing = report(&buffer_params, &interp, &gpu, tol, a.limit, "GPU");
     if differing == 0 {
@@ -347,7 +301,7 @@ pub fn run(a: &Args) -> ExitCode {
 #[allow(clippy::too_many_arguments)]
 fn against_emulator(
     a: &Args,
-    loaded: &common::Loaded<kir_ir::verify::Verified>,
+    loaded: &common::Loaded<kir::ir::verify::Verified>,
     target: &Target,
     launch_args: &[Arg],
     initial: &[Buffer],
@@ -377,10 +331,10 @@ fn against_emulator(
             slot.clone_from(n);
         }
     }
-    let opts = emu_options(a.fuel, a.threads);
+    let opts = a.launch.emu_options();
     let run = match target {
         Target::Kernel { k, cfg } => {
-            let entry = gpu_exec::ptx_entry_name(&k.name);
+            let entry = kir::api::ptx_entry_name(&k.name);
             emu_exec::run_kernel(&module, &ptx, &entry, cfg, launch_args, initial, &names, &opts)
         }
         Target::Graph { g } => emu_exec::run_graph(&module, &ptx, m, g, launch_args, initial, &names, &opts),

@@ -2,12 +2,12 @@
 //! [--reduce-budget N] [--no-ptxas] [--no-emu] [--require-ptxas] [--require-gpu] [--device N]
 //! [--gpu-timeout S] [--gpu-in-process]`: generate random
 //! valid modules (a kernel and 0 to `--funcs` device functions it calls) and check each through
-//! every stage of kir (see [`kir::fuzz`]).
+//! every stage of kir (see [`kir_harness::fuzz`]).
 //!
 //! Guarantees:
-//! - Case i (0-based) is the module [`kir_ir::generate::random_module`] makes from seed `S + i`,
+//! - Case i (0-based) is the module [`kir::ir::generate::random_module`] makes from seed `S + i`,
 //!   so `kir fuzz --cases 1 --seed S+i` reproduces it alone; with `--funcs 0` it is the kernel
-//!   [`kir_ir::generate::random_kernel`] makes. Per case: the verifiers accept it (barriers across
+//!   [`kir::ir::generate::random_kernel`] makes. Per case: the verifiers accept it (barriers across
 //!   calls), the interpreter runs it as written, calls and all, without a fault (races and
 //!   uninitialized reads checked), inlining every call preserves its results bit for bit, the
 //!   pipeline preserves them bit for bit, `ptxas` accepts its PTX (inlined, and with the
@@ -17,7 +17,7 @@
 //! - A missing `ptxas` or GPU is announced on stdout with a `skip:` line and the check is skipped;
 //!   a missing `ptxas` is an error (exit 1) with `--require-ptxas` or when `CI=true`, a missing
 //!   GPU with `--require-gpu` or `KIR_REQUIRE_GPU=1`.
-//! - Every GPU module load and launch runs in a worker process ([`kir::isolate::IsolatedGpu`],
+//! - Every GPU module load and launch runs in a worker process ([`kir_harness::isolate::IsolatedGpu`],
 //!   this executable as `kir __gpu-worker`; `--gpu-in-process` runs them here instead): a driver
 //!   that crashes (its PTX JIT segfaulting) or hangs (`--gpu-timeout`, default 60 s) ends the
 //!   worker, not the campaign; the next check starts a new one.
@@ -26,7 +26,7 @@
 //!   failures in the summary, reduced like a failure (as its own kind: the same tool, signal and
 //!   stage), and kept as `DIR/case-SEED.kir` plus `DIR/case-SEED.ptx`, the PTX the tool crashed on.
 //!   Driver crashes met while reducing another failure are counted in the summary too.
-//! - Each failing case is reduced ([`kir::fuzz::reduce_module`], functions included) and written to
+//! - Each failing case is reduced ([`kir_harness::fuzz::reduce_module`], functions included) and written to
 //!   `DIR/case-SEED.kir`: a ready-to-run file with its `; run:` line. One line per failure and a
 //!   summary (cases, failures, tool crashes, checks run — ptxas, ptx-emu, GPU — emulator failures,
 //!   cases per second) go to stdout.
@@ -38,11 +38,11 @@
 //!   copy the first function up to 6 × 2^(N-1) times: 768 copies at the limit).
 
 use super::common::usage;
-use kir::fuzz::{self, FuzzConfig, Ran};
-use kir::gpu_exec::GpuExec;
-use kir::isolate::IsolatedGpu;
-use kir_backend_ptx::gpu::{GpuError, GpuRunner};
-use kir_backend_ptx::SmVersion;
+use kir::ptx::gpu::{GpuError, GpuRunner};
+use kir::ptx::SmVersion;
+use kir_harness::fuzz::{self, FuzzConfig, Ran};
+use kir_harness::gpu_exec::GpuExec;
+use kir_harness::isolate::IsolatedGpu;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -63,13 +63,13 @@ pub struct Args {
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     /// Target instructions per kernel.
-    #[arg(long, default_value_t = kir_ir::generate::GenConfig::default().insts)]
+    #[arg(long, default_value_t = kir::ir::generate::GenConfig::default().insts)]
     pub insts: usize,
     /// Device functions per case: each module has 0 to N of them (0: kernels without calls).
-    #[arg(long, default_value_t = kir_ir::generate::GenConfig::with_funcs().max_funcs)]
+    #[arg(long, default_value_t = kir::ir::generate::GenConfig::with_funcs().max_funcs)]
     pub funcs: usize,
     /// The pass pipeline whose results must equal the unoptimized kernel's.
-    #[arg(long, default_value = kir_passes::DEFAULT_PIPELINE)]
+    #[arg(long, default_value = kir::passes::DEFAULT_PIPELINE)]
     pub pipeline: String,
     /// PTX target for ptxas (and the GPU when it has no better match).
     #[arg(long, default_value = "sm_80")]
@@ -130,7 +130,7 @@ impl Gpu {
 }
 
 pub fn run(a: &Args) -> ExitCode {
-    let pipeline = match kir_passes::parse_pipeline(&a.pipeline) {
+    let pipeline = match kir::passes::parse_pipeline(&a.pipeline) {
         Ok(p) => p,
         Err(e) => return usage(format!("--pipeline: {e}")),
     };
@@ -176,35 +176,37 @@ pub fn run(a: &Args) -> ExitCode {
     // Tools.
     let ci = std::env::var("CI").is_ok_and(|v| v == "true");
     if !a.no_ptxas {
-        if kir_backend_ptx::tools::find_ptxas().is_some() {
+        if kir::ptx::tools::find_ptxas().is_some() {
             cfg.ptxas = Some(sm);
         } else if a.require_ptxas || ci {
             eprintln!(
                 "error: ptxas not found and it is required ({}; --require-ptxas or CI=true)",
-                kir_backend_ptx::tools::INSTALL_HINT
+                kir::ptx::tools::INSTALL_HINT
             );
             return ExitCode::from(1);
         } else {
-            println!("skip: ptxas not found ({}); PTX is not assembled", kir_backend_ptx::tools::INSTALL_HINT);
+            println!("skip: ptxas not found ({}); PTX is not assembled", kir::ptx::tools::INSTALL_HINT);
         }
     }
-    let require_gpu = a.require_gpu || super::diff::gpu_required_by_env();
+    let require_gpu = a.require_gpu || super::run_options::gpu_required_by_env();
     let mut gpu: Option<(Gpu, SmVersion)> = match Gpu::open(a) {
-        Ok(mut g) => match g.exec().compute_capability().map_err(|e| e.to_string()).and_then(kir::gpu_exec::sm_for) {
-            Ok(gsm) => {
-                if g.exec().is_emulated() {
-                    println!(
+        Ok(mut g) => {
+            match g.exec().compute_capability().map_err(|e| e.to_string()).and_then(kir_harness::gpu_exec::sm_for) {
+                Ok(gsm) => {
+                    if g.exec().is_emulated() {
+                        println!(
                         "note: the GPU column runs on `{}`, kir's emulated CUDA driver (KIR_CUDA_DRIVER), not on hardware",
                         g.exec().device_name().unwrap_or_default()
                     );
+                    }
+                    Some((g, gsm))
                 }
-                Some((g, gsm))
+                Err(e) => {
+                    eprintln!("error: GPU: {e}");
+                    return ExitCode::from(1);
+                }
             }
-            Err(e) => {
-                eprintln!("error: GPU: {e}");
-                return ExitCode::from(1);
-            }
-        },
+        }
         Err(e @ GpuError::DriverSelection(_)) => {
             eprintln!("error: {e}");
             return ExitCode::from(1);
@@ -247,7 +249,7 @@ pub fn run(a: &Args) -> ExitCode {
         }
         let crash = failure.kind.is_tool_crash();
         println!("{} case seed {seed}: {failure}", if crash { "CRASH" } else { "FAIL" });
-        let mut check = |c: &kir_ir::Module| -> Option<fuzz::Failure> {
+        let mut check = |c: &kir::ir::Module| -> Option<fuzz::Failure> {
             let mut ran = Ran::default();
             fuzz::check_module(c, &named, &cfg, gpu.as_mut().map(|(g, s)| (g.exec(), *s)), &mut ran).err()
         };

@@ -1,7 +1,7 @@
-//! `kir __gpu-worker --device N` (hidden): the worker process of [`kir::isolate`]. It is started by
+//! `kir __gpu-worker --device N` (hidden): the worker process of [`kir_harness::isolate`]. It is started by
 //! kir itself (`kir fuzz`), never by hand: it speaks a binary protocol on stdin/stdout.
 //!
-//! Guarantees: those of [`kir::isolate::worker_main`].
+//! Guarantees: those of [`kir_harness::isolate::worker_main`].
 
 use std::process::ExitCode;
 
@@ -13,5 +13,5 @@ pub struct Args {
 }
 
 pub fn run(a: &Args) -> ExitCode {
-    kir::isolate::worker_main(a.device)
+    kir_harness::isolate::worker_main(a.device)
 }

@@ -10,5 +10,5 @@ use std::process::ExitCode;
 pub struct Args {}
 
 pub fn run(_args: &Args) -> ExitCode {
-    ExitCode::from(kir::lsp::run_stdio().clamp(0, 255) as u8)
+    ExitCode::from(kir_cli::lsp::run_stdio().clamp(0, 255) as u8)
 }

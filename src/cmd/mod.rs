@@ -13,5 +13,6 @@ pub mod opt;
 pub mod ptx;
 pub mod run;
 pub mod run_graph;
+pub mod run_options;
 pub mod run_ptx;
 pub mod test;

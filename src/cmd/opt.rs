@@ -10,14 +10,14 @@
 //!   `--dump-dir DIR` writes `00-input.kir`, `01-<pass>.kir`, ... (valid `.kir`, diffable).
 //! - `--list-passes` prints one line per registered pass (and one per option) and exits 0.
 //! - `--print-divergence` prints the uniformity verdict of every value and block of the input
-//!   (see `kir_passes::uniformity::annotate`) to stderr before the pipeline runs.
+//!   (see `kir::passes::uniformity::annotate`) to stderr before the pipeline runs.
 //! - `--cfg-svg DIR` writes `DIR/<kernel>.svg` for every kernel of the result (after the pipeline):
 //!   the picture `kir cfg --format svg` draws, divergent branches, barriers and loops marked
-//!   (`kir::cfg_svg`). One file per kernel (a module often has several, and each picture is one
+//!   (`kir_cli::cfg_svg`). One file per kernel (a module often has several, and each picture is one
 //!   graph); DIR is created; the files are written only when every pass succeeded.
 
 use super::common;
-use kir_passes::{parse_pipeline, registry, run_pipeline_in_place, PassError, RunConfig, DEFAULT_PIPELINE};
+use kir::passes::{parse_pipeline, registry, run_pipeline_in_place, PassError, RunConfig, DEFAULT_PIPELINE};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -112,7 +112,7 @@ pub fn run(args: &Args) -> ExitCode {
     let mut pipeline = pipeline;
     if args.print_fusion {
         for step in pipeline.steps.iter_mut().filter(|s| s.name() == "fuse") {
-            step.pass = kir_passes::PassKind::Module(Box::new(kir_passes::fuse::Fuse { explain: true }));
+            step.pass = kir::passes::PassKind::Module(Box::new(kir::passes::fuse::Fuse { explain: true }));
         }
     }
     let known: Vec<&str> = registry().iter().map(|p| p.name).collect();
@@ -129,9 +129,9 @@ pub fn run(args: &Args) -> ExitCode {
     if args.print_divergence {
         // The analysis a verified module carries (computed on the verifier's CFGs); nothing to
         // annotate on a module that does not verify (the pipeline reports why).
-        if let Ok(v) = kir_ir::verify::verify(loaded.module.clone()) {
+        if let Ok(v) = kir::ir::verify::verify(loaded.module.clone()) {
             for (i, k) in v.kernels.iter().enumerate() {
-                eprint!("{}", kir_passes::uniformity::annotate(k, v.uniformity(i)));
+                eprint!("{}", kir::passes::uniformity::annotate(k, v.uniformity(i)));
             }
         }
     }
@@ -171,12 +171,12 @@ pub fn run(args: &Args) -> ExitCode {
         }
         for k in &loaded.module.kernels {
             let file = dir.join(format!("{}.svg", k.name));
-            if let Err(e) = std::fs::write(&file, kir::cfg_svg::render_kernel(k)) {
+            if let Err(e) = std::fs::write(&file, kir_cli::cfg_svg::render_kernel(k)) {
                 return common::file_error(&file.display().to_string(), e);
             }
         }
     }
-    let text = kir_ir::print_module(&loaded.module);
+    let text = kir::ir::print_module(&loaded.module);
     match &args.output {
         Some(out) => {
             if let Err(e) = std::fs::write(out, text) {

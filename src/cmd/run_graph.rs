@@ -12,8 +12,8 @@
 //!   and per launch; these are the interpreter's exact counts.
 
 use super::common::{self, usage};
-use super::run::Args;
-use kir_interp::graph::{bind_graph, run_graph};
+use super::run_options::RunArgs as Args;
+use kir::interp::graph::{bind_graph, run_graph};
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -28,7 +28,7 @@ pub fn run(a: &Args, name: &str) -> ExitCode {
         Ok(g) => g,
         Err(code) => return code,
     };
-    let named = match common::named_args(&a.args) {
+    let named = match common::named_args(&a.launch.args) {
         Ok(n) => n,
         Err(e) => return usage(e),
     };
@@ -37,7 +37,7 @@ pub fn run(a: &Args, name: &str) -> ExitCode {
         Err(e) => return usage(e),
     };
     let buffer_of = |n: &str| match g.param(n).map(|(i, _)| bound.args[i]) {
-        Some(kir_interp::Arg::Buffer(b)) => Some(b),
+        Some(kir::interp::Arg::Buffer(b)) => Some(b),
         _ => None,
     };
     let resolved = common::resolve_outputs(&a.outs, &a.prints, &a.file, &named, |n| {
@@ -47,7 +47,7 @@ pub fn run(a: &Args, name: &str) -> ExitCode {
         Ok(r) => r,
         Err(code) => return code,
     };
-    let opts = super::run::cli_options(a.races, a.uninit, a.fuel, a.threads);
+    let opts = a.launch.interp_options(a.races, a.uninit);
     let start = Instant::now();
     let result = run_graph(m, g, &bound.args, &mut bound.buffers, &opts);
     let elapsed = start.elapsed();
@@ -61,10 +61,10 @@ pub fn run(a: &Args, name: &str) -> ExitCode {
     common::print_buffers(&prints, &bound.buffers);
     if outs.is_empty() && prints.is_empty() {
         let written: std::collections::BTreeSet<String> =
-            g.launches.iter().flat_map(|l| kir_ir::analysis::effects::launch_effects(m, l).writes).collect();
+            g.launches.iter().flat_map(|l| kir::ir::analysis::effects::launch_effects(m, l).writes).collect();
         for p in &g.params {
             if let (true, Some(b)) = (written.contains(&p.name), buffer_of(&p.name)) {
-                println!("%{}: {}", p.name, kir_interp::outputs::summary(&bound.buffers[b]));
+                println!("%{}: {}", p.name, kir::interp::outputs::summary(&bound.buffers[b]));
             }
         }
     }

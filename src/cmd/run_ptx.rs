@@ -4,7 +4,7 @@
 //! `kir run`.
 //!
 //! Guarantees:
-//! - Arguments are bound by the PTX parameter names ([`kir::ptx_args`]): every parameter exactly
+//! - Arguments are bound by the PTX parameter names ([`kir_harness::ptx_args`]): every parameter exactly
 //!   once; a buffer form for a 64-bit parameter gives it a buffer of the form's element type; a
 //!   literal is parsed at the parameter's type. Problems are usage errors (exit 2), as are
 //!   `--graph`, `--races` and `--uninit`, which only the interpreter has.
@@ -16,11 +16,11 @@
 //!   the buffers it left unchanged are named; with `--out NAME=PATH.npy` that buffer is written.
 //! - `--stats` prints the emulator's counts in `kir run`'s format; `--time` the launch's wall time.
 
-use super::common::{self, parse_dims, usage};
-use super::run::Args;
-use kir::emu_exec;
-use kir_ir::diag::Diagnostic;
-use kir_ir::span::Span;
+use super::common::{self, usage};
+use super::run_options::RunArgs as Args;
+use kir::ir::diag::Diagnostic;
+use kir::ir::span::Span;
+use kir_harness::emu_exec;
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -56,7 +56,7 @@ fn emit(d: Diagnostic, path: &str, text: &str) {
 }
 
 pub fn run(a: &Args) -> ExitCode {
-    if a.graph.is_some() {
+    if a.launch.graph.is_some() {
         return usage("--graph is for .kir files; a PTX file has entries (choose one with --kernel)");
     }
     if a.races || a.uninit {
@@ -77,7 +77,7 @@ pub fn run(a: &Args) -> ExitCode {
     };
     let names: Vec<&str> = module.entries().iter().map(|e| e.name.as_str()).collect();
     let listed = if names.is_empty() { "none".to_string() } else { names.join(", ") };
-    let entry = match &a.kernel {
+    let entry = match &a.launch.kernel {
         Some(k) => {
             let k = k.trim_start_matches('@');
             match module.entry(k) {
@@ -95,18 +95,15 @@ pub fn run(a: &Args) -> ExitCode {
             }
         },
     };
-    let (grid, block) = match (
-        parse_dims(a.grid.as_deref().unwrap_or(""), "grid"),
-        parse_dims(a.block.as_deref().unwrap_or(""), "block"),
-    ) {
-        (Ok(g), Ok(b)) => (g, b),
-        (Err(e), _) | (_, Err(e)) => return usage(e),
+    let (grid, block) = match a.launch.dims() {
+        Ok(d) => d,
+        Err(e) => return usage(e),
     };
-    let named = match common::named_args(&a.args) {
+    let named = match common::named_args(&a.launch.args) {
         Ok(n) => n,
         Err(e) => return usage(e),
     };
-    let bound = match kir::ptx_args::bind(entry, &named, None) {
+    let bound = match kir_harness::ptx_args::bind(entry, &named, None) {
         Ok(b) => b,
         Err(e) => return usage(e),
     };
@@ -131,8 +128,8 @@ pub fn run(a: &Args) -> ExitCode {
         }
         v
     };
-    let cfg = kir_interp::LaunchConfig { grid, block, dynamic_shared_bytes: a.shared };
-    let opts = super::diff::emu_options(a.fuel, a.threads);
+    let cfg = kir::interp::LaunchConfig { grid, block, dynamic_shared_bytes: a.launch.shared };
+    let opts = a.launch.emu_options();
     let start = Instant::now();
     let result =
         emu_exec::run_kernel(&module, &text, &entry.name, &cfg, &bound.args, &bound.buffers, &buffer_names, &opts);
@@ -152,7 +149,7 @@ pub fn run(a: &Args) -> ExitCode {
             if run.buffers[b] == bound.buffers[b] {
                 unchanged.push(format!("%{}", p.name));
             } else {
-                println!("%{}: {}", p.name, kir_interp::outputs::summary(&run.buffers[b]));
+                println!("%{}: {}", p.name, kir::interp::outputs::summary(&run.buffers[b]));
             }
         }
         if !unchanged.is_empty() {

@@ -2,7 +2,7 @@
 //!
 //! Guarantees: one row per file and, per directive, an `interp`, a `ptx-emu` and a `gpu` row (`ok`,
 //! `unverified` — an interpreter row whose directive expects nothing of the outputs —, `FAIL`,
-//! `skip: ...`; see [`kir::harness`]), each printed as soon as it is decided (with `[i/N]` file
+//! `skip: ...`; see [`kir_harness::kir_test`]), each printed as soon as it is decided (with `[i/N]` file
 //! progress), then a `tools: ...` line (the ptxas and the GPU used, or `ptxas: not found`,
 //! `GPU: none (WHY)`) and a final `N passed (M without expectation), N failed, N skipped` line (the
 //! parenthesis only when M > 0; `unverified` rows count as passed, or as failed with `--strict`).
@@ -11,17 +11,17 @@
 //! `; source: hardware` (recorded on a GPU: the specification), whose missing expectations only
 //! `--record-gpu` writes, from a real GPU.
 //! Exit 0 only when nothing failed and at least one file was found; a path that does not exist is
-//! an error. The walk ([`kir::walk`]) follows no link into a cycle, tests each file once, and
+//! an error. The walk ([`kir_harness::walk`]) follows no link into a cycle, tests each file once, and
 //! reports a dangling link or a non-regular `*.kir` (a FIFO would block) as a FAIL row by its own
 //! name, then goes on. `--require-gpu` (or `KIR_REQUIRE_GPU=1`) turns a missing GPU into failures.
-//! The GPU rows run in a worker process ([`kir::isolate`]): a driver crash fails a row, not the run.
+//! The GPU rows run in a worker process ([`kir_harness::isolate`]): a driver crash fails a row, not the run.
 //! A file is strict with `--strict` or when the nearest `kir-test.toml` at or above its directory
-//! says `strict = true` ([`kir::directives::find_test_config`]; `kernels/` has one); every such
+//! says `strict = true` ([`kir_harness::directives::find_test_config`]; `kernels/` has one); every such
 //! file is read before any test runs, and a malformed one is an error (`FILE:LINE:COL: why`,
 //! exit 2).
 
-use kir::directives::{find_test_config, parse_test_config};
-use kir::harness::{self, Context, Outcome, Row};
+use kir_harness::directives::{find_test_config, parse_test_config};
+use kir_harness::kir_test::{self, Context, Outcome, Row};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -70,7 +70,7 @@ pub fn run(args: &Args) -> ExitCode {
     }
     let paths = if args.paths.is_empty() { vec!["kernels".to_string()] } else { args.paths.clone() };
     let roots: Vec<PathBuf> = paths.iter().map(PathBuf::from).collect();
-    let walk = match kir::walk::kir_files(&roots) {
+    let walk = match kir_harness::walk::kir_files(&roots) {
         Ok(w) => w,
         Err(e) => {
             eprintln!("error: {e}");
@@ -105,19 +105,19 @@ pub fn run(args: &Args) -> ExitCode {
         ctx.emu = ctx.emu.clone().with_fuel(fuel);
     }
     if ctx.ptxas.is_none() {
-        eprintln!("note: ptxas not found: {}; PTX is emitted but not assembled", kir_backend_ptx::tools::INSTALL_HINT);
+        eprintln!("note: ptxas not found: {}; PTX is emitted but not assembled", kir::ptx::tools::INSTALL_HINT);
     }
     match &ctx.gpu {
-        harness::GpuState::Unavailable(why) => eprintln!(
+        kir_test::GpuState::Unavailable(why) => eprintln!(
             "note: {why}; GPU rows are skipped{}",
             if require_gpu { " — and fail, as --require-gpu asks" } else { "" }
         ),
-        harness::GpuState::Misconfigured(why) => eprintln!("error: {why}; every GPU row fails"),
-        harness::GpuState::Available(r) if r.is_emulated() => eprintln!(
+        kir_test::GpuState::Misconfigured(why) => eprintln!("error: {why}; every GPU row fails"),
+        kir_test::GpuState::Available(r) if r.is_emulated() => eprintln!(
             "note: the GPU rows run on `{}`, kir's emulated CUDA driver (KIR_CUDA_DRIVER), not on hardware",
             r.device_name().unwrap_or_default()
         ),
-        harness::GpuState::Available(_) => {}
+        kir_test::GpuState::Available(_) => {}
     }
     let (mut passed, mut failed, mut skipped, mut unverified) = (0usize, 0usize, 0usize, 0usize);
     for p in &walk.problems {
@@ -167,7 +167,7 @@ pub fn run(args: &Args) -> ExitCode {
                 }
             }
         };
-        harness::test_file(f, &mut ctx, &mut emit);
+        kir_test::test_file(f, &mut ctx, &mut emit);
     }
     for b in &ctx.blessed {
         let verb = if b.contains("(recorded from the GPU") { "recorded" } else { "blessed" };

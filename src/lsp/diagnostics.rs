@@ -17,8 +17,8 @@
 //!   column (`in lib/reduce.kir:12:3: ...`); its first related entry is its own location there.
 
 use super::document::{Document, Place};
-use kir_ir::diag::{Diagnostic, Severity};
-use kir_ir::Span;
+use kir::ir::diag::{Diagnostic, Severity};
+use kir::ir::Span;
 
 /// A diagnostic as shown in one document.
 #[derive(Clone, Debug)]
@@ -42,7 +42,7 @@ pub fn shown(d: &Diagnostic, doc: &Document) -> Shown {
         None => Span::DUMMY,
         Some((file, local)) => {
             let text = a.file_text(file).unwrap_or("");
-            let (line, col) = kir_ir::span::line_col(text, local.start as usize);
+            let (line, col) = kir::ir::span::line_col(text, local.start as usize);
             let shown = a.imported_file(file).map(|f| f.shown.as_str()).unwrap_or("an imported file");
             message = format!("in {shown}:{line}:{col}: ");
             let label = d.primary.as_ref().map(|p| p.message.as_str()).filter(|m| !m.is_empty());

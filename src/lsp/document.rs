@@ -11,25 +11,25 @@
 //!   clamped to the end (or to the character's start); a position past the end of its line is the
 //!   line's end, and a line past the last is the end of the text.
 //! - [`Analysis::new`] never panics on any text: it parses, runs `kir check`'s checks
-//!   ([`crate::checks::check_module`]) when the module parses, and builds the name index from the
+//!   ([`kir::checks::check_module`]) when the module parses, and builds the name index from the
 //!   syntax tree when the text is syntactically valid (also when lowering reports errors).
 //! - A document with a file path ([`Analysis::at`], from a `file:` URI) is loaded as `kir` loads
-//!   a file ([`kir_ir::text::load::load_source`]): its `import` lines are resolved relative to its
+//!   a file ([`kir::ir::text::load::load_source`]): its `import` lines are resolved relative to its
 //!   directory (an imported file open in the editor is read from its unsaved text, others from
 //!   disk: [`Analysis::at_with`]), the module holds the imported functions, and
 //!   `kir check` runs on that module. The [`SourceMap`] puts the document at offset 0 and every
 //!   imported file past it, so a diagnostic's span says which file it lies in
 //!   ([`Analysis::locate`]); calls of imported functions resolve in the name index. Without a
-//!   path (an unsaved buffer) an `import` is an error at its line, as `kir_ir::text::parse` reports it.
+//!   path (an unsaved buffer) an `import` is an error at its line, as `kir::ir::text::parse` reports it.
 //! - What features point at is a [`Place`]: a span of a file of the analysis, or the start of a
 //!   file on disk.
 
 use super::symbols::{External, Index};
-use kir_ir::diag::{Diagnostic, SourceMap};
-use kir_ir::text::ast::{AstItem, AstModule};
-use kir_ir::text::load::file_key;
-use kir_ir::verify::Verified;
-use kir_ir::Span;
+use kir::ir::diag::{Diagnostic, SourceMap};
+use kir::ir::text::ast::{AstItem, AstModule};
+use kir::ir::text::load::file_key;
+use kir::ir::verify::Verified;
+use kir::ir::Span;
 use std::path::{Path, PathBuf};
 
 /// A position in a text: a line (from 0) and a column in UTF-16 code units.
@@ -169,11 +169,11 @@ pub struct ImportLine {
 /// What the server knows about one version of a document.
 pub struct Analysis {
     /// The lowered module, when the text parses (and its imports load): with the imported
-    /// functions in [`kir_ir::Module::funcs`]; [`Verified`] when the verifier accepts it (then
+    /// functions in [`kir::ir::Module::funcs`]; [`Verified`] when the verifier accepts it (then
     /// hovers read the uniformity it computes once), else as lowered. See [`Analysis::module`].
-    pub module: Option<Result<Verified, kir_ir::Module>>,
+    pub module: Option<Result<Verified, kir::ir::Module>>,
     /// The syntax tree, when the text is syntactically valid.
-    pub ast: Option<kir_ir::text::ast::AstModule>,
+    pub ast: Option<kir::ir::text::ast::AstModule>,
     /// Parse and load errors, or every diagnostic of `kir check`. Spans are in
     /// [`Analysis::sources`]' offsets: those of an imported file lie past the document's text.
     pub diagnostics: Vec<Diagnostic>,
@@ -191,7 +191,7 @@ pub struct Analysis {
 
 impl Analysis {
     /// The lowered module (verified or not), when the text parses.
-    pub fn module(&self) -> Option<&kir_ir::Module> {
+    pub fn module(&self) -> Option<&kir::ir::Module> {
         match self.module.as_ref()? {
             Ok(v) => Some(v.module()),
             Err(m) => Some(m),
@@ -219,11 +219,11 @@ impl Analysis {
     /// [`Analysis::at`] where imported files that `open` has text for (by [`file_key`]: the
     /// editor's open documents) are loaded from that text, not from disk.
     pub fn at_with(text: &str, path: Option<&Path>, open: &dyn Fn(&Path) -> Option<String>) -> Analysis {
-        let ast = kir_ir::text::parse::parse_ast(text).ok();
+        let ast = kir::ir::text::parse::parse_ast(text).ok();
         let Some(path) = path else {
-            let (module, diagnostics) = match kir_ir::parse(text) {
+            let (module, diagnostics) = match kir::ir::parse(text) {
                 Ok(m) => {
-                    let (d, m) = crate::checks::check_keeping(m);
+                    let (d, m) = kir::checks::check_keeping(m);
                     (Some(m), d)
                 }
                 Err(d) => (None, d),
@@ -242,9 +242,9 @@ impl Analysis {
             };
         };
         let (module, diagnostics, mut sources) =
-            match kir_ir::text::load::load_source_with(path, text.to_string(), open) {
+            match kir::ir::text::load::load_source_with(path, text.to_string(), open) {
                 Ok(l) => {
-                    let (d, m) = crate::checks::check_keeping(l.module);
+                    let (d, m) = kir::checks::check_keeping(l.module);
                     (Some(m), d, l.sources)
                 }
                 Err(e) => (None, e.diagnostics, e.sources),
@@ -340,7 +340,7 @@ fn imported_files(sources: &SourceMap) -> Vec<ImportedFile> {
                 path: file_key(Path::new(&f.name)),
                 shown,
                 lines: LineIndex::new(&f.text),
-                ast: kir_ir::text::parse::parse_ast(&f.text).ok(),
+                ast: kir::ir::text::parse::parse_ast(&f.text).ok(),
                 imports: vec![],
             }
         })
@@ -349,7 +349,7 @@ fn imported_files(sources: &SourceMap) -> Vec<ImportedFile> {
     for f in &mut out {
         let dir = f.path.parent().map(Path::to_path_buf).unwrap_or_default();
         if let Some(ast) = &f.ast {
-            for (written, _) in kir_ir::text::load::imports_of(ast) {
+            for (written, _) in kir::ir::text::load::imports_of(ast) {
                 let target = file_key(&dir.join(&written));
                 if let Some(j) = paths.iter().position(|p| *p == target) {
                     if !f.imports.contains(&j) {

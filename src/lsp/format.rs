@@ -1,4 +1,4 @@
-//! `textDocument/formatting` through `kir fmt`'s formatter ([`kir_ir::text::format::format_source`]).
+//! `textDocument/formatting` through `kir fmt`'s formatter ([`kir::ir::text::format::format_source`]).
 //!
 //! Guarantees: the edit's text is exactly what `kir fmt` prints for the document's text (comments
 //! kept); one edit replaces the whole document; a document already in canonical form gets no
@@ -6,7 +6,7 @@
 //! partial or guessed format.
 
 use super::document::Document;
-use kir_ir::Span;
+use kir::ir::Span;
 
 /// An edit of the document: the text of `span` (`None`: the whole text) replaced by `new_text`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -19,7 +19,7 @@ pub struct Edit {
 /// when the text is already canonical; `None` when the text does not parse (nothing to format).
 pub fn format_document(doc: &Document) -> Option<Vec<Edit>> {
     let module = doc.analysis.module()?;
-    let formatted = kir_ir::text::format::format_source(&doc.text, module);
+    let formatted = kir::ir::text::format::format_source(&doc.text, module);
     if formatted == doc.text {
         return Some(vec![]);
     }

@@ -3,7 +3,7 @@
 //! Guarantees:
 //! - A value (`%x`) of a kernel shows its type, where it is defined (kernel parameter, block
 //!   parameter, or the op and block of the instruction that defines it, with the line) and its
-//!   uniformity verdict from [`kir_passes::uniformity`]: uniform, warp-uniform or varying, and for
+//!   uniformity verdict from [`kir::passes::uniformity`]: uniform, warp-uniform or varying, and for
 //!   a non-uniform value the chain of reasons down to its source of divergence (`tid.x`, an
 //!   atomic, a racy load...). The verdict is shown only when the module parses and verifies (the
 //!   analysis is defined on verified kernels); otherwise the hover says so.
@@ -23,9 +23,9 @@
 use super::document::Document;
 use super::op_docs;
 use super::symbols::{func_params_and_result, type_text, ImportUse, Symbol, SymbolKind};
-use kir_ir::text::ast::{AstItem, AstKernel, AstModule};
-use kir_ir::{BlockId, Kernel, Op, Operand, Span, Terminator, ValueDef, ValueId};
-use kir_passes::uniformity::{Level, MemObject, Uniformity, ValueReason};
+use kir::ir::text::ast::{AstItem, AstKernel, AstModule};
+use kir::ir::{BlockId, Kernel, Op, Operand, Span, Terminator, ValueDef, ValueId};
+use kir::passes::uniformity::{Level, MemObject, Uniformity, ValueReason};
 
 /// A hover: Markdown text about the name or op at `span` of the document.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -57,8 +57,8 @@ pub fn hover(doc: &Document, offset: usize) -> Option<HoverText> {
 }
 
 /// A type as written (`ptr<global, u8>`), for `ptrcast` annotations.
-fn parse_type(s: &str) -> Option<kir_ir::Type> {
-    use kir_ir::{AddrSpace, ScalarType, Type};
+fn parse_type(s: &str) -> Option<kir::ir::Type> {
+    use kir::ir::{AddrSpace, ScalarType, Type};
     if let Some(inner) = s.strip_prefix("ptr<").and_then(|r| r.strip_suffix('>')) {
         let (space, elem) = inner.split_once(',')?;
         let space = match space.trim() {
@@ -71,7 +71,7 @@ fn parse_type(s: &str) -> Option<kir_ir::Type> {
     ScalarType::from_name(s.trim()).map(Type::Scalar)
 }
 
-fn op_hover(mnemonic: &str, annot: Option<kir_ir::Type>) -> Option<String> {
+fn op_hover(mnemonic: &str, annot: Option<kir::ir::Type>) -> Option<String> {
     let (op, d) = op_docs::doc_for_mnemonic(mnemonic, annot)?;
     let mut s = format!("```kir\n{mnemonic}\n```\n");
     let sig = op.signature();
@@ -144,7 +144,7 @@ fn symbol_hover(doc: &Document, sym: &Symbol) -> Option<String> {
 
 /// `kernel @k(%a: T, ...) attrs` (or `graph @g(...)`) from the syntax tree.
 fn signature(ast: &AstModule, name: &str, kernel: bool) -> Option<String> {
-    let params = |ps: &[kir_ir::text::ast::AstParam]| {
+    let params = |ps: &[kir::ir::text::ast::AstParam]| {
         ps.iter().map(|p| format!("%{}: {}", p.name.node, type_text(&p.ty))).collect::<Vec<_>>().join(", ")
     };
     for item in &ast.items {
@@ -222,7 +222,7 @@ fn func_hover(doc: &Document, sym: &Symbol) -> Option<String> {
         s.push_str("\n\n");
     }
     let nstmts: usize = f.blocks.iter().map(|b| b.stmts.len()).sum();
-    let line = kir_ir::span::line_col(text, f.name.span.start as usize).0;
+    let line = kir::ir::span::line_col(text, f.name.span.start as usize).0;
     let place = match doc.analysis.imported_file(sym.file) {
         Some(file) => format!(" in `{}` (line {line}, imported)", file.shown),
         None => format!(" (line {line})"),
@@ -276,7 +276,7 @@ fn bname(k: &Kernel, b: BlockId) -> String {
 }
 
 /// The block holding an instruction.
-fn block_of_inst(k: &Kernel, i: kir_ir::InstId) -> Option<BlockId> {
+fn block_of_inst(k: &Kernel, i: kir::ir::InstId) -> Option<BlockId> {
     k.placed_insts().find(|(_, j)| *j == i).map(|(b, _)| b)
 }
 

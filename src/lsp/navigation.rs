@@ -8,7 +8,7 @@
 //! gives no result (never an error).
 
 use super::document::{Document, Place};
-use kir_ir::Span;
+use kir::ir::Span;
 
 /// An occurrence of a name in the document: its definition (`write`) or a use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

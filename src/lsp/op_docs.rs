@@ -5,12 +5,12 @@
 //! Guarantees:
 //! - The text shown for an op is the reference's own, never a copy kept in code: editing
 //!   `docs/language.md` changes the hover on the next build.
-//! - Every op the text format can spell ([`kir_ir::all_ops`]) has an entry; a unit test fails
+//! - Every op the text format can spell ([`kir::ir::all_ops`]) has an entry; a unit test fails
 //!   when the reference loses the row or sentence of an op (so the two cannot drift apart).
 //! - Where an op appears in two tables (integer and float `add`), the entry of the table matching
 //!   the op's type is used.
 
-use kir_ir::Op;
+use kir::ir::Op;
 use std::sync::OnceLock;
 
 const LANGUAGE_MD: &str = include_str!("../../docs/language.md");
@@ -225,10 +225,10 @@ pub fn doc_for(op: &Op) -> Option<OpDoc> {
 }
 
 /// The documentation of a mnemonic as written (`add.rn.f32`), with the op it spells.
-pub fn doc_for_mnemonic(mnemonic: &str, annot: Option<kir_ir::Type>) -> Option<(Op, OpDoc)> {
-    let annot = annot.or(Some(kir_ir::Type::Ptr(kir_ir::AddrSpace::Global, kir_ir::ScalarType::U8)));
-    let op = kir_ir::text::parse::parse_mnemonic(mnemonic, annot)
-        .or_else(|_| kir_ir::text::parse::parse_mnemonic(mnemonic, None))
+pub fn doc_for_mnemonic(mnemonic: &str, annot: Option<kir::ir::Type>) -> Option<(Op, OpDoc)> {
+    let annot = annot.or(Some(kir::ir::Type::Ptr(kir::ir::AddrSpace::Global, kir::ir::ScalarType::U8)));
+    let op = kir::ir::text::parse::parse_mnemonic(mnemonic, annot)
+        .or_else(|_| kir::ir::text::parse::parse_mnemonic(mnemonic, None))
         .ok()?;
     doc_for(&op).map(|d| (op, d))
 }
@@ -240,7 +240,7 @@ mod tests {
     #[test]
     fn every_op_has_a_line_in_the_language_reference() {
         let missing: Vec<String> =
-            kir_ir::all_ops().iter().filter(|o| doc_for(o).is_none()).map(|o| o.mnemonic()).collect();
+            kir::ir::all_ops().iter().filter(|o| doc_for(o).is_none()).map(|o| o.mnemonic()).collect();
         assert!(missing.is_empty(), "ops without an entry in docs/language.md: {missing:?}");
     }
 

@@ -7,8 +7,8 @@
 
 use super::document::Document;
 use super::symbols::{func_params_and_result, type_text, Symbol, SymbolKind};
-use kir_ir::text::ast::AstItem;
-use kir_ir::Span;
+use kir::ir::text::ast::AstItem;
+use kir::ir::Span;
 
 /// What an outline entry is, as editors draw it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -92,6 +92,6 @@ pub fn document_symbols(doc: &Document) -> Vec<OutlineEntry> {
 }
 
 /// `func (%a: f32, %r: ptr<shared, f32>) -> f32`: the outline's detail of a function.
-fn func_detail(f: &kir_ir::text::ast::AstKernel) -> String {
+fn func_detail(f: &kir::ir::text::ast::AstKernel) -> String {
     format!("func {}", func_params_and_result(f))
 }

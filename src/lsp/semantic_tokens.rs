@@ -13,7 +13,7 @@
 //!   definitions carry the `declaration` modifier and ops `defaultLibrary`. A device function's
 //!   name (after `func`, and after `call`) is a `function` without `defaultLibrary`.
 
-use kir_ir::text::lexer::{tokens, Token};
+use kir::ir::text::lexer::{tokens, Token};
 
 /// Indexes into the legend's token types ([`super::to_proto::LEGEND_TYPES`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -26,7 +26,7 @@ use super::document::Document;
 use super::from_proto::{self, uri_to_path};
 use super::transport::{self, Incoming};
 use super::{diagnostics, format, hover, navigation, outline, to_proto};
-use kir_ir::text::load::file_key;
+use kir::ir::text::load::file_key;
 use lsp_server::{Message, Notification, Request, Response};
 use lsp_types::*;
 use serde_json::Value;

@@ -17,10 +17,10 @@
 //! - Building walks the syntax tree without recursion (nested indexes and size expressions use an
 //!   explicit stack), so no input can overflow the stack here.
 
-use kir_ir::text::ast::{
+use kir::ir::text::ast::{
     AstExpr, AstGraphArg, AstItem, AstModule, AstOperand, AstParam, AstStmtKind, AstType, Spanned,
 };
-use kir_ir::Span;
+use kir::ir::Span;
 use std::collections::HashMap;
 
 /// What a name names.
@@ -57,7 +57,7 @@ pub struct Symbol {
     /// For a kernel, function or graph of this document: its item (index in the module's items).
     pub item: Option<usize>,
     /// The file the definition is in: 0 for this document, else its index in the analysis'
-    /// [`kir_ir::diag::SourceMap`] (an imported function); `def` and `full` are local to it.
+    /// [`kir::ir::diag::SourceMap`] (an imported function); `def` and `full` are local to it.
     pub file: usize,
     /// The span of the name at its definition.
     pub def: Span,
@@ -70,7 +70,7 @@ pub struct Symbol {
 #[derive(Clone, Debug)]
 pub struct External {
     pub name: String,
-    /// Its file's index in the analysis' [`kir_ir::diag::SourceMap`].
+    /// Its file's index in the analysis' [`kir::ir::diag::SourceMap`].
     pub file: usize,
     /// The name (`@f`) and the whole function, local to that file.
     pub def: Span,
@@ -426,7 +426,7 @@ impl Index {
 }
 
 /// `(%a: f32, %r: ptr<shared, f32>) -> f32` (without ` -> T` for a function without a result).
-pub fn func_params_and_result(f: &kir_ir::text::ast::AstKernel) -> String {
+pub fn func_params_and_result(f: &kir::ir::text::ast::AstKernel) -> String {
     let params: Vec<String> = f.params.iter().map(|p| format!("%{}: {}", p.name.node, type_text(&p.ty))).collect();
     let ret = f.func.as_ref().and_then(|s| s.ret.as_ref()).map(|t| format!(" -> {}", type_text(t))).unwrap_or_default();
     format!("({}){ret}", params.join(", "))

@@ -15,8 +15,8 @@ use super::hover::HoverText;
 use super::navigation::Highlight;
 use super::outline::{OutlineEntry, OutlineKind};
 use super::semantic_tokens;
-use kir_ir::diag::Severity;
-use kir_ir::Span;
+use ::kir::ir::diag::Severity;
+use ::kir::ir::Span;
 use lsp_types::{
     DiagnosticRelatedInformation, DiagnosticSeverity, DocumentHighlight, DocumentHighlightKind, DocumentSymbol, Hover,
     HoverContents, Location, MarkupContent, MarkupKind, Position, Range, SemanticToken, SemanticTokenModifier,

@@ -13,11 +13,11 @@
 //! A `#[test]` may return `Result<(), kir::api::Error>`: on a failure, cargo prints the error's
 //! `Debug`, which is the rendered diagnostic (`relu_backward.kir:LINE:COL` with the source line).
 //! This crate runs the function below from `tests/api_example.rs`, and
-//! `cargo run --example check_in_cargo_test` runs it from `main`.
+//! `cargo run -p kir --example check_in_cargo_test` runs it from `main`.
 
 use kir::api::Module;
 
-const KERNEL: &str = include_str!("../kernels/relu_backward.kir");
+const KERNEL: &str = include_str!("../../kernels/relu_backward.kir");
 
 /// The check: launch `@relu_backward` on 1000 elements (a partial last block) and compare every
 /// output with the reference, bit for bit.

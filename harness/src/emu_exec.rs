@@ -257,7 +257,7 @@ pub fn run_graph(
             f
         };
         let eargs = emu_args(&pl.args, &ids).map_err(at)?;
-        let entry = crate::gpu_exec::ptx_entry_name(&pl.kernel.name);
+        let entry = kir::api::ptx_entry_name(&pl.kernel.name);
         let s = emu::launch(module, &entry, &emu_cfg(&pl.cfg), &eargs, &mut mem, opts)
             .map_err(|e| at(launch_failure(&e, Some(ptx))))?;
         stats = add_stats(stats, s);

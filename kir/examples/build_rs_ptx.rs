@@ -4,7 +4,7 @@
 //! would into `OUT_DIR`.
 //!
 //! ```text
-//! cargo run --example build_rs_ptx [FILE.kir] [sm_80|sm_86|sm_89|sm_90]
+//! cargo run -p kir --example build_rs_ptx [FILE.kir] [sm_80|sm_86|sm_89|sm_90]
 //! ```
 //!
 //! In your crate, with `kir` in `[build-dependencies]`:
@@ -36,7 +36,8 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
-    let src = args.next().unwrap_or_else(|| concat!(env!("CARGO_MANIFEST_DIR"), "/kernels/relu_backward.kir").into());
+    let src =
+        args.next().unwrap_or_else(|| concat!(env!("CARGO_MANIFEST_DIR"), "/../kernels/relu_backward.kir").into());
     let sm_name = args.next().unwrap_or_else(|| "sm_80".into());
     let Some(sm) = SmVersion::from_name(&sm_name) else {
         eprintln!("error: unknown target `{sm_name}` (expected sm_80, sm_86, sm_89 or sm_90)");

@@ -57,8 +57,8 @@
 //! - PTX ([`Module::ptx`], [`compile_to_ptx`]) is what `kir ptx` emits: byte-for-byte deterministic,
 //!   with the `.kir` line of each instruction in comments.
 //!
-//! What this module does not do: run on a GPU (see `examples/interp_vs_cudarc.rs` for the
-//! [`kir_backend_ptx::gpu::GpuRunner`] side) or run launch graphs (the `kir run-graph` command).
+//! What this module does not do: run on a GPU (see `kir/examples/interp_vs_cudarc.rs` for the
+//! `kir::gpu::GpuRunner` side, the `gpu` feature) or run launch graphs (`kir run --graph`).
 
 use kir_interp::{Arg, Buffer, LaunchConfig};
 use kir_ir::diag::{Diagnostic, SourceMap};
@@ -383,7 +383,7 @@ impl<'m> Kernel<'m> {
 
     /// The name of the kernel's `.entry` in the PTX (`.` becomes `$`).
     pub fn ptx_entry_name(&self) -> String {
-        crate::gpu_exec::ptx_entry_name(&self.ir.name)
+        ptx_entry_name(&self.ir.name)
     }
 
     /// The parameters: name (without `%`) and type, in order.
@@ -821,4 +821,15 @@ impl Output {
     pub fn stats(&self) -> &Stats {
         &self.stats
     }
+}
+
+/// The name of the PTX `.entry` kir emits for the kernel or device function `name` (without `@`):
+/// `.` becomes `$` (a fused kernel `@a.b` is the entry `a$b`). [`Kernel::ptx_entry_name`] for a
+/// kernel of a [`Module`].
+///
+/// ```
+/// assert_eq!(kir::api::ptx_entry_name("relu_deriv.mul"), "relu_deriv$mul");
+/// ```
+pub fn ptx_entry_name(name: &str) -> String {
+    name.replace('.', "$")
 }

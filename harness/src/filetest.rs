@@ -2,7 +2,7 @@
 //! filetests). A file's `; test: KIND` header picks what is run (docs/testing.md, "Filetests"):
 //!
 //! - `verify`: the file is loaded with its imports and checked as `kir check` checks it
-//!   ([`crate::checks::check_module`]). Every error and warning must be expected by an
+//!   ([`kir::checks::check_module`]). Every error and warning must be expected by an
 //!   `; error: TEXT` / `; warning: TEXT` annotation (same severity, primary location on the
 //!   annotated line, message containing TEXT) and every annotation must be met by one diagnostic;
 //!   a file without annotations must produce no diagnostic at all. An annotation ending a code
@@ -15,7 +15,7 @@
 //!   `; nextln:`, `; sameln:`, `; not:`, ... of the `filecheck` crate; at least one) must match
 //!   what it prints, stderr then stdout. The text checked is what the `kir` binary prints: the
 //!   runner runs the binary it is given ([`Runner::with_kir_binary`]).
-//! - `run`: `kir test`'s harness ([`crate::harness::test_file`]) on the file: every row must pass
+//! - `run`: `kir test`'s harness ([`crate::kir_test::test_file`]) on the file: every row must pass
 //!   (a `skip` row, such as `gpu` without a GPU, is not a failure) and at least one `; run:`
 //!   directive must carry an `; expect:` line.
 //! - `fault`: the file is loaded and checked as for `verify`, except that an error of the verifier
@@ -46,9 +46,9 @@
 //!   file's failures, not only the first, and a failed `verify` or `fault` report shows the
 //!   rendered diagnostics. Nothing panics on a bad test file.
 
-use crate::checks::{check_keeping, check_module};
 use crate::directives::{describe_fault, parse_directives, Annotation, Directives, RunDirective};
-use crate::harness;
+use crate::kir_test;
+use kir::checks::{check_keeping, check_module};
 use kir_interp::Options;
 use kir_ir::diag::{render_map, Diagnostic, Severity, SourceMap};
 use std::fmt;
@@ -172,7 +172,7 @@ impl fmt::Display for Report {
 #[derive(Default)]
 pub struct Runner {
     kir_binary: Option<PathBuf>,
-    run_context: Option<harness::Context>,
+    run_context: Option<kir_test::Context>,
 }
 
 impl Runner {
@@ -320,9 +320,9 @@ impl Runner {
                 message: "no `; run:` directive carries an `; expect:` line: a wrong kernel would pass".into(),
             });
         }
-        let ctx = self.run_context.get_or_insert_with(|| harness::Context::detect(false));
-        harness::test_file(path, ctx, &mut |row| {
-            if let harness::Outcome::Fail(why) = row.outcome {
+        let ctx = self.run_context.get_or_insert_with(|| kir_test::Context::detect(false));
+        kir_test::test_file(path, ctx, &mut |row| {
+            if let kir_test::Outcome::Fail(why) = row.outcome {
                 // Run rows are labelled `FILE:LINE @target where`.
                 let line = row
                     .label
@@ -559,12 +559,12 @@ fn fault(path: &Path, source: &str, d: &Directives) -> (Option<Verified>, Vec<Fa
                 failures.push(Failure::at(r.line, "expected a fault, the run passed"));
                 continue;
             }
-            Err(harness::RunError::Args(why)) => {
+            Err(kir_test::RunError::Args(why)) => {
                 failures
                     .push(Failure::at(r.line, format!("expected a kernel fault, the run failed before any: {why}")));
                 continue;
             }
-            Err(harness::RunError::Interp(e)) => e,
+            Err(kir_test::RunError::Interp(e)) => e,
         };
         let Some(kind) = e.fault_kind() else {
             failures.push(Failure::at(
@@ -602,16 +602,16 @@ fn diagnostic_line(source: &str, sources: &SourceMap, d: &Diagnostic) -> Option<
 }
 
 /// Launches one directive of a `fault` file in the interpreter, on the module as written, as
-/// `kir test` launches a run that must fault ([`harness::interpret_fault_run`]), with the runtime
+/// `kir test` launches a run that must fault ([`kir_test::interpret_fault_run`]), with the runtime
 /// checks the directive leaves on.
 fn run_in_interpreter(
     module: &kir_ir::verify::Verified,
     r: &RunDirective,
     base_dir: Option<&Path>,
-) -> Result<(), harness::RunError> {
-    let specs = harness::named_specs(r).map_err(harness::RunError::Args)?;
-    let opts = harness::directive_options(r, &Options::default(), true);
-    harness::interpret_fault_run(module, r, &specs, base_dir, opts).map(|_| ())
+) -> Result<(), kir_test::RunError> {
+    let specs = kir_test::named_specs(r).map_err(kir_test::RunError::Args)?;
+    let opts = kir_test::directive_options(r, &Options::default(), true);
+    kir_test::interpret_fault_run(module, r, &specs, base_dir, opts).map(|_| ())
 }
 
 /// For each file of the load that a line `import "P"` of the tested file loads directly: its

@@ -31,10 +31,10 @@
 //!   (as `kir test` runs) a driver that dies loading or running a module fails that `gpu` row
 //!   (`the driver's PTX JIT crashed (SIGSEGV) ...`) and the next row gets a fresh worker.
 
-use crate::checks;
 use crate::compare::{compare_buffers, elements_match, Strictness};
 use crate::directives::{parse_directives, Expect, Expected, RunDirective, Tolerance};
 use crate::emu_exec::{self, EmuFailure};
+use kir::checks;
 use kir_backend_ptx::{gpu, tools, PtxOptions, SmVersion};
 use kir_interp::args::{parse_arg_spec, ArgSpec};
 use kir_interp::{Arg, Buffer, LaunchConfig, Options};
@@ -966,7 +966,7 @@ fn run_in_emulator(
             block: d.block.unwrap_or([1; 3]),
             dynamic_shared_bytes: d.shared_bytes,
         };
-        let entry = crate::gpu_exec::ptx_entry_name(&d.target);
+        let entry = kir::api::ptx_entry_name(&d.target);
         emu_exec::run_kernel(module, ptx, &entry, &cfg, &before.args, &before.initial, &before.names, opts)?
     };
     Ok(run.buffers)

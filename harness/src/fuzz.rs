@@ -564,7 +564,7 @@ pub fn emulate(
         }
     }
     let opts = kir_ptx_emu::Options { threads: Some(1), ..kir_ptx_emu::Options::default() }.with_fuel(fuel);
-    let entry = crate::gpu_exec::ptx_entry_name(&k.name);
+    let entry = kir::api::ptx_entry_name(&k.name);
     emu_exec::run_kernel(&module, ptx, &entry, cfg, &bound.args, &bound.buffers, &names, &opts)
         .map(|r| r.buffers)
         .map_err(as_failure)

@@ -149,7 +149,7 @@ pub fn run_kernel_checked(
     buffers: &[Buffer],
 ) -> Result<Vec<Buffer>, GpuError> {
     let params = gpu_params(args, buffers.len()).map_err(GpuError::Invalid)?;
-    let entry = ptx_entry_name(&k.name);
+    let entry = kir::api::ptx_entry_name(&k.name);
     let launch = gpu::KernelLaunch { ptx, kernel: &entry, launch: launch_of(cfg), params };
     let outs = runner.run_sequence(&contents(buffers), &[launch])?;
     with_contents(buffers, outs).map_err(GpuError::Invalid)
@@ -167,13 +167,8 @@ pub fn time_kernel(
 ) -> Result<Vec<f32>, String> {
     let params = gpu_params(args, buffers.len())?;
     runner
-        .time_kernel(ptx, &ptx_entry_name(&k.name), launch_of(cfg), &contents(buffers), &params, reps)
+        .time_kernel(ptx, &kir::api::ptx_entry_name(&k.name), launch_of(cfg), &contents(buffers), &params, reps)
         .map_err(|e: GpuError| e.to_string())
-}
-
-/// The `.entry` name the backend gives kernel `name` (`.` becomes `$`).
-pub fn ptx_entry_name(name: &str) -> String {
-    name.replace('.', "$")
 }
 
 /// The median of `xs` (the mean of the middle two for an even count); `None` when empty.
@@ -211,7 +206,7 @@ pub fn run_graph(
             ptx_of.push((pl.kernel.name.clone(), p));
         }
     }
-    let entries: Vec<String> = plan.launches.iter().map(|pl| ptx_entry_name(&pl.kernel.name)).collect();
+    let entries: Vec<String> = plan.launches.iter().map(|pl| kir::api::ptx_entry_name(&pl.kernel.name)).collect();
     let mut launches = Vec::with_capacity(plan.launches.len());
     for (pl, entry) in plan.launches.iter().zip(&entries) {
         let ptx = ptx_of.iter().find(|(n, _)| *n == pl.kernel.name).map(|(_, p)| p.as_str()).unwrap_or_default();

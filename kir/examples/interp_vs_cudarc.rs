@@ -1,19 +1,19 @@
 //! Runs one kernel in the kir interpreter and, when a CUDA driver is present, the same kernel's PTX
-//! on the GPU through `kir_backend_ptx::gpu::GpuRunner` (cudarc), and compares the outputs bit for
+//! on the GPU through `kir::gpu::GpuRunner` (cudarc), and compares the outputs bit for
 //! bit.
 //!
 //! ```text
-//! cargo run --example interp_vs_cudarc                       # the system's CUDA driver, if any
-//! KIR_CUDA_DRIVER=emu cargo run --example interp_vs_cudarc   # kir's emulated driver (PTX emulator)
+//! cargo run -p kir --features gpu --example interp_vs_cudarc                       # the system's CUDA driver, if any
+//! KIR_CUDA_DRIVER=emu cargo run -p kir --features gpu --example interp_vs_cudarc   # kir's emulated driver (PTX emulator)
 //! ```
 //!
 //! Without a driver (or a device) it says so and exits 0: the interpreter half still runs.
 
 use kir::api::{Module, SmVersion};
-use kir_backend_ptx::gpu::{GpuError, GpuRunner, Launch, Param};
+use kir::gpu::{GpuError, GpuRunner, Launch, Param};
 use std::process::ExitCode;
 
-const KERNEL: &str = include_str!("../kernels/relu_backward.kir");
+const KERNEL: &str = include_str!("../../kernels/relu_backward.kir");
 
 fn main() -> ExitCode {
     match run() {

@@ -1,0 +1,28 @@
+//! kir-harness: kir's test machinery, shared by `kir test`, `kir diff`, `kir bench`, `kir fuzz` and
+//! the workspace's tests. It builds on the `kir` library (with its `gpu` feature) and the crates
+//! below it.
+//!
+//! - [`directives`]: `; run:` / `; expect:` / `; check-ptx:` test directives in `.kir` files, and the
+//!   filetest header `; test:` and `; error:` / `; warning:` annotations.
+//! - [`kir_test`]: the engine of `kir test`, the main job.
+//! - [`filetest`]: the runner of `tests/filetests/`: one `.kir` file per test, its kind named by a `; test:` header.
+//! - [`compare`]: comparing output buffers (bitwise, or within ULP/relative/absolute tolerances).
+//! - [`tolerance`]: tolerances derived from the approximate ops a kernel uses.
+//! - The executors that run a kernel with the interpreter's exact inputs: [`emu_exec`] (the PTX
+//!   emulator), [`gpu_exec`] (a GPU, through the CUDA driver) and [`isolate`] (GPU runs in a worker
+//!   process, `kir __gpu-worker`, so a driver crash is an error); [`ptx_args`] binds `kir run
+//!   FILE.ptx` arguments to a PTX entry's parameters.
+//! - [`fuzz`]: random-kernel differential fuzzing and test-case reduction (`kir fuzz`).
+//! - [`walk`] (finding `.kir` files) and [`files`] (atomic writes, safe reads).
+pub mod compare;
+pub mod directives;
+pub mod emu_exec;
+pub mod files;
+pub mod filetest;
+pub mod fuzz;
+pub mod gpu_exec;
+pub mod isolate;
+pub mod kir_test;
+pub mod ptx_args;
+pub mod tolerance;
+pub mod walk;
