@@ -864,7 +864,7 @@ fn replacement(k: &Kernel, i: InstId) -> Option<Operand> {
     }
 }
 
-/// `k` without the instructions `ids`, their uses replaced (see [`replacement`]); `None` when one
+/// `k` without the instructions `ids`, their uses replaced (see `replacement`); `None` when one
 /// of them has a result that cannot be replaced.
 pub fn remove_insts(k: &Kernel, ids: &[InstId]) -> Option<Kernel> {
     if ids.is_empty() {

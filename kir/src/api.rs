@@ -452,7 +452,7 @@ mod sealed {
 }
 
 /// A Rust type that is a kir scalar type: `bool` (`pred`), `u8`, `i8` (`s8`), `u16`, `i16`,
-/// `u32`, `i32`, `u64`, `i64`, [`f16`], [`bf16`], `f32`, `f64`. Buffers of these are what pointer
+/// `u32`, `i32`, `u64`, `i64`, [`f16`](struct@f16), [`bf16`], `f32`, `f64`. Buffers of these are what pointer
 /// parameters take and what [`Output::read`] returns. Sealed.
 pub trait Element: Copy + sealed::Sealed {
     /// The kir type.

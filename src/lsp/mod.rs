@@ -14,7 +14,7 @@
 //!   ([`op_docs`], from `docs/language.md`); kernel signatures.
 //! - [`navigation`]: go to definition (also into imported files), find references and document
 //!   highlights; [`symbols`]: the name index; [`outline`]: the document outline.
-//! - [`format`]: whole-document formatting through `kir fmt`'s formatter.
+//! - [`format`](mod@format): whole-document formatting through `kir fmt`'s formatter.
 //! - [`semantic_tokens`]: token classes for coloring.
 //!
 //! Guarantees: the server never panics or hangs on any input (malformed frames, unknown methods,

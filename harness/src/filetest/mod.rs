@@ -1,5 +1,8 @@
 //! Filetests: `.kir` files that say how they are tested, run by one runner (as Cranelift's
 //! filetests). A file's `; test: KIND` header picks what is run (docs/testing.md, "Filetests"):
+//! each kind is a [`FileTest`] in its own file ([`verify`](mod@verify), [`optimize`], [`run`](mod@run), [`fault`]; what
+//! they share: [`subtest`], and the annotation matching of `verify` and `fault`: [`annotations`]);
+//! [`Kind`] names them.
 //!
 //! - `verify`: the file is loaded with its imports and checked as `kir check` checks it
 //!   ([`kir::checks::check_module`]). Every error and warning must be expected by an
@@ -46,14 +49,20 @@
 //!   file's failures, not only the first, and a failed `verify` or `fault` report shows the
 //!   rendered diagnostics. Nothing panics on a bad test file.
 
-use crate::directives::{describe_fault, parse_directives, Annotation, Directives, RunDirective};
-use crate::kir_test;
-use kir::checks::{check_keeping, check_module};
-use kir_interp::Options;
-use kir_ir::diag::{render_map, Diagnostic, Severity, SourceMap};
+pub mod annotations;
+pub mod fault;
+pub mod optimize;
+pub mod run;
+pub mod subtest;
+pub mod verify;
+
+pub use subtest::{Directive, Env, Failure, FileTest, TestFile, Verified};
+pub use verify::verify;
+
+use crate::directives::{parse_directives, Directives};
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use subtest::{comment_of, severity_name};
 
 /// What a filetest runs (its `; test:` header).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -76,6 +85,19 @@ impl Kind {
         }
     }
 
+    /// Every kind.
+    pub const ALL: [Kind; 4] = [Kind::Verify, Kind::Optimize, Kind::Run, Kind::Fault];
+
+    /// What the kind runs (one file per kind).
+    pub fn test(self) -> &'static dyn FileTest {
+        match self {
+            Kind::Verify => &verify::Verify,
+            Kind::Optimize => &optimize::Optimize,
+            Kind::Run => &run::Run,
+            Kind::Fault => &fault::Fault,
+        }
+    }
+
     /// The header's spelling.
     pub fn name(self) -> &'static str {
         match self {
@@ -85,33 +107,6 @@ impl Kind {
             Kind::Fault => "fault",
         }
     }
-}
-
-/// One reason a filetest failed.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Failure {
-    /// 1-based line of the tested file the failure is about, when there is one.
-    pub line: Option<usize>,
-    pub message: String,
-}
-
-impl Failure {
-    fn at(line: usize, message: impl Into<String>) -> Failure {
-        Failure { line: Some(line), message: message.into() }
-    }
-    fn file(message: impl Into<String>) -> Failure {
-        Failure { line: None, message: message.into() }
-    }
-}
-
-/// The diagnostics of a `verify` file, as `kir check` renders them (of a `fault` file: the checks'
-/// diagnostics, then its runs' faults).
-#[derive(Clone, Debug)]
-pub struct Verified {
-    pub diagnostics: Vec<Diagnostic>,
-    pub sources: SourceMap,
-    /// [`render_map`] without colour: the text users read.
-    pub rendered: String,
 }
 
 /// The result of one filetest.
@@ -132,7 +127,6 @@ impl Report {
         self.failures.is_empty()
     }
 }
-
 impl fmt::Display for Report {
     /// One `FILE:LINE: message` line per failure (continuation lines indented), then for a failed
     /// `verify` or `fault` file its rendered diagnostics.
@@ -171,8 +165,7 @@ impl fmt::Display for Report {
 /// `kir test` context for `run`).
 #[derive(Default)]
 pub struct Runner {
-    kir_binary: Option<PathBuf>,
-    run_context: Option<kir_test::Context>,
+    env: Env,
 }
 
 impl Runner {
@@ -182,7 +175,7 @@ impl Runner {
 
     /// The `kir` binary `optimize` files run (without it they fail, saying so).
     pub fn with_kir_binary(mut self, path: impl Into<PathBuf>) -> Runner {
-        self.kir_binary = Some(path.into());
+        self.env.kir_binary = Some(path.into());
         self
     }
 
@@ -229,110 +222,9 @@ impl Runner {
     }
 
     fn run_parsed(&mut self, kind: Kind, path: &Path, source: &str, d: &Directives) -> Report {
-        let mut verified = None;
-        let failures = match kind {
-            Kind::Verify => {
-                let (v, f) = verify(path, source, &d.annotations);
-                verified = Some(v);
-                f
-            }
-            Kind::Optimize => self.optimize(path, source),
-            Kind::Run => self.run(path, d),
-            Kind::Fault => {
-                let (v, f) = fault(path, source, d);
-                verified = v;
-                f
-            }
-        };
+        let file = TestFile { path, source, directives: d };
+        let (failures, verified) = kind.test().run(&file, &mut self.env);
         report(path, Some(kind), failures, verified)
-    }
-
-    fn optimize(&self, path: &Path, source: &str) -> Vec<Failure> {
-        let Some(kir) = &self.kir_binary else {
-            return vec![Failure::file("`test: optimize` runs the `kir` binary, and the runner was given none")];
-        };
-        let mut failures = Vec::new();
-        let passes = option_lines(source, "passes:", &mut failures);
-        let args = option_lines(source, "args:", &mut failures);
-        if !failures.is_empty() {
-            return failures;
-        }
-        let mut cmd = Command::new(kir);
-        cmd.arg("opt").arg(path);
-        if let Some(p) = passes {
-            cmd.arg("--passes").arg(p);
-        }
-        if let Some(a) = args {
-            cmd.args(a.split_whitespace());
-        }
-        let out = match cmd.output() {
-            Ok(o) => o,
-            Err(e) => return vec![Failure::file(format!("cannot run `{}`: {e}", kir.display()))],
-        };
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        if !out.status.success() {
-            return vec![Failure::file(format!("kir opt failed ({}):\n{stderr}", out.status))];
-        }
-        match kir_ir::parse(&stdout) {
-            Err(d) => failures.push(Failure::file(format!(
-                "kir opt's output does not parse:\n{}",
-                kir_ir::diag::render(&d, "<kir opt output>", &stdout, false)
-            ))),
-            Ok(m) => {
-                let diags = kir_ir::verify::verify_module(&m);
-                if kir_ir::diag::has_errors(&diags) {
-                    failures.push(Failure::file(format!(
-                        "kir opt's output does not verify:\n{}",
-                        kir_ir::diag::render(&diags, "<kir opt output>", &stdout, false)
-                    )));
-                }
-            }
-        }
-        let checker = match filecheck::CheckerBuilder::new().text(source) {
-            Ok(b) => b.finish(),
-            Err(e) => {
-                failures.push(Failure::file(format!("bad FileCheck directives: {e}")));
-                return failures;
-            }
-        };
-        if checker.is_empty() {
-            failures.push(Failure::file("no FileCheck directives (`; check:` ...)"));
-            return failures;
-        }
-        let text = format!("{stderr}{stdout}");
-        match checker.explain(&text, filecheck::NO_VARIABLES) {
-            Ok((true, _)) => {}
-            Ok((false, explain)) => failures.push(Failure::file(format!(
-                "FileCheck directives do not match what kir opt printed (stderr, then stdout):\n{text}\n--- explanation ---\n{explain}"
-            ))),
-            Err(e) => failures.push(Failure::file(format!("FileCheck: {e}"))),
-        }
-        failures
-    }
-
-    fn run(&mut self, path: &Path, d: &Directives) -> Vec<Failure> {
-        let mut failures = Vec::new();
-        if !d.runs.iter().any(|r| !r.expects.is_empty()) {
-            let line = d.runs.first().map(|r| r.line);
-            failures.push(Failure {
-                line,
-                message: "no `; run:` directive carries an `; expect:` line: a wrong kernel would pass".into(),
-            });
-        }
-        let ctx = self.run_context.get_or_insert_with(|| kir_test::Context::detect(false));
-        kir_test::test_file(path, ctx, &mut |row| {
-            if let kir_test::Outcome::Fail(why) = row.outcome {
-                // Run rows are labelled `FILE:LINE @target where`.
-                let line = row
-                    .label
-                    .split_once(' ')
-                    .and_then(|(at, _)| at.rsplit_once(':'))
-                    .and_then(|(_, l)| l.parse::<usize>().ok());
-                failures.push(Failure { line, message: format!("{}: FAIL {why}", row.label) });
-            }
-        });
-        failures
     }
 }
 
@@ -355,334 +247,53 @@ fn header(d: &Directives) -> Result<Kind, Failure> {
     }
 }
 
-/// `; passes: P` / `; args: A` of an `optimize` file: at most one each.
-fn option_lines<'a>(source: &'a str, key: &str, failures: &mut Vec<Failure>) -> Option<&'a str> {
-    let mut found: Option<(usize, &str)> = None;
-    for (n, l) in source.lines().enumerate() {
-        let Some(v) = comment_of(l).and_then(|c| c.strip_prefix(key)) else { continue };
-        match found {
-            None => found = Some((n + 1, v.trim())),
-            Some((first, _)) => {
-                failures.push(Failure::at(n + 1, format!("a second `; {key}` line (the first is on line {first})")))
-            }
-        }
-    }
-    found.map(|(_, v)| v)
-}
-
-/// The text of a comment-only line after `;` and spaces.
-fn comment_of(line: &str) -> Option<&str> {
-    line.trim_start().strip_prefix(';').map(str::trim_start)
-}
-
 /// Directives that mean nothing to `kind`: failures, so that they are never silently ignored.
 fn misplaced_directives(kind: Kind, source: &str, d: &Directives) -> Vec<Failure> {
+    let test = kind.test();
     let mut out = Vec::new();
-    if !matches!(kind, Kind::Verify | Kind::Fault) {
-        for a in &d.annotations {
-            out.push(Failure::at(
-                a.line,
-                format!(
-                    "`{}:` annotations belong in `test: verify` and `test: fault` files, not `test: {}`",
-                    severity_name(a.severity),
-                    kind.name()
-                ),
-            ));
+    let mut refuse = |what: Directive, line: usize, spelled: &str| {
+        if test.reads().contains(&what) {
+            return;
         }
-    }
-    if !matches!(kind, Kind::Run | Kind::Fault) {
-        for r in &d.runs {
-            out.push(Failure::at(
-                r.line,
-                format!("`run:` belongs in `test: run` and `test: fault` files, not `test: {}`", kind.name()),
-            ));
-        }
-    }
-    if kind != Kind::Run {
-        for e in d.runs.iter().flat_map(|r| &r.expects) {
-            out.push(Failure::at(
-                e.line,
-                match kind {
-                    Kind::Fault => "`expect:` is not allowed in a `test: fault` file: its runs must fault, and a \
-                                    `; fault:` line says how"
-                        .to_string(),
-                    _ => format!("`expect:` belongs in `test: run` files, not `test: {}`", kind.name()),
-                },
-            ));
-        }
-        for (line, _) in &d.ptx_checks {
-            out.push(Failure::at(
-                *line,
-                format!("`check-ptx:` belongs in `test: run` files, not `test: {}`", kind.name()),
-            ));
-        }
-    }
-    if kind != Kind::Fault {
-        for f in d.runs.iter().filter_map(|r| r.fault.as_ref()) {
-            out.push(Failure::at(
-                f.line,
-                format!("`fault:` belongs in `test: fault` files, not `test: {}`", kind.name()),
-            ));
-        }
-    }
-    if kind != Kind::Optimize {
-        for (n, l) in source.lines().enumerate() {
-            if let Some(key) = comment_of(l).and_then(|c| ["passes:", "args:"].into_iter().find(|k| c.starts_with(k))) {
-                out.push(Failure::at(
-                    n + 1,
-                    format!("`{key}` belongs in `test: optimize` files, not `test: {}`", kind.name()),
-                ));
-            }
-        }
-    }
-    out
-}
-
-fn severity_name(s: Severity) -> &'static str {
-    match s {
-        Severity::Error => "error",
-        Severity::Warning => "warning",
-        Severity::Note => "note",
-    }
-}
-
-/// The `verify` kind: load, check, and match the diagnostics with the annotations.
-pub fn verify(path: &Path, source: &str, annotations: &[Annotation]) -> (Verified, Vec<Failure>) {
-    let (diagnostics, sources) = match kir_ir::text::load::load_source(path, source.to_string()) {
-        Ok(l) => (check_module(&l.module), l.sources),
-        Err(e) => (e.diagnostics, e.sources),
-    };
-    expect_diagnostics(path, source, diagnostics, sources, annotations)
-}
-
-/// Matches `diagnostics` (of the load of `path`, whose text is `source`) with the annotations:
-/// every error and warning expected by one, every annotation met by one (the `verify` rules, which
-/// the `fault` kind shares).
-fn expect_diagnostics(
-    path: &Path,
-    source: &str,
-    diagnostics: Vec<Diagnostic>,
-    sources: SourceMap,
-    annotations: &[Annotation],
-) -> (Verified, Vec<Failure>) {
-    let rendered = render_map(&diagnostics, &sources, false);
-    let mut failures = Vec::new();
-    let imports = import_lines(path, source, &sources);
-    // The errors and warnings with the line of the tested file each is about.
-    let mut located: Vec<(&Diagnostic, usize)> = Vec::new();
-    for d in diagnostics.iter().filter(|d| d.severity != Severity::Note) {
-        let what = format!("{} `{}`", severity_name(d.severity), d.message);
-        let Some(span) = d.span().filter(|s| !s.is_dummy()) else {
-            failures.push(Failure::file(format!("{what} has no location")));
-            continue;
+        let message = match test.refusal(what) {
+            Some(m) => m.to_string(),
+            None => format!("{spelled} in {} files, not `test: {}`", homes(what), kind.name()),
         };
-        let Some((file, range)) = sources.locate(span) else {
-            failures.push(Failure::file(format!("{what} points into no file of the load")));
-            continue;
-        };
-        if file == 0 {
-            located.push((d, kir_ir::span::line_col(source, range.start).0));
-            continue;
-        }
-        match imports.iter().rev().find(|(f, _)| *f <= file) {
-            Some((_, line)) => located.push((d, *line)),
-            None => failures.push(Failure::file(format!(
-                "{what} is in `{}`, which no `import` line of this file loads",
-                sources.files[file].name
-            ))),
-        }
-    }
-    let matches = match_annotations(annotations, &located);
-    for (a, m) in annotations.iter().zip(&matches.annotation_to_diag) {
-        if m.is_none() {
-            let on = if a.target_line == a.line { String::new() } else { format!(" on line {}", a.target_line) };
-            failures.push(Failure::at(
-                a.line,
-                format!("expected {}{on} containing `{}`, but there is none", severity_name(a.severity), a.text),
-            ));
-        }
-    }
-    for ((d, line), matched) in located.iter().zip(&matches.diag_matched) {
-        if !matched {
-            failures.push(Failure::at(
-                *line,
-                format!(
-                    "unexpected {} (no `; {}:` annotation matches it): {}",
-                    severity_name(d.severity),
-                    severity_name(d.severity),
-                    d.message
-                ),
-            ));
-        }
-    }
-    (Verified { diagnostics, sources, rendered }, failures)
-}
-
-/// The `fault` kind: load and check (the verifier must accept), run every `; run:` directive in
-/// the interpreter, and match the checks' diagnostics and the faults with the annotations.
-fn fault(path: &Path, source: &str, d: &Directives) -> (Option<Verified>, Vec<Failure>) {
-    let must_verify = |diags: &[Diagnostic], sources: &SourceMap| -> Vec<Failure> {
-        diags
-            .iter()
-            .filter(|x| x.severity == Severity::Error)
-            .map(|x| Failure {
-                line: diagnostic_line(source, sources, x),
-                message: format!("a fault test must verify: {}", x.message),
-            })
-            .collect()
+        out.push(Failure::at(line, message));
     };
-    let rendered = |diagnostics: Vec<Diagnostic>, sources: SourceMap| {
-        let rendered = render_map(&diagnostics, &sources, false);
-        Some(Verified { diagnostics, sources, rendered })
-    };
-    let loaded = match kir_ir::text::load::load_source(path, source.to_string()) {
-        Ok(l) => l,
-        Err(e) => return (rendered(e.diagnostics.clone(), e.sources.clone()), must_verify(&e.diagnostics, &e.sources)),
-    };
-    let sources = loaded.sources;
-    let (mut diagnostics, module) = match check_keeping(loaded.module) {
-        (diags, Ok(v)) => (diags, v),
-        (diags, Err(_)) => {
-            let failures = must_verify(&diags, &sources);
-            return (rendered(diags, sources), failures);
-        }
-    };
-    let mut failures = Vec::new();
-    if d.runs.is_empty() {
-        failures
-            .push(Failure::file("a `test: fault` file needs a `; run:` directive (and each of its runs must fault)"));
+    for a in &d.annotations {
+        let spelled = format!("`{}:` annotations belong", severity_name(a.severity));
+        refuse(Directive::Annotations, a.line, &spelled);
     }
-    let base_dir = path.parent();
     for r in &d.runs {
-        let e = match run_in_interpreter(&module, r, base_dir) {
-            Ok(()) => {
-                failures.push(Failure::at(r.line, "expected a fault, the run passed"));
-                continue;
-            }
-            Err(kir_test::RunError::Args(why)) => {
-                failures
-                    .push(Failure::at(r.line, format!("expected a kernel fault, the run failed before any: {why}")));
-                continue;
-            }
-            Err(kir_test::RunError::Interp(e)) => e,
-        };
-        let Some(kind) = e.fault_kind() else {
-            failures.push(Failure::at(
-                r.line,
-                format!("expected a kernel fault, the run failed with: {}", e.to_diagnostic().message),
-            ));
-            continue;
-        };
-        let got = describe_fault(kind.name(), e.block, e.thread);
-        match &r.fault {
-            None => failures.push(Failure::at(
-                r.line,
-                format!("say which fault: add `; fault: KIND [block(..)] [thread(..)]` after this `; run:` line (the run faulted with {got})"),
-            )),
-            Some(want) => {
-                if let Err(msg) = want.check(&e) {
-                    failures.push(Failure::at(want.line, msg));
-                }
-            }
-        }
-        diagnostics.push(e.to_diagnostic());
+        refuse(Directive::Runs, r.line, "`run:` belongs");
     }
-    let (verified, matched) = expect_diagnostics(path, source, diagnostics, sources, &d.annotations);
-    failures.extend(matched);
-    (Some(verified), failures)
-}
-
-/// The line of the tested file (file 0 of `sources`) a diagnostic is located on, if it is.
-fn diagnostic_line(source: &str, sources: &SourceMap, d: &Diagnostic) -> Option<usize> {
-    let span = d.span().filter(|s| !s.is_dummy())?;
-    match sources.locate(span)? {
-        (0, range) => Some(kir_ir::span::line_col(source, range.start).0),
-        _ => None,
+    for e in d.runs.iter().flat_map(|r| &r.expects) {
+        refuse(Directive::Expects, e.line, "`expect:` belongs");
     }
-}
-
-/// Launches one directive of a `fault` file in the interpreter, on the module as written, as
-/// `kir test` launches a run that must fault ([`kir_test::interpret_fault_run`]), with the runtime
-/// checks the directive leaves on.
-fn run_in_interpreter(
-    module: &kir_ir::verify::Verified,
-    r: &RunDirective,
-    base_dir: Option<&Path>,
-) -> Result<(), kir_test::RunError> {
-    let specs = kir_test::named_specs(r).map_err(kir_test::RunError::Args)?;
-    let opts = kir_test::directive_options(r, &Options::default(), true);
-    kir_test::interpret_fault_run(module, r, &specs, base_dir, opts).map(|_| ())
-}
-
-/// For each file of the load that a line `import "P"` of the tested file loads directly: its
-/// index in `sources` and that line, in load order. (The loader loads files depth first, so the
-/// files after a direct import's file, up to the next one, are what it loaded in turn.)
-fn import_lines(path: &Path, source: &str, sources: &SourceMap) -> Vec<(usize, usize)> {
-    let dir = path.parent().unwrap_or(Path::new(""));
-    let canonical = |p: &Path| std::fs::canonicalize(p).ok();
-    let mut out: Vec<(usize, usize)> = Vec::new();
+    for (line, _) in &d.ptx_checks {
+        refuse(Directive::PtxChecks, *line, "`check-ptx:` belongs");
+    }
+    for f in d.runs.iter().filter_map(|r| r.fault.as_ref()) {
+        refuse(Directive::Faults, f.line, "`fault:` belongs");
+    }
     for (n, l) in source.lines().enumerate() {
-        let Some(rest) = l.trim_start().strip_prefix("import") else { continue };
-        let Some(quoted) = rest.trim_start().strip_prefix('"') else { continue };
-        let Some((target, _)) = quoted.split_once('"') else { continue };
-        let Some(want) = canonical(&dir.join(target)) else { continue };
-        let found = sources
-            .files
-            .iter()
-            .enumerate()
-            .skip(1)
-            .find(|(_, f)| canonical(Path::new(&f.name)).as_ref() == Some(&want));
-        if let Some((i, _)) = found {
-            out.push((i, n + 1));
+        if let Some(key) = comment_of(l).and_then(|c| ["passes:", "args:"].into_iter().find(|k| c.starts_with(k))) {
+            refuse(Directive::Options, n + 1, &format!("`{key}` belongs"));
         }
     }
-    out.sort();
     out
 }
 
-struct Matching {
-    annotation_to_diag: Vec<Option<usize>>,
-    diag_matched: Vec<bool>,
-}
-
-/// The largest one-to-one matching of annotations with diagnostics (same severity, same line,
-/// message containing the text), so that which annotation takes which of two similar diagnostics
-/// never makes a correct file fail.
-fn match_annotations(annotations: &[Annotation], diags: &[(&Diagnostic, usize)]) -> Matching {
-    let fits = |a: &Annotation, (d, line): &(&Diagnostic, usize)| {
-        a.severity == d.severity && a.target_line == *line && d.message.contains(&a.text)
-    };
-    let mut diag_owner: Vec<Option<usize>> = vec![None; diags.len()];
-    // Kuhn's augmenting paths (the sizes are a file's annotations).
-    fn augment(a: usize, seen: &mut [bool], owner: &mut [Option<usize>], fits: &dyn Fn(usize, usize) -> bool) -> bool {
-        for d in 0..owner.len() {
-            if seen[d] || !fits(a, d) {
-                continue;
-            }
-            seen[d] = true;
-            let free = match owner[d] {
-                None => true,
-                Some(other) => augment(other, seen, owner, fits),
-            };
-            if free {
-                owner[d] = Some(a);
-                return true;
-            }
-        }
-        false
-    }
-    let fit = |a: usize, d: usize| fits(&annotations[a], &diags[d]);
-    for a in 0..annotations.len() {
-        let mut seen = vec![false; diags.len()];
-        augment(a, &mut seen, &mut diag_owner, &fit);
-    }
-    let mut annotation_to_diag = vec![None; annotations.len()];
-    for (d, o) in diag_owner.iter().enumerate() {
-        if let Some(a) = o {
-            annotation_to_diag[*a] = Some(d);
-        }
-    }
-    Matching { annotation_to_diag, diag_matched: diag_owner.iter().map(Option::is_some).collect() }
+/// The kinds that read `what`, as the failure for a misplaced one names them: "`test: run` and
+/// `test: fault`".
+fn homes(what: Directive) -> String {
+    let names: Vec<String> = Kind::ALL
+        .iter()
+        .filter(|k| k.test().reads().contains(&what))
+        .map(|k| format!("`test: {}`", k.name()))
+        .collect();
+    names.join(" and ")
 }
 
 #[cfg(test)]
