@@ -362,3 +362,43 @@ then:
         assert_eq!(run_pq(&original, n), run_pq(&k, n));
     }
 }
+
+/// `unroll{explain}` (`kir opt --print-unroll`) reports every loop it looks at: how it was unrolled,
+/// or each reason it was not.
+#[test]
+fn explain_says_what_happened_to_each_loop_and_why() {
+    let notes = |src: &str, pipeline: &str| -> Vec<String> {
+        let mut k = parse_one(src);
+        let p = parse_pipeline(pipeline).unwrap();
+        let r = run_on_kernel(&mut k, &p).unwrap();
+        r.warnings
+            .iter()
+            .map(|d| std::iter::once(d.message.clone()).chain(d.notes.iter().cloned()).collect::<Vec<_>>().join(" | "))
+            .collect()
+    };
+    assert_eq!(
+        notes(COUNTED, "unroll{explain}"),
+        ["loop `head` of @k unrolled by 4: main loop `head.by4` in front of it"]
+    );
+    let constant = COUNTED.replace("lt.u32 %i, %n", "lt.u32 %i, 3");
+    assert_eq!(
+        notes(&constant, "unroll{explain}"),
+        ["loop `head` of @k fully unrolled: 3 trips, 28 instructions copied"]
+    );
+    let breaks = COUNTED.replace("br %isodd, odd, join(%x)", "br %isodd, done, join(%x)");
+    assert_eq!(
+        notes(&breaks, "unroll{explain}"),
+        ["loop `head` of @k not unrolled | block `body` leaves the loop (to `done`), not only its header"]
+    );
+    let barrier = COUNTED.replace("  %acc.next = add.u32", "  barrier\n  %acc.next = add.u32");
+    assert_eq!(
+        notes(&barrier, "unroll{explain max-body=8}"),
+        ["loop `head` of @k not unrolled | full unrolling: no header parameter starts at a constant and steps to a constant trip count of at most max-trip=64 | partial unrolling: it holds a barrier, a warp collective or a call"]
+    );
+    let long = COUNTED.replace("lt.u32 %i, %n", "lt.u32 %i, 200");
+    assert_eq!(
+        notes(&long, "unroll{explain factor=0}"),
+        ["loop `head` of @k not unrolled | full unrolling: no header parameter starts at a constant and steps to a constant trip count of at most max-trip=64"]
+    );
+    assert!(notes(COUNTED, "unroll").is_empty(), "no notes without explain");
+}

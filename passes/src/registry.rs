@@ -77,15 +77,17 @@ pub fn registry() -> Vec<PassInfo> {
                 ("max-insts", "... whose copies hold at most this many instructions (default 512)"),
                 ("factor", "iterations per trip of a partially unrolled loop (default 4; 0 or 1: no partial unrolling)"),
                 ("max-body", "partially unroll loops of at most this many instructions (default 32)"),
+                ("explain", "report every loop's outcome, and why a loop was not unrolled, as a note"),
             ],
             create: |o| {
-                o.expect_only("unroll", &["max-trip", "max-insts", "factor", "max-body"])?;
+                o.expect_only("unroll", &["max-trip", "max-insts", "factor", "max-body", "explain"])?;
                 let d = crate::unroll::Unroll::default();
                 Ok(PassKind::Kernel(Box::new(crate::unroll::Unroll {
                     max_trip: o.number("unroll", "max-trip", d.max_trip, 4096)?,
                     max_insts: o.number("unroll", "max-insts", d.max_insts as u64, 1 << 20)? as usize,
                     factor: o.number("unroll", "factor", d.factor as u64, 64)? as u32,
                     max_body: o.number("unroll", "max-body", d.max_body as u64, 4096)? as usize,
+                    explain: o.flag("unroll", "explain", false)?,
                 })))
             },
         },

@@ -30,6 +30,8 @@
 //!   The copied compares of the induction variable are left for `fold` and `dce`.
 //! - The blocks it adds are laid out where the loop's header was, so they fall through into each
 //!   other as the loop did.
+//! - With `explain` (`unroll{explain}`, `kir opt --print-unroll`) every loop it looks at gets a note
+//!   at its header: how it was unrolled, or each reason it was not.
 //! - Copies are named after the originals with the iteration number (`%x.3`, `body.3`), made
 //!   unique. The number of loops examined is bounded by the loops present and the ones the pass
 //!   creates (each main loop and each remainder is examined once); nothing recurses.
@@ -42,8 +44,8 @@ use kir_ir::eval::eval_const;
 use kir_ir::inline::Names;
 use kir_ir::subst::{const_for_use, Subst};
 use kir_ir::{
-    BinOp, BlockCall, BlockId, CmpOp, Constant, FloatFlags, Kernel, Name, Op, Operand, ScalarType, Terminator, Type,
-    ValueDef, ValueId,
+    BinOp, BlockCall, BlockId, CmpOp, Constant, Diagnostic, FloatFlags, Kernel, Name, Op, Operand, ScalarType,
+    Terminator, Type, ValueDef, ValueId,
 };
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -57,11 +59,14 @@ pub struct Unroll {
     pub factor: u32,
     /// Partially unroll only loops of at most this many instructions.
     pub max_body: usize,
+    /// Report every decision (and why a loop was left alone) as a note (`unroll{explain}`,
+    /// `kir opt --print-unroll`).
+    pub explain: bool,
 }
 
 impl Default for Unroll {
     fn default() -> Unroll {
-        Unroll { max_trip: 64, max_insts: 512, factor: 4, max_body: 32 }
+        Unroll { max_trip: 64, max_insts: 512, factor: 4, max_body: 32, explain: false }
     }
 }
 
@@ -92,33 +97,44 @@ fn shape(
     blocks: &[BlockId],
     header: BlockId,
     latches: &[BlockId],
-) -> Option<Shape> {
+) -> Result<Shape, String> {
     let inside = |b: BlockId| blocks.binary_search(&b).is_ok();
-    let [latch] = latches else { return None };
+    let name = |b: BlockId| k.block(b).name.to_string();
+    let [latch] = latches else { return Err(format!("it has {} back edges (one is needed)", latches.len())) };
     match &k.block(*latch).term {
         Terminator::Jmp(c) if c.block == header => {}
-        _ => return None,
+        _ => return Err(format!("its latch `{}` does not end in `jmp {}(...)`", name(*latch), name(header))),
     }
-    let Terminator::Br { cond: Operand::Value(cond), then_, else_ } = &k.block(header).term else { return None };
+    let not_a_test = || format!("its header `{}` does not end in a branch on a value it computes", name(header));
+    let Terminator::Br { cond: Operand::Value(cond), then_, else_ } = &k.block(header).term else {
+        return Err(not_a_test());
+    };
     let (body, exit, continue_on) = match (inside(then_.block), inside(else_.block)) {
         (true, false) => (then_.clone(), else_.clone(), true),
         (false, true) => (else_.clone(), then_.clone(), false),
-        _ => return None,
+        _ => return Err(format!("its header `{}` does not branch into the loop and out of it", name(header))),
     };
     if body.block == header {
-        return None;
+        return Err(not_a_test());
     }
     match k.value(*cond).def {
         ValueDef::Inst(i) if k.block(header).insts.contains(&i) => {}
-        _ => return None,
+        _ => return Err(not_a_test()),
     }
     let mut size = 0;
     let mut has_sync = false;
     for &b in blocks {
         let blk = k.block(b);
         if b != header {
-            if matches!(blk.term, Terminator::Ret(_)) || blk.term.successors().any(|c| !inside(c.block)) {
-                return None;
+            if matches!(blk.term, Terminator::Ret(_)) {
+                return Err(format!("block `{}` returns from inside the loop", name(b)));
+            }
+            if let Some(c) = blk.term.successors().find(|c| !inside(c.block)) {
+                return Err(format!(
+                    "block `{}` leaves the loop (to `{}`), not only its header",
+                    name(b),
+                    name(c.block)
+                ));
             }
         }
         size += blk.insts.len();
@@ -133,18 +149,19 @@ fn shape(
         for (n, c) in k.block(p).term.successors().enumerate() {
             if c.block == header {
                 if entry.is_some() {
-                    return None;
+                    return Err(format!("more than one edge enters its header `{}`", name(header)));
                 }
                 entry = Some((p, n));
             }
         }
     }
+    let Some(entry) = entry else { return Err(format!("no edge enters its header `{}`", name(header))) };
     let mut order: Vec<BlockId> = blocks.to_vec();
     order.sort_by_key(|b| rpo_pos[b.index()]);
     if order.first() != Some(&header) {
-        return None;
+        return Err(format!("its header `{}` is not its first block", name(header)));
     }
-    Some(Shape { header, order, latch: *latch, entry: entry?, body, exit, cond: *cond, continue_on, size, has_sync })
+    Ok(Shape { header, order, latch: *latch, entry, body, exit, cond: *cond, continue_on, size, has_sync })
 }
 
 fn succ_mut(t: &mut Terminator, n: usize) -> &mut BlockCall {
@@ -498,6 +515,7 @@ impl Pass for Unroll {
         // Loops examined (left alone, or main loops and remainders made here), by header name.
         let mut seen: FxHashSet<Name> = FxHashSet::default();
         let mut names = Names::of(k);
+        let mut notes: Vec<Diagnostic> = Vec::new();
         for _round in 0..MAX_ROUNDS {
             let cfg = Cfg::new(k);
             let forest = LoopForest::new(&cfg);
@@ -517,40 +535,86 @@ impl Pass for Unroll {
             let mut after_loop: Vec<(ValueId, Operand)> = Vec::new();
             for l in forest.loops() {
                 let innermost = l.blocks.iter().all(|b| *b == l.header || !headers.contains(b));
-                if !innermost || seen.contains(&k.block(l.header).name) {
+                let hname = k.block(l.header).name.clone();
+                if !innermost || seen.contains(&hname) {
                     continue;
                 }
-                let Some(s) = shape(k, &cfg, &rpo_pos, &l.blocks, l.header, &l.latches) else {
-                    seen.insert(k.block(l.header).name.clone());
-                    continue;
+                let span = k.block(l.header).span;
+                let s = match shape(k, &cfg, &rpo_pos, &l.blocks, l.header, &l.latches) {
+                    Ok(s) => s,
+                    Err(why) => {
+                        seen.insert(hname.clone());
+                        notes.push(note(span, format!("loop `{hname}` of @{} not unrolled", k.name), vec![why]));
+                        continue;
+                    }
                 };
                 if dirty.contains(&s.entry.0) {
                     continue;
                 }
-                seen.insert(k.block(l.header).name.clone());
+                seen.insert(hname.clone());
                 let first_new = k.blocks.len();
                 let mut done = false;
-                if self.max_trip > 0 {
-                    if let Some((pi, ivs)) = constant_trip(k, &s, self.max_trip) {
-                        if ivs.len() * s.size <= self.max_insts {
-                            self.unroll_fully(k, &s, pi, &ivs, &mut names, &mut after_loop);
-                            dirty.extend(s.order.iter().copied());
-                            full += 1;
-                            done = true;
-                        }
+                let mut why_not: Vec<String> = Vec::new();
+                match (self.max_trip > 0).then(|| constant_trip(k, &s, self.max_trip)).flatten() {
+                    Some((pi, ivs)) if (ivs.len()) * s.size <= self.max_insts => {
+                        let trips = ivs.len() - 1;
+                        self.unroll_fully(k, &s, pi, &ivs, &mut names, &mut after_loop);
+                        dirty.extend(s.order.iter().copied());
+                        full += 1;
+                        done = true;
+                        notes.push(note(
+                            span,
+                            format!("loop `{hname}` of @{} fully unrolled: {trips} trips, {} instructions copied", k.name, ivs.len() * s.size),
+                            vec![],
+                        ));
                     }
+                    Some((_, ivs)) => why_not.push(format!(
+                        "full unrolling: {} trips of {} instructions is over max-insts={}",
+                        ivs.len() - 1,
+                        s.size,
+                        self.max_insts
+                    )),
+                    None if self.max_trip > 0 => why_not.push(format!(
+                        "full unrolling: no header parameter starts at a constant and steps to a constant trip count of at most max-trip={}",
+                        self.max_trip
+                    )),
+                    None => {}
                 }
-                if !done && self.factor >= 2 && !s.has_sync && s.size <= self.max_body {
-                    if let Some((pi, bound)) = self.counted(k, &s) {
+                if !done && self.factor >= 2 {
+                    if s.has_sync {
+                        why_not.push("partial unrolling: it holds a barrier, a warp collective or a call".to_string());
+                    } else if s.size > self.max_body {
+                        why_not.push(format!(
+                            "partial unrolling: {} instructions is over max-body={}",
+                            s.size, self.max_body
+                        ));
+                    } else if let Some((pi, bound)) = self.counted(k, &s) {
                         let main = self.unroll_partially(k, &s, pi, bound, &mut names);
                         seen.insert(k.block(main).name.clone());
                         partial += 1;
                         done = true;
+                        notes.push(note(
+                            span,
+                            format!(
+                                "loop `{hname}` of @{} unrolled by {}: main loop `{}` in front of it",
+                                k.name,
+                                self.factor,
+                                k.block(main).name
+                            ),
+                            vec![],
+                        ));
+                    } else {
+                        why_not.push(
+                            "partial unrolling: it is not counted (`lt.u32 %i, %n` with %n defined before the loop, %i stepped by `add.u32 %i, 1`)"
+                                .to_string(),
+                        );
                     }
                 }
                 if done {
                     dirty.insert(s.entry.0);
                     placements.push((first_new, k.blocks.len(), s.header));
+                } else {
+                    notes.push(note(span, format!("loop `{hname}` of @{} not unrolled", k.name), why_not));
                 }
             }
             if placements.is_empty() {
@@ -568,9 +632,23 @@ impl Pass for Unroll {
             place_blocks(k, &placements);
             remove_unreachable(k);
         }
+        if self.explain {
+            cx.diagnostics.extend(notes);
+        }
         cx.stats.add("loops fully unrolled", full);
         cx.stats.add("loops partially unrolled", partial);
         full + partial > 0
+    }
+}
+
+/// A note at the loop's header with the reasons as notes of their own.
+fn note(span: kir_ir::Span, message: String, reasons: Vec<String>) -> Diagnostic {
+    let mut d = reasons.into_iter().fold(Diagnostic::warning(message), |d, r| d.with_note(r));
+    d.severity = kir_ir::Severity::Note;
+    if span.is_dummy() {
+        d
+    } else {
+        d.at(span, "loop header")
     }
 }
 

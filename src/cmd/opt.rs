@@ -78,6 +78,10 @@ pub struct Args {
     /// of launches was not) as notes on stderr; same as `fuse{explain}`.
     #[arg(long)]
     pub print_fusion: bool,
+    /// Report every loop the `unroll` pass looks at (fully unrolled, unrolled by 4, or why not) as
+    /// notes on stderr; same as `unroll{explain}`.
+    #[arg(long)]
+    pub print_unroll: bool,
 }
 
 /// The `--list-passes` text.
@@ -113,6 +117,19 @@ pub fn run(args: &Args) -> ExitCode {
     if args.print_fusion {
         for step in pipeline.steps.iter_mut().filter(|s| s.name() == "fuse") {
             step.pass = kir::passes::PassKind::Module(Box::new(kir::passes::fuse::Fuse { explain: true }));
+        }
+    }
+    if args.print_unroll {
+        for step in pipeline.steps.iter_mut().filter(|s| s.name() == "unroll") {
+            let with_explain = if step.spec == "unroll" {
+                "unroll{explain}".to_string()
+            } else {
+                step.spec.replacen('}', " explain}", 1)
+            };
+            match kir::passes::parse_pipeline(&with_explain) {
+                Ok(mut p) if p.steps.len() == 1 => *step = p.steps.remove(0),
+                _ => {}
+            }
         }
     }
     let known: Vec<&str> = registry().iter().map(|p| p.name).collect();
