@@ -3,11 +3,12 @@
 //! signature from a seed, and one launch under the generator's launch contract.
 //!
 //! Guarantees: the same seed gives the same inputs; a launch that fails panics with the
-//! interpreter's error and the kernel's text, so a property never passes on an error.
+//! interpreter's error and the kernel's text, so a property never passes on an error;
+//! [`pipeline_keeps_outputs`] is the one check the pass property tests make.
 #![allow(dead_code)]
 
 use kir_interp::{launch, Arg, Buffer, LaunchConfig, Options};
-use kir_ir::generate::{self, LaunchContract};
+use kir_ir::generate::{self, GenConfig, LaunchContract};
 use kir_ir::{Constant, Kernel, ScalarType};
 
 /// Random input buffers for the generated signature, from a seed.
@@ -37,4 +38,27 @@ pub fn run(k: &Kernel, input_seed: u64, checks: bool) -> Vec<Buffer> {
         panic!("interpreter failed: {e:?}\n{}", kir_ir::print_kernel(k));
     }
     bufs
+}
+
+/// Runs `pipeline` (verifying after every pass) on the generated kernel of `seed` and checks that
+/// the interpreter's buffers after a launch from `input_seed` are bit-identical before and after;
+/// the error names the pipeline, the seeds and both kernels.
+pub fn pipeline_keeps_outputs(seed: u64, cfg: &GenConfig, input_seed: u64, pipeline: &str) -> Result<(), String> {
+    let original = generate::random_kernel(seed, cfg);
+    let before = run(&original, input_seed, false);
+    let mut k = original.clone();
+    let p = kir_passes::parse_pipeline(pipeline)?;
+    if let Err(e) = kir_passes::run_on_kernel(&mut k, &p) {
+        let diags: Vec<String> = e.diagnostics().iter().map(|d| d.message.clone()).collect();
+        return Err(format!("{e}: {diags:?}\ninput:\n{}", kir_ir::print_kernel(&original)));
+    }
+    let after = run(&k, input_seed, false);
+    if before != after {
+        return Err(format!(
+            "outputs differ after `{pipeline}` (seed {seed}, input seed {input_seed})\nbefore:\n{}\nafter:\n{}",
+            kir_ir::print_kernel(&original),
+            kir_ir::print_kernel(&k)
+        ));
+    }
+    Ok(())
 }
