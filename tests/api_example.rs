@@ -44,3 +44,31 @@ fn the_library_examples_use_only_kir() {
     }
     assert!(seen >= 3, "found the examples of {}", dir.display());
 }
+
+/// The library is small (issue 29): its own dependencies are the core crates and `half`, and
+/// kir-backend-ptx comes without its default `gpu` feature (cudarc) unless `kir`'s `gpu` asks for
+/// it. (`cargo tree -p kir -e normal` shows the whole tree.)
+#[test]
+fn the_library_depends_on_the_core_crates_only() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let manifest = std::fs::read_to_string(root.join("kir/Cargo.toml")).unwrap();
+    let section = |name: &str| -> Vec<String> {
+        let Some(start) = manifest.find(&format!("\n[{name}]\n")) else { return Vec::new() };
+        let body = &manifest[start + name.len() + 4..];
+        let body = &body[..body.find("\n[").unwrap_or(body.len())];
+        body.lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+            .map(|l| l.split(['=', '.', ' ']).next().unwrap().to_string())
+            .collect()
+    };
+    let mut deps = section("dependencies");
+    deps.sort();
+    assert_eq!(deps, ["half", "kir-backend-ptx", "kir-interp", "kir-ir", "kir-passes"], "kir/Cargo.toml");
+    assert!(manifest.contains("gpu = [\"kir-backend-ptx/gpu\"]"), "kir's `gpu` feature forwards to kir-backend-ptx");
+    assert!(!manifest.contains("default = "), "kir has no default features");
+    let workspace = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+    let line =
+        workspace.lines().find(|l| l.starts_with("kir-backend-ptx = ")).expect("the workspace names kir-backend-ptx");
+    assert!(line.contains("default-features = false"), "{line}");
+}
