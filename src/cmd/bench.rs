@@ -38,6 +38,7 @@
 //!   worker process of `kir_harness::isolate` (which has no timing request) is not used.
 
 use super::common::{self, parse_dims, usage};
+use super::run_options::KernelArgs;
 use kir::interp::args::{self, ArgSpec};
 use kir::interp::{Arg, Buffer};
 use kir::ir::verify::Verified;
@@ -68,30 +69,20 @@ PTX emulator, not GPU times, and GB/s and % of copy rate are n/a. NVRTC is found
 in .tools/ (bash scripts/setup-tools.sh).";
 
 #[derive(clap::Args)]
-#[command(after_help = BENCH_HELP)]
+#[command(
+    after_help = BENCH_HELP,
+    mut_arg("kernel", |a| a.help("The kernel to time (optional when the file has one kernel, or when timing its directives)")),
+    mut_arg("grid", |a| a.help("Grid size in blocks: X[,Y[,Z]] (with --block and the arguments; else the file's `; run:` directives are timed)")),
+    mut_arg("shared", |a| a.help("Dynamic shared memory per block, in bytes (for the launch given on the command line)"))
+)]
 pub struct Args {
     /// The .kir file.
     pub file: String,
     /// `@KERNEL` (same as --kernel) and `NAME=VALUE` kernel arguments (same as --arg).
     #[arg(value_name = "@KERNEL|NAME=VALUE")]
     pub rest: Vec<String>,
-    /// The kernel to time (optional when the file has one kernel, or when timing its directives).
-    #[arg(long)]
-    pub kernel: Option<String>,
-    /// Grid size in blocks: X[,Y[,Z]] (with --block and the arguments; else the file's `; run:`
-    /// directives are timed).
-    #[arg(long)]
-    pub grid: Option<String>,
-    /// Block size in threads: X[,Y[,Z]].
-    #[arg(long)]
-    pub block: Option<String>,
-    /// Dynamic shared memory per block, in bytes (for the launch given on the command line).
-    #[arg(long, default_value_t = 0)]
-    pub shared: u32,
-    /// NAME=VALUE, one per parameter: a number, @path.npy, rand:TYPE:LEN[:SEED], zeros:TYPE:LEN,
-    /// ones:TYPE:LEN or range:TYPE:LEN.
-    #[arg(long = "arg", value_name = "NAME=VALUE")]
-    pub args: Vec<String>,
+    #[command(flatten)]
+    pub target: KernelArgs,
     /// The pass pipeline run before emitting PTX (default: the default pipeline, as `kir opt`;
     /// '' times the kernel as written).
     #[arg(long, value_name = "PIPELINE")]
@@ -234,8 +225,8 @@ pub fn run(a: &Args) -> ExitCode {
         return usage("--reps must be at least 1");
     }
     // `@KERNEL` and `NAME=VALUE` given as positional arguments.
-    let mut kernel = a.kernel.clone();
-    let mut arg_texts = a.args.clone();
+    let mut kernel = a.target.kernel.clone();
+    let mut arg_texts = a.target.args.clone();
     for r in &a.rest {
         if let Some(k) = r.strip_prefix('@') {
             match &kernel {
@@ -460,10 +451,10 @@ fn cases(
     kernel: Option<&str>,
     arg_texts: &[String],
 ) -> Result<Vec<Case>, ExitCode> {
-    let explicit = a.grid.is_some() || a.block.is_some() || !arg_texts.is_empty() || a.shared != 0;
+    let explicit = a.target.grid.is_some() || a.target.block.is_some() || !arg_texts.is_empty() || a.target.shared != 0;
     if explicit {
         let k = common::select_kernel(loaded, kernel)?;
-        let (Some(grid), Some(block)) = (&a.grid, &a.block) else {
+        let (Some(grid), Some(block)) = (&a.target.grid, &a.target.block) else {
             return Err(usage("a launch given on the command line needs --grid and --block (without a launch, the file's `; run:` directives are timed)"));
         };
         let (grid, block) = match (parse_dims(grid, "grid"), parse_dims(block, "block")) {
@@ -473,7 +464,7 @@ fn cases(
         let named = common::named_args(arg_texts).map_err(usage)?;
         return Ok(vec![Case {
             kernel: k.name.to_string(),
-            launch: launch_of(grid, block, a.shared),
+            launch: launch_of(grid, block, a.target.shared),
             named,
             line: None,
         }]);

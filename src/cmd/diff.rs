@@ -111,7 +111,7 @@ pub fn run(a: &Args) -> ExitCode {
             }
         }
         None => {
-            let k = match common::select_kernel(&loaded, a.launch.kernel.as_deref()) {
+            let k = match common::select_kernel(&loaded, a.launch.target.kernel.as_deref()) {
                 Ok(k) => k,
                 Err(code) => return code,
             };
@@ -122,10 +122,10 @@ pub fn run(a: &Args) -> ExitCode {
                 Ok(d) => d,
                 Err(e) => return usage(e),
             };
-            Target::Kernel { k, cfg: LaunchConfig { grid, block, dynamic_shared_bytes: a.launch.shared } }
+            Target::Kernel { k, cfg: LaunchConfig { grid, block, dynamic_shared_bytes: a.launch.target.shared } }
         }
     };
-    let named = match common::named_args(&a.launch.args) {
+    let named = match common::named_args(&a.launch.target.args) {
         Ok(n) => n,
         Err(e) => return usage(e),
     };

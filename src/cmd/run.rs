@@ -37,7 +37,7 @@ pub fn run(a: &Args) -> ExitCode {
         Ok(l) => l,
         Err(code) => return code,
     };
-    let kernel = match common::select_kernel(&loaded, a.launch.kernel.as_deref()) {
+    let kernel = match common::select_kernel(&loaded, a.launch.target.kernel.as_deref()) {
         Ok(k) => k,
         Err(code) => return code,
     };
@@ -45,7 +45,7 @@ pub fn run(a: &Args) -> ExitCode {
         Ok(d) => d,
         Err(e) => return usage(e),
     };
-    let named = match common::named_args(&a.launch.args) {
+    let named = match common::named_args(&a.launch.target.args) {
         Ok(n) => n,
         Err(e) => return usage(e),
     };
@@ -62,7 +62,7 @@ pub fn run(a: &Args) -> ExitCode {
         Ok(r) => r,
         Err(code) => return code,
     };
-    let cfg = LaunchConfig { grid, block, dynamic_shared_bytes: a.launch.shared };
+    let cfg = LaunchConfig { grid, block, dynamic_shared_bytes: a.launch.target.shared };
     let opts = a.launch.interp_options(a.races, a.uninit);
     let start = Instant::now();
     let Some(verified) = loaded.module.verified_kernel(&kernel.name) else {

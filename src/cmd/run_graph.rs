@@ -28,7 +28,7 @@ pub fn run(a: &Args, name: &str) -> ExitCode {
         Ok(g) => g,
         Err(code) => return code,
     };
-    let named = match common::named_args(&a.launch.args) {
+    let named = match common::named_args(&a.launch.target.args) {
         Ok(n) => n,
         Err(e) => return usage(e),
     };

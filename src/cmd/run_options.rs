@@ -1,19 +1,26 @@
-//! The run options of the commands that launch: [`LaunchArgs`], one clap struct flattened into the
-//! arguments of `kir run` and `kir diff`, with what it turns into (the interpreter's and the PTX
-//! emulator's options, the memory budget); [`RunArgs`], `kir run`'s arguments, which its three
-//! forms share (a kernel in the interpreter: `run`; a `.ptx` file's entry in the PTX emulator:
+//! The run options of the commands that launch: [`KernelArgs`] (the kernel, its shape and its
+//! arguments), flattened into `kir bench`'s arguments and into [`LaunchArgs`], which adds
+//! `--graph` and the engines' limits and is flattened into the arguments of `kir run` and
+//! `kir diff`, with what it turns into (the interpreter's and the PTX emulator's options, the
+//! memory budget); [`RunArgs`], `kir run`'s arguments, which its three forms share (a kernel in the interpreter: `run`; a `.ptx` file's entry in the PTX emulator:
 //! `run_ptx`; a launch graph: `run_graph`); and [`gpu_required_by_env`] (`kir diff`, `kir bench`,
 //! `kir fuzz`).
 //!
 //! Guarantees: the same flag means the same thing in every command that has it (spelling, value
-//! syntax, defaults, help, and the clap-level rules: `--grid` and `--block` are required unless
-//! `--graph`, which excludes `--kernel`, `--grid`, `--block` and `--shared`).
+//! syntax, defaults); a command only sharpens its help (`kir run`: a `.ptx` file's entry and
+//! parameters; `kir bench`: timing the file's directives without a shape) with `mut_arg`. With
+//! [`LaunchArgs`], `--grid` and `--block` are required unless `--graph`, which excludes `--kernel`,
+//! `--grid`, `--block` and `--shared` (clap's rules and messages).
 
 use kir::interp::Options;
 use std::process::ExitCode;
 
 /// `kir run FILE ...`.
 #[derive(clap::Args)]
+#[command(
+    mut_arg("kernel", |a| a.help("The kernel (for a .ptx file: the entry) to run (optional when the file has one)")),
+    mut_arg("args", |a| a.help("NAME=VALUE, one per parameter (for a .ptx file: by PTX parameter name). VALUE: a number, @path.npy, rand:TYPE:LEN[:SEED], zeros:TYPE:LEN, ones:TYPE:LEN or range:TYPE:LEN"))
+)]
 pub struct RunArgs {
     /// The .kir file, or a .ptx file to run in the PTX emulator.
     pub file: String,
@@ -40,28 +47,40 @@ pub struct RunArgs {
     pub time: bool,
 }
 
-/// Which kernel or graph runs, its launch shape and arguments, and the engines' limits.
+/// Which kernel runs, its launch shape and its arguments: in [`LaunchArgs`] (`kir run`, `kir diff`)
+/// and in `kir bench`.
 #[derive(clap::Args)]
-pub struct LaunchArgs {
-    /// The kernel (for a .ptx file: the entry) to run (optional when the file has one).
+pub struct KernelArgs {
+    /// The kernel to run (optional when the file has one).
     #[arg(long)]
     pub kernel: Option<String>,
-    /// Run this launch graph of the file instead of one kernel (grid and block come from it).
-    #[arg(long, conflicts_with_all = ["kernel", "grid", "block", "shared"])]
-    pub graph: Option<String>,
-    /// Grid size in blocks: X[,Y[,Z]] [required unless --graph].
-    #[arg(long, required_unless_present = "graph")]
+    /// Grid size in blocks: X[,Y[,Z]].
+    #[arg(long)]
     pub grid: Option<String>,
-    /// Block size in threads: X[,Y[,Z]] [required unless --graph].
-    #[arg(long, required_unless_present = "graph")]
+    /// Block size in threads: X[,Y[,Z]].
+    #[arg(long)]
     pub block: Option<String>,
-    /// NAME=VALUE, one per parameter (for a .ptx file: by PTX parameter name). VALUE: a number,
-    /// @path.npy, rand:TYPE:LEN[:SEED], zeros:TYPE:LEN, ones:TYPE:LEN or range:TYPE:LEN.
+    /// NAME=VALUE, one per parameter. VALUE: a number, @path.npy, rand:TYPE:LEN[:SEED],
+    /// zeros:TYPE:LEN, ones:TYPE:LEN or range:TYPE:LEN.
     #[arg(long = "arg", value_name = "NAME=VALUE")]
     pub args: Vec<String>,
     /// Dynamic shared memory per block, in bytes.
     #[arg(long, default_value_t = 0)]
     pub shared: u32,
+}
+
+/// Which kernel or graph runs, its launch shape and arguments, and the engines' limits.
+#[derive(clap::Args)]
+#[command(
+    mut_arg("grid", |a| a.required_unless_present("graph").help("Grid size in blocks: X[,Y[,Z]] [required unless --graph]")),
+    mut_arg("block", |a| a.required_unless_present("graph").help("Block size in threads: X[,Y[,Z]] [required unless --graph]"))
+)]
+pub struct LaunchArgs {
+    #[command(flatten)]
+    pub target: KernelArgs,
+    /// Run this launch graph of the file instead of one kernel (grid and block come from it).
+    #[arg(long, conflicts_with_all = ["kernel", "grid", "block", "shared"])]
+    pub graph: Option<String>,
     /// Instructions the launch may run: N thread-instructions in all, and N instructions of any
     /// one warp (default 2^32 in all and 2^26 per warp, so a spinning thread stops within about a
     /// second); raise it for a long kernel.
@@ -86,8 +105,8 @@ impl LaunchArgs {
     /// The grid and block of a kernel launch (`--grid`, `--block`: clap requires both unless
     /// `--graph`); a malformed one is the message of a usage error.
     pub fn dims(&self) -> Result<([u32; 3], [u32; 3]), String> {
-        let grid = super::common::parse_dims(self.grid.as_deref().unwrap_or(""), "grid")?;
-        let block = super::common::parse_dims(self.block.as_deref().unwrap_or(""), "block")?;
+        let grid = super::common::parse_dims(self.target.grid.as_deref().unwrap_or(""), "grid")?;
+        let block = super::common::parse_dims(self.target.block.as_deref().unwrap_or(""), "block")?;
         Ok((grid, block))
     }
 

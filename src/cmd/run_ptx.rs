@@ -77,7 +77,7 @@ pub fn run(a: &Args) -> ExitCode {
     };
     let names: Vec<&str> = module.entries().iter().map(|e| e.name.as_str()).collect();
     let listed = if names.is_empty() { "none".to_string() } else { names.join(", ") };
-    let entry = match &a.launch.kernel {
+    let entry = match &a.launch.target.kernel {
         Some(k) => {
             let k = k.trim_start_matches('@');
             match module.entry(k) {
@@ -99,7 +99,7 @@ pub fn run(a: &Args) -> ExitCode {
         Ok(d) => d,
         Err(e) => return usage(e),
     };
-    let named = match common::named_args(&a.launch.args) {
+    let named = match common::named_args(&a.launch.target.args) {
         Ok(n) => n,
         Err(e) => return usage(e),
     };
@@ -128,7 +128,7 @@ pub fn run(a: &Args) -> ExitCode {
         }
         v
     };
-    let cfg = kir::interp::LaunchConfig { grid, block, dynamic_shared_bytes: a.launch.shared };
+    let cfg = kir::interp::LaunchConfig { grid, block, dynamic_shared_bytes: a.launch.target.shared };
     let opts = a.launch.emu_options();
     let start = Instant::now();
     let result =
