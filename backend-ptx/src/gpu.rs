@@ -15,7 +15,7 @@
 //! - A runner caches loaded modules by PTX text for its context; they are unloaded when the runner
 //!   is dropped (or by [`GpuRunner::unload_all`]).
 //! - A driver that crashes takes this process with it: callers that load PTX they did not write in
-//!   a loop (fuzzing) run it in a worker process (`kir::isolate`), which reports the crash as
+//!   a loop (fuzzing) run it in a worker process (`kir_harness::isolate`), which reports the crash as
 //!   [`GpuError::Crashed`] (or a hang as [`GpuError::TimedOut`]) with the [`Stage`] it happened in.
 //! - [`GpuRunner::run_sequence`] (and [`GpuRunner::run`], one launch) copies every buffer to the
 //!   device once, runs the launches in order with parameters that may name any buffer (the same one
@@ -65,7 +65,7 @@ pub enum GpuError {
     ModuleRejected { error: String, log: String },
     /// Bad launch request (unknown kernel, argument problems).
     Invalid(String),
-    /// The process that made the driver calls died (an isolated runner's worker: `kir::isolate`):
+    /// The process that made the driver calls died (an isolated runner's worker: `kir_harness::isolate`):
     /// `how` is the signal (`SIGSEGV`) or exit status, `stage` what the driver was doing.
     Crashed { stage: Stage, how: String },
     /// The process that made the driver calls gave no answer within `secs` seconds (a kernel that
