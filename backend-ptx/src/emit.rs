@@ -48,6 +48,7 @@
 use crate::pcopy::{self, Src};
 use crate::regs::{Reg, RegClass, RegFile};
 use crate::PtxOptions;
+use kir_ir::analysis::available::Available;
 use kir_ir::{
     AddrSpace, BlockCall, BlockId, Diagnostic, InstId, Kernel, Module, Operand, ScalarType, Terminator, Type, ValueId,
 };
@@ -180,15 +181,15 @@ pub(crate) struct KernelEmitter<'a> {
     /// scaled to bytes, by (index value, element size): with the block that computed each.
     pub cur_block: BlockId,
     pub cfg: kir_ir::analysis::cfg::Cfg,
-    pub scaled: HashMap<(ValueId, i64), Vec<(BlockId, Reg)>>,
+    pub scaled: Available<(ValueId, i64), Reg>,
     /// Likewise the registers holding an element's address, by (pointer, index value, element size).
-    pub addresses: HashMap<(Operand, ValueId, i64), Vec<(BlockId, Reg)>>,
+    pub addresses: Available<(Operand, ValueId, i64), Reg>,
     /// Likewise the registers holding a PTX special register (`%tid.x`, ...), by its name.
-    pub specials: HashMap<String, Vec<(BlockId, Reg)>>,
+    pub specials: Available<String, Reg>,
     /// Registers a block parameter shares with an argument (see `coalesce_latch_args`).
     pub shared_regs: HashSet<Reg>,
     /// Likewise the zero (and -1) guards of integer divisors, by (divisor value, type).
-    pub divisor_guards: HashMap<(ValueId, kir_ir::ScalarType), Vec<(BlockId, (Reg, Reg, Option<Reg>))>>,
+    pub divisor_guards: Available<(ValueId, kir_ir::ScalarType), (Reg, Reg, Option<Reg>)>,
     /// For each value: every use is an operand of a comparison (so a NaN's payload and the sign
     /// of a zero it carries cannot be observed beyond the comparison's result).
     pub only_compared: Vec<bool>,
@@ -312,11 +313,11 @@ impl<'a> KernelEmitter<'a> {
             cur_pos: 0,
             cur_block: Kernel::ENTRY,
             cfg: kir_ir::analysis::cfg::Cfg::new(k),
-            scaled: HashMap::new(),
-            addresses: HashMap::new(),
-            specials: HashMap::new(),
+            scaled: Available::default(),
+            addresses: Available::default(),
+            specials: Available::default(),
             shared_regs,
-            divisor_guards: HashMap::new(),
+            divisor_guards: Available::default(),
             only_compared: only_compared(k),
         }
     }

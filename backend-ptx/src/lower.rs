@@ -410,7 +410,7 @@ impl KernelEmitter<'_> {
     fn read_special_into(&mut self, d: Reg, name: String) {
         self.ins(format_args!("mov.u32 {d}, {name}"));
         if !self.shared_regs.contains(&d) {
-            self.specials.entry(name).or_default().push((self.cur_block, d));
+            self.specials.record(name, self.cur_block, d);
         }
     }
 
@@ -419,10 +419,8 @@ impl KernelEmitter<'_> {
     /// read), else read now. The registers remembered are written once (never block parameters).
     fn special_reg(&mut self, name: String) -> Reg {
         let here = self.cur_block;
-        if let Some(known) = self.specials.get(&name) {
-            if let Some(&(_, r)) = known.iter().rev().take(16).find(|(b, _)| self.cfg.dominates(*b, here)) {
-                return r;
-            }
+        if let Some(r) = self.specials.find(&name, &self.cfg, here) {
+            return r;
         }
         let r = self.fresh(RegClass::B32);
         self.read_special_into(r, name);
@@ -476,10 +474,8 @@ impl KernelEmitter<'_> {
     fn divisor_guard(&mut self, b: Operand, s: ScalarType) -> (Reg, Reg, Option<Reg>) {
         let here = self.cur_block;
         let key = b.as_value().map(|v| (v, s));
-        if let Some(known) = key.and_then(|k| self.divisor_guards.get(&k)) {
-            if let Some(&(_, g)) = known.iter().rev().take(16).find(|(blk, _)| self.cfg.dominates(*blk, here)) {
-                return g;
-            }
+        if let Some(g) = key.and_then(|k| self.divisor_guards.find(&k, &self.cfg, here)) {
+            return g;
         }
         let t = ity(s);
         let y = self.reg(b);
@@ -498,7 +494,7 @@ impl KernelEmitter<'_> {
             None
         };
         if let Some(k) = key {
-            self.divisor_guards.entry(k).or_default().push((here, (pz, safe, pm)));
+            self.divisor_guards.record(k, here, (pz, safe, pm));
         }
         (pz, safe, pm)
     }
@@ -929,17 +925,15 @@ impl KernelEmitter<'_> {
                 // that register (an `offset` value gets its own).
                 let here = self.cur_block;
                 if dest.is_none() {
-                    if let Some(known) = self.addresses.get(&(ptr, v, size)) {
-                        if let Some(&(_, r)) = known.iter().rev().take(16).find(|(b, _)| self.cfg.dominates(*b, here)) {
-                            return (r, 0);
-                        }
+                    if let Some(r) = self.addresses.find(&(ptr, v, size), &self.cfg, here) {
+                        return (r, 0);
                     }
                 }
                 let t = self.scaled_index(v, size);
                 let a = dest.unwrap_or_else(|| self.fresh(RegClass::B64));
                 self.ins(format_args!("add.s64 {a}, {p}, {t}"));
                 if dest.is_none() {
-                    self.addresses.entry((ptr, v, size)).or_default().push((here, a));
+                    self.addresses.record((ptr, v, size), here, a);
                 }
                 (a, 0)
             }
@@ -953,10 +947,8 @@ impl KernelEmitter<'_> {
     /// into an IMAD.WIDE.
     fn scaled_index(&mut self, v: kir_ir::ValueId, size: i64) -> Reg {
         let here = self.cur_block;
-        if let Some(known) = self.scaled.get(&(v, size)) {
-            if let Some(&(_, r)) = known.iter().rev().take(16).find(|(b, _)| self.cfg.dominates(*b, here)) {
-                return r;
-            }
+        if let Some(r) = self.scaled.find(&(v, size), &self.cfg, here) {
+            return r;
         }
         let it = self.k.value_type(v).scalar().unwrap_or(S::U64);
         let x = self.val(v);
@@ -971,7 +963,7 @@ impl KernelEmitter<'_> {
             }
             _ => self.ins(format_args!("mul.wide.{wide} {t}, {x}, {size}")),
         }
-        self.scaled.entry((v, size)).or_default().push((here, t));
+        self.scaled.record((v, size), here, t);
         t
     }
 

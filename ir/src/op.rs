@@ -510,6 +510,16 @@ pub struct Signature {
 }
 
 impl Op {
+    /// Whether the op may be evaluated anywhere its operands are available, once, with the same
+    /// result: total, free of effects, and depending only on its operands and the thread — the pure
+    /// ops, and the address and special-register ops (`offset`, `offset.bytes`, `ptrcast`,
+    /// `addr @shared`, `tid`/`ctaid`/...), which the interpreter and the PTX both compute without a
+    /// check that could fail. What loop-invariant code motion may hoist and CSE may merge.
+    pub fn is_speculatable(&self) -> bool {
+        self.is_pure()
+            || matches!(self, Op::PtrOffset | Op::PtrOffsetBytes | Op::PtrCast(_) | Op::SharedAddr(_) | Op::Special(_))
+    }
+
     /// Whether the op is a pure function of its operands (evaluated by [`crate::eval`]).
     pub fn is_pure(&self) -> bool {
         matches!(

@@ -9,19 +9,15 @@
 //!   instruction is deterministic), so every result is unchanged, bit for bit.
 //! - Loads, stores, atomics, barriers, collectives and calls are never merged.
 //! - The CFG is unchanged. One walk over reachable blocks in reverse post-order with a hash table:
-//!   linear time (each instruction is checked against at most the 16 most recent equal ones).
+//!   linear time (each instruction is checked against at most the most recent equal ones that
+//!   [`Available`] looks at).
 
 use crate::edit::Subst;
 use crate::pass::{Pass, PassContext};
-use kir_ir::{BlockId, Kernel, Op, Operand, ValueId};
-use rustc_hash::FxHashMap;
+use kir_ir::analysis::available::Available;
+use kir_ir::{Kernel, Op, Operand, ValueId};
 
 pub struct Cse;
-
-fn mergeable(op: &Op) -> bool {
-    op.is_pure()
-        || matches!(op, Op::PtrOffset | Op::PtrOffsetBytes | Op::PtrCast(_) | Op::SharedAddr(_) | Op::Special(_))
-}
 
 impl Pass for Cse {
     fn name(&self) -> &'static str {
@@ -35,7 +31,7 @@ impl Pass for Cse {
     fn run(&self, k: &mut Kernel, cx: &mut PassContext) -> bool {
         let cfg = cx.cfg(k);
         let rpo = cfg.rpo().to_vec();
-        let mut table: FxHashMap<(Op, Vec<Operand>), Vec<(BlockId, ValueId)>> = FxHashMap::default();
+        let mut table: Available<(Op, Vec<Operand>), ValueId> = Available::default();
         let mut subst = Subst::new(k);
         let mut removed = vec![false; k.insts.len()];
         let mut count = 0u64;
@@ -46,20 +42,17 @@ impl Pass for Cse {
                 let op = d.op;
                 subst.apply_to_args(&op, &mut d.args);
                 let Some(r) = d.result else { continue };
-                if !mergeable(&op) {
+                if !op.is_speculatable() {
                     continue;
                 }
                 let key = (op, d.args.to_vec());
-                let entry = table.entry(key).or_default();
-                // The most recent candidates only: a dominating one is almost always among them, and a
-                // long run of equal instructions in sibling blocks stays linear.
-                match entry.iter().rev().take(16).find(|(db, _)| cfg.dominates(*db, b)) {
-                    Some(&(_, earlier)) => {
+                match table.find(&key, cfg, b) {
+                    Some(earlier) => {
                         subst.set(r, Operand::Value(earlier));
                         removed[i.index()] = true;
                         count += 1;
                     }
-                    None => entry.push((b, r)),
+                    None => table.record(key, b, r),
                 }
             }
             let _ = subst.apply_to_term(&mut k.blocks[b.index()].term);

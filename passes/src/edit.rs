@@ -138,16 +138,9 @@ pub fn remove_blocks(k: &mut Kernel, keep: &[bool]) -> Option<Vec<u32>> {
         i += 1;
         kept
     });
-    for (nb, b) in k.blocks.iter_mut().enumerate() {
-        for c in b.term.successors_mut() {
-            // A kept block never targets a removed one (caller's contract); if it did, the
-            // verifier reports the dangling label rather than this code panicking.
-            c.block = BlockId(new_index.get(c.block.index()).copied().unwrap_or(u32::MAX));
-        }
-        for (n, p) in b.params.iter().enumerate() {
-            k.values[p.index()].def = ValueDef::BlockParam(BlockId(nb as u32), n as u32);
-        }
-    }
+    // A kept block never targets a removed one (caller's contract); if it did, the verifier
+    // reports the dangling label rather than this code panicking.
+    renumber(k, &new_index);
     Some(new_index)
 }
 
@@ -208,9 +201,16 @@ pub fn permute_blocks(k: &mut Kernel, order: &[usize]) {
     }
     let mut old_blocks: Vec<Option<kir_ir::Block>> = std::mem::take(&mut k.blocks).into_iter().map(Some).collect();
     k.blocks = order.iter().map(|&o| old_blocks[o].take().expect("each block placed once")).collect();
+    renumber(k, &new_index);
+}
+
+/// After blocks moved (`new_index[old]` is each old block's new index; `u32::MAX` or out of range:
+/// removed), points every edge at its target's new index and every block parameter's definition
+/// at its block's.
+fn renumber(k: &mut Kernel, new_index: &[u32]) {
     for (nb, b) in k.blocks.iter_mut().enumerate() {
         for c in b.term.successors_mut() {
-            c.block = BlockId(new_index[c.block.index()]);
+            c.block = BlockId(new_index.get(c.block.index()).copied().unwrap_or(u32::MAX));
         }
         for (i, p) in b.params.iter().enumerate() {
             k.values[p.index()].def = ValueDef::BlockParam(BlockId(nb as u32), i as u32);

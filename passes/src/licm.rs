@@ -37,13 +37,6 @@ use kir_ir::{BlockId, Kernel, Op, Operand, Terminator, ValueDef};
 
 pub struct Licm;
 
-/// Whether `op` may be evaluated speculatively, once, before the loop: total, no effects, and its
-/// result depends only on its operands (and the thread).
-fn hoistable(op: &Op) -> bool {
-    op.is_pure()
-        || matches!(op, Op::PtrOffset | Op::PtrOffsetBytes | Op::PtrCast(_) | Op::SharedAddr(_) | Op::Special(_))
-}
-
 impl Pass for Licm {
     fn name(&self) -> &'static str {
         "licm"
@@ -112,7 +105,7 @@ impl Pass for Licm {
                 for id in insts {
                     let inst = &k.insts[id.index()];
                     let invariant = inst.result.is_some()
-                        && hoistable(&inst.op)
+                        && Op::is_speculatable(&inst.op)
                         && inst.args.iter().all(|a| match a {
                             Operand::Const(_) => true,
                             Operand::Value(v) => match k.values[v.index()].def {

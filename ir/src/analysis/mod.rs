@@ -4,8 +4,10 @@
 //! (which parameter or shared array a pointer derives from), [`callgraph`] (the call graph of a
 //! module's functions and a callees-first order), [`effects`] (what kernels and launches do to
 //! their buffers; a launch graph's dependency DAG), [`warps`] (the whole-warps launch precondition of
-//! full-mask collectives), [`ranges`] (upper bounds of `u32` values, for no-wrap proofs).
+//! full-mask collectives), [`ranges`] (upper bounds of `u32` values, for no-wrap proofs), [`available`] (values recorded in
+//! dominating blocks, for dominator-based reuse).
 
+pub mod available;
 pub mod callgraph;
 pub mod cfg;
 pub mod effects;
