@@ -445,18 +445,7 @@ impl GpuRunner {
         let mut storage = self.param_storage(params, &device)?;
         let mut params: Vec<*mut c_void> = storage.iter_mut().map(|s| s.as_mut_ptr() as *mut c_void).collect();
         self.ctx.bind_to_thread()?;
-        for _ in 0..warmup {
-            self.enqueue(func, launch, &mut params)?;
-        }
-        self.stream.synchronize()?;
-        let mut times = Vec::with_capacity(reps);
-        for _ in 0..reps {
-            let start = self.stream.record_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))?;
-            self.enqueue(func, launch, &mut params)?;
-            let end = self.stream.record_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))?;
-            times.push(start.elapsed_ms(&end)?);
-        }
-        self.stream.synchronize()?;
+        let times = time_on(&self.stream, warmup, reps, || self.enqueue(func, launch, &mut params))?;
         drop(device);
         Ok(times)
     }
@@ -478,27 +467,40 @@ impl GpuRunner {
             (s, d)
         };
         self.stream.synchronize()?;
-        let copy = |stream: &CudaStream| -> Result<(), GpuError> {
+        let stream = &self.stream;
+        let times = time_on(stream, warmup, reps, || {
             // SAFETY: both buffers are live allocations of `n` bytes in this context, and the
-            // stream is synchronized before they are freed.
+            // stream is synchronized (by `time_on`) before they are freed.
             unsafe { result::memcpy_dtod_async(dst_ptr, src_ptr, n, stream.cu_stream()) }?;
             Ok(())
-        };
-        for _ in 0..warmup {
-            copy(&self.stream)?;
-        }
-        self.stream.synchronize()?;
-        let mut times = Vec::with_capacity(reps);
-        for _ in 0..reps {
-            let start = self.stream.record_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))?;
-            copy(&self.stream)?;
-            let end = self.stream.record_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))?;
-            times.push(start.elapsed_ms(&end)?);
-        }
-        self.stream.synchronize()?;
+        })?;
         drop((src, dst));
         Ok(times)
     }
+}
+
+/// Enqueues `op` `warmup` times untimed, synchronizes (so a fault is reported before any timing),
+/// then `reps` times, each between a start and an end CUDA event on `stream`; synchronizes and
+/// returns each timed run's milliseconds.
+fn time_on(
+    stream: &CudaStream,
+    warmup: usize,
+    reps: usize,
+    mut op: impl FnMut() -> Result<(), GpuError>,
+) -> Result<Vec<f32>, GpuError> {
+    for _ in 0..warmup {
+        op()?;
+    }
+    stream.synchronize()?;
+    let mut times = Vec::with_capacity(reps);
+    for _ in 0..reps {
+        let start = stream.record_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))?;
+        op()?;
+        let end = stream.record_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))?;
+        times.push(start.elapsed_ms(&end)?);
+    }
+    stream.synchronize()?;
+    Ok(times)
 }
 
 #[cfg(test)]
