@@ -264,6 +264,70 @@ fn coalesce_latch_args(k: &Kernel, vreg: &mut [Reg]) -> HashSet<Reg> {
     shared
 }
 
+/// Where a kernel converts each global-pointer parameter with `cvta.to.global`: the block that
+/// dominates every reachable use of the parameter (an instruction operand, a terminator operand
+/// or a block argument), moved up the dominator tree out of every loop. A parameter missing from
+/// the map is never read (its load is left out). The entry block is where every conversion went
+/// before; a later block keeps threads that leave early (`if (i >= n) return`) from converting
+/// pointers they never use, as NVRTC's code does. In an irreducible CFG every conversion stays in
+/// the entry block.
+fn cvta_placement(k: &Kernel, cfg: &kir_ir::analysis::cfg::Cfg) -> HashMap<ValueId, BlockId> {
+    let is_param = |v: ValueId| {
+        matches!(k.value(v).def, kir_ir::ValueDef::Param(_)) && matches!(k.value(v).ty, Type::Ptr(AddrSpace::Global, _))
+    };
+    let mut use_blocks: HashMap<ValueId, Vec<BlockId>> = HashMap::new();
+    for b in k.block_ids().filter(|&b| cfg.is_reachable(b)) {
+        let blk = k.block(b);
+        let inst_args = blk.insts.iter().flat_map(|&i| k.inst(i).args.iter().copied());
+        for v in inst_args.chain(blk.term.operands()).filter_map(|a| a.as_value()) {
+            if is_param(v) {
+                use_blocks.entry(v).or_default().push(b);
+            }
+        }
+    }
+    if use_blocks.is_empty() {
+        return HashMap::new();
+    }
+    let forest = kir_ir::analysis::loops::LoopForest::new(cfg);
+    let mut in_loop = vec![false; k.blocks.len()];
+    for l in forest.loops() {
+        for b in &l.blocks {
+            in_loop[b.index()] = true;
+        }
+    }
+    let mut depth = vec![0usize; k.blocks.len()];
+    for &b in cfg.rpo() {
+        if let Some(d) = cfg.idom(b).filter(|&d| d != b) {
+            depth[b.index()] = depth[d.index()] + 1;
+        }
+    }
+    let up = |b: BlockId| cfg.idom(b).filter(|&d| d != b).unwrap_or(Kernel::ENTRY);
+    let common = |mut a: BlockId, mut b: BlockId| {
+        while a != b {
+            if depth[a.index()] >= depth[b.index()] {
+                a = up(a);
+            } else {
+                b = up(b);
+            }
+            if a == Kernel::ENTRY || b == Kernel::ENTRY {
+                return Kernel::ENTRY;
+            }
+        }
+        a
+    };
+    let irreducible = forest.is_irreducible();
+    use_blocks
+        .into_iter()
+        .map(|(v, blocks)| {
+            let mut at = blocks.into_iter().reduce(common).unwrap_or(Kernel::ENTRY);
+            while at != Kernel::ENTRY && (in_loop[at.index()] || irreducible) {
+                at = up(at);
+            }
+            (v, at)
+        })
+        .collect()
+}
+
 /// Which values are used only as comparison operands (and at least once).
 fn only_compared(k: &Kernel) -> Vec<bool> {
     let mut uses = vec![0u32; k.values.len()];
@@ -384,7 +448,9 @@ impl<'a> KernelEmitter<'a> {
         let mut reachable = vec![false; k.blocks.len()];
         k.reverse_post_order().into_iter().for_each(|b| reachable[b.index()] = true);
 
-        // Parameter loads.
+        // Parameter loads; a global pointer's `cvta` where its uses need it (`cvta_placement`).
+        let cvta_at = if is_func { HashMap::new() } else { cvta_placement(k, &self.cfg) };
+        let mut late_cvtas: HashMap<BlockId, Vec<(Reg, Reg)>> = HashMap::new();
         let mut params_decl = Vec::new();
         let mut prologue = String::new();
         std::mem::swap(&mut self.out, &mut prologue);
@@ -401,11 +467,19 @@ impl<'a> KernelEmitter<'a> {
             match ty {
                 // A caller passes pointers in their register form (see the module header).
                 Type::Ptr(..) if is_func => self.ins(format_args!("ld.param.u64 {r}, [{pname}]")),
-                Type::Ptr(AddrSpace::Global, _) => {
-                    let t = self.fresh(RegClass::B64);
-                    self.ins(format_args!("ld.param.u64 {t}, [{pname}]"));
-                    self.ins(format_args!("cvta.to.global.u64 {r}, {t}"));
-                }
+                Type::Ptr(AddrSpace::Global, _) => match cvta_at.get(&p) {
+                    // Never read: nothing to load.
+                    None => {}
+                    Some(&b) => {
+                        let t = self.fresh(RegClass::B64);
+                        self.ins(format_args!("ld.param.u64 {t}, [{pname}]"));
+                        if b == Kernel::ENTRY {
+                            self.ins(format_args!("cvta.to.global.u64 {r}, {t}"));
+                        } else {
+                            late_cvtas.entry(b).or_default().push((r, t));
+                        }
+                    }
+                },
                 Type::Ptr(AddrSpace::Shared, _) => self.ins(format_args!("ld.param.u64 {r}, [{pname}]")),
                 Type::Scalar(s) => self.load_param(r, s, &pname),
             }
@@ -423,6 +497,9 @@ impl<'a> KernelEmitter<'a> {
             let next = order.get(pos + 1).copied();
             let blk = k.block(b);
             let _ = writeln!(self.out, "{}:", self.block_label(b));
+            for (r, t) in late_cvtas.remove(&b).unwrap_or_default() {
+                self.ins(format_args!("cvta.to.global.u64 {r}, {t}"));
+            }
             for &i in &blk.insts {
                 if self.opts.comments {
                     let text = kir_ir::text::printer::print_inst(k, i);

@@ -12,8 +12,9 @@
 //!   2p + 2 for p = 11 (f16) and 8 (bf16), so the double rounding is innocuous. `.ftz` applies to
 //!   f32 only (as in kir and PTX) and is ignored for the 16-bit types.
 //! - `neg`/`abs` of floats touch the sign bit only (xor/and), keeping NaN payloads.
-//! - Integer `div`/`rem` guard the divisor: `x / 0` and `x % 0` are all ones; signed `MIN / -1`
-//!   is `MIN` and `MIN % -1` is 0 (PTX leaves all of these undefined).
+//! - Integer `div`/`rem` guard the divisor: `x / 0` and `x % 0` are all ones (PTX gives an
+//!   unspecified value, which a `selp` replaces); signed `MIN / -1` is `MIN` and `MIN % -1` is 0
+//!   (the division runs by 1 there, as PTX does not define that overflow).
 //! - Float `min`/`max` use PTX's `min`/`max` (a NaN operand is ignored; two NaNs give the
 //!   canonical NaN for f16/bf16/f32 and the second operand's NaN, quieted, for f64, as the H100
 //!   computes it: docs/language.md, "NaN and signed zero"). `cvt.sat` to a float adds `+0.0` after clamping so `-0.0` becomes `+0.0`.
@@ -468,7 +469,8 @@ impl KernelEmitter<'_> {
     }
 
     /// The guard of a register divisor `b` of type `s`: `(b == 0, the divisor to divide by, b == -1
-    /// for signed types)`, where the divisor to divide by is 1 when `b` is 0 (or -1, signed). A
+    /// for signed types)`, where the divisor to divide by is `b` itself, or 1 where a signed `b` is
+    /// -1. A
     /// guard computed for the same divisor in a dominating block is reused (`x / n` and `x % n`
     /// test `n` once).
     fn divisor_guard(&mut self, b: Operand, s: ScalarType) -> (Reg, Reg, Option<Reg>) {
@@ -481,17 +483,17 @@ impl KernelEmitter<'_> {
         let y = self.reg(b);
         let pz = self.fresh(RegClass::Pred);
         self.ins(format_args!("setp.eq.{t} {pz}, {y}, 0"));
-        let safe = self.fresh(RegClass::of_scalar(s));
-        let pm = if s.is_signed_int() {
+        // PTX defines division by zero to give an unspecified value (it does not trap), which the
+        // final `selp` on `pz` replaces: a zero divisor needs no substitute. Signed `MIN / -1`,
+        // whose overflow PTX does not define, divides by 1 instead.
+        let (safe, pm) = if s.is_signed_int() {
             let pm = self.fresh(RegClass::Pred);
-            let any = self.fresh(RegClass::Pred);
+            let safe = self.fresh(RegClass::of_scalar(s));
             self.ins(format_args!("setp.eq.{t} {pm}, {y}, -1"));
-            self.ins(format_args!("or.pred {any}, {pz}, {pm}"));
-            self.ins(format_args!("selp.{} {safe}, 1, {y}, {any}", bty(s)));
-            Some(pm)
+            self.ins(format_args!("selp.{} {safe}, 1, {y}, {pm}", bty(s)));
+            (safe, Some(pm))
         } else {
-            self.ins(format_args!("selp.{} {safe}, 1, {y}, {pz}", bty(s)));
-            None
+            (y, None)
         };
         if let Some(k) = key {
             self.divisor_guards.record(k, here, (pz, safe, pm));
