@@ -186,6 +186,9 @@ pub(crate) struct KernelEmitter<'a> {
     pub addresses: Available<(Operand, ValueId, i64), Reg>,
     /// Likewise the registers holding a PTX special register (`%tid.x`, ...), by its name.
     pub specials: Available<String, Reg>,
+    /// Special-register instructions already read into their register by a composite read
+    /// (`global_id.x`) earlier in their block: they emit nothing themselves.
+    pub early_specials: HashSet<InstId>,
     /// Registers a block parameter shares with an argument (see `coalesce_latch_args`).
     pub shared_regs: HashSet<Reg>,
     /// Likewise the zero (and -1) guards of integer divisors, by (divisor value, type).
@@ -380,6 +383,7 @@ impl<'a> KernelEmitter<'a> {
             scaled: Available::default(),
             addresses: Available::default(),
             specials: Available::default(),
+            early_specials: HashSet::new(),
             shared_regs,
             divisor_guards: Available::default(),
             only_compared: only_compared(k),

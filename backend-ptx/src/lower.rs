@@ -38,6 +38,19 @@ use kir_ir::{
 };
 use ScalarType as S;
 
+/// The PTX name of a special register read by one `mov` (`%tid.x`, ...), or `None` for the
+/// composite ones kir computes (`global_id`, `warpid`).
+fn plain_special(r: SpecialReg) -> Option<String> {
+    match r {
+        SpecialReg::Tid(x) => Some(format!("%tid.{}", x.name())),
+        SpecialReg::Ctaid(x) => Some(format!("%ctaid.{}", x.name())),
+        SpecialReg::Ntid(x) => Some(format!("%ntid.{}", x.name())),
+        SpecialReg::Nctaid(x) => Some(format!("%nctaid.{}", x.name())),
+        SpecialReg::LaneId => Some("%laneid".to_string()),
+        SpecialReg::GlobalId(_) | SpecialReg::WarpId => None,
+    }
+}
+
 fn is8(s: ScalarType) -> bool {
     matches!(s, S::U8 | S::S8)
 }
@@ -207,6 +220,10 @@ impl KernelEmitter<'_> {
             Op::Call(c) => self.call(i, c),
             Op::Special(r) => {
                 let Some(d) = d else { return };
+                if self.early_specials.contains(&i) {
+                    // Read into its register already, for a composite read earlier in the block.
+                    return;
+                }
                 self.special(d, r)
             }
             Op::Mov(s) => {
@@ -380,12 +397,12 @@ impl KernelEmitter<'_> {
     }
 
     fn special(&mut self, d: Reg, r: SpecialReg) {
+        if let Some(name) = plain_special(r) {
+            return self.read_special_into(d, name);
+        }
         match r {
-            SpecialReg::Tid(x) => self.read_special_into(d, format!("%tid.{}", x.name())),
-            SpecialReg::Ctaid(x) => self.read_special_into(d, format!("%ctaid.{}", x.name())),
-            SpecialReg::Ntid(x) => self.read_special_into(d, format!("%ntid.{}", x.name())),
-            SpecialReg::Nctaid(x) => self.read_special_into(d, format!("%nctaid.{}", x.name())),
-            SpecialReg::LaneId => self.read_special_into(d, "%laneid".to_string()),
+            SpecialReg::Tid(_) | SpecialReg::Ctaid(_) | SpecialReg::Ntid(_) | SpecialReg::Nctaid(_) => {}
+            SpecialReg::LaneId => {}
             SpecialReg::GlobalId(x) => {
                 let c = self.special_reg(format!("%ctaid.{}", x.name()));
                 let n = self.special_reg(format!("%ntid.{}", x.name()));
@@ -421,6 +438,21 @@ impl KernelEmitter<'_> {
     fn special_reg(&mut self, name: String) -> Reg {
         let here = self.cur_block;
         if let Some(r) = self.specials.find(&name, &self.cfg, here) {
+            return r;
+        }
+        // A read of the same register by an instruction later in this block (one earlier would
+        // be in the table): read it into that instruction's register now, once, for both.
+        let k = self.k;
+        let later = k.block(here).insts.iter().copied().find(|&i| {
+            let d = k.inst(i);
+            matches!(d.op, Op::Special(r) if plain_special(r).as_deref() == Some(name.as_str()))
+                && d.result.is_some_and(|v| !self.shared_regs.contains(&self.val(v)))
+                && !self.early_specials.contains(&i)
+        });
+        if let Some(i) = later {
+            let r = self.val(k.inst(i).result.expect("checked above"));
+            self.early_specials.insert(i);
+            self.read_special_into(r, name);
             return r;
         }
         let r = self.fresh(RegClass::B32);

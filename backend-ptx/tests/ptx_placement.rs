@@ -3,7 +3,7 @@
 //! threads that leave early do not convert pointers they never use) and the zero guard of an
 //! integer divisor (`setp`, the division by the divisor as it is, `selp` of all ones: PTX gives an
 //! unspecified value for a zero divisor, so no substitute divisor is needed; signed `MIN / -1`
-//! divides by 1).
+//! divides by 1), and a special register that `global_id` and the kernel both read (one `mov`).
 
 use kir_backend_ptx::{emit_module, PtxOptions, SmVersion};
 
@@ -197,4 +197,30 @@ entry:
     assert!(lines.iter().any(|l| l.starts_with("neg.s32")), "MIN / -1 is -MIN = MIN:\n{p}");
     assert!(lines.last().unwrap().starts_with("selp.b32") && lines.last().unwrap().contains(", -1, "), "{p}");
     assert!(!p.contains("or.pred"), "{p}");
+}
+
+#[test]
+fn a_special_register_read_by_global_id_and_by_the_kernel_is_read_once() {
+    let src = "kernel @k(%x: ptr<global, u32>, %n: u32) {
+entry:
+  %i = global_id.x
+  %nt = ntid.x
+  %grid = nctaid.x
+  %stride = mul.u32 %nt, %grid
+  %v = add.u32 %i, %stride
+  store %x[%i], %v
+  ret
+}
+";
+    let p = ptx(src);
+    assert_eq!(p.matches("%ntid.x").count(), 1, "{p}");
+    assert_eq!(p.matches("%nctaid.x").count(), 1, "{p}");
+    // The one read comes before the `mad` of `global_id.x`, which uses its register.
+    let entry = block(&p, "entry");
+    let read = entry.iter().position(|l| l.contains("%ntid.x")).unwrap();
+    let mad = entry.iter().position(|l| l.starts_with("mad.lo.s32")).unwrap();
+    assert!(read < mad, "{p}");
+    let nt_reg = entry[read].split_whitespace().nth(1).unwrap().trim_end_matches(',');
+    assert!(entry[mad].contains(nt_reg), "{p}");
+    assert!(entry.iter().any(|l| l.starts_with("mul.lo.u32") && l.contains(nt_reg)), "{p}");
 }

@@ -32,6 +32,7 @@ pub mod fold;
 pub mod fuse;
 pub mod inline;
 pub mod inlined;
+pub mod ivsr;
 pub mod layout;
 pub mod licm;
 pub mod manager;

@@ -92,6 +92,15 @@ pub fn registry() -> Vec<PassInfo> {
             },
         },
         PassInfo {
+            name: "ivsr",
+            description: "in loops with several copies of their body (unrolled), rebase `j+1, j+2, ...` chains on the induction variable `j` and replace `mul`/`mad`/`add` of `j + c` by a new induction variable stepped by a loop-invariant amount",
+            options: &[],
+            create: |o| {
+                o.expect_only("ivsr", &[])?;
+                Ok(PassKind::Kernel(Box::new(crate::ivsr::Ivsr)))
+            },
+        },
+        PassInfo {
             name: "layout",
             description: "lay blocks out in reverse post-order, so that code running in sequence falls through in the PTX",
             options: &[],
