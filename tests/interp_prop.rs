@@ -4,9 +4,11 @@
 //! and so on, one per op, executed with the interpreter's call stack through `launch_in`), which
 //! the model computes like the op itself.
 
-use kir_interp::{launch_in, Arg, Buffer, LaunchConfig, Options};
+use kir_interp::{Arg, Buffer, LaunchConfig, Options};
 use kir_ir::types::ScalarType;
 use proptest::prelude::*;
+mod verified_launch;
+use verified_launch::launch_in;
 
 #[derive(Clone, Debug)]
 enum IOp {

@@ -126,10 +126,16 @@ use crate::text::printer::{print_constant, print_inst};
 use crate::types::{AddrSpace, Constant, ScalarType, Type};
 use rustc_hash::FxHashMap as HashMap;
 
+pub(crate) mod barrier;
+mod checked;
+pub(crate) mod collective_masks;
 mod graph;
+pub(crate) mod inlined;
 mod verified;
-pub use graph::verify_graph;
-pub use verified::{try_verify, verify, BodyEdits, Diagnostics, Verified, VerifiedKernel};
+pub use barrier::check_barriers;
+pub use checked::{check, check_keeping, Checked};
+pub(crate) use graph::verify_graph;
+pub use verified::{verify, BodyEdits, Diagnostics, Verified, VerifiedKernel};
 
 /// The parameter space of a kernel entry in PTX ISA 8.0 (what the backend emits), in bytes:
 /// ptxas rejects more ("uses too much parameter space (0x1108 bytes, 0x1100 max)"), on sm_80 and
@@ -200,7 +206,7 @@ pub(crate) fn verify_module_parts(m: &Module) -> ModuleParts {
         } else {
             seen.insert(&k.name, k);
         }
-        let (diags, cfg) = verify_body_with_cfg(k, Some(m));
+        let (diags, cfg) = verify_body_impl(k, Some(m), None);
         out.extend(diags);
         bodies.push(out);
         cfgs.push(cfg);
@@ -219,32 +225,19 @@ pub(crate) fn verify_whole_module(m: &Module) -> Vec<Diagnostic> {
 
 /// Verifies one kernel or function on its own: calls are checked only for a valid callee index
 /// (their types need the module: [`verify_module`]).
-pub fn verify_kernel(k: &Kernel) -> Vec<Diagnostic> {
-    verify_body(k, None)
+#[cfg(test)]
+pub(crate) fn verify_kernel(k: &Kernel) -> Vec<Diagnostic> {
+    verify_body(k, None, None).0
 }
 
-/// Verifies one body; with the module, calls are checked against their callees.
-pub fn verify_body(k: &Kernel, module: Option<&Module>) -> Vec<Diagnostic> {
-    verify_body_with_cfg(k, module).0
-}
-
-/// [`verify_body`], also handing back the CFG its dominance check built (`None` when the body's
-/// structural checks stopped before dominance), for a caller that caches analyses.
-pub fn verify_body_with_cfg(k: &Kernel, module: Option<&Module>) -> (Vec<Diagnostic>, Option<Cfg>) {
-    verify_body_impl(k, module, None)
-}
-
-/// [`verify_body`] with `k`'s CFG computed already (an analysis cache's): the dominance check
-/// uses it instead of building one. `cfg` must be the CFG of `k` as it is now.
-pub fn verify_body_using(k: &Kernel, module: Option<&Module>, cfg: &Cfg) -> Vec<Diagnostic> {
-    verify_body_impl(k, module, Some(cfg)).0
-}
-
-/// [`verify_body`] for a body whose calls resolve among `funcs` (a module's functions, without the
-/// module: what the interpreter is handed). The same checks as with the module, except that a
-/// call naming a kernel is reported as an unknown function.
-pub fn verify_body_among(k: &Kernel, funcs: &[Kernel]) -> Vec<Diagnostic> {
-    verify_body_in(k, Some(CallContext { funcs, kernels: &[] }), None).0
+/// Verifies one body, for a driver that checks bodies as it changes them (the pass manager's
+/// `verify_each`, the fuzz reducer): with the module, calls are checked against their callees;
+/// without, only for a valid callee index. `cached` is the body's CFG if one is computed already
+/// (an analysis cache's; used when it fits the body); the CFG the dominance check built is
+/// handed back (`None` when it used `cached`, or when the body's structural checks stopped before
+/// dominance).
+pub fn verify_body(k: &Kernel, module: Option<&Module>, cached: Option<&Cfg>) -> (Vec<Diagnostic>, Option<Cfg>) {
+    verify_body_impl(k, module, cached)
 }
 
 /// What calls are resolved against.

@@ -67,8 +67,9 @@ pub fn verify(m: Module) -> Result<Verified, Diagnostics> {
 }
 
 /// [`verify`], handing the module back with the diagnostics when it is refused (for a caller that
-/// goes on using an invalid module, such as an editor showing types while errors remain).
-pub fn try_verify(m: Module) -> Result<Verified, (Module, Diagnostics)> {
+/// goes on using an invalid module, such as an editor showing types while errors remain:
+/// [`super::check_keeping`]).
+pub(crate) fn try_verify(m: Module) -> Result<Verified, (Module, Diagnostics)> {
     let parts = super::verify_module_parts(&m);
     if parts.bodies.iter().any(|d| has_errors(d)) || has_errors(&parts.whole) {
         return Err((m, Diagnostics::new(parts.flatten())));
@@ -110,15 +111,19 @@ impl Verified {
     }
 
     /// The module, to be edited in place body by body, and the [`BodyEdits`] that verify it again
-    /// where it was changed ([`BodyEdits::finish`]): what the pass manager does.
-    pub fn into_edits(self) -> (Module, BodyEdits) {
+    /// where it was changed ([`BodyEdits::finish`]); `barrier_diags` are the checks after the
+    /// verifier as they stand ([`super::Checked::into_edits`] is the public way in).
+    pub(crate) fn into_edits(self, barrier_diags: Vec<Diagnostic>) -> (Module, BodyEdits) {
         let signatures = self.module.bodies().map(Signature::of).collect();
         let n = self.cfgs.len();
         let edits = BodyEdits {
             signatures,
             body_warnings: self.body_warnings,
             cfgs: self.cfgs.into_iter().map(Some).collect(),
+            loops: self.loops,
+            uniformity: self.uniformity,
             changed: vec![false; n],
+            barrier_diags,
         };
         (self.module, edits)
     }
@@ -156,11 +161,11 @@ impl Verified {
     }
 
     /// The uniformity (divergence) analysis of body `i`, computed on first use on the verifier's
-    /// CFG. A device function is analysed on its own (its parameters count as varying).
+    /// CFG and [`Verified::loops`]. A device function is analysed on its own (its parameters count as varying).
     pub fn uniformity(&self, body: usize) -> &Uniformity {
         self.uniformity[body].get_or_init(|| {
             let k = self.module.bodies().nth(body).expect("a body index of this module");
-            Uniformity::compute_with(k, Some(&self.cfgs[body]))
+            Uniformity::compute_with_loops(k, &self.cfgs[body], self.loops(body))
         })
     }
 
@@ -201,12 +206,21 @@ pub struct BodyEdits {
     signatures: Vec<Signature>,
     body_warnings: Vec<Vec<Diagnostic>>,
     cfgs: Vec<Option<Cfg>>,
+    /// The lazy analyses of each body as verified: kept for the bodies not marked changed.
+    loops: Vec<OnceLock<LoopForest>>,
+    uniformity: Vec<OnceLock<Uniformity>>,
     changed: Vec<bool>,
+    /// The diagnostics of the checks after the verifier (barriers, collective masks) on the
+    /// module taken apart: still true when nothing changed.
+    barrier_diags: Vec<Diagnostic>,
 }
 
 impl fmt::Debug for BodyEdits {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("BodyEdits").field("signatures", &self.signatures).field("changed", &self.changed).finish()
+        f.debug_struct("BodyEdits")
+            .field("signatures", &self.signatures)
+            .field("changed", &self.changed)
+            .finish_non_exhaustive()
     }
 }
 
@@ -225,25 +239,36 @@ impl BodyEdits {
         }
     }
 
-    /// Verifies `m`, the edited module, again where it may have become invalid: every body marked
-    /// changed (with its CFG reused when its slot holds one), and the whole-module checks
-    /// (recursion, graphs). When the bodies are not the ones taken apart (one added, removed,
-    /// renamed, or with other parameter or result types), the whole module is verified. Bodies
-    /// not marked changed keep their CFG and warnings.
-    pub fn finish(self, m: Module) -> Result<Verified, Diagnostics> {
+    /// Checks `m`, the edited module, again where it may have become invalid: the verifier on
+    /// every body marked changed (with its CFG reused when its slot holds one) and the
+    /// whole-module checks (recursion, graphs), then the checks after the verifier (barriers,
+    /// collective masks; on the kept analyses of the bodies not changed), unless nothing changed.
+    /// When the bodies are not the ones taken apart (one added, removed, renamed, or with other
+    /// parameter or result types), the whole module is checked. Bodies not marked changed keep
+    /// their CFG, loops, uniformity and warnings. The result, accepted or refused, is what
+    /// [`super::check`] of `m` gives.
+    pub fn finish(self, m: Module) -> Result<super::Checked, Diagnostics> {
         let same_bodies = m.bodies().count() == self.signatures.len()
             && m.bodies().zip(&self.signatures).all(|(k, s)| Signature::of(k) == *s);
         if !same_bodies {
-            return verify(m);
+            return super::check(m);
         }
+        let any_changed = self.changed.iter().any(|&c| c);
         let mut cfgs = Vec::with_capacity(self.cfgs.len());
         let mut body_warnings = Vec::with_capacity(self.cfgs.len());
+        let mut loops = Vec::with_capacity(self.cfgs.len());
+        let mut uniformity = Vec::with_capacity(self.cfgs.len());
         let mut errors = Vec::new();
         let bodies = m.bodies().zip(self.cfgs).zip(self.body_warnings).zip(self.changed);
-        for (((k, cached), old_warnings), changed) in bodies {
+        let analyses = self.loops.into_iter().zip(self.uniformity);
+        for ((((k, cached), old_warnings), changed), (old_loops, old_uniformity)) in bodies.zip(analyses) {
             if !changed {
+                // The CFG slot, if the driver emptied it, is rebuilt: exact, a CFG is a pure
+                // function of its body; the lazy analyses were computed on the same CFG.
                 cfgs.push(cached.unwrap_or_else(|| Cfg::new(k)));
                 body_warnings.push(old_warnings);
+                loops.push(old_loops);
+                uniformity.push(old_uniformity);
                 continue;
             }
             // The verifier uses the cached CFG when it fits the body, and builds its own otherwise.
@@ -254,13 +279,22 @@ impl BodyEdits {
             }
             cfgs.push(cfg.unwrap_or_else(|| Cfg::new(k)));
             body_warnings.push(diags);
+            loops.push(OnceLock::new());
+            uniformity.push(OnceLock::new());
         }
         let whole = super::verify_whole_module(&m);
         if !errors.is_empty() || has_errors(&whole) {
-            // Report as `verify` would: every diagnostic of the module, in its order.
-            return Err(verify(m).err().unwrap_or_else(|| Diagnostics::new(errors)));
+            // Report as `check` would: every diagnostic of the module, in its order.
+            return Err(super::check(m).err().unwrap_or_else(|| Diagnostics::new(errors)));
         }
-        Ok(Verified::assemble(m, cfgs, body_warnings, whole))
+        let mut v = Verified::assemble(m, cfgs, body_warnings, whole);
+        v.loops = loops;
+        v.uniformity = uniformity;
+        if any_changed {
+            super::checked::after_verifier(v)
+        } else {
+            Ok(super::checked::Checked::from_parts(v, self.barrier_diags))
+        }
     }
 }
 
@@ -459,14 +493,14 @@ mod tests {
         kernel @a(%p: ptr<global, u32>) {\nentry:\n  %t = tid.x\n  %q = call @sq(%t)\n  store %p[%t], %q\n  ret\n}\n\
         kernel @b(%p: ptr<global, u32>) {\nentry:\n  %t = tid.x\n  store %p[%t], %t\n  ret\nlost:\n  ret\n}\n";
 
-    /// `finish` and a fresh `verify` of the same module agree: accepted or not, the same
+    /// `finish` and a fresh `check` of the same module agree: accepted or not, the same
     /// diagnostics, the same CFG shapes.
-    fn agree(m: Module, changed: &[usize]) -> Result<Verified, Diagnostics> {
-        let (_, mut edits) = verify(parse(CALLS).unwrap()).unwrap().into_edits();
+    fn agree(m: Module, changed: &[usize]) -> Result<super::super::Checked, Diagnostics> {
+        let (_, mut edits) = super::super::check(parse(CALLS).unwrap()).unwrap().into_edits();
         for &i in changed {
             edits.mark_changed(i);
         }
-        let fresh = verify(m.clone());
+        let fresh = super::super::check(m.clone());
         let finished = edits.finish(m);
         match (&finished, &fresh) {
             (Ok(a), Ok(b)) => {
@@ -476,7 +510,7 @@ mod tests {
                 assert_eq!(shape(a), shape(b));
             }
             (Err(a), Err(b)) => assert_eq!(a.list(), b.list()),
-            _ => panic!("finish and verify disagree: {finished:?} vs {fresh:?}"),
+            _ => panic!("finish and check disagree: {finished:?} vs {fresh:?}"),
         }
         finished
     }
@@ -511,5 +545,12 @@ mod tests {
         let recursive = CALLS.replace("%s = mul.u32 %v, %v", "%r = call @sq(%v)\n  %s = mul.u32 %r, %v");
         let e = agree(parse(&recursive).unwrap(), &[2]).unwrap_err();
         assert!(e.to_string().contains("calls itself"), "{e}");
+        // A changed body that still verifies but now has a divergent barrier: the barrier checks
+        // run again and refuse it, as `check` does.
+        let mut m = base();
+        let divergent = "kernel @b(%p: ptr<global, u32>) {\nentry:\n  %t = tid.x\n  %c = lt.u32 %t, 5\n  br %c, x, y\nx:\n  barrier\n  jmp y\ny:\n  store %p[%t], %t\n  ret\nlost:\n  ret\n}\n";
+        m.kernels[1] = parse(divergent).unwrap().kernels.remove(0);
+        let e = agree(m, &[1]).unwrap_err();
+        assert!(e.to_string().contains("barrier"), "{e}");
     }
 }
