@@ -1,7 +1,24 @@
-//! The IR verifier: decides whether a module is well-formed, and explains every way it is not.
+//! The IR verifier: decides whether a module is well-formed, and explains every way it is not;
+//! with [`barrier`] and [`collective_masks`], every static check kir runs.
+//!
+//! Public entry points (everything else here is private to kir-ir):
+//! - [`check`] → [`Checked`]: THE way to a checked module — the verifier, then barrier and
+//!   collective verification (`kir check`); what the emitter and the pass pipeline take. Its
+//!   diagnostics on refusal, and [`Checked::warnings`] on success, are what `kir check` prints.
+//! - [`check_keeping`]: the same diagnostics, and the module kept whatever they say ([`Verified`]
+//!   when the verifier accepts it): for the editor and for tests that run IR the barrier checks
+//!   refuse.
+//! - [`verify`] → [`Verified`]: well-formedness alone (what the interpreter needs; it checks
+//!   barriers at run time). [`verify_module`]: its diagnostics on a borrowed module.
+//! - [`verify_body`]: one body, with or without its module, reusing a cached CFG: for drivers that
+//!   verify as they edit (the pass manager's `verify_each`, the fuzz reducer, the CFG pictures).
+//! - [`check_barriers`]: barrier and collective verification alone, for the `verify-barriers`
+//!   pass (on the pass manager's cached CFGs).
+//! - [`Checked::edit`], [`Checked::into_edits`] → [`BodyEdits::finish`], [`Verified::edit`]: the
+//!   ways to change a module and keep its proof.
 //!
 //! Guarantees:
-//! - [`verify_module`] / [`verify_kernel`] never panic, whatever the IR (dangling handles included),
+//! - [`verify_module`] / [`verify_body`] never panic, whatever the IR (dangling handles included),
 //!   and report EVERY problem at once (not just the first), errors and warnings, sorted by source
 //!   position within each kernel. A result without errors means the module is well-formed;
 //!   warnings flag valid but suspicious IR.
@@ -11,7 +28,7 @@
 //!   enclosing block's label, then to the kernel's name, and the label says so; a diagnostic never
 //!   puts a caret at `0..0` as if it were real source (with no real span anywhere, it has no caret
 //!   and names the entity in its notes). For such entities a note prints the instruction as text.
-//! - [`verify_module`] checks launch graphs too ([`verify_graph`]), after the kernels.
+//! - [`verify_module`] checks launch graphs too (`graph.rs`), after the kernels.
 //! - Only the verifier decides well-formedness: every invariant below holds for any module it
 //!   accepts, so passes, the PTX backend and the interpreter may rely on them without re-checking.
 //!
@@ -110,7 +127,7 @@
 //! - E: `call @f(args)`: `@f` is a function of the module (not a kernel); as many arguments as it
 //!   has parameters, each of the parameter's type; a result only when `@f` has one, of its type.
 //! - E: no function calls itself, directly or through others: the cycle is named, call by call.
-//!   ([`verify_kernel`] alone, without the module, checks calls only for a valid callee index.)
+//!   ([`verify_body`] without the module checks calls only for a valid callee index.)
 //!
 //! Block shape
 //! - E: `reqntid(x, y, z)`: every dimension at least 1, x and y at most 1024, z at most 64, and

@@ -1,23 +1,26 @@
 //! Validity as a type: [`Verified`] is a module the verifier accepted, and [`Diagnostics`] is why
-//! one was refused.
+//! one was refused. ([`super::Checked`], a `Verified` module that also passed barrier
+//! verification, is built on it.)
 //!
 //! Guarantees:
 //! - The only ways to get a [`Verified`] are [`verify`] (which runs [`super::verify_module`]:
-//!   every kernel and function, calls, recursion and launch graphs), [`Verified::edit`], whose
-//!   closure's result is verified again before it is handed back, and [`BodyEdits::finish`], which
-//!   verifies again every body its driver marked changed and every whole-module check (and the
-//!   whole module when a body was added, removed, renamed or had its signature changed). So every
-//!   holder of a `Verified` may rely on every invariant the verifier lists, and interpretation,
-//!   emission and the pass pipeline take this type instead of re-checking (or trusting) a plain
-//!   `Module`.
+//!   every kernel and function, calls, recursion and launch graphs), `check_keeping` (the same),
+//!   [`Verified::edit`], whose closure's result is verified again before it is handed back, and a
+//!   [`super::Checked`] module (from [`super::check`] or [`BodyEdits::finish`], which verifies
+//!   again every body its driver marked changed and every whole-module check, and the whole
+//!   module when a body was added, removed, renamed or had its signature changed). So every
+//!   holder of a `Verified` may rely on every invariant the verifier lists, and interpretation
+//!   takes this type (emission and the pass pipeline take `Checked`) instead of re-checking (or
+//!   trusting) a plain `Module`.
 //! - [`BodyEdits`] trusts its driver on one point only: a body it did not mark changed is the body
 //!   that was verified (the pass manager marks every body a pass reports changed). What was
-//!   computed for such a body (its CFG, its warnings) is kept; everything else is recomputed, and
-//!   the result is what [`verify`] of the edited module gives (tests compare the two).
+//!   computed for such a body (its CFG, loops, uniformity, warnings) is kept; everything else is
+//!   recomputed, and the result is what [`super::check`] of the edited module gives (tests
+//!   compare the two).
 //! - It carries the analyses computed once: the [`Cfg`] of every body (with dominators; the
 //!   verifier builds it for its dominance check and keeps it), post-dominators (inside the `Cfg`),
-//!   natural loops ([`Verified::loops`]) and uniformity ([`Verified::uniformity`]) on first use,
-//!   and the warnings of the verification.
+//!   natural loops ([`Verified::loops`]) and uniformity ([`Verified::uniformity`], on those
+//!   loops) on first use, and the warnings of the verification.
 //! - [`Diagnostics`] implements `Display` and `std::error::Error`; with the source attached
 //!   ([`Diagnostics::with_sources`]) it renders exactly as `kir check` prints, carets and all.
 
