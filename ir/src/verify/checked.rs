@@ -19,7 +19,7 @@
 //!   diagnostics and keeps the module whatever they say (for an editor).
 //! - Barrier verification never sees IR the verifier refused.
 
-use super::verified::{try_verify, BodyEdits, Diagnostics, Verified};
+use super::verified::{try_verify, BodyEdits, Diagnostics, Reverified, Verified};
 use crate::diag::{has_errors, Diagnostic};
 use crate::ir::Module;
 use std::fmt;
@@ -73,7 +73,7 @@ fn barrier_diags(v: &Verified) -> Vec<Diagnostic> {
 }
 
 /// The checks after the verifier, on a module the verifier accepted: [`check`] from there.
-pub(crate) fn after_verifier(v: Verified) -> Result<Checked, Diagnostics> {
+fn after_verifier(v: Verified) -> Result<Checked, Diagnostics> {
     let diags = barrier_diags(&v);
     if has_errors(&diags) {
         let mut all = v.warnings().to_vec();
@@ -85,7 +85,7 @@ pub(crate) fn after_verifier(v: Verified) -> Result<Checked, Diagnostics> {
 
 impl Checked {
     /// A checked module from a verified one and the diagnostics its later checks gave (no errors).
-    pub(crate) fn from_parts(verified: Verified, barrier_diags: Vec<Diagnostic>) -> Checked {
+    fn from_parts(verified: Verified, barrier_diags: Vec<Diagnostic>) -> Checked {
         let warnings = verified.warnings().iter().chain(&barrier_diags).cloned().collect();
         Checked { verified, barrier_diags, warnings }
     }
@@ -122,6 +122,28 @@ impl Checked {
         let mut m = self.into_module();
         f(&mut m);
         check(m)
+    }
+}
+
+impl BodyEdits {
+    /// Checks `m`, the edited module, again where it may have become invalid: the verifier on
+    /// every body marked changed (with its CFG reused when its slot holds one) and the
+    /// whole-module checks (recursion, graphs), then the checks after the verifier (barriers,
+    /// collective masks; on the kept analyses of the bodies not changed), unless nothing changed.
+    /// When the bodies are not the ones taken apart (one added, removed, renamed, or with other
+    /// parameter or result types), the whole module is checked. Bodies not marked changed keep
+    /// their CFG, loops, uniformity and warnings. The result, accepted or refused, is what
+    /// [`check`] of `m` gives.
+    pub fn finish(mut self, m: Module) -> Result<Checked, Diagnostics> {
+        let any_changed = self.changed.iter().any(|&c| c);
+        let barrier_diags = std::mem::take(&mut self.barrier_diags);
+        match self.reverify(m) {
+            Reverified::Whole(m) => check(m),
+            // Report as `check` would: every diagnostic of the module, in its order.
+            Reverified::Refused(m, errors) => Err(check(m).err().unwrap_or_else(|| Diagnostics::new(errors))),
+            Reverified::Verified(v) if any_changed => after_verifier(v),
+            Reverified::Verified(v) => Ok(Checked::from_parts(v, barrier_diags)),
+        }
     }
 }
 

@@ -212,10 +212,10 @@ pub struct BodyEdits {
     /// The lazy analyses of each body as verified: kept for the bodies not marked changed.
     loops: Vec<OnceLock<LoopForest>>,
     uniformity: Vec<OnceLock<Uniformity>>,
-    changed: Vec<bool>,
+    pub(crate) changed: Vec<bool>,
     /// The diagnostics of the checks after the verifier (barriers, collective masks) on the
     /// module taken apart: still true when nothing changed.
-    barrier_diags: Vec<Diagnostic>,
+    pub(crate) barrier_diags: Vec<Diagnostic>,
 }
 
 impl fmt::Debug for BodyEdits {
@@ -242,21 +242,17 @@ impl BodyEdits {
         }
     }
 
-    /// Checks `m`, the edited module, again where it may have become invalid: the verifier on
-    /// every body marked changed (with its CFG reused when its slot holds one) and the
-    /// whole-module checks (recursion, graphs), then the checks after the verifier (barriers,
-    /// collective masks; on the kept analyses of the bodies not changed), unless nothing changed.
-    /// When the bodies are not the ones taken apart (one added, removed, renamed, or with other
-    /// parameter or result types), the whole module is checked. Bodies not marked changed keep
-    /// their CFG, loops, uniformity and warnings. The result, accepted or refused, is what
-    /// [`super::check`] of `m` gives.
-    pub fn finish(self, m: Module) -> Result<super::Checked, Diagnostics> {
+    /// Verifies `m`, the edited module, again where it may have become invalid: every body marked
+    /// changed (with its CFG reused when its slot holds one) and the whole-module checks
+    /// (recursion, graphs); the verifier's half of [`BodyEdits::finish`] (in `checked.rs`, which
+    /// adds barrier verification). Bodies not marked changed keep their CFG, loops, uniformity
+    /// and warnings.
+    pub(crate) fn reverify(self, m: Module) -> Reverified {
         let same_bodies = m.bodies().count() == self.signatures.len()
             && m.bodies().zip(&self.signatures).all(|(k, s)| Signature::of(k) == *s);
         if !same_bodies {
-            return super::check(m);
+            return Reverified::Whole(m);
         }
-        let any_changed = self.changed.iter().any(|&c| c);
         let mut cfgs = Vec::with_capacity(self.cfgs.len());
         let mut body_warnings = Vec::with_capacity(self.cfgs.len());
         let mut loops = Vec::with_capacity(self.cfgs.len());
@@ -287,18 +283,22 @@ impl BodyEdits {
         }
         let whole = super::verify_whole_module(&m);
         if !errors.is_empty() || has_errors(&whole) {
-            // Report as `check` would: every diagnostic of the module, in its order.
-            return Err(super::check(m).err().unwrap_or_else(|| Diagnostics::new(errors)));
+            return Reverified::Refused(m, errors);
         }
         let mut v = Verified::assemble(m, cfgs, body_warnings, whole);
         v.loops = loops;
         v.uniformity = uniformity;
-        if any_changed {
-            super::checked::after_verifier(v)
-        } else {
-            Ok(super::checked::Checked::from_parts(v, self.barrier_diags))
-        }
+        Reverified::Verified(v)
     }
+}
+
+/// What [`BodyEdits::reverify`] found.
+pub(crate) enum Reverified {
+    /// The bodies are not the ones taken apart: the module is to be checked whole.
+    Whole(Module),
+    /// Refused, with the errors found (a full check reports them in its order).
+    Refused(Module, Vec<Diagnostic>),
+    Verified(Verified),
 }
 
 impl std::ops::Deref for Verified {
