@@ -31,7 +31,7 @@
 //! early returns from functions under thread-dependent branches, and, for half of them, calls of
 //! such functions under thread-dependent branches and loops. Each module is verified across calls
 //! ([`kir_ir::verify::check_barriers`]) and launched [`LAUNCHES`] times with the calls executed as written
-//! (`launch_in`, a call stack, not inlined): 3200 launches.
+//! (`kir_interp::launch_verified`, a call stack, not inlined): 3200 launches.
 //!
 //! The whole file runs in a few seconds in the test profile.
 //!

@@ -11,7 +11,7 @@
 //! - Barrier verification across calls (`kir_ir::verify::check_barriers`) accepts the module exactly when
 //!   barrier verification accepts the inlined kernel.
 //! - Interpreter: the kernel run as written, calls executed with a call stack
-//!   (`kir_interp::launch_in`), and the inlined kernel run by `kir_interp::launch` give
+//!   (`kir_interp::launch_verified` on the verified module), and the inlined kernel give
 //!   bit-identical buffers on every one of [`LAUNCHES`] launches (the launch contract with race
 //!   and uninitialized-read detection, then random block and grid sizes and `%n`, some with fewer
 //!   slots than threads), or both fail with the same error kind (a barrier divergence, a divergent

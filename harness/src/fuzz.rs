@@ -4,9 +4,9 @@
 //!
 //! Guarantees:
 //! - [`check_module`] runs, in order, and stops at the first failure: the verifier and the barrier
-//!   verifier (across calls: [`kir_passes::barrier::verify_module_barriers`]) accept the module;
+//!   verifier (across calls: [`kir_ir::verify::check`]) accept the module;
 //!   the interpreter runs its kernel as written, calls executed with a call stack
-//!   ([`kir_interp::launch_in`]; launched as the generator's [`LaunchContract`] says, with race
+//!   ([`kir_interp::launch_verified`] on the checked module; launched as the generator's [`LaunchContract`] says, with race
 //!   and uninitialized-read detection on) without a fault; when the module has calls,
 //!   [`kir_ir::inline::inline_module`] succeeds, its output verifies, and the inlined kernel's
 //!   buffers equal the reference's bit for bit; the pass pipeline succeeds with the verifier

@@ -12,8 +12,8 @@
 //! - [`GraphStats`] sums the [`Stats`] of every launch: `launches` counts launches run, and the
 //!   global-memory bytes are exactly the sums of the per-launch counts.
 //! - An error of a launch is returned with a note naming the launch (index and kernel).
-//! - Every launch runs with the module's functions (as [`crate::launch_in`] over `Module::funcs`,
-//!   without verifying again: [`run_graph`] takes a `Verified` module), so kernels that call
+//! - Every launch runs with the module's functions (as [`crate::launch_verified`] runs a kernel of
+//!   its module: [`run_graph`] takes a `Verified` module), so kernels that call
 //!   functions run as written.
 
 use crate::args::{materialize, ArgSpec, Value};

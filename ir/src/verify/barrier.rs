@@ -68,7 +68,7 @@ use crate::diag::Diagnostic;
 use crate::{BlockId, InstId, Kernel, Module, Op, Operand, Span, SpecialReg, Terminator, ValueDef, ValueId};
 
 /// Barrier verification of a whole module: a `reqntid` that makes a partial warp for a kernel
-/// with a full-mask collective, then [`verify_kernel_barriers`] for every kernel, in module order.
+/// with a full-mask collective, then `verify_kernel_barriers` for every kernel, in module order.
 /// `m` should verify (an unverified body gets the all-varying verdict, never a panic);
 /// `uniformity_of(i)` may supply kernel `i`'s analysis (computed on its CFG), for a kernel without
 /// calls (one with calls is analysed as an inlined copy, which gets its own). What

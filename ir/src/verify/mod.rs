@@ -1,5 +1,5 @@
 //! The IR verifier: decides whether a module is well-formed, and explains every way it is not;
-//! with [`barrier`] and [`collective_masks`], every static check kir runs.
+//! with `barrier.rs` and `collective_masks.rs`, every static check kir runs.
 //!
 //! Public entry points (everything else here is private to kir-ir):
 //! - [`check`] → [`Checked`]: THE way to a checked module — the verifier, then barrier and

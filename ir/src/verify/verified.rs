@@ -201,7 +201,7 @@ impl Signature {
     }
 }
 
-/// A [`Verified`] module taken apart ([`Verified::into_edits`]) so that a driver can edit its
+/// A [`Verified`] module taken apart ([`super::Checked::into_edits`]) so that a driver can edit its
 /// bodies in place, keep their CFGs current where it can ([`BodyEdits::cfg_slots`]: an analysis
 /// cache), mark the bodies it changed, and get a `Verified` module back by verifying only what
 /// may have become invalid ([`BodyEdits::finish`]).
