@@ -5,7 +5,7 @@
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use kir_backend_ptx::{emit_module, PtxOptions, SmVersion};
-use kir_interp::{launch, Arg, Buffer, LaunchConfig, Options};
+use kir_interp::{launch_verified, Arg, Buffer, LaunchConfig, Options};
 use kir_ir::types::{Constant, ScalarType};
 use kir_ptx_emu as emu;
 use std::time::Duration;
@@ -36,13 +36,9 @@ fn bench(c: &mut Criterion) {
         ("reduce256", include_str!("../interp/benches/reduce.kir"), 2),
     ];
     for (name, src, nbufs) in cases {
-        let m = module(src);
-        let k = &m.kernels[0];
-        let ptx = emit_module(
-            &kir_ir::verify::verify(m.clone()).expect("verifies"),
-            &PtxOptions { sm: SmVersion::Sm90, source: None, comments: false },
-        )
-        .expect("emits");
+        let m = kir_ir::verify::check(module(src)).expect("verifies");
+        let k = m.verified_kernels().next().expect("a kernel");
+        let ptx = emit_module(&m, &PtxOptions { sm: SmVersion::Sm90, source: None, comments: false }).expect("emits");
         let pm = emu::Module::parse(&ptx).expect("the emulator loads kir's PTX");
         let inputs: Vec<Buffer> = if nbufs == 3 {
             vec![rand(N, 1), rand(N, 2), Buffer::zeros(ScalarType::F32, N)]
@@ -58,7 +54,7 @@ fn bench(c: &mut Criterion) {
         for (threads, tag) in [(None, ""), (Some(1), "-1thread")] {
             let opts = Options { threads, ..Options::default() };
             g.bench_function(format!("{name}_2^20/interp{tag}"), |b| {
-                b.iter(|| launch(k, &cfg, &args, &mut bufs, &opts).unwrap())
+                b.iter(|| launch_verified(k, &cfg, &args, &mut bufs, &opts).unwrap())
             });
         }
 
@@ -76,7 +72,7 @@ fn bench(c: &mut Criterion) {
         }
         // The two engines computed the same outputs (one more launch of each, whatever the filter).
         let mut want = inputs.clone();
-        launch(k, &cfg, &args, &mut want, &Options::default()).unwrap();
+        launch_verified(k, &cfg, &args, &mut want, &Options::default()).unwrap();
         emu::launch(&pm, &k.name, &ecfg, &eargs, &mut mem, &emu::Options::default()).unwrap();
         for (i, (id, want)) in ids.iter().zip(&want).enumerate() {
             assert_eq!(

@@ -51,7 +51,7 @@ fn kir_ptx(m: &kir_ir::Module, pipeline: &str) -> Result<String, String> {
     let p = kir_passes::parse_pipeline(pipeline)?;
     let cfg = kir_passes::RunConfig::default();
     kir_passes::run_pipeline_in_place(&mut m, &p, &cfg, &mut std::io::sink()).map_err(|e| format!("{e:?}"))?;
-    let v = kir_ir::verify::verify(m).map_err(|d| d.to_string())?;
+    let v = kir_ir::verify::check(m).map_err(|d| d.to_string())?;
     kir_backend_ptx::emit_module(&v, &PtxOptions { sm: SmVersion::Sm80, source: None, comments: false })
         .map_err(|d| format!("{d:?}"))
 }

@@ -63,7 +63,7 @@ const C_UNREACH: &str = "#999999";
 /// when it verifies (the analysis' verdicts mean something only then).
 pub fn render_kernel(k: &Kernel) -> String {
     // One CFG for all three: the verifier builds it, the analysis and the picture reuse it.
-    let (diags, cfg) = kir::ir::verify::verify_body_with_cfg(k, None);
+    let (diags, cfg) = kir::ir::verify::verify_body(k, None, None);
     let cfg = cfg.unwrap_or_else(|| Cfg::new(k));
     let u = (!kir::ir::diag::has_errors(&diags)).then(|| Uniformity::compute_with(k, Some(&cfg)));
     render(k, &cfg, u.as_ref())

@@ -30,8 +30,8 @@
 //! plain barriers), full-mask shuffles and votes inside functions, functions calling functions,
 //! early returns from functions under thread-dependent branches, and, for half of them, calls of
 //! such functions under thread-dependent branches and loops. Each module is verified across calls
-//! ([`verify_module_barriers`]) and launched [`LAUNCHES`] times with the calls executed as written
-//! (`launch_in`, a call stack, not inlined): 3200 launches.
+//! ([`kir_ir::verify::check_barriers`]) and launched [`LAUNCHES`] times with the calls executed as written
+//! (`kir_interp::launch_verified`, a call stack, not inlined): 3200 launches.
 //!
 //! The whole file runs in a few seconds in the test profile.
 //!
@@ -52,10 +52,11 @@
 //! - For modules, also: some rejected modules with calls of synchronizing functions under
 //!   thread-dependent control flow do fault in the interpreter.
 
-use kir_interp::{launch, launch_in, Arg, Buffer, ErrorKind, FaultKind, LaunchConfig, Options};
+use kir_interp::{Arg, Buffer, ErrorKind, FaultKind, LaunchConfig, Options};
 use kir_ir::generate::{generate, generate_module, GenConfig, Rng, SHARED_LEN};
 use kir_ir::{Constant, Kernel, ScalarType};
-use kir_passes::barrier::{verify_barriers, verify_module_barriers};
+mod verified_launch;
+use verified_launch::{launch, launch_in};
 
 /// Random kernels checked.
 const KERNELS: u64 = 2000;
@@ -776,4 +777,14 @@ fn accepted_modules_never_diverge_at_barriers() {
         divergent_calls_that_fault > 0,
         "no module with divergent calls faulted: the launches do not exercise them"
     );
+}
+
+/// Barrier verification of a module (`kir_ir::verify::check_barriers`), following calls.
+fn verify_module_barriers(m: &kir_ir::Module) -> Vec<kir_ir::Diagnostic> {
+    kir_ir::verify::check_barriers(m, |_| None)
+}
+
+/// Barrier verification of a module holding only `k`.
+fn verify_barriers(k: &kir_ir::Kernel) -> Vec<kir_ir::Diagnostic> {
+    verify_module_barriers(&kir_ir::Module { kernels: vec![k.clone()], ..kir_ir::Module::default() })
 }

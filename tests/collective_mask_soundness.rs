@@ -21,10 +21,11 @@
 //!   many rejected ones fault in the interpreter.
 //! - Runs in about two seconds in the test profile.
 
-use kir_interp::{launch, Arg, Buffer, ErrorKind, FaultKind, LaunchConfig, Options};
+use kir_interp::{Arg, Buffer, ErrorKind, FaultKind, LaunchConfig, Options};
 use kir_ir::generate::Rng;
 use kir_ir::{Constant, ScalarType};
-use kir_passes::barrier::verify_barriers;
+mod verified_launch;
+use verified_launch::launch;
 
 /// Kernels checked.
 const KERNELS: u64 = 4000;
@@ -277,4 +278,14 @@ fn accepted_mask_kernels_never_diverge() {
     assert!(accepted_partial_ran > KERNELS as usize / 20, "too few accepted partial-mask runs: {accepted_partial_ran}");
     assert!(rejected_faulting > KERNELS as usize / 10, "too few rejected kernels fault: {rejected_faulting}");
     assert!(refused > 0, "no launch was refused for partial warps");
+}
+
+/// Barrier verification of a module (`kir_ir::verify::check_barriers`), following calls.
+fn verify_module_barriers(m: &kir_ir::Module) -> Vec<kir_ir::Diagnostic> {
+    kir_ir::verify::check_barriers(m, |_| None)
+}
+
+/// Barrier verification of a module holding only `k`.
+fn verify_barriers(k: &kir_ir::Kernel) -> Vec<kir_ir::Diagnostic> {
+    verify_module_barriers(&kir_ir::Module { kernels: vec![k.clone()], ..kir_ir::Module::default() })
 }

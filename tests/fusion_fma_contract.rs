@@ -4,6 +4,7 @@
 
 use kir_interp::{Arg, Buffer, LaunchConfig, Options};
 use kir_passes::{parse_pipeline, run_on_kernel};
+mod verified_launch;
 
 const SRC: &str = r#"
 kernel @k(%a: ptr<global, f32>, %out: ptr<global, f32>) {
@@ -46,7 +47,7 @@ fn the_contracted_kernel_rounds_once() {
     // 2^-11 while the fma gives the exact 2^-11 + 2^-24.
     let x = 1.0f32 + f32::EPSILON * 2048.0;
     let mut bufs = vec![Buffer::from_f32(&[x]), Buffer::zeros(kir_ir::ScalarType::F32, 1)];
-    kir_interp::launch(
+    verified_launch::launch(
         &k,
         &LaunchConfig::linear(1, 1),
         &[Arg::Buffer(0), Arg::Buffer(1)],

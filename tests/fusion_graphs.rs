@@ -38,11 +38,9 @@ fn run(m: &Module, g: &str, args: &[&str]) -> (Vec<Buffer>, GraphStats) {
 fn fuse_and_compare(m: &Module, g: &str, args: &[&str]) -> (Module, FusionReport, GraphStats, GraphStats) {
     let mut fused = m.clone();
     let report = fuse_module(&mut fused);
+    // Kernels, functions and graphs.
     let diags = kir_ir::verify::verify_module(&fused);
     assert!(!kir_ir::diag::has_errors(&diags), "fused module does not verify:\n{}", kir_ir::print_module(&fused));
-    for gr in &fused.graphs {
-        assert!(kir_ir::verify::verify_graph(&fused, gr).is_empty());
-    }
     let reparsed = kir_ir::parse(&kir_ir::print_module(&fused)).expect("fused module re-parses");
     assert!(reparsed.structurally_eq(&fused));
     let (before, s0) = run(m, g, args);

@@ -134,8 +134,8 @@ fn emulator_mismatches_are_reduced_to_a_ready_to_run_kir() {
         let k = &flat.kernels[0];
         let bound = fuzz::bind_case(k, named).ok()?;
         let launch = fuzz::launch_config(&cfg.contract);
-        let reference = fuzz::interpret(k, &launch, &bound, cfg.fuel).ok()?;
-        let ptx = bug(&gpu_exec::ptx_for(k, emu_exec::EMU_SM).ok()?);
+        let reference = fuzz::interpret(flat.verified_kernel(&k.name)?, &launch, &bound, cfg.fuel).ok()?;
+        let ptx = bug(&gpu_exec::ptx_in_module(&flat, k, emu_exec::EMU_SM).ok()?);
         let got = match fuzz::emulate(k, &ptx, &launch, &bound, 1 << 30) {
             Ok(b) => b,
             Err(f) => return Some(f),
@@ -168,7 +168,10 @@ fn emulator_mismatches_are_reduced_to_a_ready_to_run_kir() {
     let m = kir_ir::parse(&text).unwrap_or_else(|d| panic!("{d:?}\n{text}"));
     assert!(fuzz::verifies_module(&m).is_ok(), "{text}");
     let flat = fuzz::inlined(&m).unwrap();
-    assert!(gpu_exec::ptx_for(&flat.kernels[0], emu_exec::EMU_SM).unwrap().contains("mad.lo.u32"), "{text}");
+    assert!(
+        gpu_exec::ptx_in_module(&flat, &flat.kernels[0], emu_exec::EMU_SM).unwrap().contains("mad.lo.u32"),
+        "{text}"
+    );
 }
 
 /// The hostile-input report: `kir fuzz --pipeline fma-contract` passed 2,200 cases although the

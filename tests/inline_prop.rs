@@ -8,10 +8,10 @@
 //! - Round trip: `parse(print(m))` is structurally equal to `m` with every body compacted; the
 //!   same for the inlined module.
 //! - `inline_module` succeeds, leaves no call, and its output passes `verify_module`.
-//! - Barrier verification across calls (`verify_module_barriers`) accepts the module exactly when
+//! - Barrier verification across calls (`kir_ir::verify::check_barriers`) accepts the module exactly when
 //!   barrier verification accepts the inlined kernel.
 //! - Interpreter: the kernel run as written, calls executed with a call stack
-//!   (`kir_interp::launch_in`), and the inlined kernel run by `kir_interp::launch` give
+//!   (`kir_interp::launch_verified` on the verified module), and the inlined kernel give
 //!   bit-identical buffers on every one of [`LAUNCHES`] launches (the launch contract with race
 //!   and uninitialized-read detection, then random block and grid sizes and `%n`, some with fewer
 //!   slots than threads), or both fail with the same error kind (a barrier divergence, a divergent
@@ -21,10 +21,12 @@
 //! test profile on 2 cores. `PROPTEST_CASES=N` sets the number of modules instead (for a longer
 //! local run).
 
-use kir_interp::{launch, launch_in, Arg, Buffer, ErrorKind, LaunchConfig, Options};
+use kir_interp::{Arg, Buffer, ErrorKind, LaunchConfig, Options};
 use kir_ir::diag::has_errors;
 use kir_ir::generate::{generate_module, GenConfig, Rng};
 use kir_ir::{Constant, Kernel, Module, ScalarType};
+mod verified_launch;
+use verified_launch::{launch, launch_in};
 
 /// Modules generated (unless `PROPTEST_CASES` says otherwise).
 const MODULES: u64 = 400;
@@ -126,8 +128,8 @@ fn inlining_preserves_what_the_interpreter_computes() {
         let k = &m.kernels[0];
         let fk = &flat.kernels[0];
         // Barrier verification across calls is verification of the inlined kernel.
-        let across = kir_passes::barrier::verify_module_barriers(m).is_empty();
-        let of_inlined = kir_passes::barrier::verify_barriers(fk).is_empty();
+        let across = verify_module_barriers(m).is_empty();
+        let of_inlined = verify_barriers(fk).is_empty();
         assert_eq!(
             across,
             of_inlined,
@@ -177,4 +179,14 @@ fn inlining_preserves_what_the_interpreter_computes() {
     assert!(failures.is_empty(), "as written vs inlined:\n{}", failures.join("\n"));
     assert!(with_calls > modules() / 2, "too few modules with calls: {with_calls}");
     assert!(faults > 0, "no launch faulted: divergent calls are not exercised");
+}
+
+/// Barrier verification of a module (`kir_ir::verify::check_barriers`), following calls.
+fn verify_module_barriers(m: &kir_ir::Module) -> Vec<kir_ir::Diagnostic> {
+    kir_ir::verify::check_barriers(m, |_| None)
+}
+
+/// Barrier verification of a module holding only `k`.
+fn verify_barriers(k: &kir_ir::Kernel) -> Vec<kir_ir::Diagnostic> {
+    verify_module_barriers(&kir_ir::Module { kernels: vec![k.clone()], ..kir_ir::Module::default() })
 }

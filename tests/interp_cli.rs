@@ -246,3 +246,38 @@ fn the_buffers_of_a_run_share_one_memory_budget() {
     assert!(err.contains("--max-memory `lots`: expected a byte count"), "{err}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// Only checked IR runs: a kernel that does not verify, or whose barriers diverge, is refused with
+/// `kir check`'s diagnostics (located, with the file's text), exit 1, and nothing runs. This is
+/// where a user sees what the interpreter library enforces by type (`launch_verified`).
+#[test]
+fn a_kernel_that_does_not_check_is_refused_with_the_checks_diagnostics() {
+    let dir = std::env::temp_dir().join(format!("kir-run-unchecked-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let ill_typed = dir.join("ill_typed.kir");
+    std::fs::write(
+        &ill_typed,
+        "kernel @k(%out: ptr<global, u32>) {\nentry:\n  %t = tid.x\n  %f = cvt.f32.u32 %t\n  store %out[%t], %f\n  ret\n}\n",
+    )
+    .unwrap();
+    let divergent = dir.join("divergent.kir");
+    std::fs::write(
+        &divergent,
+        "kernel @k(%out: ptr<global, u32>) {\nentry:\n  %t = tid.x\n  %c = lt.u32 %t, 5\n  br %c, a, b\na:\n  barrier\n  jmp b\nb:\n  store %out[%t], %t\n  ret\n}\n",
+    )
+    .unwrap();
+    for (file, needle, line) in [(&ill_typed, "store", "ill_typed.kir:5:"), (&divergent, "barrier", "divergent.kir:7:")]
+    {
+        let path = file.to_str().unwrap();
+        let (code, out, err) = kir(&["run", path, "--grid", "1", "--block", "32", "--arg", "out=zeros:u32:32"]);
+        assert_eq!(code, 1, "{err}");
+        assert!(out.is_empty(), "nothing ran: {out}");
+        assert!(err.starts_with("error: "), "{err}");
+        assert!(err.contains(needle) && err.contains(line), "{err}");
+        // Exactly what `kir check` prints for the file.
+        let (check_code, _, check_err) = kir(&["check", path]);
+        assert_eq!(check_code, 1);
+        assert!(check_err.starts_with(&err), "kir run:\n{err}\nkir check:\n{check_err}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -4,8 +4,10 @@
 //! properties of many launches (every host thread count reports the same fault, a huge grid
 //! stops promptly, a spinning multi-block launch stops). The kernels are those of the filetests.
 
-use kir_interp::{launch, Arg, Buffer, ErrorKind, FaultKind, LaunchConfig, Options};
+use kir_interp::{Arg, Buffer, ErrorKind, FaultKind, LaunchConfig, Options};
 use kir_ir::types::{Constant, ScalarType};
+mod verified_launch;
+use verified_launch::launch;
 
 /// The kernel of `tests/filetests/fault/NAME.kir` (its directives are comments to the parser).
 fn fault_kernel(name: &str) -> kir_ir::Module {

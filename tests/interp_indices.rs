@@ -3,7 +3,9 @@
 //! pointer moved by `offset` may be indexed backwards. An index outside the buffer is a kernel
 //! fault, never an internal interpreter error.
 
-use kir_interp::{launch, Arg, Buffer, ErrorKind, LaunchConfig, Options};
+use kir_interp::{Arg, Buffer, ErrorKind, LaunchConfig, Options};
+mod verified_launch;
+use verified_launch::launch;
 
 fn run(body: &str) -> Result<Vec<u32>, kir_interp::InterpError> {
     let src = format!(

@@ -1,12 +1,14 @@
 //! Property: random straight-line u32/f32 programs, run by the interpreter over a warp and a
 //! half (so lanes, warps and masks all matter), give what a plain-Rust model of the same program
 //! computes, lane by lane. Some integer steps are calls of device functions (`@iop_add(%a, %b)`
-//! and so on, one per op, executed with the interpreter's call stack through `launch_in`), which
+//! and so on, one per op, executed with the interpreter's call stack through `kir_interp::launch_verified`), which
 //! the model computes like the op itself.
 
-use kir_interp::{launch_in, Arg, Buffer, LaunchConfig, Options};
+use kir_interp::{Arg, Buffer, LaunchConfig, Options};
 use kir_ir::types::ScalarType;
 use proptest::prelude::*;
+mod verified_launch;
+use verified_launch::launch_in;
 
 #[derive(Clone, Debug)]
 enum IOp {

@@ -29,7 +29,7 @@ fn parse_file(p: &Path) -> (String, Module) {
 fn every_file_parses_and_passes_the_checks() {
     for p in kir_files() {
         let (src, m) = parse_file(&p);
-        let diags = kir::checks::check_module(&m);
+        let diags = kir_ir::verify::check_keeping(m.clone()).0;
         assert!(
             !kir_ir::diag::has_errors(&diags),
             "{}",

@@ -288,7 +288,7 @@ fn kir_cuda_emu_has_no_import_circle() {
 #[test]
 fn kir_library_has_no_import_circle() {
     let g = import_graphs("kir/src", &all);
-    assert!(g.files.contains_key("api") && g.files.contains_key("checks"), "{:?}", g.files.keys());
+    assert!(g.files.contains_key("api"), "{:?}", g.files.keys());
     check_crate("kir (library)", &g);
 }
 

@@ -5,9 +5,11 @@
 //! `kir check` rejects a `reqntid` that makes a partial warp. Kernels without full-mask
 //! collectives keep running in partial warps.
 
-use kir_interp::{launch_in, Arg, Buffer, ErrorKind, LaunchConfig, Options};
+use kir_interp::{Arg, Buffer, ErrorKind, LaunchConfig, Options};
 use kir_ir::ScalarType;
 use std::process::Command;
+mod verified_launch;
+use verified_launch::launch_in;
 
 /// A full-mask shuffle in the kernel, and one in a function the second kernel calls.
 const SRC: &str = "\

@@ -9,13 +9,15 @@
 //!   `mad`, its copies step the new induction variable by `%s` and the counter's chain is rebased;
 //!   a loop with one copy of its body is left alone.
 
-use kir_interp::{launch, Arg, Buffer, LaunchConfig, Options};
+use kir_interp::{Arg, Buffer, LaunchConfig, Options};
 use kir_ir::generate::GenConfig;
 use kir_ir::{Constant, Kernel, ScalarType};
 use kir_passes::{parse_pipeline, run_on_kernel};
 use proptest::prelude::*;
+use verified_launch::launch;
 
 mod generated;
+mod verified_launch;
 
 fn loopy(insts: usize, divergent: bool) -> GenConfig {
     GenConfig {

@@ -13,13 +13,15 @@
 //!   leave from their body, or hold a barrier (partial unrolling), are left alone; an index whose
 //!   `add` may wrap is not split into pointer and offset; `cse` merges only dominating duplicates.
 
-use kir_interp::{launch, Arg, Buffer, LaunchConfig, Options};
+use kir_interp::{Arg, Buffer, LaunchConfig, Options};
 use kir_ir::analysis::cfg::Cfg;
 use kir_ir::analysis::loops::LoopForest;
 use kir_ir::generate::{self, GenConfig};
 use kir_ir::{Constant, Kernel, ScalarType};
 use kir_passes::{parse_pipeline, run_on_kernel, DEFAULT_PIPELINE};
 use proptest::prelude::*;
+mod verified_launch;
+use verified_launch::launch;
 
 mod generated;
 

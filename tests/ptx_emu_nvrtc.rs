@@ -257,6 +257,7 @@ fn check_file(path: &Path, twins: &Twins, arch: Arch, rows: &mut Vec<Row>, untwi
     let module: Module = kir_ir::text::load::load_source(path, src.clone())
         .unwrap_or_else(|e| panic!("{rel}: {}", e.render(false)))
         .module;
+    let verified = kir_ir::verify::verify(module.clone()).unwrap_or_else(|d| panic!("{rel}: {d}"));
     let dirs = parse_directives(&src).unwrap_or_else(|e| panic!("{rel}: bad directives {e:?}"));
     let base = path.parent();
     let opts = kir_interp::Options::default();
@@ -304,7 +305,13 @@ fn check_file(path: &Path, twins: &Twins, arch: Arch, rows: &mut Vec<Row>, untwi
             for pl in &plan.launches {
                 let before = all.clone();
                 let llabel = format!("{label} launch {} @{}", pl.index, pl.kernel.name);
-                if let Err(e) = kir_interp::launch_in(&module.funcs, pl.kernel, &pl.cfg, &pl.args, &mut all, &opts) {
+                if let Err(e) = kir_interp::launch_verified(
+                    verified.verified_kernel(&pl.kernel.name).unwrap(),
+                    &pl.cfg,
+                    &pl.args,
+                    &mut all,
+                    &opts,
+                ) {
                     rows.push(Row { label: llabel, result: Err(format!("interpreter: {e}")) });
                     break;
                 }
@@ -337,7 +344,13 @@ fn check_file(path: &Path, twins: &Twins, arch: Arch, rows: &mut Vec<Row>, untwi
             }
         };
         let mut after = bound.buffers.clone();
-        if let Err(e) = kir_interp::launch_in(&module.funcs, k, &cfg, &bound.args, &mut after, &opts) {
+        if let Err(e) = kir_interp::launch_verified(
+            verified.verified_kernel(&k.name).unwrap(),
+            &cfg,
+            &bound.args,
+            &mut after,
+            &opts,
+        ) {
             rows.push(Row { label, result: Err(format!("interpreter: {e}")) });
             continue;
         }

@@ -12,7 +12,7 @@
 //!   stores the result. A second kernel per op with two or more operands takes one operand (the
 //!   position rotating from op to op) as an immediate: the backend's constant forms.
 //! - The kernel runs in kir's interpreter (`kir_interp::launch`), and its PTX emitted for sm_90
-//!   and for sm_80 (`kir_backend_ptx::emit_kernel`) runs in the emulator. Outputs must agree bit for
+//!   and for sm_80 (`kir_backend_ptx::emit_module` of the checked module holding it) runs in the emulator. Outputs must agree bit for
 //!   bit (NaN vs NaN matches, any payload; data movement — loads, stores, shuffles, exchanges —
 //!   must keep payloads too), except approximate ops, which must agree within the tolerance
 //!   `harness/src/tolerance.rs` derives for them, or within the op's documented PTX error bound
@@ -35,7 +35,7 @@
 //!   `KIR_PTX_EMU_REPORT_DIR=DIR` writes every report and all PTX run to DIR;
 //!   `KIR_PTX_EMU_SHOW=N` prints N mismatching elements per case (default 3).
 
-use kir_backend_ptx::{emit_kernel, PtxOptions, SmVersion};
+use kir_backend_ptx::{PtxOptions, SmVersion};
 use kir_harness::compare::{elements_match, render_element, Strictness};
 use kir_harness::directives::Tolerance;
 use kir_interp::Buffer;
@@ -43,6 +43,7 @@ use kir_ir::{Constant, Kernel, Op, Operand, ScalarType, Span, Type};
 use std::fmt::Write as _;
 
 use ScalarType as S;
+mod verified_launch;
 
 /// Threads per pure-op launch: 4 blocks of 256.
 const N: usize = 1024;
@@ -447,10 +448,22 @@ struct Case {
     tuples: Vec<Vec<u64>>,
 }
 
+/// The PTX of a module holding only `k`, checked first (the emitter takes only checked modules).
+/// The cases' member masks come from input buffers, which the static checks cannot read: they are
+/// the test's claim (`assume_masks()`), checked at run time by the interpreter, which runs every
+/// case first.
+fn emit_kernel(k: &Kernel, opts: &PtxOptions) -> Result<String, Vec<kir_ir::Diagnostic>> {
+    let mut k = k.clone();
+    k.assume_masks = Some(kir_ir::Span::DUMMY);
+    let m = kir_ir::Module { kernels: vec![k], ..kir_ir::Module::default() };
+    let checked = kir_ir::verify::check(m).map_err(|d| d.into_vec())?;
+    kir_backend_ptx::emit_module(&checked, opts)
+}
+
 fn parse_kernel(src: &str) -> Kernel {
     let m = kir_ir::parse(src).unwrap_or_else(|d| panic!("test kernel does not parse: {d:?}\n{src}"));
     let k = m.kernels.into_iter().next().expect("one kernel");
-    let errs: Vec<_> = kir_ir::verify::verify_kernel(&k).into_iter().filter(|d| d.is_error()).collect();
+    let errs: Vec<_> = kir_ir::verify::verify_body(&k, None, None).0.into_iter().filter(|d| d.is_error()).collect();
     assert!(errs.is_empty(), "test kernel does not verify: {errs:?}\n{src}");
     k
 }
@@ -482,7 +495,7 @@ fn accepted_ops() -> Vec<Op> {
         }
         let result = sig.result.filter(|_| sig.has_result).map(|t| ("r".into(), t));
         k.append_inst(b, op, args, result, Span::DUMMY);
-        if kir_ir::verify::verify_kernel(&k).iter().any(|d| d.is_error()) {
+        if kir_ir::verify::verify_body(&k, None, None).0.iter().any(|d| d.is_error()) {
             continue;
         }
         out.push(op);
@@ -1109,7 +1122,7 @@ fn run_interp(case: &Case) -> Result<Vec<Buffer>, String> {
     let args: Vec<kir_interp::Arg> = (0..bufs.len()).map(kir_interp::Arg::Buffer).collect();
     let cfg =
         kir_interp::LaunchConfig { grid: case.grid, block: case.block, dynamic_shared_bytes: case.dynamic_shared };
-    kir_interp::launch(&case.kernel, &cfg, &args, &mut bufs, &kir_interp::Options::default())
+    verified_launch::launch(&case.kernel, &cfg, &args, &mut bufs, &kir_interp::Options::default())
         .map_err(|e| format!("interpreter failed: {}", e.to_diagnostic().message))?;
     Ok(bufs)
 }

@@ -18,9 +18,9 @@
 
 mod cli;
 
-use kir_backend_ptx::{emit_kernel, emit_kernel_in_module, emit_module, tools};
+use kir_backend_ptx::{emit_kernel_in_module, emit_module, tools};
 use kir_backend_ptx::{PtxOptions, SmVersion};
-use kir_ir::verify::verify;
+use kir_ir::verify::check as verify;
 
 const RESULT: &str = "\
 func @warp_sum(%v: f32) -> f32 {
@@ -436,11 +436,7 @@ entry:
 #[test]
 fn bodies_that_call_need_their_module() {
     let m = parse("result", RESULT);
-    let k = m.kernel("k").unwrap();
-    // On its own, a kernel with calls cannot be emitted: an error naming the call, not a panic.
-    let d = emit_kernel(k, &PtxOptions::default()).expect_err("emit_kernel of a kernel with calls");
-    assert!(d[0].message.contains("calls `@warp_sum`"), "{d:#?}");
-    // With its module, the kernel comes with the functions it calls (and no others), with
+    // The emitter takes a checked module, so a kernel comes with the functions it calls (and no others), with
     // `emit_kernel_in_module` as with `emit_module`.
     let mut two = m.clone();
     two.funcs.push(parse("x", "func @other() {\nentry:\n  ret\n}\n").funcs.remove(0));
@@ -455,8 +451,8 @@ fn bodies_that_call_need_their_module() {
     let ptx = emit_module(&verify(inlined.clone()).unwrap(), &PtxOptions::default()).expect("emits");
     assert!(!ptx.contains(".func") && !ptx.contains("call"), "{ptx}");
     assert!(emit_kernel_in_module(&two, "nope", &PtxOptions::default()).is_err());
-    // A function without calls emits on its own, as a `.func`.
-    let ptx = emit_kernel(m.func("warp_sum").unwrap(), &PtxOptions::default()).expect("emits");
+    // A called function is a `.func` that ptxas accepts.
+    let ptx = emit_kernel_in_module(&two, "k", &PtxOptions::default()).expect("emits");
     assert!(ptx.contains(".func (.param .b32 func_retval0) warp_sum("), "{ptx}");
     if tools::require_tool_or_skip("ptxas").is_some() {
         tools::run_ptxas(&ptx, SmVersion::Sm80).unwrap_or_else(|e| panic!("{e}\n{ptx}"));

@@ -2,9 +2,11 @@
 //! (InvalidLaunch, naming both shapes), `kir test` reports such a directive as a clear failure, the
 //! PTX backend emits `.reqntid x, y, z` (which ptxas accepts), and the PTX emulator enforces it too.
 
-use kir_interp::{launch, Arg, Buffer, ErrorKind, LaunchConfig, Options};
+use kir_interp::{Arg, Buffer, ErrorKind, LaunchConfig, Options};
 use kir_ir::{Constant, ScalarType};
 use std::process::Command;
+mod verified_launch;
+use verified_launch::launch;
 
 const WARP_SUMS: &str = include_str!("filetests/barriers/ok_warp_index_shuffles_reqntid.kir");
 
@@ -67,14 +69,14 @@ fn kir_test_reports_a_directive_with_another_block_shape() {
 fn the_backend_emits_reqntid_and_ptxas_accepts_it() {
     let m = kernel();
     let ptx = kir_backend_ptx::emit_module(
-        &kir_ir::verify::verify(m.clone()).unwrap(),
+        &kir_ir::verify::check(m.clone()).unwrap(),
         &kir_backend_ptx::PtxOptions::default(),
     )
     .unwrap();
     assert!(ptx.contains(")\n.reqntid 256, 1, 1\n{"), "{ptx}");
     let two_d = kir_ir::parse("kernel @t(%n: u32) reqntid(32, 8) {\nentry:\n  ret\n}\n").unwrap();
     let ptx2 = kir_backend_ptx::emit_module(
-        &kir_ir::verify::verify(two_d.clone()).unwrap(),
+        &kir_ir::verify::check(two_d.clone()).unwrap(),
         &kir_backend_ptx::PtxOptions::default(),
     )
     .unwrap();
@@ -91,7 +93,7 @@ fn the_backend_emits_reqntid_and_ptxas_accepts_it() {
 fn the_ptx_emulator_enforces_reqntid() {
     use kir_ptx_emu as emu;
     let ptx = kir_backend_ptx::emit_module(
-        &kir_ir::verify::verify(kernel()).unwrap(),
+        &kir_ir::verify::check(kernel()).unwrap(),
         &kir_backend_ptx::PtxOptions::default(),
     )
     .unwrap();

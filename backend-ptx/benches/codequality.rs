@@ -60,7 +60,7 @@ fn kir_compile(path: &Path, src: &str, sm: SmVersion) -> Result<String, String> 
     let cfg = kir_passes::RunConfig { verify_input: false, ..kir_passes::RunConfig::default() };
     kir_passes::run_pipeline_in_place(&mut m, &p, &cfg, &mut std::io::sink()).map_err(|e| format!("{e:?}"))?;
     kir_backend_ptx::emit_module(
-        &kir_ir::verify::verify(m.clone()).map_err(|d| d.to_string())?,
+        &kir_ir::verify::check(m.clone()).map_err(|d| d.to_string())?,
         &PtxOptions { sm, source: None, comments: false },
     )
     .map_err(|d| format!("{d:?}"))
@@ -231,8 +231,8 @@ fn main() {
             );
         }
     });
-    let verified: Vec<kir_ir::verify::Verified> =
-        parsed.iter().filter_map(|m| kir_ir::verify::verify(m.clone()).ok()).collect();
+    let verified: Vec<kir_ir::verify::Checked> =
+        parsed.iter().filter_map(|m| kir_ir::verify::check(m.clone()).ok()).collect();
     let emit_t = best_of(20, || {
         for m in &verified {
             std::hint::black_box(

@@ -18,7 +18,7 @@ use std::path::PathBuf;
 /// Loads (with imports, relative to `path`), runs the default pipeline, emits PTX.
 fn compile(path: &std::path::Path, src: &str) -> String {
     let m = kir_ir::text::load::load_source(path, src.to_string()).map_err(|e| e.render(false)).expect("loads").module;
-    let v = kir_ir::verify::verify(m).map_err(|d| d.to_string()).expect("verifies");
+    let v = kir_ir::verify::check(m).map_err(|d| d.to_string()).expect("verifies");
     let p = kir_passes::parse_pipeline(kir_passes::DEFAULT_PIPELINE).expect("pipeline");
     let (v, _) =
         kir_passes::run_pipeline(v, &p, &kir_passes::RunConfig::default(), &mut std::io::sink()).expect("passes");

@@ -36,7 +36,7 @@ fn main() {
             let opts =
                 kir_backend_ptx::PtxOptions { sm: kir_backend_ptx::SmVersion::Sm80, source: None, comments: false };
             std::hint::black_box(
-                kir_backend_ptx::emit_module(&kir_ir::verify::verify(m.clone()).expect("verifies"), &opts).unwrap(),
+                kir_backend_ptx::emit_module(&kir_ir::verify::check(m.clone()).expect("verifies"), &opts).unwrap(),
             );
             emit += t.elapsed();
         }

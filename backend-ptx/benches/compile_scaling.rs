@@ -31,7 +31,7 @@ fn main() {
         let reverify = t.elapsed();
         let t = Instant::now();
         let ptx = kir_backend_ptx::emit_module(
-            &kir_ir::verify::verify(m.clone()).expect("verifies"),
+            &kir_ir::verify::check(m.clone()).expect("verifies"),
             &kir_backend_ptx::PtxOptions { comments: false, ..Default::default() },
         )
         .expect("emits");

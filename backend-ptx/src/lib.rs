@@ -2,11 +2,9 @@
 //! machine with a CUDA driver) loads and launches it.
 //!
 //! Guarantees:
-//! - [`emit_module`] and [`emit_kernel_in_module`] take a [`Verified`] module (validity is in the
-//!   type: nothing is re-checked); [`emit_kernel`], for one body without its module, verifies it
-//!   first and returns the verifier's diagnostics instead of emitting anything for an ill-formed
-//!   body. None of them panics. A body that calls
-//!   functions cannot be emitted without its module: [`emit_kernel`] reports that as an error.
+//! - [`emit_module`] and [`emit_kernel_in_module`] take a [`Checked`] module (validity is in the
+//!   type: [`kir_ir::verify::check`] ran the verifier and barrier verification; nothing is
+//!   re-checked, and there is no entry point for an unchecked body). Neither panics.
 //! - The output is one PTX module: `.version 8.0`, `.target sm_XX`, `.address_size 64`, then one
 //!   `.func` per device function that an emitted kernel calls, directly or not (the functions of a
 //!   module stay in it after inlining, and an imported library brings functions nothing calls:
@@ -52,7 +50,7 @@ pub mod regs;
 pub mod tools;
 
 use kir_ir::analysis::callgraph::reached_funcs;
-use kir_ir::verify::Verified;
+use kir_ir::verify::Checked;
 use kir_ir::{Diagnostic, Kernel, Module};
 
 /// The GPU architecture the PTX targets.
@@ -130,44 +128,19 @@ fn header(opts: &PtxOptions) -> String {
 
 /// Emits the PTX module for every kernel of `m` and every device function they call (directly or
 /// not; a function no kernel calls, such as the rest of an imported library, is left out).
-pub fn emit_module(m: &Verified, opts: &PtxOptions) -> Result<String, Vec<Diagnostic>> {
+pub fn emit_module(m: &Checked, opts: &PtxOptions) -> Result<String, Vec<Diagnostic>> {
     let order = func_order(m, reached_funcs(&m.funcs, &m.kernels))?;
     emit_verified(m, &order, m.kernels.iter(), opts)
 }
 
 /// Emits a PTX module holding kernel `kernel` of `m` (the name without `@`) and the functions it
 /// calls, directly or not.
-pub fn emit_kernel_in_module(m: &Verified, kernel: &str, opts: &PtxOptions) -> Result<String, Vec<Diagnostic>> {
+pub fn emit_kernel_in_module(m: &Checked, kernel: &str, opts: &PtxOptions) -> Result<String, Vec<Diagnostic>> {
     let Some(k) = m.kernel(kernel) else {
         return Err(vec![Diagnostic::error(format!("no kernel `@{kernel}` in the module"))]);
     };
     let order = func_order(m, reached_funcs(&m.funcs, [k]))?;
     emit_verified(m, &order, std::iter::once(k), opts)
-}
-
-/// Emits a PTX module holding only kernel `k` (or only function `k`, as a `.func`), verifying the
-/// body first (on its own: the one entry point that takes an unverified body). A body that calls
-/// functions needs its module: that is an error here (use [`emit_kernel_in_module`]).
-pub fn emit_kernel(k: &Kernel, opts: &PtxOptions) -> Result<String, Vec<Diagnostic>> {
-    let diags: Vec<Diagnostic> = kir_ir::verify::verify_kernel(k).into_iter().filter(|d| d.is_error()).collect();
-    if !diags.is_empty() {
-        return Err(diags);
-    }
-    if let Some(c) = k.callees.first() {
-        let what = if k.is_func() { "function" } else { "kernel" };
-        let mut d = Diagnostic::error(format!(
-            "{what} `@{}` calls `@{}`: it can only be emitted with the module that defines its functions",
-            k.name, c.name
-        ));
-        if !c.span.is_dummy() {
-            d = d.at(c.span, "a call");
-        }
-        return Err(vec![d.with_note("emit the whole module (`emit_module`), or `emit_kernel_in_module`")]);
-    }
-    let (kernels, funcs) = if k.is_func() { (vec![], vec![k.clone()]) } else { (vec![k], vec![]) };
-    let m = Module { funcs, ..Module::default() };
-    let order: Vec<usize> = (0..m.funcs.len()).collect();
-    emit_verified(&m, &order, kernels.into_iter(), opts)
 }
 
 /// `wanted` (indices into `m.funcs`) in an order where each function comes after the functions it

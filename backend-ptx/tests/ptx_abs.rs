@@ -7,7 +7,7 @@ use kir_backend_ptx::{emit_module, PtxOptions, SmVersion};
 fn ptx(src: &str) -> String {
     let m = kir_ir::parse(src).expect("parses");
     emit_module(
-        &kir_ir::verify::verify(m).expect("verifies"),
+        &kir_ir::verify::check(m).expect("verifies"),
         &PtxOptions { sm: SmVersion::Sm80, source: None, comments: false },
     )
     .expect("emits")

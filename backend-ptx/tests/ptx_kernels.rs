@@ -26,7 +26,7 @@ fn load(path: &std::path::Path) -> kir_ir::Module {
 fn emit(path: &PathBuf, sm: SmVersion) -> String {
     let src = std::fs::read_to_string(path).unwrap();
     let opts = PtxOptions { sm, source: Some(src.clone()), comments: true };
-    emit_module(&kir_ir::verify::verify(load(path)).unwrap_or_else(|d| panic!("{}: {d}", path.display())), &opts)
+    emit_module(&kir_ir::verify::check(load(path)).unwrap_or_else(|d| panic!("{}: {d}", path.display())), &opts)
         .unwrap_or_else(|d| panic!("{}: {}", path.display(), kir_ir::diag::render(&d, "k", &src, false)))
 }
 

@@ -18,7 +18,7 @@ fn module(seeds: std::ops::Range<u64>, cfg: &GenConfig) -> Module {
 
 fn assemble(m: &Module) {
     for sm in [SmVersion::Sm80, SmVersion::Sm90] {
-        let v = kir_ir::verify::verify(m.clone()).unwrap_or_else(|d| panic!("{d}"));
+        let v = kir_ir::verify::check(m.clone()).unwrap_or_else(|d| panic!("{d}"));
         let ptx = emit_module(&v, &PtxOptions::new(sm)).unwrap_or_else(|d| panic!("emission failed: {d:#?}"));
         if let Err(e) = tools::run_ptxas(&ptx, sm) {
             let lines: Vec<&str> = ptx.lines().collect();

@@ -78,7 +78,7 @@ impl fmt::Display for EmuFailure {
 
 /// The PTX of every kernel of `m` for the emulator: [`EMU_SM`], with kir's instruction comments
 /// (carrying `.kir` line numbers when `source` is the text `m` was parsed from).
-pub fn module_ptx(m: &kir_ir::verify::Verified, source: Option<&str>) -> Result<String, String> {
+pub fn module_ptx(m: &kir_ir::verify::Checked, source: Option<&str>) -> Result<String, String> {
     let opts = PtxOptions { sm: EMU_SM, source: source.map(str::to_string), comments: true };
     emit_module(m, &opts).map_err(|d| d.iter().map(|d| d.message.clone()).collect::<Vec<_>>().join("; "))
 }
@@ -272,9 +272,9 @@ mod tests {
 
     const OOB: &str = "kernel @k(%out: ptr<global, u32>, %n: u32) {\nentry:\n  %t = tid.x\n  %v = add.u32 %t, %n\n  store %out[%t], %v\n  ret\n}\n";
 
-    fn setup(src: &str) -> (Module, String, emu::Module) {
-        let m = kir_ir::parse(src).unwrap_or_else(|d| panic!("{d:?}"));
-        let ptx = module_ptx(&kir_ir::verify::verify(m.clone()).unwrap(), Some(src)).unwrap();
+    fn setup(src: &str) -> (kir_ir::verify::Checked, String, emu::Module) {
+        let m = kir_ir::verify::check(kir_ir::parse(src).unwrap_or_else(|d| panic!("{d:?}"))).unwrap();
+        let ptx = module_ptx(&m, Some(src)).unwrap();
         let module = load(&ptx).unwrap_or_else(|e| panic!("{e}\n{ptx}"));
         (m, ptx, module)
     }
@@ -291,7 +291,8 @@ mod tests {
         assert_eq!(run.stats.blocks, 1);
         // The interpreter agrees.
         let mut ib = bufs.clone();
-        kir_interp::launch(&m.kernels[0], &cfg, &args, &mut ib, &kir_interp::Options::default()).unwrap();
+        let k = m.verified_kernel("k").unwrap();
+        kir_interp::launch_verified(k, &cfg, &args, &mut ib, &kir_interp::Options::default()).unwrap();
         assert_eq!(ib, run.buffers);
     }
 

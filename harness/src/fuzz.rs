@@ -4,9 +4,9 @@
 //!
 //! Guarantees:
 //! - [`check_module`] runs, in order, and stops at the first failure: the verifier and the barrier
-//!   verifier (across calls: [`kir_passes::barrier::verify_module_barriers`]) accept the module;
+//!   verifier (across calls: [`kir_ir::verify::check`]) accept the module;
 //!   the interpreter runs its kernel as written, calls executed with a call stack
-//!   ([`kir_interp::launch_in`]; launched as the generator's [`LaunchContract`] says, with race
+//!   ([`kir_interp::launch_verified`] on the checked module; launched as the generator's [`LaunchContract`] says, with race
 //!   and uninitialized-read detection on) without a fault; when the module has calls,
 //!   [`kir_ir::inline::inline_module`] succeeds, its output verifies, and the inlined kernel's
 //!   buffers equal the reference's bit for bit; the pass pipeline succeeds with the verifier
@@ -55,7 +55,7 @@ use kir_backend_ptx::SmVersion;
 use kir_interp::{args, Buffer, ErrorKind, LaunchConfig, Options};
 use kir_ir::diag::has_errors;
 use kir_ir::generate::{GenConfig, LaunchContract};
-use kir_ir::verify::Verified;
+use kir_ir::verify::{Checked, Verified, VerifiedKernel};
 use kir_ir::{BlockId, Constant, InstId, Kernel, Module, Op, Operand, Terminator, Type};
 use kir_passes::{edit, Pipeline};
 use std::fmt;
@@ -293,28 +293,21 @@ pub fn bind_case(k: &Kernel, named: &[(String, String)]) -> Result<args::Bound, 
     args::bind(k, &specs, None)
 }
 
-/// The verifier and the barrier verifier, as the CLI runs them before anything else.
+/// The verifier and the barrier verifier, as the CLI runs them before anything else, on a module
+/// holding only `k`.
 pub fn verifies(k: &Kernel) -> Result<(), Failure> {
-    let d = kir_ir::verify::verify_kernel(k);
-    if has_errors(&d) {
-        return Err(Failure::new(FailureKind::Verify, first_error(&d)));
-    }
-    let d = kir_passes::barrier::verify_barriers(k);
-    if has_errors(&d) {
-        return Err(Failure::new(FailureKind::Barrier, first_error(&d)));
-    }
-    Ok(())
+    verifies_module(&kernel_module(k.clone())).map(|_| ())
 }
 
-/// [`verifies`] for a module: the verifier on every kernel and function (calls typed against their
-/// callees, no recursion), and barrier verification across calls.
-pub fn verifies_module(m: &Module) -> Result<Verified, Failure> {
-    let v = kir_ir::verify::verify(m.clone()).map_err(|d| Failure::new(FailureKind::Verify, first_error(d.list())))?;
-    let d = kir_passes::barrier::verify_verified_barriers(&v);
-    if has_errors(&d) {
-        return Err(Failure::new(FailureKind::Barrier, first_error(&d)));
-    }
-    Ok(v)
+/// [`verifies`] for a module ([`kir_ir::verify::check`]): the verifier on every kernel and
+/// function (calls typed against their callees, no recursion), and barrier verification across
+/// calls. A refusal is a [`FailureKind::Verify`] failure when the verifier refused, else a
+/// [`FailureKind::Barrier`] one.
+pub fn verifies_module(m: &Module) -> Result<Checked, Failure> {
+    kir_ir::verify::check(m.clone()).map_err(|d| {
+        let kind = if kir_ir::verify::verify(m.clone()).is_ok() { FailureKind::Barrier } else { FailureKind::Verify };
+        Failure::new(kind, first_error(d.list()))
+    })
 }
 
 fn first_error(d: &[kir_ir::Diagnostic]) -> String {
@@ -322,23 +315,16 @@ fn first_error(d: &[kir_ir::Diagnostic]) -> String {
 }
 
 /// Runs `k` in the interpreter on fresh copies of `bound`'s buffers, with race and
-/// uninitialized-read detection.
-pub fn interpret(k: &Kernel, cfg: &LaunchConfig, bound: &args::Bound, fuel: u64) -> Result<Vec<Buffer>, Failure> {
-    interpret_in(&[], k, cfg, bound, fuel)
-}
-
-/// [`interpret`] for a kernel that may call the functions `funcs` (executed as written, with a call
-/// stack: [`kir_interp::launch_in`]).
-pub fn interpret_in(
-    funcs: &[Kernel],
-    k: &Kernel,
+/// uninitialized-read detection; its calls run as written, with a call stack.
+pub fn interpret(
+    k: VerifiedKernel<'_>,
     cfg: &LaunchConfig,
     bound: &args::Bound,
     fuel: u64,
 ) -> Result<Vec<Buffer>, Failure> {
     let mut buffers = bound.buffers.clone();
     let opts = Options { races: true, uninit: true, threads: Some(1), ..Options::default() }.with_fuel(fuel);
-    match kir_interp::launch_in(funcs, k, cfg, &bound.args, &mut buffers, &opts) {
+    match kir_interp::launch_verified(k, cfg, &bound.args, &mut buffers, &opts) {
         Ok(_) => Ok(buffers),
         Err(e) => {
             let kind = match e.kind {
@@ -349,6 +335,11 @@ pub fn interpret_in(
             Err(Failure::new(FailureKind::Interp(kind), e.message))
         }
     }
+}
+
+/// The first kernel of a checked module, to run.
+fn first_kernel(m: &Verified) -> Option<VerifiedKernel<'_>> {
+    m.verified_kernels().next()
 }
 
 /// Compares buffer lists; the first differing buffer as a message.
@@ -393,21 +384,16 @@ fn pipeline_inlines(p: &Pipeline) -> bool {
     p.steps.iter().any(|s| s.name() == "inline")
 }
 
-/// `m` with every call inlined ([`kir_ir::inline::inline_module`]), verified; `m` itself when it
-/// has no calls.
-pub fn inlined(m: &Module) -> Result<Module, Failure> {
+/// `m` with every call inlined ([`kir_ir::inline::inline_module`]), checked; `m` itself (checked)
+/// when it has no calls.
+pub fn inlined(m: &Module) -> Result<Checked, Failure> {
     let mut flat = m.clone();
-    if !m.has_calls() {
-        return Ok(flat);
+    if m.has_calls() {
+        kir_ir::inline::inline_module(&mut flat).map_err(|d| Failure::new(FailureKind::Inline, d.message))?;
     }
-    kir_ir::inline::inline_module(&mut flat).map_err(|d| Failure::new(FailureKind::Inline, d.message))?;
-    let d = kir_ir::verify::verify_module(&flat);
-    if has_errors(&d) {
-        return Err(Failure::new(
-            FailureKind::Inline,
-            format!("the inlined module does not verify: {}", first_error(&d)),
-        ));
-    }
+    let flat = kir_ir::verify::check(flat).map_err(|d| {
+        Failure::new(FailureKind::Inline, format!("the inlined module does not verify: {}", first_error(d.list())))
+    })?;
     if flat.has_calls() {
         return Err(Failure::new(FailureKind::Inline, "calls are left after inlining"));
     }
@@ -429,25 +415,22 @@ pub fn check_module(
     };
     let bound = bind_case(k, named).map_err(|e| Failure::new(FailureKind::Interp("invalid launch".into()), e))?;
     let launch = launch_config(&cfg.contract);
-    let reference = interpret_in(&m.funcs, k, &launch, &bound, cfg.fuel)?;
+    let Some(vk) = first_kernel(&verified) else {
+        return Err(Failure::new(FailureKind::Interp("invalid launch".into()), "the module has no kernel"));
+    };
+    let reference = interpret(vk, &launch, &bound, cfg.fuel)?;
     // The kernel with its calls inlined: what the PTX paths run.
     let flat = inlined(m)?;
-    let Some(fk) = flat.kernels.first() else {
+    let (Some(fk), Some(fvk)) = (flat.kernels.first(), first_kernel(&flat)) else {
         return Err(Failure::new(FailureKind::Inline, "the inlined module has no kernel"));
     };
     if m.has_calls() {
-        let got = interpret(fk, &launch, &bound, cfg.fuel)
+        let got = interpret(fvk, &launch, &bound, cfg.fuel)
             .map_err(|f| Failure::new(FailureKind::InlineChangedResult, format!("the inlined kernel faults: {f}")))?;
         compare_all(k, &bound, &reference, &got, Strictness::Bitwise)
             .map_err(|e| Failure::new(FailureKind::InlineChangedResult, format!("as written vs inlined: {e}")))?;
     }
-    let input = if m.has_calls() && !pipeline_inlines(&cfg.pipeline) {
-        kir_ir::verify::verify(flat.clone()).map_err(|d| {
-            Failure::new(FailureKind::Inline, format!("the inlined module does not verify: {}", first_error(d.list())))
-        })?
-    } else {
-        verified.clone()
-    };
+    let input = if m.has_calls() && !pipeline_inlines(&cfg.pipeline) { flat.clone() } else { verified.clone() };
     let run_cfg = kir_passes::RunConfig { verify_each: true, ..kir_passes::RunConfig::default() };
     let opt = match kir_passes::run_pipeline(input, &cfg.pipeline, &run_cfg, &mut std::io::sink()) {
         Ok((opt, _)) => opt,
@@ -463,16 +446,16 @@ pub fn check_module(
             return Err(Failure::new(FailureKind::Pass(pass), detail));
         }
     };
-    let Some(ok) = opt.kernels.first() else {
+    let Some(ok) = first_kernel(&opt) else {
         return Err(Failure::new(FailureKind::Pass("pipeline".into()), "the optimized module has no kernel"));
     };
-    let optimized = interpret_in(&opt.funcs, ok, &launch, &bound, cfg.fuel)
+    let optimized = interpret(ok, &launch, &bound, cfg.fuel)
         .map_err(|f| Failure::new(FailureKind::PassChangedResult, format!("the optimized kernel faults: {f}")))?;
     compare_all(k, &bound, &reference, &optimized, Strictness::Bitwise)
         .map_err(|e| Failure::new(FailureKind::PassChangedResult, format!("original vs optimized: {e}")))?;
     let mut ptxas_ptx = None;
     if let Some(sm) = cfg.ptxas {
-        let ptx = crate::gpu_exec::ptx_for(fk, sm).map_err(|e| Failure::new(FailureKind::Emit, e))?;
+        let ptx = crate::gpu_exec::ptx_in_module(&flat, fk, sm).map_err(|e| Failure::new(FailureKind::Emit, e))?;
         kir_backend_ptx::tools::run_ptxas_checked(&ptx, sm).map_err(|e| ptxas_failure(e, &ptx, ""))?;
         if m.has_calls() {
             // The functions as `.func`s, called: the backend's calling convention through ptxas.
@@ -490,9 +473,8 @@ pub fn check_module(
     if cfg.emu {
         let ptx = match ptxas_ptx {
             Some((sm, ptx)) if sm == crate::emu_exec::EMU_SM => ptx,
-            _ => {
-                crate::gpu_exec::ptx_for(fk, crate::emu_exec::EMU_SM).map_err(|e| Failure::new(FailureKind::Emit, e))?
-            }
+            _ => crate::gpu_exec::ptx_in_module(&flat, fk, crate::emu_exec::EMU_SM)
+                .map_err(|e| Failure::new(FailureKind::Emit, e))?,
         };
         let got = emulate(fk, &ptx, &launch, &bound, cfg.fuel.saturating_mul(EMU_FUEL_FACTOR))?;
         ran.emu = true;
@@ -502,7 +484,7 @@ pub fn check_module(
         })?;
     }
     if let Some((runner, sm)) = gpu {
-        let ptx = crate::gpu_exec::ptx_for(fk, sm).map_err(|e| Failure::new(FailureKind::Emit, e))?;
+        let ptx = crate::gpu_exec::ptx_in_module(&flat, fk, sm).map_err(|e| Failure::new(FailureKind::Emit, e))?;
         let got = crate::gpu_exec::run_kernel_checked(runner, fk, &ptx, &launch, &bound.args, &bound.buffers)
             .map_err(|e| gpu_failure(e, &ptx, ""))?;
         ran.gpu = true;

@@ -20,7 +20,7 @@
 //!   ([`GpuError::Crashed`]), not the end of the caller. Both receive and return the same bytes.
 
 use kir_backend_ptx::gpu::{self, GpuError, GpuRunner, Launch};
-use kir_backend_ptx::{emit_kernel, PtxOptions, SmVersion};
+use kir_backend_ptx::{PtxOptions, SmVersion};
 use kir_interp::{Arg, Buffer, LaunchConfig};
 use kir_ir::graph::Graph;
 use kir_ir::types::Constant;
@@ -39,18 +39,9 @@ pub fn sm_for(cc: (i32, i32)) -> Result<SmVersion, String> {
         .ok_or_else(|| format!("the device has compute capability {maj}.{min}; kir emits PTX for sm_80 and newer"))
 }
 
-/// The PTX of kernel `k` for `sm` (no comments), or the emitter's messages. `k` must not call
-/// functions (after the default pipeline's `inline` it does not); see [`ptx_in_module`].
-pub fn ptx_for(k: &Kernel, sm: SmVersion) -> Result<String, String> {
-    let opts = PtxOptions { sm, source: None, comments: false };
-    emit_kernel(k, &opts).map_err(|d| d.iter().map(|d| d.message.clone()).collect::<Vec<_>>().join("; "))
-}
-
-/// The PTX of kernel `k` of module `m` for `sm`, with the functions it calls as `.func`s.
-pub fn ptx_in_module(m: &kir_ir::verify::Verified, k: &Kernel, sm: SmVersion) -> Result<String, String> {
-    if k.callees.is_empty() {
-        return ptx_for(k, sm);
-    }
+/// The PTX of kernel `k` of the checked module `m` for `sm` (no comments), with the functions it
+/// calls as `.func`s, or the emitter's messages.
+pub fn ptx_in_module(m: &kir_ir::verify::Checked, k: &Kernel, sm: SmVersion) -> Result<String, String> {
     let opts = PtxOptions { sm, source: None, comments: false };
     kir_backend_ptx::emit_kernel_in_module(m, &k.name, &opts)
         .map_err(|d| d.iter().map(|d| d.message.clone()).collect::<Vec<_>>().join("; "))
@@ -189,7 +180,7 @@ pub fn median(xs: &[f32]) -> Option<f64> {
 pub fn run_graph(
     runner: &mut dyn GpuExec,
     sm: SmVersion,
-    m: &kir_ir::verify::Verified,
+    m: &kir_ir::verify::Checked,
     g: &Graph,
     args: &[Arg],
     buffers: &[Buffer],

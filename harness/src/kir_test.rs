@@ -34,12 +34,11 @@
 use crate::compare::{compare_buffers, elements_match, Strictness};
 use crate::directives::{parse_directives, Expect, Expected, RunDirective, Tolerance};
 use crate::emu_exec::{self, EmuFailure};
-use kir::checks;
 use kir_backend_ptx::{gpu, tools, PtxOptions, SmVersion};
 use kir_interp::args::{parse_arg_spec, ArgSpec};
 use kir_interp::{Arg, Buffer, LaunchConfig, Options};
 use kir_ir::diag::{self, Diagnostic};
-use kir_ir::verify::{Verified, VerifiedKernel};
+use kir_ir::verify::{Checked, Verified, VerifiedKernel};
 use kir_ir::Module;
 use std::path::{Path, PathBuf};
 
@@ -230,16 +229,19 @@ pub fn test_file(path: &Path, ctx: &mut Context, emit: &mut dyn FnMut(Row)) {
             });
         }
     };
-    let (diags, verified) = checks::check(module);
-    let Some(verified) = verified else {
-        return emit(Row {
-            label: label.clone(),
-            outcome: Outcome::Fail(format!(
-                "does not check:\n{}",
-                indent(diag::render_map(&diags, &sources, false).trim_end())
-            )),
-            note: None,
-        });
+    let verified = match kir_ir::verify::check(module) {
+        Ok(c) => c,
+        Err(d) => {
+            let diags = d.into_vec();
+            return emit(Row {
+                label: label.clone(),
+                outcome: Outcome::Fail(format!(
+                    "does not check:\n{}",
+                    indent(diag::render_map(&diags, &sources, false).trim_end())
+                )),
+                note: None,
+            });
+        }
     };
     let pipeline = match kir_passes::parse_pipeline(&ctx.pipeline) {
         Ok(p) => p,
@@ -389,7 +391,7 @@ fn run_directive(
     d: &RunDirective,
     fenv: &FileEnv,
     module: &Verified,
-    optimized: &Verified,
+    optimized: &Checked,
     emu_ptx: &EmuPtx,
     base_dir: Option<&Path>,
     ctx: &mut Context,
@@ -933,7 +935,7 @@ fn first_difference(reference: &Outputs, other: &[Buffer], tol: Tolerance, tol_s
 
 /// The optimized module's PTX (with kir's line comments), passed through the context's hook and
 /// loaded in the emulator.
-fn emu_module(optimized: &Verified, source: &str, ctx: &Context) -> EmuPtx {
+fn emu_module(optimized: &Checked, source: &str, ctx: &Context) -> EmuPtx {
     let ptx = emu_exec::module_ptx(optimized, Some(source)).map_err(|e| EmuFailure {
         class: emu_exec::FailureClass::Setup,
         message: format!("PTX emission for the emulator failed: {e}"),
@@ -952,7 +954,7 @@ fn emu_module(optimized: &Verified, source: &str, ctx: &Context) -> EmuPtx {
 /// interpreter started from; returns the buffers after the run, in the interpreter's order.
 fn run_in_emulator(
     emu_ptx: &EmuPtx,
-    optimized: &Verified,
+    optimized: &Checked,
     d: &RunDirective,
     before: &Outputs,
     opts: &kir_ptx_emu::Options,
@@ -976,7 +978,7 @@ fn run_in_emulator(
 /// interpreter got; returns the buffers after the run, in the interpreter's order.
 fn run_on_gpu(
     runner: &mut dyn crate::gpu_exec::GpuExec,
-    optimized: &Verified,
+    optimized: &Checked,
     d: &RunDirective,
     specs: &[(String, ArgSpec)],
     base_dir: Option<&Path>,

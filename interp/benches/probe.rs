@@ -1,7 +1,7 @@
 //! Runs one benchmark launch of interp/benches N times on one host thread (all with `par`) and
 //! prints the best time, for profiling:
 //! `cargo bench -p kir-interp --bench probe -- relu|reduce|(sparse FILE) [races] [par] N`.
-use kir_interp::{launch, Arg, Buffer, LaunchConfig, Options};
+use kir_interp::{launch_verified, Arg, Buffer, LaunchConfig, Options};
 use kir_ir::types::{Constant, ScalarType};
 const N: usize = 1 << 20;
 fn rand(n: usize, seed: u64) -> Buffer {
@@ -36,11 +36,12 @@ fn main() {
             vec![Arg::Buffer(0), Arg::Buffer(1), Arg::Scalar(Constant::u32(N as u32))],
         )
     };
-    let k = kir_ir::parse(k).unwrap().kernels.remove(0);
+    let m = kir_ir::verify::verify(kir_ir::parse(k).unwrap()).unwrap();
+    let k = m.verified_kernels().next().unwrap();
     let mut best = f64::MAX;
     for _ in 0..reps {
         let t = std::time::Instant::now();
-        launch(&k, &cfg, &args, &mut bufs, &opts).unwrap();
+        launch_verified(k, &cfg, &args, &mut bufs, &opts).unwrap();
         best = best.min(t.elapsed().as_secs_f64());
     }
     println!("best launch {:.2} ms", best * 1e3);

@@ -12,8 +12,8 @@
 //! - [`GraphStats`] sums the [`Stats`] of every launch: `launches` counts launches run, and the
 //!   global-memory bytes are exactly the sums of the per-launch counts.
 //! - An error of a launch is returned with a note naming the launch (index and kernel).
-//! - Every launch runs with the module's functions (as [`crate::launch_in`] over `Module::funcs`,
-//!   without verifying again: [`run_graph`] takes a `Verified` module), so kernels that call
+//! - Every launch runs with the module's functions (as [`crate::launch_verified`] runs a kernel of
+//!   its module: [`run_graph`] takes a `Verified` module), so kernels that call
 //!   functions run as written.
 
 use crate::args::{materialize, ArgSpec, Value};
@@ -227,7 +227,7 @@ pub fn run_graph(
     let result = (|| {
         let mut stats = GraphStats::default();
         for pl in &plan.launches {
-            let s = crate::launch_impl(Some(&m.funcs), pl.kernel, &pl.cfg, &pl.args, &mut all, opts)
+            let s = crate::launch_impl(m, pl.kernel, &pl.cfg, &pl.args, &mut all, opts)
                 .map_err(|e| e.with_note(pl.where_(g)))?;
             stats.launches += 1;
             stats.total = stats.total.add(s);

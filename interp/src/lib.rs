@@ -2,7 +2,7 @@
 //! the oracle the GPU is compared against.
 //!
 //! # Launch model
-//! A launch ([`launch`]) runs a kernel over a grid of blocks, each of `block.x * block.y *
+//! A launch ([`launch_verified`]) runs a kernel over a grid of blocks, each of `block.x * block.y *
 //! block.z` threads grouped in warps of 32 (linear thread index `x + y*bx + z*bx*by`; the last warp
 //! may be partial). A kernel that declares `reqntid(x, y, z)` is launched only with exactly that
 //! block; any other block is an invalid launch. A kernel with a full-mask warp collective (in its
@@ -13,20 +13,20 @@
 //!
 //! # Only verified IR runs
 //! [`launch_verified`] takes a kernel of a [`kir_ir::verify::Verified`] module and
-//! [`graph::run_graph`] a `Verified` module: validity is in their types. [`launch`] and
-//! [`launch_in`] take plain kernels and verify them (and the functions they reach) first; a body
-//! the verifier rejects is an [`ErrorKind::InvalidLaunch`] error with the verifier's first error,
-//! and nothing runs. No entry point interprets IR that has not been verified.
+//! [`graph::run_graph`] a `Verified` module: validity is in their types, and there is no entry
+//! point for a plain `Kernel`. A [`kir_ir::verify::Checked`] module (what
+//! [`kir_ir::verify::check`] returns: also barrier-verified) derefs to its `Verified` one. The
+//! interpreter asks for the verifier's proof only, not for barrier verification: it is the oracle
+//! that checks barriers and collectives at run time (a block whose threads wait at different
+//! barriers, a collective whose lanes differ from its mask, are faults), which is how the static
+//! checks' soundness is tested and how `; test: fault` files show those faults.
 //!
 //! # Functions
-//! [`launch`] runs a kernel without calls; a kernel that calls device functions is an
-//! [`ErrorKind::InvalidLaunch`] error there, saying its functions are needed. [`launch_in`] takes
-//! the module's functions ([`kir_ir::Module::funcs`]) and resolves each `call @f` by name, once
-//! per launch, for the functions the kernel reaches. Calls run as written, not inlined: each warp
-//! keeps a stack of call frames (registers and reconvergence entries per call; see [`exec`]), so
-//! running a module as written and after inlining is a real differential test. Recursion, which
-//! `kir check` rejects, is an invalid launch here. Graphs ([`graph::run_graph`]) launch with their
-//! module's functions.
+//! A kernel's calls resolve by name among its module's functions ([`kir_ir::Module::funcs`]),
+//! once per launch, for the functions the kernel reaches. Calls run as written, not inlined: each
+//! warp keeps a stack of call frames (registers and reconvergence entries per call; see
+//! [`exec`]), so running a module as written and after inlining is a real differential test.
+//! Graphs ([`graph::run_graph`]) launch with their module's functions.
 //!
 //! # Semantics guaranteed
 //! - Warps run in lockstep with a per-lane active mask; divergent branches reconverge at the
@@ -331,9 +331,15 @@ fn check_args(kernel: &Kernel, args: &[Arg], buffers: &[Buffer]) -> Result<(Vec<
     Ok((bits, names))
 }
 
-/// Runs a kernel of a [`Verified`](kir_ir::verify::Verified) module: the typed entry point (what
-/// `kir run`, `kir test` and `kir::api` use). The kernel's calls resolve against its module's
-/// functions, as in [`launch_in`]; validity is in the type, so nothing is left unchecked.
+/// Runs a kernel of a [`Verified`](kir_ir::verify::Verified) module over the launch shape with the
+/// given arguments, reading and writing `buffers`: the one entry point for a kernel (what `kir
+/// run`, `kir test` and `kir::api` use). The kernel's calls resolve against its module's
+/// functions and run as written; the bodies' execution forms are built on the CFGs the verifier
+/// built. Validity is in the type, so nothing is left unchecked; a
+/// [`Checked`](kir_ir::verify::Checked) module derefs to its `Verified` one.
+///
+/// On success the buffers hold the kernel's results. On a kernel fault the buffers hold whatever
+/// the blocks wrote before stopping.
 pub fn launch_verified(
     kernel: kir_ir::verify::VerifiedKernel<'_>,
     cfg: &LaunchConfig,
@@ -341,70 +347,12 @@ pub fn launch_verified(
     buffers: &mut [Buffer],
     opts: &Options,
 ) -> Result<Stats, InterpError> {
-    launch_impl(Some(kernel.funcs()), kernel.kernel(), cfg, args, buffers, opts)
+    launch_impl(kernel.module(), kernel.kernel(), cfg, args, buffers, opts)
 }
 
-/// Runs `kernel` over the launch shape with the given arguments, reading and writing `buffers`.
-/// The kernel is verified first ([`kir_ir::verify::verify_kernel`]): one that does not verify is an
-/// [`ErrorKind::InvalidLaunch`] error carrying the verifier's first error (its message, location
-/// and notes), and nothing runs. [`launch_verified`] is the form that takes the proof and skips
-/// this check.
-///
-/// On success the buffers hold the kernel's results. On a kernel fault the buffers hold whatever
-/// the blocks wrote before stopping.
-///
-/// The kernel must not call functions: a kernel with a call is an [`ErrorKind::InvalidLaunch`]
-/// error saying that its functions are needed; launch it with [`launch_in`].
-pub fn launch(
-    kernel: &Kernel,
-    cfg: &LaunchConfig,
-    args: &[Arg],
-    buffers: &mut [Buffer],
-    opts: &Options,
-) -> Result<Stats, InterpError> {
-    refuse_unverified(kernel, kir_ir::verify::verify_kernel(kernel))?;
-    launch_impl(None, kernel, cfg, args, buffers, opts)
-}
-
-/// [`launch`] for a kernel that may call device functions: each `call @f` is resolved by name in
-/// `module_funcs` (normally the module's [`kir_ir::Module::funcs`]) and executed as written, with
-/// a call frame per warp (see [`exec`]), not inlined. Only the functions the kernel reaches are
-/// prepared, each once per launch. The kernel and every function it reaches are verified first,
-/// their calls against `module_funcs` ([`kir_ir::verify::verify_body_among`]), as [`launch`] does.
-/// A call to a name missing from `module_funcs`, or recursion, is an [`ErrorKind::InvalidLaunch`]
-/// error. For a kernel without calls this is [`launch`].
-pub fn launch_in(
-    module_funcs: &[Kernel],
-    kernel: &Kernel,
-    cfg: &LaunchConfig,
-    args: &[Arg],
-    buffers: &mut [Buffer],
-    opts: &Options,
-) -> Result<Stats, InterpError> {
-    let reached = kir_ir::analysis::callgraph::reached_funcs(module_funcs, [kernel]);
-    for body in std::iter::once(kernel).chain(reached.into_iter().map(|i| &module_funcs[i])) {
-        refuse_unverified(body, kir_ir::verify::verify_body_among(body, module_funcs))?;
-    }
-    launch_impl(Some(module_funcs), kernel, cfg, args, buffers, opts)
-}
-
-/// The launch error for a body the verifier rejects: its first error, located, with a note that
-/// says why nothing ran.
-fn refuse_unverified(body: &Kernel, diags: Vec<kir_ir::diag::Diagnostic>) -> Result<(), InterpError> {
-    let Some(first) = diags.into_iter().find(|d| d.is_error()) else { return Ok(()) };
-    let what = if body.is_func() { "function" } else { "kernel" };
-    let mut e = InterpError::invalid(format!("{what} @{} does not verify: {}", body.name, first.message));
-    if let Some(p) = first.primary {
-        e = e.at(p.span, p.message);
-    }
-    for n in first.notes {
-        e = e.with_note(n);
-    }
-    Err(e.with_note("the interpreter runs only IR that verifies (`kir check` shows every error)"))
-}
-
+/// Launches `kernel`, a kernel of `m`.
 fn launch_impl(
-    funcs: Option<&[Kernel]>,
+    m: &kir_ir::verify::Verified,
     kernel: &Kernel,
     cfg: &LaunchConfig,
     args: &[Arg],
@@ -413,9 +361,9 @@ fn launch_impl(
 ) -> Result<Stats, InterpError> {
     check_shape(cfg)?;
     check_reqntid(kernel, cfg)?;
-    check_whole_warps(funcs.unwrap_or(&[]), kernel, cfg)?;
+    check_whole_warps(&m.funcs, kernel, cfg)?;
     let (params, global_names) = check_args(kernel, args, buffers)?;
-    let progs = Progs::build(kernel, funcs)?;
+    let progs = Progs::build(m, kernel)?;
     let prog = &progs.progs[0];
 
     // Shared memory layout.

@@ -9,12 +9,13 @@
 //! - Every block call names an existing block with as many arguments as it has parameters; every
 //!   block knows its immediate post-dominator ([`EXIT`] when it is the virtual exit), where
 //!   divergent lanes reconverge.
-//! - [`Progs::build`] makes one [`Prog`] per body: index 0 is the kernel, then every function it
+//! - [`Progs::build`] makes one [`Prog`] per body of a [`Verified`] module, on the CFG the
+//!   verifier built for it (no CFG is built here): index 0 is the kernel, then every function it
 //!   reaches through calls ([`XOp::Call`] names its callee by that index, resolved by name once).
-//!   A call names a function of the given list with as many arguments as it has parameters; a
-//!   call to an unknown name, and recursion (which `kir check` rejects), are
-//!   [`crate::ErrorKind::InvalidLaunch`] errors, so the call depth is bounded by the number of
-//!   functions. [`Progs::stride`] is the register slots one warp needs for the kernel and its
+//!   A call names a function of the module with as many arguments as it has parameters, and no
+//!   function recurses (the verifier's promises; were one broken, it would be an
+//!   [`crate::ErrorKind::InvalidLaunch`] error, never a panic), so the call depth is bounded by
+//!   the number of functions. [`Progs::stride`] is the register slots one warp needs for the kernel and its
 //!   deepest chain of call frames (each frame's slots right after its caller's).
 //! - A function's `ret` is [`XTerm::Return`] (back to the caller, with the returned slot); a
 //!   kernel's is [`XTerm::Ret`] (the thread exits).
@@ -22,13 +23,14 @@
 //!   `uses_shared` and `race_shift` cover the functions' memory accesses too.
 //! - A structurally malformed kernel (dangling value or block, wrong operand count, memory op on a
 //!   non-pointer) is an [`crate::ErrorKind::InvalidLaunch`] error, never a panic. Type errors beyond
-//!   that are the verifier's business; `kir run` verifies before launching.
+//!   that are the verifier's business, settled by the [`Verified`] type.
 
 use crate::error::InterpError;
 use kir_ir::analysis::callgraph::successors_first;
 use kir_ir::analysis::cfg::Cfg;
 use kir_ir::op::{AtomicOp, Op, ShflMode, SpecialReg, VoteMode};
 use kir_ir::types::{AddrSpace, ScalarType, Type};
+use kir_ir::verify::Verified;
 use kir_ir::{BlockCall, Kernel, Operand, Span, Terminator};
 use std::collections::HashMap;
 
@@ -155,10 +157,11 @@ fn malformed(span: Span, msg: impl Into<String>) -> InterpError {
 }
 
 impl Prog {
-    /// The execution form of `k`; `resolve(n, span)` gives the [`Progs::progs`] index of
-    /// `k.callees[n]`, called once per call instruction.
+    /// The execution form of `k`, whose CFG is `cfg` (the verifier's); `resolve(n, span)` gives
+    /// the [`Progs::progs`] index of `k.callees[n]`, called once per call instruction.
     pub fn new(
         k: &Kernel,
+        cfg: &Cfg,
         resolve: &mut dyn FnMut(u32, Span) -> Result<u32, InterpError>,
     ) -> Result<Prog, InterpError> {
         let what = if k.is_func() { "function" } else { "kernel" };
@@ -181,7 +184,6 @@ impl Prog {
                 }
             }
         };
-        let cfg = Cfg::new(k);
         let nblocks = k.blocks.len();
         let mut blocks = Vec::with_capacity(nblocks);
         let mut global_atomics = false;
@@ -393,9 +395,17 @@ pub(crate) struct Progs {
 }
 
 impl Progs {
-    /// Builds the kernel and every function it reaches, each once. `funcs` is `None` for a launch
-    /// without the module's functions: then any call is an invalid launch saying so.
-    pub fn build(kernel: &Kernel, funcs: Option<&[Kernel]>) -> Result<Progs, InterpError> {
+    /// Builds kernel `kernel` of the verified module `m` and every function it reaches, each once,
+    /// on the CFGs the verifier built (none is built again here).
+    pub fn build(m: &Verified, kernel: &Kernel) -> Result<Progs, InterpError> {
+        let funcs = &m.funcs;
+        // A body's CFG, by its (verified: unique) name.
+        let cfg_of = |body: &Kernel| -> Result<&Cfg, InterpError> {
+            match m.bodies().position(|b| b.name == body.name && b.is_func() == body.is_func()) {
+                Some(i) => Ok(m.cfg(i)),
+                None => Err(InterpError::invalid(format!("@{} is not a body of the launched module", body.name))),
+            }
+        };
         let mut bodies: Vec<&Kernel> = vec![kernel];
         let mut ids: HashMap<&str, u32> = HashMap::new();
         let mut progs: Vec<Prog> = Vec::new();
@@ -412,30 +422,11 @@ impl Progs {
                 if let Some(&id) = ids.get(c.name.as_str()) {
                     return Ok(id);
                 }
-                let Some(funcs) = funcs else {
-                    let mut names: Vec<String> = Vec::new();
-                    for c in &kernel.callees {
-                        names.push(format!("`@{}`", c.name));
-                    }
-                    return Err(InterpError::invalid(format!(
-                        "kernel @{} calls functions ({}), which `launch` does not have",
-                        kernel.name,
-                        names.join(", ")
-                    ))
-                    .at(span, "call here")
-                    .with_note(
-                        "launch it with `kir_interp::launch_in`, giving the module's functions (`Module::funcs`)",
-                    ));
-                };
                 let Some(f) = funcs.iter().find(|f| f.name == c.name) else {
-                    return Err(InterpError::invalid(format!(
-                        "`@{}` calls `@{}`, which is not among the functions given to the launch ({})",
-                        body.name,
-                        c.name,
-                        funcs.len()
-                    ))
-                    .at(span, "call here")
-                    .with_note("pass the module's functions (`Module::funcs`) to `launch_in`; run `kir check`"));
+                    return Err(malformed(
+                        span,
+                        format!("`@{}` calls `@{}`, which the module does not define", body.name, c.name),
+                    ));
                 };
                 if !f.is_func() {
                     return Err(malformed(span, format!("`@{}` is a kernel, not a function", f.name)));
@@ -445,7 +436,7 @@ impl Progs {
                 ids.insert(&f.name, id);
                 Ok(id)
             };
-            progs.push(Prog::new(body, &mut resolve)?);
+            progs.push(Prog::new(body, cfg_of(body)?, &mut resolve)?);
             i += 1;
         }
         // Arity of every call, against its callee.
@@ -503,8 +494,8 @@ fn stack_need(progs: &[Prog]) -> Result<usize, InterpError> {
 mod tests {
     use super::*;
 
-    fn module(src: &str) -> kir_ir::Module {
-        kir_ir::parse(src).unwrap_or_else(|d| panic!("{d:?}"))
+    fn module(src: &str) -> Verified {
+        kir_ir::verify::verify(kir_ir::parse(src).unwrap_or_else(|d| panic!("{d:?}"))).unwrap()
     }
 
     #[test]
@@ -531,35 +522,9 @@ entry:
   ret
 }",
         );
-        let p = Progs::build(&m.kernels[0], Some(&m.funcs)).unwrap();
+        let p = Progs::build(&m, &m.kernels[0]).unwrap();
         let slots = |n: &str| p.progs.iter().find(|x| x.name == n).unwrap().nslots;
         // k -> mid -> leaf is deeper than k -> leaf.
         assert_eq!(p.stride, slots("k") + slots("mid") + slots("leaf"));
-    }
-
-    #[test]
-    fn recursion_is_an_invalid_launch_naming_the_cycle() {
-        let m = module(
-            "func @a(%x: u32) -> u32 {
-entry:
-  %y = call @b(%x)
-  ret %y
-}
-func @b(%x: u32) -> u32 {
-entry:
-  %y = call @a(%x)
-  ret %y
-}
-kernel @k(%out: ptr<global, u32>) {
-entry:
-  %t = tid.x
-  %v = call @a(%t)
-  store %out[%t], %v
-  ret
-}",
-        );
-        let e = Progs::build(&m.kernels[0], Some(&m.funcs)).unwrap_err();
-        assert_eq!(e.kind, crate::ErrorKind::InvalidLaunch);
-        assert_eq!(e.message, "recursive functions: `@a` -> `@b` -> `@a`");
     }
 }

@@ -1,22 +1,29 @@
-//! Device functions run as written (`kir_interp::launch_in`): a call frame per warp with its own
+//! Device functions run as written (`kir_interp::launch_verified`, the calls resolved in the
+//! kernel's verified module): a call frame per warp with its own
 //! registers and reconvergence stack, divergence and early `ret` inside functions, nested calls,
 //! barriers inside functions (identified by their call path), warp collectives on the frame's
 //! mask, and runtime errors located inside the function with the chain of call sites. Every
 //! successful run is also compared, buffer for buffer, with the interpreter on the same module
 //! after `kir_ir::inline::inline_module` (a real differential test: calls as written vs inlined).
 
-use kir_interp::{launch, launch_in, Arg, Buffer, ErrorKind, FaultKind, InterpError, LaunchConfig, Options, Stats};
-use kir_ir::{Module, ScalarType, Span};
+use kir_interp::{launch_verified, Arg, Buffer, ErrorKind, FaultKind, InterpError, LaunchConfig, Options, Stats};
+use kir_ir::verify::Verified;
+use kir_ir::{ScalarType, Span};
 
-fn module(src: &str) -> Module {
+fn module(src: &str) -> Verified {
     let m = kir_ir::parse(src).unwrap_or_else(|d| panic!("parse errors: {d:?}"));
-    let diags = kir_ir::verify::verify_module(&m);
-    assert!(!kir_ir::diag::has_errors(&diags), "verifier errors: {diags:?}");
-    m
+    kir_ir::verify::verify(m).unwrap_or_else(|d| panic!("verifier errors: {d}"))
 }
 
-fn run(m: &Module, cfg: LaunchConfig, args: &[Arg], bufs: &mut [Buffer], opts: &Options) -> Result<Stats, InterpError> {
-    launch_in(&m.funcs, &m.kernels[0], &cfg, args, bufs, opts)
+/// Runs the module's first kernel.
+fn run(
+    m: &Verified,
+    cfg: LaunchConfig,
+    args: &[Arg],
+    bufs: &mut [Buffer],
+    opts: &Options,
+) -> Result<Stats, InterpError> {
+    launch_verified(m.verified_kernels().next().expect("a kernel"), &cfg, args, bufs, opts)
 }
 
 /// Runs the kernel as written and after inlining; both must succeed with the same buffers.
@@ -26,12 +33,13 @@ fn run_both(src: &str, cfg: LaunchConfig, args: &[Arg], bufs: &[Buffer], opts: &
     assert!(m.has_calls(), "test kernel should call functions");
     let mut written = bufs.to_vec();
     let stats = run(&m, cfg, args, &mut written, opts).unwrap_or_else(|e| panic!("as written: {e}\n{e:?}"));
-    let mut inlined_m = m.clone();
+    let mut inlined_m = m.module().clone();
     kir_ir::inline::inline_module(&mut inlined_m).unwrap_or_else(|d| panic!("inlining: {d:?}"));
     let k = &inlined_m.kernels[0];
     assert!(k.placed_insts().all(|(_, i)| !matches!(k.inst(i).op, kir_ir::Op::Call(_))), "inlined");
+    let inlined_m = kir_ir::verify::verify(inlined_m).unwrap_or_else(|d| panic!("inlined: {d}"));
     let mut inlined = bufs.to_vec();
-    launch(&inlined_m.kernels[0], &cfg, args, &mut inlined, opts).unwrap_or_else(|e| panic!("inlined: {e}"));
+    run(&inlined_m, cfg, args, &mut inlined, opts).unwrap_or_else(|e| panic!("inlined: {e}"));
     for (i, (a, b)) in written.iter().zip(&inlined).enumerate() {
         assert_eq!(a.bytes, b.bytes, "buffer {i} differs between the calls as written and after inlining");
     }
@@ -506,51 +514,6 @@ entry:
 }
 
 #[test]
-fn launch_without_the_functions_is_an_invalid_launch() {
-    let m = module(RESULT_CALL);
-    let mut bufs = [Buffer::zeros(ScalarType::U32, 32)];
-    let e = launch(&m.kernels[0], &LaunchConfig::linear(1, 32), &[Arg::Buffer(0)], &mut bufs, &Options::default())
-        .expect_err("needs its functions");
-    assert_eq!(e.kind, ErrorKind::InvalidLaunch, "{e:?}");
-    assert!(e.message.contains("`@sq_plus`"), "{}", e.message);
-    assert!(has_note(&e, "launch_in"), "{:?}", e.notes);
-    // Without the function in the list given: also an invalid launch, naming it.
-    let e =
-        launch_in(&[], &m.kernels[0], &LaunchConfig::linear(1, 32), &[Arg::Buffer(0)], &mut bufs, &Options::default())
-            .expect_err("unknown function");
-    assert_eq!(e.kind, ErrorKind::InvalidLaunch, "{e:?}");
-    assert!(e.message.contains("`@sq_plus`"), "{}", e.message);
-    // A call-free kernel still launches with `launch`.
-    let m = module("kernel @k(%out: ptr<global, u32>) {\nentry:\n  %t = tid.x\n  store %out[%t], %t\n  ret\n}");
-    launch(&m.kernels[0], &LaunchConfig::linear(1, 32), &[Arg::Buffer(0)], &mut bufs, &Options::default()).unwrap();
-    assert_eq!(bufs[0].to_u32(), (0..32).collect::<Vec<u32>>());
-}
-
-#[test]
-fn recursion_reaching_the_interpreter_is_an_invalid_launch() {
-    // The verifier rejects this; `launch_in` does not verify, so it must refuse it itself.
-    let src = "
-func @f(%x: u32) -> u32 {
-entry:
-  %y = call @f(%x)
-  ret %y
-}
-kernel @k(%out: ptr<global, u32>) {
-entry:
-  %t = tid.x
-  %v = call @f(%t)
-  store %out[%t], %v
-  ret
-}";
-    let m = kir_ir::parse(src).expect("parses");
-    let mut bufs = [Buffer::zeros(ScalarType::U32, 32)];
-    let e =
-        run(&m, LaunchConfig::linear(1, 32), &[Arg::Buffer(0)], &mut bufs, &Options::default()).expect_err("recursive");
-    assert_eq!(e.kind, ErrorKind::InvalidLaunch, "{e:?}");
-    assert!(e.message.contains("recursive"), "{}", e.message);
-}
-
-#[test]
 fn graphs_run_kernels_that_call_functions() {
     let src = format!(
         "{VOID_CALL}
@@ -562,7 +525,6 @@ graph @g(%out: ptr<global, u32>, %n: u32) {{
     let n = 64u32;
     let mut bufs = vec![Buffer::zeros(ScalarType::U32, 2 * n as usize)];
     let args = [Arg::Buffer(0), Arg::Scalar(kir_ir::Constant::u32(n))];
-    let m = kir_ir::verify::verify(m).expect("verifies");
     let stats = kir_interp::graph::run_graph(&m, &m.graphs[0], &args, &mut bufs, &Options::default()).expect("runs");
     assert_eq!(stats.launches, 1);
     let want: Vec<u32> = (0..n).map(|g| 3 * g).chain((0..n).map(|_| 5)).collect();
@@ -589,29 +551,4 @@ entry:
 }",
     );
     assert_eq!(kir_interp::outputs::written_params(&m.kernels[0]), vec![false, true, false]);
-}
-
-#[test]
-fn launching_ir_that_does_not_verify_is_refused_before_anything_runs() {
-    // A kernel storing a float into a u32 buffer: `launch` verifies first.
-    let src = "kernel @k(%out: ptr<global, u32>) {\nentry:\n  %t = tid.x\n  %f = cvt.f32.u32 %t\n  store %out[%t], %f\n  ret\n}";
-    let m = kir_ir::parse(src).expect("parses");
-    let mut bufs = [Buffer::zeros(ScalarType::U32, 32)];
-    let cfg = LaunchConfig::linear(1, 32);
-    let e = launch(&m.kernels[0], &cfg, &[Arg::Buffer(0)], &mut bufs, &Options::default()).expect_err("refused");
-    assert_eq!(e.kind, ErrorKind::InvalidLaunch, "{e:?}");
-    assert!(e.message.starts_with("kernel @k does not verify: "), "{}", e.message);
-    let at = e.span.expect("the verifier's location");
-    assert_eq!(&src[at.start as usize..at.end as usize], "store %out[%t], %f");
-    assert!(e.notes.iter().any(|n| n.contains("only IR that verifies")), "{e:?}");
-    // A function the kernel reaches that does not verify: `launch_in` refuses it by name; an
-    // unreached broken function is not the launch's business.
-    let src = "func @bad(%v: u32) -> u32 {\nentry:\n  %f = cvt.f32.u32 %v\n  ret %f\n}\n\
-               func @unused(%v: u32) -> u32 {\nentry:\n  %f = cvt.f32.u32 %v\n  ret %f\n}\n\
-               kernel @k(%out: ptr<global, u32>) {\nentry:\n  %t = tid.x\n  %r = call @bad(%t)\n  store %out[%t], %r\n  ret\n}";
-    let m = kir_ir::parse(src).expect("parses");
-    let e = launch_in(&m.funcs, &m.kernels[0], &cfg, &[Arg::Buffer(0)], &mut bufs, &Options::default())
-        .expect_err("refused");
-    assert!(e.message.starts_with("function @bad does not verify: "), "{}", e.message);
-    assert_eq!(bufs[0].to_u32(), vec![0; 32], "nothing was written");
 }

@@ -3,14 +3,15 @@
 //! tracking saw: neighbouring bytes written by different threads are no race, a wide access racing
 //! with a narrow one inside it is, and a shadow reused from an earlier launch starts clean.
 
-use kir_interp::{launch, Arg, Buffer, FaultKind, LaunchConfig, Options};
+use kir_interp::{launch_verified, Arg, Buffer, FaultKind, LaunchConfig, Options};
 use kir_ir::types::ScalarType;
 
 fn run(src: &str, block: u32, bufs: &mut [Buffer], shared_only: bool) -> Result<(), kir_interp::InterpError> {
-    let k = kir_ir::parse(src).expect("test kernel parses").kernels.remove(0);
+    let m = kir_ir::verify::verify(kir_ir::parse(src).expect("test kernel parses")).expect("test kernel verifies");
+    let k = m.verified_kernels().next().expect("a kernel");
     let args: Vec<Arg> = if shared_only { vec![] } else { (0..bufs.len()).map(Arg::Buffer).collect() };
     let opts = Options { races: true, threads: Some(1), ..Options::default() };
-    launch(&k, &LaunchConfig::linear(1, block), &args, bufs, &opts).map(|_| ())
+    launch_verified(k, &LaunchConfig::linear(1, block), &args, bufs, &opts).map(|_| ())
 }
 
 /// Each thread writes its own byte of global memory: byte granules, no race.
@@ -118,13 +119,14 @@ write:
 exit:
   ret
 }";
-    let k = kir_ir::parse(src).unwrap().kernels.remove(0);
+    let m = kir_ir::verify::verify(kir_ir::parse(src).unwrap()).unwrap();
+    let k = m.verified_kernels().next().unwrap();
     let opts = Options { races: true, threads: Some(1), ..Options::default() };
     let mut msgs = vec![];
     for _ in 0..3 {
         // 7 elements: a buffer length no other test uses, so these launches share one shadow.
         let mut bufs = vec![Buffer::zeros(ScalarType::U32, 7)];
-        let e = launch(&k, &LaunchConfig::linear(3, 32), &[Arg::Buffer(0)], &mut bufs, &opts).unwrap_err();
+        let e = launch_verified(k, &LaunchConfig::linear(3, 32), &[Arg::Buffer(0)], &mut bufs, &opts).unwrap_err();
         assert_eq!(e.block, Some([1, 0, 0]));
         msgs.push(e.message);
     }

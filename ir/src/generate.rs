@@ -3,7 +3,7 @@
 //!
 //! Guarantees:
 //! - [`random_kernel`] is deterministic: the same seed and [`GenConfig`] give the same kernel (its
-//!   own PRNG, no dependency). The kernel passes the verifier ([`crate::verify::verify_kernel`]
+//!   own PRNG, no dependency). The kernel passes the verifier ([`crate::verify::verify_body`]
 //!   reports no error) and has about [`GenConfig::insts`] instructions.
 //! - Every kernel has the signature of [`SIGNATURE`] and, launched as [`LaunchContract`] says, has
 //!   a fully determined result: no out-of-bounds access, no data race, no integer division by zero

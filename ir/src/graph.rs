@@ -4,7 +4,7 @@
 //! Guarantees:
 //! - [`Expr::eval`] never panics and never wraps: overflow, underflow and division by zero are
 //!   errors.
-//! - Verification is [`crate::verify::verify_graph`]; buffer effects and the dependency DAG are
+//! - Verification is [`crate::verify::verify_module`] (its graph checks); buffer effects and the dependency DAG are
 //!   [`crate::analysis::effects`]; printing is [`crate::text::printer::print_graph`].
 
 use crate::span::Span;

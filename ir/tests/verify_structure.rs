@@ -2,7 +2,7 @@
 //! memory, and where diagnostics point when entities have no source location.
 
 use kir_ir::diag::Severity;
-use kir_ir::verify::{verify_kernel, verify_module, MAX_STATIC_SHARED_BYTES};
+use kir_ir::verify::{verify_module, MAX_STATIC_SHARED_BYTES};
 use kir_ir::*;
 
 mod common;
@@ -310,7 +310,7 @@ fn diagnostics_never_point_at_a_dummy_span() {
         Some(("s".into(), Type::F32)),
         Span::DUMMY,
     );
-    let d = verify_kernel(&k);
+    let d = kir_ir::verify::verify_body(&k, None, None).0;
     assert_eq!(d.len(), 1);
     assert!(d[0].primary.is_none());
     assert!(
@@ -325,7 +325,7 @@ fn unreachable_blocks_are_warnings() {
     let mut k = sample();
     let dead = k.add_block("dead");
     k.append_inst(dead, Op::Barrier, vec![], None, Span::DUMMY);
-    let d = verify_kernel(&k);
+    let d = kir_ir::verify::verify_body(&k, None, None).0;
     assert_eq!(d.len(), 1, "{d:#?}");
     assert_eq!(d[0].severity, Severity::Warning);
     assert_eq!(d[0].message, "block `dead` is unreachable");
@@ -422,7 +422,7 @@ mod fuzz {
             for m in &ms {
                 apply(&mut k, m);
             }
-            let d = verify_kernel(&k);
+            let d = kir_ir::verify::verify_body(&k, None, None).0;
             if !d.iter().any(|d| d.is_error()) {
                 let _ = print_kernel(&k);
             }

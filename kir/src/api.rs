@@ -63,7 +63,7 @@
 use kir_interp::{Arg, Buffer, LaunchConfig};
 use kir_ir::diag::{Diagnostic, SourceMap};
 use kir_ir::types::{AddrSpace, Constant, ScalarType, Type};
-use kir_ir::verify::Verified;
+use kir_ir::verify::Checked;
 use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
@@ -201,11 +201,10 @@ impl std::error::Error for Error {}
 /// (for rendering errors).
 #[derive(Clone, Debug)]
 pub struct Module {
-    ir: Verified,
+    ir: Checked,
     file: String,
     /// The module's file and the files it imports.
     sources: Arc<SourceMap>,
-    warnings: Vec<Diagnostic>,
 }
 
 impl Module {
@@ -230,7 +229,7 @@ impl Module {
     pub fn parse_named(file: &str, source: &str) -> Result<Module, Error> {
         let sources = Arc::new(SourceMap::single(file, source));
         let ir = kir_ir::parse(source).map_err(|d| Error::from_diagnostics(ErrorKind::Parse, d, &sources))?;
-        Module::checked(ir, file.to_string(), sources)
+        Module::check(ir, file.to_string(), sources)
     }
 
     /// Reads, parses and checks a `.kir` file, with the files it imports (`import "..."`,
@@ -245,21 +244,13 @@ impl Module {
                 _ => Error::from_diagnostics(ErrorKind::Parse, e.diagnostics, &sources),
             }
         })?;
-        Module::checked(loaded.module, file, Arc::new(loaded.sources))
+        Module::check(loaded.module, file, Arc::new(loaded.sources))
     }
 
-    fn checked(ir: kir_ir::Module, file: String, sources: Arc<SourceMap>) -> Result<Module, Error> {
-        Module::with_checks(crate::checks::check(ir), file, sources)
-    }
-
-    fn with_checks(
-        (diags, ir): (Vec<Diagnostic>, Option<Verified>),
-        file: String,
-        sources: Arc<SourceMap>,
-    ) -> Result<Module, Error> {
-        match ir {
-            Some(ir) => Ok(Module { ir, file, sources, warnings: diags }),
-            None => Err(Error::from_diagnostics(ErrorKind::Check, diags, &sources)),
+    fn check(ir: kir_ir::Module, file: String, sources: Arc<SourceMap>) -> Result<Module, Error> {
+        match kir_ir::verify::check(ir) {
+            Ok(ir) => Ok(Module { ir, file, sources }),
+            Err(d) => Err(Error::from_diagnostics(ErrorKind::Check, d.into_vec(), &sources)),
         }
     }
 
@@ -292,7 +283,7 @@ impl Module {
 
     /// The checks' warnings (the module has no errors).
     pub fn warnings(&self) -> &[Diagnostic] {
-        &self.warnings
+        self.ir.warnings()
     }
 
     /// The IR, for what this API does not cover.
@@ -300,9 +291,9 @@ impl Module {
         &self.ir
     }
 
-    /// The verified IR (what `kir_passes::run_pipeline`, `kir_backend_ptx::emit_module` and
-    /// `kir_interp::launch_verified` take).
-    pub fn verified(&self) -> &Verified {
+    /// The checked IR (what `kir_passes::run_pipeline` and `kir_backend_ptx::emit_module` take;
+    /// `kir_interp::launch_verified` takes one of its kernels, `checked().verified_kernel(name)`).
+    pub fn checked(&self) -> &Checked {
         &self.ir
     }
 
@@ -349,7 +340,7 @@ impl Module {
             err.headline = true;
             err
         })?;
-        Module::with_checks(crate::checks::check_verified(ir), self.file.clone(), self.sources.clone())
+        Ok(Module { ir, file: self.file.clone(), sources: self.sources.clone() })
     }
 }
 

@@ -6,7 +6,9 @@
 //! - [`api`]: the facade for users: parse and check a module, launch kernels in the interpreter
 //!   with Rust values bound by parameter name, read results, emit PTX, run passes
 //!   (see `docs/api.md`).
-//! - [`checks`]: what `kir check` runs (the verifier, then barrier verification).
+//! - Checking a module below the facade: [`ir::verify::check`], the one way to a checked module
+//!   (the verifier, then barrier verification: what `kir check` runs), and
+//!   [`ir::verify::check_keeping`] (the same diagnostics, the module kept).
 //! - [`ir`], [`passes`], [`ptx`], [`interp`]: the crates below the facade (`kir-ir`, `kir-passes`,
 //!   `kir-backend-ptx`, `kir-interp`), for everything the facade does not cover.
 //! - `gpu` (feature `gpu`, off by default): the GPU runner of `kir-backend-ptx` (cudarc, with the
@@ -16,7 +18,6 @@ pub use kir_interp as interp;
 pub use kir_ir as ir;
 pub use kir_passes as passes;
 pub mod api;
-pub mod checks;
 
 #[cfg(feature = "gpu")]
 pub use kir_backend_ptx::{driver_lib, gpu};

@@ -22,7 +22,10 @@ fn bench(c: &mut Criterion) {
         let mut k = random_kernel(42, &GenConfig { insts, ..GenConfig::default() });
         // Numbered in layout order, as the parser returns kernels (what `kir opt` runs passes on).
         k.compact();
-        assert!(!kir_ir::diag::has_errors(&kir_ir::verify::verify_kernel(&k)), "generated kernel must verify");
+        assert!(
+            !kir_ir::diag::has_errors(&kir_ir::verify::verify_body(&k, None, None).0),
+            "generated kernel must verify"
+        );
         let n = k.inst_count();
         group.throughput(Throughput::Elements(n as u64));
         group.bench_with_input(BenchmarkId::from_parameter(insts), &k, |b, k| {

@@ -759,8 +759,12 @@ fn apply(m: &mut Module, gi: usize, i: usize, j: usize, up: bool, plan: Plan, ki
     }
     let (mut fused, args) = b.finish();
     fused.compact();
-    let errs: Vec<String> =
-        kir_ir::verify::verify_kernel(&fused).into_iter().filter(|d| d.is_error()).map(|d| d.message.clone()).collect();
+    let errs: Vec<String> = kir_ir::verify::verify_body(&fused, None, None)
+        .0
+        .into_iter()
+        .filter(|d| d.is_error())
+        .map(|d| d.message.clone())
+        .collect();
     if !errs.is_empty() {
         decision.outcome = Err(vec![Reason::Internal(errs.join("; "))]);
         return decision;

@@ -2,8 +2,10 @@
 //! timing.
 //!
 //! Guarantees:
-//! - [`run_pipeline`] takes a [`Verified`] module and hands back a [`Verified`] one (the result is
-//!   verified again, whole: kernels, functions, calls and graphs). [`run_pipeline_in_place`], the
+//! - [`run_pipeline`] takes a [`Checked`] module and hands back a [`Checked`] one: the result is
+//!   checked again where passes changed it ([`kir_ir::verify::BodyEdits::finish`]: the verifier
+//!   on the changed bodies and the whole-module checks, then barrier and collective verification),
+//!   so no pass can hand the emitter a module that did not pass every check. [`run_pipeline_in_place`], the
 //!   engine under it for a plain `Module`, verifies its input first (unless
 //!   [`RunConfig::verify_input`] is off), with the module when it has functions (calls typed
 //!   against their callees, recursion rejected); either way passes only ever see verified IR.
@@ -42,7 +44,7 @@
 use crate::pass::{ModulePass, Pass, PassContext, PassKind, PassStats};
 use crate::pipeline::Pipeline;
 use kir_ir::analysis::cfg::Cfg;
-use kir_ir::verify::Verified;
+use kir_ir::verify::Checked;
 use kir_ir::{diag, print_kernel, print_module, Diagnostic, Kernel, Module};
 use std::collections::HashSet;
 use std::fmt;
@@ -221,7 +223,7 @@ fn write_dump_file(dir: &std::path::Path, index: usize, name: &str, m: &Module) 
 /// The verifier's errors for a kernel or function (warnings are dropped); with the module, calls
 /// are checked against their callees.
 fn verify_errors(k: &Kernel, m: Option<&Module>) -> Vec<Diagnostic> {
-    errors_only(kir_ir::verify::verify_body(k, m))
+    errors_only(kir_ir::verify::verify_body(k, m, None).0)
 }
 
 fn errors_only(d: Vec<Diagnostic>) -> Vec<Diagnostic> {
@@ -235,10 +237,7 @@ fn errors_only(d: Vec<Diagnostic>) -> Vec<Diagnostic> {
 /// [`verify_errors`] with the body's cached CFG when there is one; otherwise the CFG the
 /// verifier builds is handed back for the cache.
 fn verify_errors_cached(k: &Kernel, m: Option<&Module>, cached: Option<&Cfg>) -> (Vec<Diagnostic>, Option<Cfg>) {
-    let (d, fresh) = match cached {
-        Some(cfg) => (kir_ir::verify::verify_body_using(k, m, cfg), None),
-        None => kir_ir::verify::verify_body_with_cfg(k, m),
-    };
+    let (d, fresh) = kir_ir::verify::verify_body(k, m, cached);
     (errors_only(d), fresh)
 }
 
@@ -280,23 +279,24 @@ fn body_mut(m: &mut Module, idx: usize) -> &mut Kernel {
     }
 }
 
-/// Runs `p` over every kernel and function of the verified module `m`, writing the requested dumps
-/// to `dumps`, and hands back the result verified again (with its CFGs): the typed entry point.
+/// Runs `p` over every kernel and function of the checked module `m`, writing the requested dumps
+/// to `dumps`, and hands back the result checked again (with its CFGs): the typed entry point.
 /// The input needs no verification ([`RunConfig::verify_input`] is ignored: it is in the type).
 pub fn run_pipeline(
-    m: Verified,
+    m: Checked,
     p: &Pipeline,
     cfg: &RunConfig,
     dumps: &mut dyn Write,
-) -> Result<(Verified, Report), PassError> {
+) -> Result<(Checked, Report), PassError> {
     let (mut m, mut edits) = m.into_edits();
     let cfg = RunConfig { verify_input: false, ..cfg.clone() };
     // The analysis cache starts with the CFGs the verifier built.
     let mut cache = AnalysisCache::new(edits.cfg_slots().iter_mut().map(Option::take).collect());
     let report = run_with_cache(&mut m, p, &cfg, dumps, &mut cache)?;
-    // Verified again only where a pass may have broken it: the bodies passes changed (all of them
+    // Checked again only where a pass may have broken it: the bodies passes changed (all of them
     // after a module pass changed the module), with the cached CFGs; `finish` redoes the
-    // whole-module checks, and everything when a body was added, removed or re-signed.
+    // whole-module checks and, after any change, barrier verification, and everything when a
+    // body was added, removed or re-signed.
     for (i, slot) in edits.cfg_slots().iter_mut().enumerate() {
         *slot = cache.cfgs.get_mut(i).and_then(Option::take);
     }
@@ -660,7 +660,7 @@ mod cache_tests {
     }
 
     fn run(steps: Vec<(&str, Box<dyn Pass>)>, verify_each: bool) {
-        let v = kir_ir::verify::verify(kir_ir::parse(SRC).unwrap()).unwrap();
+        let v = kir_ir::verify::check(kir_ir::parse(SRC).unwrap()).unwrap();
         let cfg = RunConfig { verify_each, ..RunConfig::default() };
         run_pipeline(v, &pipeline(steps), &cfg, &mut std::io::sink()).unwrap();
     }
@@ -694,7 +694,7 @@ mod cache_tests {
     #[test]
     fn the_output_is_verified_again_where_passes_changed_it() {
         // A pass that breaks a body it reports changed: the output is refused.
-        let v = kir_ir::verify::verify(kir_ir::parse(SRC).unwrap()).unwrap();
+        let v = kir_ir::verify::check(kir_ir::parse(SRC).unwrap()).unwrap();
         let e =
             run_pipeline(v, &pipeline(vec![("break", Box::new(Break))]), &RunConfig::default(), &mut std::io::sink())
                 .unwrap_err();
@@ -705,13 +705,13 @@ mod cache_tests {
             "{SRC}kernel @idle(%p: ptr<global, u32>) {{\nentry:\n  store %p[0], 7\n  ret\nlost:\n  ret\n}}\n\
              kernel @folds(%p: ptr<global, u32>) {{\nentry:\n  %x = add.u32 2, 3\n  store %p[0], %x\n  ret\n}}\n"
         );
-        let v = kir_ir::verify::verify(kir_ir::parse(&src).unwrap()).unwrap();
+        let v = kir_ir::verify::check(kir_ir::parse(&src).unwrap()).unwrap();
         for spec in ["fold", crate::pipeline::DEFAULT_PIPELINE] {
             let p = crate::pipeline::parse_pipeline(spec).unwrap();
             let (out, _) = run_pipeline(v.clone(), &p, &RunConfig::default(), &mut std::io::sink()).unwrap();
-            let fresh = kir_ir::verify::verify(out.module().clone()).unwrap();
+            let fresh = kir_ir::verify::check(out.module().clone()).unwrap();
             assert_eq!(out.warnings(), fresh.warnings(), "{spec}");
-            let shape = |v: &Verified| v.cfgs().iter().map(|c| c.rpo().to_vec()).collect::<Vec<_>>();
+            let shape = |v: &Checked| v.cfgs().iter().map(|c| c.rpo().to_vec()).collect::<Vec<_>>();
             assert_eq!(shape(&out), shape(&fresh), "{spec}");
         }
     }
@@ -745,16 +745,16 @@ mod cache_tests {
             Step { spec: "module-probe".into(), pass: PassKind::Module(Box::new(ModuleProbe(seen.clone()))) },
         );
         p.steps.push(Step { spec: "module-probe".into(), pass: PassKind::Module(Box::new(ModuleProbe(seen.clone()))) });
-        let v = kir_ir::verify::verify(kir_ir::parse(SRC).unwrap()).unwrap();
+        let v = kir_ir::verify::check(kir_ir::parse(SRC).unwrap()).unwrap();
         run_pipeline(v, &p, &RunConfig::default(), &mut std::io::sink()).unwrap();
         assert_eq!(*seen.borrow(), vec![true, false], "the verifier's CFG first; none after `flip`");
         // The real module pass gives the same answer on the cached CFGs as without them.
         let barrier_src = "kernel @k(%p: ptr<global, u32>) {\nentry:\n  %t = tid.x\n  %c = lt.u32 %t, 3\n  br %c, a, b\na:\n  barrier\n  jmp b\nb:\n  ret\n}\n";
-        let v = kir_ir::verify::verify(kir_ir::parse(barrier_src).unwrap()).unwrap();
-        let want = crate::barrier::verify_module_barriers(&v);
+        let mut m = kir_ir::parse(barrier_src).unwrap();
+        let want = kir_ir::verify::check_barriers(&m, |_| None);
         assert_eq!(want.len(), 1);
         let p = crate::pipeline::parse_pipeline("verify-barriers").unwrap();
-        let e = run_pipeline(v, &p, &RunConfig::default(), &mut std::io::sink()).unwrap_err();
+        let e = run_pipeline_in_place(&mut m, &p, &RunConfig::default(), &mut std::io::sink()).unwrap_err();
         let PassError::Rejected { diagnostics, .. } = e else { panic!("{e}") };
         assert_eq!(diagnostics, want);
     }

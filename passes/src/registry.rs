@@ -133,7 +133,7 @@ pub fn registry() -> Vec<PassInfo> {
             options: &[],
             create: |o| {
                 o.expect_only("verify-barriers", &[])?;
-                Ok(PassKind::Module(Box::new(crate::barrier::VerifyBarriers)))
+                Ok(PassKind::Module(Box::new(crate::verify_barriers::VerifyBarriers)))
             },
         },
         PassInfo {

@@ -4,7 +4,6 @@
 //! call site.
 
 use kir_ir::{parse, print_kernel, print_module, Module, Op};
-use kir_passes::barrier::{verify_barriers, verify_kernel_barriers, verify_module_barriers};
 use kir_passes::uniformity::{Level, Uniformity, ValueReason};
 use kir_passes::{parse_pipeline, registry, run_pipeline_in_place, PassError, PassKind, RunConfig, DEFAULT_PIPELINE};
 
@@ -162,7 +161,7 @@ fn an_inlining_error_rejects_the_module_and_keeps_it_as_it_was() {
     assert!(diagnostics[0].span().is_some_and(|s| !s.is_dummy()), "located: {diagnostics:?}");
     assert_eq!(m, module(&src));
     // Barrier verification cannot follow those calls either: an error, never a silent pass.
-    let d = verify_module_barriers(&m);
+    let d = kir_ir::verify::check_barriers(&m, |_| None);
     assert_eq!(d.len(), 1, "{d:?}");
     assert!(d[0].message.starts_with("cannot verify the barriers of `@k` across its calls"), "{}", d[0].message);
 }
@@ -343,65 +342,6 @@ done:
   ret
 }
 ";
-
-#[test]
-fn barriers_in_functions_are_checked_at_each_call_site() {
-    let m = module(UNDER_BRANCH_TWICE);
-    let d = verify_module_barriers(&m);
-    // The first two calls are made by every thread (`@maybe` branches on a kernel parameter); the
-    // two calls under `%small` share one cause: one error, the second call labelled "also".
-    assert_eq!(d.len(), 1, "{d:#?}");
-    let labels: Vec<&str> = d[0].secondary.iter().map(|l| l.message.as_str()).collect();
-    assert!(
-        labels.iter().any(|l| l.starts_with("`@sync` is called here from `@k` under a thread-dependent branch")),
-        "{labels:#?}"
-    );
-    assert!(
-        labels.iter().any(|l| l.starts_with("also rejected for the same cause: through this call of `@sync`")),
-        "{labels:#?}"
-    );
-    assert!(d[0].notes.iter().any(|n| n.contains("`@k` → `@sync`")), "{:#?}", d[0].notes);
-    // The primary label is the barrier in @sync's source.
-    let src = UNDER_BRANCH_TWICE;
-    let s = d[0].span().unwrap();
-    assert_eq!(&src[s.range()], "barrier");
-    assert!((s.start as usize) < src.find("func @maybe").unwrap());
-    // The same through verify_kernel_barriers, and the kernel alone (calls opaque) sees nothing.
-    assert_eq!(verify_kernel_barriers(&m, m.kernel("k").unwrap()), d);
-    assert!(verify_barriers(m.kernel("k").unwrap()).is_empty());
-    // A function alone assumes any argument: @never_called's barrier is divergent by itself, but
-    // no kernel calls it, so the module is not rejected for it.
-    let alone = verify_barriers(m.func("never_called").unwrap());
-    assert_eq!(alone.len(), 1);
-    assert!(alone[0].secondary.iter().any(|l| l.message.contains("is a parameter of function `@never_called`")));
-}
-
-#[test]
-fn a_kernel_with_calls_verified_alone_treats_the_call_result_as_varying() {
-    let src = "
-func @zero() -> u32 {
-entry:
-  ret 0
-}
-kernel @k() {
-entry:
-  %z = call @zero()
-  %c = eq.u32 %z, 0
-  br %c, a, b
-a:
-  barrier
-  jmp b
-b:
-  ret
-}
-";
-    let m = module(src);
-    let alone = verify_barriers(m.kernel("k").unwrap());
-    assert_eq!(alone.len(), 1);
-    assert!(alone[0].secondary.iter().any(|l| l.message.contains("is the result of a call")), "{alone:#?}");
-    // Followed into @zero, the value is a constant: accepted.
-    assert!(verify_module_barriers(&m).is_empty());
-}
 
 #[test]
 fn the_verify_barriers_pass_follows_calls() {

@@ -41,7 +41,7 @@ use super::common::{self, parse_dims, usage};
 use super::run_options::KernelArgs;
 use kir::interp::args::{self, ArgSpec};
 use kir::interp::{Arg, Buffer};
-use kir::ir::verify::Verified;
+use kir::ir::verify::Checked;
 use kir::ptx::gpu::{GpuError, GpuRunner, Launch, Param};
 use kir::ptx::nvrtc::Nvrtc;
 use kir_harness::compare::{compare_buffers, Strictness};
@@ -447,7 +447,7 @@ pub fn run(a: &Args) -> ExitCode {
 /// The launches to time: the one given on the command line, or the file's `; run:` directives.
 fn cases(
     a: &Args,
-    loaded: &common::Loaded<Verified>,
+    loaded: &common::Loaded<Checked>,
     kernel: Option<&str>,
     arg_texts: &[String],
 ) -> Result<Vec<Case>, ExitCode> {
@@ -517,7 +517,7 @@ fn cases(
 }
 
 /// Binds a case's arguments to its kernel in `m` and counts the bytes it moves.
-fn bind(m: &Verified, case: Case, base_dir: Option<&std::path::Path>) -> Result<Bound, ExitCode> {
+fn bind(m: &Checked, case: Case, base_dir: Option<&std::path::Path>) -> Result<Bound, ExitCode> {
     let Some(k) = m.kernel(&case.kernel) else {
         return Err(usage(format!("no kernel `@{}`", case.kernel)));
     };

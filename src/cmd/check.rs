@@ -4,7 +4,6 @@
 //! but do not fail); exit 1 otherwise, with every diagnostic of every file rendered to stderr.
 
 use super::common;
-use kir::checks;
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
@@ -24,7 +23,7 @@ pub fn run(args: &Args) -> ExitCode {
                 continue;
             }
         };
-        let diags = checks::check_module(&loaded.module);
+        let diags = kir::ir::verify::check_keeping(loaded.module.clone()).0;
         loaded.emit(&diags);
         if kir::ir::diag::has_errors(&diags) {
             failed += 1;

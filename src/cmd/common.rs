@@ -4,12 +4,12 @@
 //! located message to stderr and yields exit code 1 (2 for usage errors); nothing here panics.
 
 use kir::ir::diag::{self, Diagnostic};
-use kir::ir::verify::Verified;
+use kir::ir::verify::Checked;
 use kir::ir::Module;
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
-/// A parsed source file, with the files it imports; `Loaded<Verified>` once it passed the checks
+/// A parsed source file, with the files it imports; `Loaded<Checked>` once it passed the checks
 /// ([`load_checked`]).
 pub struct Loaded<M = Module> {
     pub path: String,
@@ -277,20 +277,23 @@ pub fn named_args(args: &[String]) -> Result<Vec<(String, kir::interp::args::Arg
 
 /// Reads, parses and checks a file (`kir check`'s checks: verifier and barrier verification);
 /// prints every diagnostic and returns exit code 1 when any is an error.
-pub fn load_checked(path: &str) -> Result<Loaded<Verified>, ExitCode> {
+pub fn load_checked(path: &str) -> Result<Loaded<Checked>, ExitCode> {
     let Loaded { path, source, module, sources } = load(path)?;
-    let (diags, verified) = kir::checks::check(module);
+    let (diags, checked) = match kir::ir::verify::check(module) {
+        Ok(c) => (c.warnings().to_vec(), Some(c)),
+        Err(d) => (d.into_vec(), None),
+    };
     if !diags.is_empty() {
         eprint!("{}", diag::render_map(&diags, &sources, stderr_color()));
     }
-    match verified {
+    match checked {
         Some(module) => Ok(Loaded { path, source, module, sources }),
         None => Err(ExitCode::from(1)),
     }
 }
 
 /// Looks up a graph by name (with or without `@`).
-pub fn select_graph<'m>(loaded: &'m Loaded<Verified>, name: &str) -> Result<&'m kir::ir::graph::Graph, ExitCode> {
+pub fn select_graph<'m>(loaded: &'m Loaded<Checked>, name: &str) -> Result<&'m kir::ir::graph::Graph, ExitCode> {
     let name = name.trim_start_matches('@');
     loaded.module.graph(name).ok_or_else(|| {
         let names: Vec<String> = loaded.module.graphs.iter().map(|g| format!("@{}", g.name)).collect();

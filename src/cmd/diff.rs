@@ -301,7 +301,7 @@ pub fn run(a: &Args) -> ExitCode {
 #[allow(clippy::too_many_arguments)]
 fn against_emulator(
     a: &Args,
-    loaded: &common::Loaded<kir::ir::verify::Verified>,
+    loaded: &common::Loaded<kir::ir::verify::Checked>,
     target: &Target,
     launch_args: &[Arg],
     initial: &[Buffer],

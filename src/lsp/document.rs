@@ -11,7 +11,7 @@
 //!   clamped to the end (or to the character's start); a position past the end of its line is the
 //!   line's end, and a line past the last is the end of the text.
 //! - [`Analysis::new`] never panics on any text: it parses, runs `kir check`'s checks
-//!   ([`kir::checks::check_module`]) when the module parses, and builds the name index from the
+//!   ([`kir::ir::verify::check_keeping`]) when the module parses, and builds the name index from the
 //!   syntax tree when the text is syntactically valid (also when lowering reports errors).
 //! - A document with a file path ([`Analysis::at`], from a `file:` URI) is loaded as `kir` loads
 //!   a file ([`kir::ir::text::load::load_source`]): its `import` lines are resolved relative to its
@@ -223,7 +223,7 @@ impl Analysis {
         let Some(path) = path else {
             let (module, diagnostics) = match kir::ir::parse(text) {
                 Ok(m) => {
-                    let (d, m) = kir::checks::check_keeping(m);
+                    let (d, m) = kir::ir::verify::check_keeping(m);
                     (Some(m), d)
                 }
                 Err(d) => (None, d),
@@ -244,7 +244,7 @@ impl Analysis {
         let (module, diagnostics, mut sources) =
             match kir::ir::text::load::load_source_with(path, text.to_string(), open) {
                 Ok(l) => {
-                    let (d, m) = kir::checks::check_keeping(l.module);
+                    let (d, m) = kir::ir::verify::check_keeping(l.module);
                     (Some(m), d, l.sources)
                 }
                 Err(e) => (None, e.diagnostics, e.sources),

@@ -28,9 +28,10 @@ pub fn load(file: &str) -> Module {
 
 /// Launches `kernel` of `module` with a 1-D or multi-dimensional shape; panics on an interpreter error.
 pub fn launch(module: &Module, kernel: &str, grid: [u32; 3], block: [u32; 3], args: &[Arg], bufs: &mut [Buffer]) {
-    let k = module.kernel(kernel).unwrap_or_else(|| panic!("no kernel @{kernel}"));
+    let v = kir_ir::verify::verify(module.clone()).unwrap_or_else(|d| panic!("the module does not verify: {d}"));
+    let k = v.verified_kernel(kernel).unwrap_or_else(|| panic!("no kernel @{kernel}"));
     let cfg = LaunchConfig { grid, block, dynamic_shared_bytes: 0 };
-    if let Err(e) = kir_interp::launch_in(&module.funcs, k, &cfg, args, bufs, &Options::default()) {
+    if let Err(e) = kir_interp::launch_verified(k, &cfg, args, bufs, &Options::default()) {
         panic!("@{kernel} failed: {}", kir_ir::diag::render(&[e.to_diagnostic()], kernel, "", false));
     }
 }

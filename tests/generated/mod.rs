@@ -7,7 +7,7 @@
 //! [`pipeline_keeps_outputs`] is the one check the pass property tests make.
 #![allow(dead_code)]
 
-use kir_interp::{launch, Arg, Buffer, LaunchConfig, Options};
+use kir_interp::{launch_verified, Arg, Buffer, LaunchConfig, Options};
 use kir_ir::generate::{self, GenConfig, LaunchContract};
 use kir_ir::{Constant, Kernel, ScalarType};
 
@@ -34,7 +34,12 @@ pub fn run(k: &Kernel, input_seed: u64, checks: bool) -> Vec<Buffer> {
     let mut bufs = inputs(input_seed);
     let args = [Arg::Buffer(0), Arg::Buffer(1), Arg::Buffer(2), Arg::Buffer(3), Arg::Scalar(Constant::u32(c.n))];
     let opts = Options { races: checks, uninit: checks, threads: Some(1), ..Options::default() };
-    if let Err(e) = launch(k, &LaunchConfig::linear(c.grid_blocks, c.block_threads), &args, &mut bufs, &opts) {
+    let m = kir_ir::Module { kernels: vec![k.clone()], ..kir_ir::Module::default() };
+    let v = kir_ir::verify::verify(m)
+        .unwrap_or_else(|d| panic!("a generated kernel verifies: {d}\n{}", kir_ir::print_kernel(k)));
+    let vk = v.verified_kernels().next().expect("one kernel");
+    if let Err(e) = launch_verified(vk, &LaunchConfig::linear(c.grid_blocks, c.block_threads), &args, &mut bufs, &opts)
+    {
         panic!("interpreter failed: {e:?}\n{}", kir_ir::print_kernel(k));
     }
     bufs

@@ -6,9 +6,9 @@ use super::annotations::{diagnostic_line, expect_diagnostics};
 use super::subtest::{Directive, Env, Failure, FileTest, TestFile, Verified};
 use crate::directives::{describe_fault, Directives, RunDirective};
 use crate::kir_test;
-use kir::checks::check_keeping;
 use kir_interp::Options;
 use kir_ir::diag::{render_map, Diagnostic, Severity, SourceMap};
+use kir_ir::verify::check_keeping;
 use std::path::Path;
 
 /// The `fault` kind.

@@ -5,7 +5,7 @@
 //! [`Kind`] names them.
 //!
 //! - `verify`: the file is loaded with its imports and checked as `kir check` checks it
-//!   ([`kir::checks::check_module`]). Every error and warning must be expected by an
+//!   ([`kir_ir::verify::check_keeping`]). Every error and warning must be expected by an
 //!   `; error: TEXT` / `; warning: TEXT` annotation (same severity, primary location on the
 //!   annotated line, message containing TEXT) and every annotation must be met by one diagnostic;
 //!   a file without annotations must produce no diagnostic at all. An annotation ending a code

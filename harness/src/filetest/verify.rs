@@ -4,7 +4,8 @@
 use super::annotations::expect_diagnostics;
 use super::subtest::{Directive, Env, Failure, FileTest, TestFile, Verified};
 use crate::directives::Annotation;
-use kir::checks::check_module;
+use kir_ir::verify::check_keeping;
+
 use std::path::Path;
 
 /// The `verify` kind.
@@ -24,7 +25,7 @@ impl FileTest for Verify {
 /// The `verify` kind: load, check, and match the diagnostics with the annotations.
 pub fn verify(path: &Path, source: &str, annotations: &[Annotation]) -> (Verified, Vec<Failure>) {
     let (diagnostics, sources) = match kir_ir::text::load::load_source(path, source.to_string()) {
-        Ok(l) => (check_module(&l.module), l.sources),
+        Ok(l) => (check_keeping(l.module).0, l.sources),
         Err(e) => (e.diagnostics, e.sources),
     };
     expect_diagnostics(path, source, diagnostics, sources, annotations)

@@ -9,7 +9,7 @@
 //!   `Uniform` is executed by all threads of the block or by none, the same number of times;
 //!   `WarpUniform` means the same for all lanes of each warp. The analysis may over-approximate
 //!   (call something varying that is not), never the reverse. This relies on every barrier being
-//!   reached uniformly, which barrier verification (`kir_passes::barrier`) checks with this same analysis (the argument is an
+//!   reached uniformly, which barrier verification (`crate::verify::barrier`) checks with this same analysis (the argument is an
 //!   induction over the barriers executed).
 //! - Every non-uniform value and block carries a reason ([`ValueReason`], [`Uniformity::block_reason`])
 //!   that leads, step by step, to a source of divergence: the chain diagnostics are built from. (Not
@@ -25,7 +25,7 @@
 //!   reaches memory only through the pointers it is passed); barriers inside the callee are not
 //!   seen, which only makes more loads racy. So a body with calls gets a sound, conservative
 //!   verdict. Barrier verification follows calls by analysing an inlined copy of each kernel
-//!   instead (`kir_passes::barrier::verify_module_barriers`), where every argument and result is
+//!   instead (`crate::verify::check_barriers`), where every argument and result is
 //!   judged with the caller's values.
 //! - Block shape. With `reqntid(x, y, z)` (every launch has exactly that block): `ntid.*` are known
 //!   constants; `tid.d` and `global_id.d` along a dimension of size 1 are uniform (0, and
@@ -359,7 +359,7 @@ impl Uniformity {
     /// Runs the analysis on a kernel.
     pub fn compute(k: &Kernel) -> Uniformity {
         let ok = !k.blocks.is_empty() && handles_ok(k);
-        Uniformity::from_cfg(k, ok.then(|| Cfg::new(k)).as_ref())
+        Uniformity::from_cfg(k, ok.then(|| Cfg::new(k)).as_ref(), None)
     }
 
     /// [`Uniformity::compute`] on a CFG computed already (the one a
@@ -368,12 +368,22 @@ impl Uniformity {
     /// answer either way.
     pub fn compute_with(k: &Kernel, cfg: Option<&Cfg>) -> Uniformity {
         let nb = k.blocks.len();
-        Uniformity::from_cfg(k, cfg.filter(|c| nb != 0 && c.len() == nb && handles_ok(k)))
+        Uniformity::from_cfg(k, cfg.filter(|c| nb != 0 && c.len() == nb && handles_ok(k)), None)
+    }
+
+    /// [`Uniformity::compute_with`] on a CFG and its natural loops computed already: what a
+    /// [`Verified`](crate::verify::Verified) module carries (`loops` must be `cfg`'s), so the
+    /// loop forest is built once per body.
+    pub(crate) fn compute_with_loops(k: &Kernel, cfg: &Cfg, loops: &LoopForest) -> Uniformity {
+        let nb = k.blocks.len();
+        let fits = nb != 0 && cfg.len() == nb && handles_ok(k);
+        Uniformity::from_cfg(k, fits.then_some(cfg), Some(loops))
     }
 
     /// The analysis on `k`'s CFG, which the callers built or checked against `k` (non-empty,
-    /// handles in range); `None`: the all-varying answer of a malformed body.
-    fn from_cfg(k: &Kernel, cfg: Option<&Cfg>) -> Uniformity {
+    /// handles in range), with its natural loops when they are known; `None`: the all-varying
+    /// answer of a malformed body.
+    fn from_cfg(k: &Kernel, cfg: Option<&Cfg>, loops: Option<&LoopForest>) -> Uniformity {
         let nv = k.values.len();
         let nb = k.blocks.len();
         let mut u = Uniformity {
@@ -434,8 +444,15 @@ impl Uniformity {
             };
         }
         u.ipdom = cfg.post_dominators(ExitPolicy::RetOrStuck);
-        let forest = LoopForest::new(cfg);
-        u.loops = loops_of(&forest, nb);
+        let built;
+        let forest = match loops {
+            Some(f) => f,
+            None => {
+                built = LoopForest::new(cfg);
+                &built
+            }
+        };
+        u.loops = loops_of(forest, nb);
         u.irreducible = forest.is_irreducible();
         u.ptr_obj = pointer_objects(k, cfg, &u.inst_block);
         // Reach walks the CFG once per memory access.
@@ -1362,7 +1379,7 @@ fn reason_text(k: &Kernel, r: Option<ValueReason>) -> String {
 
 /// The kernel as text with every block, block parameter, instruction result and branch annotated
 /// `U` (block-uniform), `W` (warp-uniform) or `V` (varying), with the reason, for debugging a
-/// verdict of `kir_passes::barrier::verify_barriers`.
+/// verdict of `crate::verify::barrier`'s check of one body.
 pub fn annotate(k: &Kernel, u: &Uniformity) -> String {
     use crate::text::printer::{kernel_lines, LineKind};
     let mut rows: Vec<(String, String)> = vec![];

@@ -14,7 +14,7 @@ use crate::span::Span;
 use crate::types::{AddrSpace, ScalarType, Type};
 
 /// Checks a graph against the module's kernels; returns every error found.
-pub fn verify_graph(m: &Module, g: &Graph) -> Vec<Diagnostic> {
+pub(crate) fn verify_graph(m: &Module, g: &Graph) -> Vec<Diagnostic> {
     let mut errs = Vec::new();
     let at = |s: Span| if s.is_dummy() { g.span } else { s };
     // Names.

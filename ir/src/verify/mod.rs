@@ -1,7 +1,24 @@
-//! The IR verifier: decides whether a module is well-formed, and explains every way it is not.
+//! The IR verifier: decides whether a module is well-formed, and explains every way it is not;
+//! with `barrier.rs` and `collective_masks.rs`, every static check kir runs.
+//!
+//! Public entry points (everything else here is private to kir-ir):
+//! - [`check`] → [`Checked`]: THE way to a checked module — the verifier, then barrier and
+//!   collective verification (`kir check`); what the emitter and the pass pipeline take. Its
+//!   diagnostics on refusal, and [`Checked::warnings`] on success, are what `kir check` prints.
+//! - [`check_keeping`]: the same diagnostics, and the module kept whatever they say ([`Verified`]
+//!   when the verifier accepts it): for the editor and for tests that run IR the barrier checks
+//!   refuse.
+//! - [`verify`] → [`Verified`]: well-formedness alone (what the interpreter needs; it checks
+//!   barriers at run time). [`verify_module`]: its diagnostics on a borrowed module.
+//! - [`verify_body`]: one body, with or without its module, reusing a cached CFG: for drivers that
+//!   verify as they edit (the pass manager's `verify_each`, the fuzz reducer, the CFG pictures).
+//! - [`check_barriers`]: barrier and collective verification alone, for the `verify-barriers`
+//!   pass (on the pass manager's cached CFGs).
+//! - [`Checked::edit`], [`Checked::into_edits`] → [`BodyEdits::finish`], [`Verified::edit`]: the
+//!   ways to change a module and keep its proof.
 //!
 //! Guarantees:
-//! - [`verify_module`] / [`verify_kernel`] never panic, whatever the IR (dangling handles included),
+//! - [`verify_module`] / [`verify_body`] never panic, whatever the IR (dangling handles included),
 //!   and report EVERY problem at once (not just the first), errors and warnings, sorted by source
 //!   position within each kernel. A result without errors means the module is well-formed;
 //!   warnings flag valid but suspicious IR.
@@ -11,7 +28,7 @@
 //!   enclosing block's label, then to the kernel's name, and the label says so; a diagnostic never
 //!   puts a caret at `0..0` as if it were real source (with no real span anywhere, it has no caret
 //!   and names the entity in its notes). For such entities a note prints the instruction as text.
-//! - [`verify_module`] checks launch graphs too ([`verify_graph`]), after the kernels.
+//! - [`verify_module`] checks launch graphs too (`graph.rs`), after the kernels.
 //! - Only the verifier decides well-formedness: every invariant below holds for any module it
 //!   accepts, so passes, the PTX backend and the interpreter may rely on them without re-checking.
 //!
@@ -110,7 +127,7 @@
 //! - E: `call @f(args)`: `@f` is a function of the module (not a kernel); as many arguments as it
 //!   has parameters, each of the parameter's type; a result only when `@f` has one, of its type.
 //! - E: no function calls itself, directly or through others: the cycle is named, call by call.
-//!   ([`verify_kernel`] alone, without the module, checks calls only for a valid callee index.)
+//!   ([`verify_body`] without the module checks calls only for a valid callee index.)
 //!
 //! Block shape
 //! - E: `reqntid(x, y, z)`: every dimension at least 1, x and y at most 1024, z at most 64, and
@@ -126,10 +143,16 @@ use crate::text::printer::{print_constant, print_inst};
 use crate::types::{AddrSpace, Constant, ScalarType, Type};
 use rustc_hash::FxHashMap as HashMap;
 
+pub(crate) mod barrier;
+mod checked;
+pub(crate) mod collective_masks;
 mod graph;
+pub(crate) mod inlined;
 mod verified;
-pub use graph::verify_graph;
-pub use verified::{try_verify, verify, BodyEdits, Diagnostics, Verified, VerifiedKernel};
+pub use barrier::check_barriers;
+pub use checked::{check, check_keeping, Checked};
+pub(crate) use graph::verify_graph;
+pub use verified::{verify, BodyEdits, Diagnostics, Verified, VerifiedKernel};
 
 /// The parameter space of a kernel entry in PTX ISA 8.0 (what the backend emits), in bytes:
 /// ptxas rejects more ("uses too much parameter space (0x1108 bytes, 0x1100 max)"), on sm_80 and
@@ -200,7 +223,7 @@ pub(crate) fn verify_module_parts(m: &Module) -> ModuleParts {
         } else {
             seen.insert(&k.name, k);
         }
-        let (diags, cfg) = verify_body_with_cfg(k, Some(m));
+        let (diags, cfg) = verify_body_impl(k, Some(m), None);
         out.extend(diags);
         bodies.push(out);
         cfgs.push(cfg);
@@ -219,32 +242,19 @@ pub(crate) fn verify_whole_module(m: &Module) -> Vec<Diagnostic> {
 
 /// Verifies one kernel or function on its own: calls are checked only for a valid callee index
 /// (their types need the module: [`verify_module`]).
-pub fn verify_kernel(k: &Kernel) -> Vec<Diagnostic> {
-    verify_body(k, None)
+#[cfg(test)]
+pub(crate) fn verify_kernel(k: &Kernel) -> Vec<Diagnostic> {
+    verify_body(k, None, None).0
 }
 
-/// Verifies one body; with the module, calls are checked against their callees.
-pub fn verify_body(k: &Kernel, module: Option<&Module>) -> Vec<Diagnostic> {
-    verify_body_with_cfg(k, module).0
-}
-
-/// [`verify_body`], also handing back the CFG its dominance check built (`None` when the body's
-/// structural checks stopped before dominance), for a caller that caches analyses.
-pub fn verify_body_with_cfg(k: &Kernel, module: Option<&Module>) -> (Vec<Diagnostic>, Option<Cfg>) {
-    verify_body_impl(k, module, None)
-}
-
-/// [`verify_body`] with `k`'s CFG computed already (an analysis cache's): the dominance check
-/// uses it instead of building one. `cfg` must be the CFG of `k` as it is now.
-pub fn verify_body_using(k: &Kernel, module: Option<&Module>, cfg: &Cfg) -> Vec<Diagnostic> {
-    verify_body_impl(k, module, Some(cfg)).0
-}
-
-/// [`verify_body`] for a body whose calls resolve among `funcs` (a module's functions, without the
-/// module: what the interpreter is handed). The same checks as with the module, except that a
-/// call naming a kernel is reported as an unknown function.
-pub fn verify_body_among(k: &Kernel, funcs: &[Kernel]) -> Vec<Diagnostic> {
-    verify_body_in(k, Some(CallContext { funcs, kernels: &[] }), None).0
+/// Verifies one body, for a driver that checks bodies as it changes them (the pass manager's
+/// `verify_each`, the fuzz reducer): with the module, calls are checked against their callees;
+/// without, only for a valid callee index. `cached` is the body's CFG if one is computed already
+/// (an analysis cache's; used when it fits the body); the CFG the dominance check built is
+/// handed back (`None` when it used `cached`, or when the body's structural checks stopped before
+/// dominance).
+pub fn verify_body(k: &Kernel, module: Option<&Module>, cached: Option<&Cfg>) -> (Vec<Diagnostic>, Option<Cfg>) {
+    verify_body_impl(k, module, cached)
 }
 
 /// What calls are resolved against.

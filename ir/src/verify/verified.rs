@@ -1,23 +1,26 @@
 //! Validity as a type: [`Verified`] is a module the verifier accepted, and [`Diagnostics`] is why
-//! one was refused.
+//! one was refused. ([`super::Checked`], a `Verified` module that also passed barrier
+//! verification, is built on it.)
 //!
 //! Guarantees:
 //! - The only ways to get a [`Verified`] are [`verify`] (which runs [`super::verify_module`]:
-//!   every kernel and function, calls, recursion and launch graphs), [`Verified::edit`], whose
-//!   closure's result is verified again before it is handed back, and [`BodyEdits::finish`], which
-//!   verifies again every body its driver marked changed and every whole-module check (and the
-//!   whole module when a body was added, removed, renamed or had its signature changed). So every
-//!   holder of a `Verified` may rely on every invariant the verifier lists, and interpretation,
-//!   emission and the pass pipeline take this type instead of re-checking (or trusting) a plain
-//!   `Module`.
+//!   every kernel and function, calls, recursion and launch graphs), `check_keeping` (the same),
+//!   [`Verified::edit`], whose closure's result is verified again before it is handed back, and a
+//!   [`super::Checked`] module (from [`super::check`] or [`BodyEdits::finish`], which verifies
+//!   again every body its driver marked changed and every whole-module check, and the whole
+//!   module when a body was added, removed, renamed or had its signature changed). So every
+//!   holder of a `Verified` may rely on every invariant the verifier lists, and interpretation
+//!   takes this type (emission and the pass pipeline take `Checked`) instead of re-checking (or
+//!   trusting) a plain `Module`.
 //! - [`BodyEdits`] trusts its driver on one point only: a body it did not mark changed is the body
 //!   that was verified (the pass manager marks every body a pass reports changed). What was
-//!   computed for such a body (its CFG, its warnings) is kept; everything else is recomputed, and
-//!   the result is what [`verify`] of the edited module gives (tests compare the two).
+//!   computed for such a body (its CFG, loops, uniformity, warnings) is kept; everything else is
+//!   recomputed, and the result is what [`super::check`] of the edited module gives (tests
+//!   compare the two).
 //! - It carries the analyses computed once: the [`Cfg`] of every body (with dominators; the
 //!   verifier builds it for its dominance check and keeps it), post-dominators (inside the `Cfg`),
-//!   natural loops ([`Verified::loops`]) and uniformity ([`Verified::uniformity`]) on first use,
-//!   and the warnings of the verification.
+//!   natural loops ([`Verified::loops`]) and uniformity ([`Verified::uniformity`], on those
+//!   loops) on first use, and the warnings of the verification.
 //! - [`Diagnostics`] implements `Display` and `std::error::Error`; with the source attached
 //!   ([`Diagnostics::with_sources`]) it renders exactly as `kir check` prints, carets and all.
 
@@ -67,8 +70,9 @@ pub fn verify(m: Module) -> Result<Verified, Diagnostics> {
 }
 
 /// [`verify`], handing the module back with the diagnostics when it is refused (for a caller that
-/// goes on using an invalid module, such as an editor showing types while errors remain).
-pub fn try_verify(m: Module) -> Result<Verified, (Module, Diagnostics)> {
+/// goes on using an invalid module, such as an editor showing types while errors remain:
+/// [`super::check_keeping`]).
+pub(crate) fn try_verify(m: Module) -> Result<Verified, (Module, Diagnostics)> {
     let parts = super::verify_module_parts(&m);
     if parts.bodies.iter().any(|d| has_errors(d)) || has_errors(&parts.whole) {
         return Err((m, Diagnostics::new(parts.flatten())));
@@ -110,15 +114,19 @@ impl Verified {
     }
 
     /// The module, to be edited in place body by body, and the [`BodyEdits`] that verify it again
-    /// where it was changed ([`BodyEdits::finish`]): what the pass manager does.
-    pub fn into_edits(self) -> (Module, BodyEdits) {
+    /// where it was changed ([`BodyEdits::finish`]); `barrier_diags` are the checks after the
+    /// verifier as they stand ([`super::Checked::into_edits`] is the public way in).
+    pub(crate) fn into_edits(self, barrier_diags: Vec<Diagnostic>) -> (Module, BodyEdits) {
         let signatures = self.module.bodies().map(Signature::of).collect();
         let n = self.cfgs.len();
         let edits = BodyEdits {
             signatures,
             body_warnings: self.body_warnings,
             cfgs: self.cfgs.into_iter().map(Some).collect(),
+            loops: self.loops,
+            uniformity: self.uniformity,
             changed: vec![false; n],
+            barrier_diags,
         };
         (self.module, edits)
     }
@@ -156,11 +164,11 @@ impl Verified {
     }
 
     /// The uniformity (divergence) analysis of body `i`, computed on first use on the verifier's
-    /// CFG. A device function is analysed on its own (its parameters count as varying).
+    /// CFG and [`Verified::loops`]. A device function is analysed on its own (its parameters count as varying).
     pub fn uniformity(&self, body: usize) -> &Uniformity {
         self.uniformity[body].get_or_init(|| {
             let k = self.module.bodies().nth(body).expect("a body index of this module");
-            Uniformity::compute_with(k, Some(&self.cfgs[body]))
+            Uniformity::compute_with_loops(k, &self.cfgs[body], self.loops(body))
         })
     }
 
@@ -193,7 +201,7 @@ impl Signature {
     }
 }
 
-/// A [`Verified`] module taken apart ([`Verified::into_edits`]) so that a driver can edit its
+/// A [`Verified`] module taken apart ([`super::Checked::into_edits`]) so that a driver can edit its
 /// bodies in place, keep their CFGs current where it can ([`BodyEdits::cfg_slots`]: an analysis
 /// cache), mark the bodies it changed, and get a `Verified` module back by verifying only what
 /// may have become invalid ([`BodyEdits::finish`]).
@@ -201,12 +209,21 @@ pub struct BodyEdits {
     signatures: Vec<Signature>,
     body_warnings: Vec<Vec<Diagnostic>>,
     cfgs: Vec<Option<Cfg>>,
-    changed: Vec<bool>,
+    /// The lazy analyses of each body as verified: kept for the bodies not marked changed.
+    loops: Vec<OnceLock<LoopForest>>,
+    uniformity: Vec<OnceLock<Uniformity>>,
+    pub(crate) changed: Vec<bool>,
+    /// The diagnostics of the checks after the verifier (barriers, collective masks) on the
+    /// module taken apart: still true when nothing changed.
+    pub(crate) barrier_diags: Vec<Diagnostic>,
 }
 
 impl fmt::Debug for BodyEdits {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("BodyEdits").field("signatures", &self.signatures).field("changed", &self.changed).finish()
+        f.debug_struct("BodyEdits")
+            .field("signatures", &self.signatures)
+            .field("changed", &self.changed)
+            .finish_non_exhaustive()
     }
 }
 
@@ -226,24 +243,31 @@ impl BodyEdits {
     }
 
     /// Verifies `m`, the edited module, again where it may have become invalid: every body marked
-    /// changed (with its CFG reused when its slot holds one), and the whole-module checks
-    /// (recursion, graphs). When the bodies are not the ones taken apart (one added, removed,
-    /// renamed, or with other parameter or result types), the whole module is verified. Bodies
-    /// not marked changed keep their CFG and warnings.
-    pub fn finish(self, m: Module) -> Result<Verified, Diagnostics> {
+    /// changed (with its CFG reused when its slot holds one) and the whole-module checks
+    /// (recursion, graphs); the verifier's half of [`BodyEdits::finish`] (in `checked.rs`, which
+    /// adds barrier verification). Bodies not marked changed keep their CFG, loops, uniformity
+    /// and warnings.
+    pub(crate) fn reverify(self, m: Module) -> Reverified {
         let same_bodies = m.bodies().count() == self.signatures.len()
             && m.bodies().zip(&self.signatures).all(|(k, s)| Signature::of(k) == *s);
         if !same_bodies {
-            return verify(m);
+            return Reverified::Whole(m);
         }
         let mut cfgs = Vec::with_capacity(self.cfgs.len());
         let mut body_warnings = Vec::with_capacity(self.cfgs.len());
+        let mut loops = Vec::with_capacity(self.cfgs.len());
+        let mut uniformity = Vec::with_capacity(self.cfgs.len());
         let mut errors = Vec::new();
         let bodies = m.bodies().zip(self.cfgs).zip(self.body_warnings).zip(self.changed);
-        for (((k, cached), old_warnings), changed) in bodies {
+        let analyses = self.loops.into_iter().zip(self.uniformity);
+        for ((((k, cached), old_warnings), changed), (old_loops, old_uniformity)) in bodies.zip(analyses) {
             if !changed {
+                // The CFG slot, if the driver emptied it, is rebuilt: exact, a CFG is a pure
+                // function of its body; the lazy analyses were computed on the same CFG.
                 cfgs.push(cached.unwrap_or_else(|| Cfg::new(k)));
                 body_warnings.push(old_warnings);
+                loops.push(old_loops);
+                uniformity.push(old_uniformity);
                 continue;
             }
             // The verifier uses the cached CFG when it fits the body, and builds its own otherwise.
@@ -254,14 +278,27 @@ impl BodyEdits {
             }
             cfgs.push(cfg.unwrap_or_else(|| Cfg::new(k)));
             body_warnings.push(diags);
+            loops.push(OnceLock::new());
+            uniformity.push(OnceLock::new());
         }
         let whole = super::verify_whole_module(&m);
         if !errors.is_empty() || has_errors(&whole) {
-            // Report as `verify` would: every diagnostic of the module, in its order.
-            return Err(verify(m).err().unwrap_or_else(|| Diagnostics::new(errors)));
+            return Reverified::Refused(m, errors);
         }
-        Ok(Verified::assemble(m, cfgs, body_warnings, whole))
+        let mut v = Verified::assemble(m, cfgs, body_warnings, whole);
+        v.loops = loops;
+        v.uniformity = uniformity;
+        Reverified::Verified(v)
     }
+}
+
+/// What [`BodyEdits::reverify`] found.
+pub(crate) enum Reverified {
+    /// The bodies are not the ones taken apart: the module is to be checked whole.
+    Whole(Module),
+    /// Refused, with the errors found (a full check reports them in its order).
+    Refused(Module, Vec<Diagnostic>),
+    Verified(Verified),
 }
 
 impl std::ops::Deref for Verified {
@@ -459,14 +496,14 @@ mod tests {
         kernel @a(%p: ptr<global, u32>) {\nentry:\n  %t = tid.x\n  %q = call @sq(%t)\n  store %p[%t], %q\n  ret\n}\n\
         kernel @b(%p: ptr<global, u32>) {\nentry:\n  %t = tid.x\n  store %p[%t], %t\n  ret\nlost:\n  ret\n}\n";
 
-    /// `finish` and a fresh `verify` of the same module agree: accepted or not, the same
+    /// `finish` and a fresh `check` of the same module agree: accepted or not, the same
     /// diagnostics, the same CFG shapes.
-    fn agree(m: Module, changed: &[usize]) -> Result<Verified, Diagnostics> {
-        let (_, mut edits) = verify(parse(CALLS).unwrap()).unwrap().into_edits();
+    fn agree(m: Module, changed: &[usize]) -> Result<super::super::Checked, Diagnostics> {
+        let (_, mut edits) = super::super::check(parse(CALLS).unwrap()).unwrap().into_edits();
         for &i in changed {
             edits.mark_changed(i);
         }
-        let fresh = verify(m.clone());
+        let fresh = super::super::check(m.clone());
         let finished = edits.finish(m);
         match (&finished, &fresh) {
             (Ok(a), Ok(b)) => {
@@ -476,7 +513,7 @@ mod tests {
                 assert_eq!(shape(a), shape(b));
             }
             (Err(a), Err(b)) => assert_eq!(a.list(), b.list()),
-            _ => panic!("finish and verify disagree: {finished:?} vs {fresh:?}"),
+            _ => panic!("finish and check disagree: {finished:?} vs {fresh:?}"),
         }
         finished
     }
@@ -511,5 +548,12 @@ mod tests {
         let recursive = CALLS.replace("%s = mul.u32 %v, %v", "%r = call @sq(%v)\n  %s = mul.u32 %r, %v");
         let e = agree(parse(&recursive).unwrap(), &[2]).unwrap_err();
         assert!(e.to_string().contains("calls itself"), "{e}");
+        // A changed body that still verifies but now has a divergent barrier: the barrier checks
+        // run again and refuse it, as `check` does.
+        let mut m = base();
+        let divergent = "kernel @b(%p: ptr<global, u32>) {\nentry:\n  %t = tid.x\n  %c = lt.u32 %t, 5\n  br %c, x, y\nx:\n  barrier\n  jmp y\ny:\n  store %p[%t], %t\n  ret\nlost:\n  ret\n}\n";
+        m.kernels[1] = parse(divergent).unwrap().kernels.remove(0);
+        let e = agree(m, &[1]).unwrap_err();
+        assert!(e.to_string().contains("barrier"), "{e}");
     }
 }

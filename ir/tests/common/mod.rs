@@ -1,12 +1,12 @@
 //! Helpers shared by the verifier tests.
 #![allow(dead_code)]
 
-use kir_ir::verify::verify_kernel;
 use kir_ir::*;
 
 /// Each error's message followed by its notes.
 pub fn errors(k: &Kernel) -> Vec<String> {
-    verify_kernel(k)
+    kir_ir::verify::verify_body(k, None, None)
+        .0
         .into_iter()
         .filter(|d| d.is_error())
         .map(|d| format!("{} [{}]", d.message, d.notes.join("; ")))
@@ -15,7 +15,7 @@ pub fn errors(k: &Kernel) -> Vec<String> {
 
 #[track_caller]
 pub fn assert_clean(k: &Kernel) {
-    let d = verify_kernel(k);
+    let d = kir_ir::verify::verify_body(k, None, None).0;
     assert!(d.is_empty(), "expected no diagnostics, got {d:#?}\n{}", print_kernel(k));
 }
 

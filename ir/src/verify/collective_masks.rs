@@ -1,5 +1,5 @@
 //! Member masks other than the constant full mask: which lanes execute each `shfl` / `vote`, and
-//! whether its member mask names exactly them (part of barrier verification, [`crate::barrier`]).
+//! whether its member mask names exactly them (part of barrier verification, [`super::barrier`]).
 //!
 //! A collective with member mask `m` is well defined only when, in every warp, the lanes that
 //! execute it together are exactly the lanes of `m` (no lane outside `m` executes it, no lane of
@@ -12,13 +12,13 @@
 //! A lane set is a constant 32-bit set `K` intersected with literals: a `pred` value (`%p` holds /
 //! does not hold) or "bit `laneid` of warp-uniform value `%v` is set". Branch conditions split
 //! the set: a condition computed from `laneid` and constants is evaluated lane by lane (the
-//! kernel's own op semantics, [`kir_ir::eval`]); a warp-uniform condition sends the whole set one
+//! kernel's own op semantics, [`crate::eval`]); a warp-uniform condition sends the whole set one
 //! way, and both ways are explored; a `pred` defined outside every loop becomes a literal; any
 //! other condition makes the set unknown. States already explored are not explored again, so
 //! loops terminate; a budget ([`STATE_LIMIT`]) bounds the work.
 //!
 //! Guarantees (soundness first):
-//! - [`check_masks`] reports an error at every collective whose member mask is not the constant
+//! - [`check_masks_at`] reports an error at every collective whose member mask is not the constant
 //!   full mask unless, on every explored path, the executing set equals the mask exactly: a
 //!   constant mask must equal a constant set; a `vote.ballot` result used as a mask must equal
 //!   the set of lanes that executed that ballot together and whose predicate held (recorded only
@@ -30,7 +30,7 @@
 //!   error. Diagnostics name lanes: "lane 15 reads lane 16, which is not in the member mask
 //!   0x0000ffff".
 //! - Partial warps: without `reqntid`, a kernel with a collective needs whole warps (a launch
-//!   precondition every launch path enforces, [`kir_ir::analysis::warps`]), so the run starts from
+//!   precondition every launch path enforces, [`crate::analysis::warps`]), so the run starts from
 //!   a full warp. With `reqntid(..)` whose thread count leaves a last warp of `n` lanes, the run
 //!   starts from both the full warp and the first `n` lanes.
 //! - `assume_masks()` on a kernel turns this check off for it: its masks are the author's claim
@@ -38,16 +38,16 @@
 //! - Kernels without such collectives cost nothing. Never panics; past the budget, every such
 //!   collective not yet proven is reported as not proven, naming the limit.
 
-use crate::uniformity::{Level, Uniformity};
-use kir_ir::analysis::cfg::Cfg;
-use kir_ir::diag::Diagnostic;
-use kir_ir::{
+use crate::analysis::cfg::Cfg;
+use crate::analysis::uniformity::{Level, Uniformity};
+use crate::diag::Diagnostic;
+use crate::{
     BlockId, InstId, Kernel, Op, Operand, ShflMode, Span, SpecialReg, Terminator, ValueDef, ValueId, VoteMode,
 };
 use std::collections::{HashMap, HashSet};
 
 /// States (stack of lane sets plus ballot values) explored per kernel at most.
-pub const STATE_LIMIT: usize = 20_000;
+pub(crate) const STATE_LIMIT: usize = 20_000;
 
 /// A literal of a lane set.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -195,18 +195,13 @@ struct Checker<'a> {
 }
 
 /// Every error about member masks that are not the constant full mask in `k` (see the module
-/// header). `u` is `k`'s uniformity analysis.
-pub fn check_masks(k: &Kernel, u: &Uniformity) -> Vec<Diagnostic> {
-    check_masks_at(k, u).into_iter().map(|(_, d)| d).collect()
-}
-
-/// [`check_masks`] with the collective each error is about.
-pub fn check_masks_at(k: &Kernel, u: &Uniformity) -> Vec<(InstId, Diagnostic)> {
+/// header), with the collective each is about. `u` is `k`'s uniformity analysis.
+pub(crate) fn check_masks_at(k: &Kernel, u: &Uniformity) -> Vec<(InstId, Diagnostic)> {
     let sites: Vec<(BlockId, InstId)> = k
         .placed_insts()
         .filter(|(_, i)| {
             k.insts.get(i.index()).is_some_and(|d| {
-                d.op.is_warp_collective() && !kir_ir::analysis::warps::is_full_mask_collective(d.op, &d.args)
+                d.op.is_warp_collective() && !crate::analysis::warps::is_full_mask_collective(d.op, &d.args)
             })
         })
         .collect();
@@ -233,11 +228,11 @@ pub fn check_masks_at(k: &Kernel, u: &Uniformity) -> Vec<(InstId, Diagnostic)> {
     };
     // The live lanes a warp can start with: whole warps, unless `reqntid` fixes a shape with a
     // partial last warp (without `reqntid` whole warps are a launch precondition,
-    // `kir_ir::analysis::warps`).
+    // `crate::analysis::warps`).
     let mut starts = vec![u32::MAX];
     if let Some(r) = k.reqntid {
         let t = r.threads() % 32;
-        if t != 0 && kir_ir::analysis::warps::first_full_mask_collective(&[], k).is_none() {
+        if t != 0 && crate::analysis::warps::first_full_mask_collective(&[], k).is_none() {
             let last = (1u32 << t) - 1;
             starts = if r.threads() < 32 { vec![last] } else { vec![u32::MAX, last] };
         }
@@ -740,8 +735,8 @@ impl<'a> Checker<'a> {
         let (op, args) = self.def(v)?;
         let Op::Cmp(cmp, _) = op else { return None };
         let holds = match cmp {
-            kir_ir::CmpOp::Ne => true,
-            kir_ir::CmpOp::Eq => false,
+            crate::CmpOp::Ne => true,
+            crate::CmpOp::Eq => false,
             _ => return None,
         };
         let (x, zero) = match (args.first()?, args.get(1)?) {
@@ -750,7 +745,7 @@ impl<'a> Checker<'a> {
         };
         let _ = zero;
         let (aop, aargs) = self.def(x)?;
-        if !matches!(aop, Op::Bin(kir_ir::BinOp::And, ..)) {
+        if !matches!(aop, Op::Bin(crate::BinOp::And, ..)) {
             return None;
         }
         let (a, b) = (aargs.first().copied()?, aargs.get(1).copied()?);
@@ -758,7 +753,7 @@ impl<'a> Checker<'a> {
             // (shr %w, laneid) & 1
             if matches!(q, Operand::Const(c) if c.bits == 1) {
                 if let Operand::Value(s) = p {
-                    if let Some((Op::Bin(kir_ir::BinOp::Shr, ..), sargs)) = self.def(s) {
+                    if let Some((Op::Bin(crate::BinOp::Shr, ..), sargs)) = self.def(s) {
                         if let (Some(Operand::Value(w)), Some(&l)) = (sargs.first().copied(), sargs.get(1)) {
                             if self.is_lane_index(l) && self.is_uniform_once(w) {
                                 return Some((w, holds));
@@ -769,7 +764,7 @@ impl<'a> Checker<'a> {
             }
             // %w & (shl 1, laneid)
             if let (Operand::Value(w), Operand::Value(s)) = (p, q) {
-                if let Some((Op::Bin(kir_ir::BinOp::Shl, ..), sargs)) = self.def(s) {
+                if let Some((Op::Bin(crate::BinOp::Shl, ..), sargs)) = self.def(s) {
                     if matches!(sargs.first(), Some(Operand::Const(c)) if c.bits == 1)
                         && sargs.get(1).is_some_and(|&l| self.is_lane_index(l))
                         && self.is_uniform_once(w)
@@ -827,7 +822,7 @@ impl<'a> Checker<'a> {
         let lanes: [u64; 32] = std::array::from_fn(|l| l as u64);
         match op {
             Op::Special(SpecialReg::LaneId) => return Some(Box::new(lanes)),
-            Op::Special(SpecialReg::Tid(kir_ir::Dim::X)) if self.k.reqntid.is_some_and(|r| r.dims[0] == 32) => {
+            Op::Special(SpecialReg::Tid(crate::Dim::X)) if self.k.reqntid.is_some_and(|r| r.dims[0] == 32) => {
                 return Some(Box::new(lanes))
             }
             _ if !op.is_pure() => return None,
@@ -842,7 +837,7 @@ impl<'a> Checker<'a> {
         }
         let refs: Vec<&[u64; 32]> = rows.iter().map(|r| &**r).collect();
         let mut out = [0u64; 32];
-        kir_ir::eval::eval_lanes(&op, &refs, &mut out, u32::MAX);
+        crate::eval::eval_lanes(&op, &refs, &mut out, u32::MAX);
         Some(Box::new(out))
     }
 }

@@ -3,8 +3,8 @@
 //!
 //! Guarantees:
 //! - [`InlinedModule::new`] inlines the functions of a module callees first, then each kernel it
-//!   is given, with [`kir_ir::inline::inline_body`]: the copy of a kernel is the code
-//!   `kir_ir::inline::inline_module` produces for it. The module is never changed.
+//!   is given, with [`crate::inline::inline_body`]: the copy of a kernel is the code
+//!   `crate::inline::inline_module` produces for it. The module is never changed.
 //! - The copy ([`Inlined::body`]) carries the source spans of the original entities and their
 //!   original names (values and block labels as written in the function they come from, so not
 //!   unique in the copy): diagnostics about it read like the source and point into the function.
@@ -12,13 +12,13 @@
 //!   and the chain of calls it was inlined through, outermost first ([`CallSite`]: the call
 //!   instruction in its original caller, its span, the caller's and the callee's names), and
 //!   whether two entities belong to the same inlined instance of a function.
-//! - Errors (recursion, growth past [`kir_ir::inline::MAX_INLINED_INSTS`], a callee that cannot
+//! - Errors (recursion, growth past [`crate::inline::MAX_INLINED_INSTS`], a callee that cannot
 //!   be inlined) are the inliner's diagnostics, located in the source.
 //! - Cost: linear in the size of the inlined code (each entity gets one origin record; chains of
 //!   calls are shared).
 
-use kir_ir::inline::{inline_body, InlineMap};
-use kir_ir::{BlockId, Diagnostic, InstId, Kernel, Module, Op, Operand, Span, ValueDef, ValueId};
+use crate::inline::{inline_body, InlineMap};
+use crate::{BlockId, Diagnostic, InstId, Kernel, Module, Op, Operand, Span, ValueDef, ValueId};
 use std::collections::HashMap;
 
 /// What an entity of a copy is, in the body it comes from.
@@ -116,7 +116,7 @@ impl<'m> InlinedModule<'m> {
         };
         let mut funcs: Vec<Kernel> = (0..nf).map(|f| im.tagged(f as u32)).collect();
         let mut func_errors: Vec<Option<Diagnostic>> = vec![None; nf];
-        match kir_ir::analysis::callgraph::callee_order(m) {
+        match crate::analysis::callgraph::callee_order(m) {
             Ok(order) => {
                 for f in order {
                     let mut body = std::mem::replace(&mut funcs[f], Kernel::new(""));
@@ -281,12 +281,12 @@ impl<'m> InlinedModule<'m> {
         got.unwrap_or(Span::DUMMY)
     }
 
-    fn value_name(&self, o: Origin) -> Option<kir_ir::Name> {
+    fn value_name(&self, o: Origin) -> Option<crate::Name> {
         let Ent::Value(v) = o.ent else { return None };
         self.bodies[o.body as usize].values.get(v.index()).map(|d| d.name.clone())
     }
 
-    fn block_name(&self, o: Origin) -> Option<kir_ir::Name> {
+    fn block_name(&self, o: Origin) -> Option<crate::Name> {
         let (Ent::Block(b) | Ent::Term(b)) = o.ent else { return None };
         self.bodies[o.body as usize].blocks.get(b.index()).map(|d| d.name.clone())
     }
@@ -325,12 +325,6 @@ impl<'m> InlinedModule<'m> {
         CallSite { caller: k.name.clone(), callee, span: d.map_or(Span::DUMMY, |d| d.span) }
     }
 
-    /// The name of the body an origin is in, and whether it is a function.
-    fn body_of(&self, o: Origin) -> (&str, bool) {
-        let k = self.bodies[o.body as usize];
-        (&k.name, k.is_func())
-    }
-
     /// The function called by `c`, as a body index.
     fn callee_body(&self, c: Call) -> Option<usize> {
         let name = self.site(c).callee;
@@ -339,16 +333,12 @@ impl<'m> InlinedModule<'m> {
 }
 
 /// Where a value, instruction or block of an inlined copy comes from, as the analyses ask it.
-pub struct Provenance<'a, 'm> {
+pub(crate) struct Provenance<'a, 'm> {
     pub(crate) im: &'a InlinedModule<'m>,
     pub(crate) k: &'a Inlined,
 }
 
 impl<'a, 'm> Provenance<'a, 'm> {
-    /// The provenance of the `i`-th kernel's copy (`None` when it could not be made).
-    pub fn of(im: &'a InlinedModule<'m>, i: usize) -> Option<Provenance<'a, 'm>> {
-        im.kernel(i)?.ok().map(|k| Provenance { im, k })
-    }
     fn o_inst(&self, i: InstId) -> Option<Origin> {
         self.im.origin(*self.k.inst_origin.get(i.index())?)
     }
@@ -359,20 +349,10 @@ impl<'a, 'm> Provenance<'a, 'm> {
         self.im.origin(*self.k.block_origin.get(b.index())?)
     }
     /// The calls instruction `i` was inlined through, outermost first (empty: the kernel's own).
-    pub fn inst_chain(&self, i: InstId) -> Vec<CallSite> {
+    pub(crate) fn inst_chain(&self, i: InstId) -> Vec<CallSite> {
         self.o_inst(i)
             .map(|o| self.im.calls(o.chain).into_iter().map(|c| self.im.site(c)).collect())
             .unwrap_or_default()
-    }
-    /// The calls block `b` was inlined through, outermost first.
-    pub fn block_chain(&self, b: BlockId) -> Vec<CallSite> {
-        self.o_block(b)
-            .map(|o| self.im.calls(o.chain).into_iter().map(|c| self.im.site(c)).collect())
-            .unwrap_or_default()
-    }
-    /// The name of the body instruction `i` comes from, and whether it is a function.
-    pub fn inst_body(&self, i: InstId) -> Option<(&str, bool)> {
-        self.o_inst(i).map(|o| self.im.body_of(o))
     }
     /// The inlined instance (chain id) a value, instruction or block belongs to.
     pub(crate) fn value_instance(&self, v: ValueId) -> Option<u32> {

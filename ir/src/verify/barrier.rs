@@ -1,13 +1,12 @@
-//! Barrier-divergence verification (the `verify-barriers` pass, a module pass), run by `kir check`,
-//! by the CLI before it emits PTX or runs a kernel (`load_checked` in `src/cmd/common.rs`), by
-//! `kir test`, and by `kir opt` when `verify-barriers` is in `--passes` (it is not in the default
-//! pipeline; `emit_module` itself does not run it). [`verify_module_barriers`] is the entry point
-//! for a module; [`verify_barriers`] looks at one body alone.
+//! Barrier and collective verification: the checks after the verifier that [`super::check`] runs
+//! (so a [`super::Checked`] module passed them), also [`check_barriers`] alone for the
+//! `verify-barriers` pass of `kir opt`. Inside kir-ir: [`verify_barriers`] looks at one body alone,
+//! [`verify_kernel_barriers`] at one kernel with its calls.
 //!
 //! Guarantees:
 //! - Calls are followed. A barrier or full-mask collective inside a device function is checked at
 //!   every call site, directly or through other functions: [`verify_kernel_barriers`] analyses a
-//!   copy of the kernel with every call inlined ([`crate::inlined`], the code `inline` produces),
+//!   copy of the kernel with every call inlined ([`super::inlined`], the code `inline` produces),
 //!   so the call's control dependence and the uniformity of its arguments (a function branching
 //!   on a parameter) are judged exactly as if the function's code were written at the call, and
 //!   the guarantees below (soundness included) hold for the kernel with its calls. Each error is
@@ -22,13 +21,13 @@
 //! - A function that no kernel calls is not checked for barrier divergence (there is no call site
 //!   to judge it by; a function alone would have to assume any argument), nor is a function's own
 //!   body apart from its call sites. If a kernel's calls cannot be inlined (growth past
-//!   [`kir_ir::inline::MAX_INLINED_INSTS`]), that kernel gets an error saying its calls cannot be
+//!   [`crate::inline::MAX_INLINED_INSTS`]), that kernel gets an error saying its calls cannot be
 //!   verified, never an unsound acceptance. [`verify_barriers`] alone on a body with calls treats a
 //!   call as opaque (result varying, callee's barriers not seen); on a function alone it treats
 //!   the parameters as varying.
 //! - [`verify_barriers`] reports an error at every `barrier` that some threads of a block may not
 //!   reach together (its block is in the region of a branch whose condition is not block-uniform,
-//!   per [`crate::uniformity`]: such a barrier fails to post-dominate a divergent branch, a divergent
+//!   per [`crate::analysis::uniformity`]: such a barrier fails to post-dominate a divergent branch, a divergent
 //!   `ret` included, or sits in a loop that threads leave after different numbers of iterations),
 //!   and at every shuffle or vote with the constant full member mask `0xffffffff` that some lanes
 //!   of a warp may not reach together.
@@ -44,86 +43,48 @@
 //!   a racy load...), each at the span of the entity it names; notes state the rule. A racy
 //!   shared load names the write that races with it (printed, with its block, and a label at its
 //!   line) and the barrier-free path from one to the other, or the branch where threads split
-//!   between them ([`crate::uniformity::LoadConflict`]).
+//!   between them ([`crate::analysis::uniformity::LoadConflict`]).
 //! - A rejected collective whose cause is a value that would be warp-uniform if the block's x
 //!   size were a multiple of 32 (`tid.x >> 5`, `tid.y`, without `reqntid` or with an x that is not
 //!   such a multiple) gets a note saying so: declare `reqntid(N)` with N a multiple of 32, or use
 //!   `warpid`.
 //! - Never panics, whatever the kernel (an unverified kernel gets the all-varying verdict).
-//! - A kernel too large for the uniformity analysis ([`crate::uniformity::WORK_LIMIT`]) gets the
+//! - A kernel too large for the uniformity analysis ([`crate::analysis::uniformity::WORK_LIMIT`]) gets the
 //!   all-varying verdict too: a barrier or collective in it that is not in the entry's uniform
 //!   straight line is rejected with a note naming the limit. The explanation chain is at most
 //!   `MAX_STEPS` steps long, so its (mutually recursive) construction needs a bounded stack.
 //!
 //! - Whole warps: a full-mask collective names 32 lanes, so a kernel with one needs blocks of
-//!   whole warps. That is a launch precondition ([`kir_ir::analysis::warps`]), refused by every
+//!   whole warps. That is a launch precondition ([`crate::analysis::warps`]), refused by every
 //!   launch path; a kernel whose `reqntid` makes a partial warp is rejected here.
 //!
 //! Not checked: collectives whose member mask is not the constant full mask (which lanes must
 //! take part is then a run-time property).
 
-use crate::inlined::{CallSite, InlinedModule, Provenance};
-use crate::pass::{ModulePass, PassContext};
-use crate::uniformity::{region_from, ConflictKind, Level, LoadConflict, MemObject, Uniformity, ValueReason};
-use kir_ir::analysis::cfg::Cfg;
-use kir_ir::diag::Diagnostic;
-use kir_ir::verify::Verified;
-use kir_ir::{BlockId, InstId, Kernel, Module, Op, Operand, Span, SpecialReg, Terminator, ValueDef, ValueId};
+use super::inlined::{CallSite, InlinedModule, Provenance};
+use crate::analysis::cfg::Cfg;
+use crate::analysis::uniformity::{region_from, ConflictKind, Level, LoadConflict, MemObject, Uniformity, ValueReason};
+use crate::diag::Diagnostic;
+use crate::{BlockId, InstId, Kernel, Module, Op, Operand, Span, SpecialReg, Terminator, ValueDef, ValueId};
 
-/// The `verify-barriers` pass (a module pass, since a function's barriers are checked at its call
-/// sites): reports [`verify_module_barriers`]'s errors and never changes the module.
-pub struct VerifyBarriers;
-
-impl ModulePass for VerifyBarriers {
-    fn name(&self) -> &'static str {
-        "verify-barriers"
-    }
-    fn run(&self, m: &mut Module, cx: &mut PassContext) -> bool {
-        // Kernels without calls are analysed on the pass manager's cached CFGs (those with calls
-        // are analysed as inlined copies, which get their own).
-        let own: Vec<Option<Uniformity>> = m
-            .kernels
-            .iter()
-            .enumerate()
-            .map(|(i, k)| k.callees.is_empty().then(|| Uniformity::compute_with(k, Some(cx.body_cfg(i, k)))))
-            .collect();
-        let diags = module_barriers(m, |i| own.get(i).and_then(Option::as_ref));
-        cx.stats.add("barriers checked", m.kernels.iter().map(count_barriers).sum::<usize>() as u64);
-        cx.stats.add("divergent barriers or collectives", diags.len() as u64);
-        cx.diagnostics.extend(diags);
-        false
-    }
-}
-
-fn count_barriers(k: &Kernel) -> usize {
-    k.placed_insts().filter(|(_, i)| k.insts.get(i.index()).is_some_and(|d| d.op == Op::Barrier)).count()
-}
-
-/// Barrier verification of a whole module: [`verify_kernel_barriers`] for every kernel, in module
-/// order. This is the entry point for modules with functions (`kir check` runs it).
-pub fn verify_module_barriers(m: &Module) -> Vec<Diagnostic> {
-    module_barriers(m, |_| None)
-}
-
-/// [`verify_module_barriers`] on a verified module, with the uniformity analysis it carries
-/// (computed once, on the verifier's CFG); a kernel with calls is analysed as an inlined copy,
-/// which gets its own.
-pub fn verify_verified_barriers(v: &Verified) -> Vec<Diagnostic> {
-    module_barriers(v, |i| Some(v.uniformity(i)))
-}
-
-/// The barriers of every kernel of `m`; `uniformity_of(i)` may supply kernel `i`'s analysis.
-fn module_barriers<'u>(m: &Module, uniformity_of: impl Fn(usize) -> Option<&'u Uniformity>) -> Vec<Diagnostic> {
+/// Barrier verification of a whole module: a `reqntid` that makes a partial warp for a kernel
+/// with a full-mask collective, then `verify_kernel_barriers` for every kernel, in module order.
+/// `m` should verify (an unverified body gets the all-varying verdict, never a panic);
+/// `uniformity_of(i)` may supply kernel `i`'s analysis (computed on its CFG), for a kernel without
+/// calls (one with calls is analysed as an inlined copy, which gets its own). What
+/// [`super::check`] runs on the uniformity a [`super::Verified`] module carries, and the
+/// `verify-barriers` pass on the pass manager's cached CFGs.
+pub fn check_barriers<'u>(m: &Module, uniformity_of: impl Fn(usize) -> Option<&'u Uniformity>) -> Vec<Diagnostic> {
     let mut out: Vec<Diagnostic> = m.kernels.iter().filter_map(|k| partial_warp_reqntid(m, k)).collect();
     out.extend(module_divergence(m, uniformity_of));
     out
 }
 
 /// A kernel whose `reqntid` makes its last warp partial while it has a full-mask collective
-/// ([`kir_ir::analysis::warps`]): no launch of it can run.
+/// ([`crate::analysis::warps`]): no launch of it can run.
 fn partial_warp_reqntid(m: &Module, k: &Kernel) -> Option<Diagnostic> {
     let r = k.reqntid?;
-    let v = kir_ir::analysis::warps::whole_warps_violation(&m.funcs, k, r.dims)?;
+    let v = crate::analysis::warps::whole_warps_violation(&m.funcs, k, r.dims)?;
     let c = &v.collective;
     let mut d = Diagnostic::error(format!(
         "`{}` gives kernel `@{}` a partial warp ({} threads: warp {} has {} lane{}), but its `{}` with member mask \
@@ -175,9 +136,10 @@ fn module_divergence<'u>(m: &Module, uniformity_of: impl Fn(usize) -> Option<&'u
 /// Every barrier and full-mask collective that kernel `k` may reach divergently, its own and those
 /// of the functions of `m` it calls (directly or not), one error per cause. `k` need not be in `m`.
 /// A kernel without calls gets exactly [`verify_barriers`]'s answer; otherwise the analysis runs on
-/// a copy with every call inlined ([`crate::inlined`]) and each error also names the chain of call
+/// a copy with every call inlined ([`super::inlined`]) and each error also names the chain of call
 /// sites (see the module header).
-pub fn verify_kernel_barriers(m: &Module, k: &Kernel) -> Vec<Diagnostic> {
+#[cfg(test)]
+pub(crate) fn verify_kernel_barriers(m: &Module, k: &Kernel) -> Vec<Diagnostic> {
     if k.callees.is_empty() {
         return verify_barriers(k);
     }
@@ -214,16 +176,16 @@ fn verify_inlined(im: &InlinedModule<'_>, n: usize, k: &Kernel) -> Vec<Diagnosti
 
 /// Every barrier and full-mask warp collective of `k` that may be reached divergently, one error
 /// per cause, in layout order. Only `k`'s own instructions: a `call` is opaque (its result is
-/// varying, see [`crate::uniformity`]) and the barriers of its callee are not looked at; use
-/// [`verify_kernel_barriers`] / [`verify_module_barriers`] to follow calls. On a device function
+/// varying, see [`crate::analysis::uniformity`]) and the barriers of its callee are not looked at; use
+/// [`verify_kernel_barriers`] / [`check_barriers`] to follow calls. On a device function
 /// alone, its parameters count as varying.
-pub fn verify_barriers(k: &Kernel) -> Vec<Diagnostic> {
+pub(crate) fn verify_barriers(k: &Kernel) -> Vec<Diagnostic> {
     let u = Uniformity::compute(k);
     verify_with(k, &u)
 }
 
 /// [`verify_barriers`] with an analysis already computed.
-pub fn verify_with(k: &Kernel, u: &Uniformity) -> Vec<Diagnostic> {
+pub(crate) fn verify_with(k: &Kernel, u: &Uniformity) -> Vec<Diagnostic> {
     verify_impl(k, u, None)
 }
 
@@ -301,7 +263,7 @@ fn verify_impl(k: &Kernel, u: &Uniformity, prov: Option<&Provenance<'_, '_>>) ->
     // Member masks other than the full one: the lanes executing each such collective must be
     // exactly its mask (a collective already rejected above is not reported twice).
     let rejected: Vec<Span> = out.iter().filter_map(|d| d.span()).collect();
-    for (i, mut d) in crate::collective_masks::check_masks_at(k, u) {
+    for (i, mut d) in super::collective_masks::check_masks_at(k, u) {
         if d.span().is_some_and(|s| rejected.contains(&s)) {
             continue;
         }
@@ -360,7 +322,7 @@ fn divergent_sites(k: &Kernel, u: &Uniformity) -> Vec<Site> {
                 Op::Barrier if level >= Level::WarpUniform => What::Barrier,
                 Op::Shfl(..) | Op::Vote(_)
                     if level == Level::Varying
-                        && kir_ir::analysis::warps::is_full_mask_collective(inst.op, &inst.args) =>
+                        && crate::analysis::warps::is_full_mask_collective(inst.op, &inst.args) =>
                 {
                     What::Collective
                 }
@@ -642,7 +604,7 @@ impl<'a> Chain<'a> {
 
 impl<'a> Chain<'a> {
     fn store_text(&self, i: InstId) -> String {
-        let text = kir_ir::text::printer::print_inst(self.k, i);
+        let text = crate::text::printer::print_inst(self.k, i);
         let block = self.u.inst_block(i).map(|b| self.bname(b)).unwrap_or_else(|| "a block".into());
         format!("`{}` (in block {block})", text.trim())
     }
@@ -851,7 +813,7 @@ fn explain(
             "the kernel is too large for the uniformity analysis (it would take more than {} steps: \
              non-uniform branches times the blocks they control, memory accesses times blocks, loads times stores), \
              so nothing is proved uniform in it: split the kernel, or make fewer branches depend on the thread index",
-            crate::uniformity::WORK_LIMIT
+            crate::analysis::uniformity::WORK_LIMIT
         ));
     } else {
         chain.irreducible = true;
@@ -981,24 +943,8 @@ body:
 }";
 
     #[test]
-    fn the_pass_reports_and_leaves_the_kernel_unchanged() {
-        let m = kir_ir::parse(BOUNDS_EXIT).unwrap();
-        let mut copy = m.clone();
-        let pass = crate::registry::lookup("verify-barriers").unwrap();
-        let crate::pass::PassKind::Module(p) = (pass.create)(&Default::default()).unwrap() else {
-            panic!("verify-barriers is a module pass (it follows calls)")
-        };
-        let mut cx = PassContext::default();
-        assert!(!p.run(&mut copy, &mut cx));
-        assert_eq!(copy, m);
-        assert_eq!(cx.diagnostics.len(), 1);
-        assert!(cx.diagnostics[0].is_error());
-        assert_eq!(cx.stats.get("barriers checked"), 1);
-    }
-
-    #[test]
     fn ir_without_spans_is_explained_in_notes_never_at_0_0() {
-        let m = kir_ir::parse(BOUNDS_EXIT).unwrap().without_spans();
+        let m = crate::parse(BOUNDS_EXIT).unwrap().without_spans();
         let d = verify_barriers(&m.kernels[0]);
         assert_eq!(d.len(), 1);
         assert!(d[0].primary.is_none() && d[0].secondary.is_empty(), "{:?}", d[0]);
@@ -1010,15 +956,116 @@ body:
 
     #[test]
     fn a_kernel_with_dangling_handles_gets_diagnostics_not_a_panic() {
-        let mut k = kir_ir::parse(BOUNDS_EXIT).unwrap().kernels.remove(0);
+        let mut k = crate::parse(BOUNDS_EXIT).unwrap().kernels.remove(0);
         k.blocks[0].term = Terminator::Br {
             cond: Operand::Value(ValueId(9999)),
-            then_: kir_ir::BlockCall { block: BlockId(77), args: vec![] },
-            else_: kir_ir::BlockCall { block: BlockId(2), args: vec![] },
+            then_: crate::BlockCall { block: BlockId(77), args: vec![] },
+            else_: crate::BlockCall { block: BlockId(2), args: vec![] },
         };
         // The all-varying verdict: the barrier is reported, nothing panics.
         let d = verify_barriers(&k);
         assert_eq!(d.len(), 1);
         assert!(d[0].notes.iter().any(|n| n.contains("not well-formed")), "{:?}", d[0]);
+    }
+
+    const UNDER_BRANCH_TWICE: &str = "
+    func @sync() {
+    entry:
+      barrier
+      ret
+    }
+    func @maybe(%c: u32) {
+    entry:
+      %go = ne.u32 %c, 0
+      br %go, wait, out
+    wait:
+      barrier
+      ret
+    out:
+      ret
+    }
+    func @never_called(%c: u32) {
+    entry:
+      %go = ne.u32 %c, 0
+      br %go, wait, out
+    wait:
+      barrier
+      ret
+    out:
+      ret
+    }
+    kernel @k(%n: u32) {
+    entry:
+      call @sync()
+      call @maybe(%n)
+      %t = tid.x
+      %small = lt.u32 %t, %n
+      br %small, a, done
+    a:
+      call @sync()
+      call @sync()
+      jmp done
+    done:
+      ret
+    }
+    ";
+
+    #[test]
+    fn barriers_in_functions_are_checked_at_each_call_site() {
+        let m = crate::parse(UNDER_BRANCH_TWICE).unwrap();
+        let d = check_barriers(&m, |_| None);
+        // The first two calls are made by every thread (`@maybe` branches on a kernel parameter); the
+        // two calls under `%small` share one cause: one error, the second call labelled "also".
+        assert_eq!(d.len(), 1, "{d:#?}");
+        let labels: Vec<&str> = d[0].secondary.iter().map(|l| l.message.as_str()).collect();
+        assert!(
+            labels.iter().any(|l| l.starts_with("`@sync` is called here from `@k` under a thread-dependent branch")),
+            "{labels:#?}"
+        );
+        assert!(
+            labels.iter().any(|l| l.starts_with("also rejected for the same cause: through this call of `@sync`")),
+            "{labels:#?}"
+        );
+        assert!(d[0].notes.iter().any(|n| n.contains("`@k` → `@sync`")), "{:#?}", d[0].notes);
+        // The primary label is the barrier in @sync's source.
+        let src = UNDER_BRANCH_TWICE;
+        let s = d[0].span().unwrap();
+        assert_eq!(&src[s.range()], "barrier");
+        assert!((s.start as usize) < src.find("func @maybe").unwrap());
+        // The same through verify_kernel_barriers, and the kernel alone (calls opaque) sees nothing.
+        assert_eq!(verify_kernel_barriers(&m, m.kernel("k").unwrap()), d);
+        assert!(verify_barriers(m.kernel("k").unwrap()).is_empty());
+        // A function alone assumes any argument: @never_called's barrier is divergent by itself, but
+        // no kernel calls it, so the module is not rejected for it.
+        let alone = verify_barriers(m.func("never_called").unwrap());
+        assert_eq!(alone.len(), 1);
+        assert!(alone[0].secondary.iter().any(|l| l.message.contains("is a parameter of function `@never_called`")));
+    }
+
+    #[test]
+    fn a_kernel_with_calls_verified_alone_treats_the_call_result_as_varying() {
+        let src = "
+    func @zero() -> u32 {
+    entry:
+      ret 0
+    }
+    kernel @k() {
+    entry:
+      %z = call @zero()
+      %c = eq.u32 %z, 0
+      br %c, a, b
+    a:
+      barrier
+      jmp b
+    b:
+      ret
+    }
+    ";
+        let m = crate::parse(src).unwrap();
+        let alone = verify_barriers(m.kernel("k").unwrap());
+        assert_eq!(alone.len(), 1);
+        assert!(alone[0].secondary.iter().any(|l| l.message.contains("is the result of a call")), "{alone:#?}");
+        // Followed into @zero, the value is a constant: accepted.
+        assert!(check_barriers(&m, |_| None).is_empty());
     }
 }
