@@ -8,7 +8,7 @@
 use kir_backend_ptx::{emit_module, PtxOptions, SmVersion};
 
 fn ptx(src: &str) -> String {
-    let m = kir_ir::verify::verify(kir_ir::parse(src).expect("parses")).unwrap_or_else(|d| panic!("{d}"));
+    let m = kir_ir::verify::check(kir_ir::parse(src).expect("parses")).unwrap_or_else(|d| panic!("{d}"));
     let opts = PtxOptions { sm: SmVersion::Sm80, source: None, comments: false };
     emit_module(&m, &opts).unwrap_or_else(|d| panic!("{d:?}"))
 }
