@@ -10,7 +10,8 @@
 //! the GPU — one row (`skip: no GPU` without one). The emulator and the GPU are compared with the
 //! interpreter within the directive's tolerance, or else the tolerance derived from the
 //! approximate ops used (`crate::tolerance`). When the interpreter row fails, the two rows after it
-//! are not reported (there is nothing trustworthy to compare with).
+//! are not reported (there is nothing trustworthy to compare with). All three engines run through
+//! [`crate::engine::Engine`]; the emulator and the GPU get the inputs the interpreter started from.
 //!
 //! A file marked `; source: hardware ...` holds expectations recorded on a GPU: they are the
 //! specification, so its `ptx-emu` and `gpu` rows are checked against the file's `; expect:` lines
@@ -33,7 +34,9 @@
 
 use crate::compare::{compare_buffers, elements_match, Strictness};
 use crate::directives::{parse_directives, Expect, Expected, RunDirective, Tolerance};
-use crate::emu_exec::{self, EmuFailure};
+use crate::emu_exec::EmuFailure;
+use crate::engine::Engine as _;
+use crate::engine::{EmuProgram, EngineError, Inputs, Interpreter, Launch, PtxEmulator};
 use kir_backend_ptx::{gpu, tools, PtxOptions, SmVersion};
 use kir_interp::args::{parse_arg_spec, ArgSpec};
 use kir_interp::{Arg, Buffer, LaunchConfig, Options};
@@ -186,10 +189,15 @@ impl Outputs {
     fn with_buffers(&self, buffers: Vec<Buffer>) -> Outputs {
         Outputs { buffers, names: self.names.clone(), args: self.args.clone(), initial: self.initial.clone() }
     }
+
+    /// The inputs this launch started from, for another engine.
+    fn inputs(&self) -> Inputs<'_> {
+        Inputs { args: &self.args, buffers: &self.initial, names: &self.names }
+    }
 }
 
 /// A file's PTX loaded in the emulator, or why it could not be.
-type EmuPtx = Result<(String, kir_ptx_emu::Module), EmuFailure>;
+type EmuPtx = Result<EmuProgram, EmuFailure>;
 
 fn indent(text: &str) -> String {
     text.lines().map(|l| format!("    {l}")).collect::<Vec<_>>().join("\n")
@@ -351,7 +359,7 @@ pub fn test_file(path: &Path, ctx: &mut Context, emit: &mut dyn FnMut(Row)) {
     if directives.runs.is_empty() {
         return;
     }
-    let emu_ptx = emu_module(&optimized, &source, ctx);
+    let emu_ptx = EmuProgram::new(&optimized, Some(&source), ctx.emu_ptx_hook.as_deref());
     for d in &directives.runs {
         let file = FileEnv { label: &label, sources: &sources, hardware: directives.hardware.as_ref() };
         run_directive(d, &file, &written, &optimized, &emu_ptx, base_dir.as_deref(), ctx, emit);
@@ -376,7 +384,7 @@ struct FileEnv<'a> {
 
 /// Which engine's outputs an expectation is checked against.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Engine {
+enum EngineKind {
     Interp,
     Emu,
     /// `emulated`: the CUDA driver is kir's emulated one (`KIR_CUDA_DRIVER=emu`).
@@ -443,7 +451,7 @@ fn run_directive(
     // Judged by the recorded hardware bits: the other engines are checked against the
     // expectations themselves, so they need not wait for the interpreter to agree.
     let judged_by_hardware = fenv.hardware.is_some() && !d.expects.is_empty();
-    match check_expectations(&before, Engine::Interp, &env, ctx) {
+    match check_expectations(&before, EngineKind::Interp, &env, ctx) {
         Ok(checked) => {
             let mut note = format!("bit-identical after passes; {}", d.checks.describe());
             if !ctx.checks {
@@ -476,12 +484,15 @@ fn run_directive(
         },
     };
 
-    // The PTX emulator: never skipped.
-    let emu_label = format!("{label} ptx-emu");
-    let (outcome, note) = match run_in_emulator(emu_ptx, optimized, d, &before, &emu_opts) {
-        Err(e) => (Outcome::Fail(e.message), None),
+    // The PTX emulator (never skipped) and the GPU run the optimized module on the inputs the
+    // interpreter started from.
+    let (launch, inputs) = (launch_of(optimized, d), before.inputs());
+    let mut emu = PtxEmulator::new(emu_ptx, optimized, emu_opts);
+    let emu_label = format!("{label} {}", emu.name());
+    let (outcome, note) = match emu.run(&launch, &inputs) {
+        Err(e) => (Outcome::Fail(e.to_string()), None),
         Ok(emu_buffers) if judged_by_hardware => {
-            match check_expectations(&before.with_buffers(emu_buffers), Engine::Emu, &env, ctx) {
+            match check_expectations(&before.with_buffers(emu_buffers), EngineKind::Emu, &env, ctx) {
                 Ok(checked) => (Outcome::Ok, Some(format!("matches the hardware: {}", checked.join(", ")))),
                 Err(msg) => (Outcome::Fail(format!("the PTX emulator does not reproduce the hardware: {msg}")), None),
             }
@@ -509,15 +520,15 @@ fn run_directive(
             return emit(Row { label: gpu_label, outcome: Outcome::Fail(why.clone()), note: None });
         }
     };
-    let gpu_buffers = match run_on_gpu(runner.as_mut(), optimized, d, &specs, base_dir) {
+    let gpu_buffers = match crate::engine::Gpu::new(runner.as_mut(), optimized).run(&launch, &inputs) {
         Ok(b) => b,
-        Err(e) => return emit(Row { label: gpu_label, outcome: Outcome::Fail(e), note: None }),
+        Err(e) => return emit(Row { label: gpu_label, outcome: Outcome::Fail(e.to_string()), note: None }),
     };
     if judged_by_hardware {
         let device = runner.device_name().unwrap_or_else(|_| "this GPU".into());
         let emulated = runner.is_emulated();
         let gpu_outputs = before.with_buffers(gpu_buffers);
-        let row = match check_expectations(&gpu_outputs, Engine::Gpu { emulated }, &env, ctx) {
+        let row = match check_expectations(&gpu_outputs, EngineKind::Gpu { emulated }, &env, ctx) {
             Ok(checked) => Row {
                 label: gpu_label,
                 outcome: Outcome::Ok,
@@ -563,7 +574,7 @@ struct ExpectEnv<'a> {
 /// of those checked, or the first failure.
 fn check_expectations(
     outputs: &Outputs,
-    engine: Engine,
+    engine: EngineKind,
     env: &ExpectEnv,
     ctx: &mut Context,
 ) -> Result<Vec<String>, String> {
@@ -580,7 +591,7 @@ fn check_expectations(
 fn check_expectation(
     e: &Expect,
     outputs: &Outputs,
-    engine: Engine,
+    engine: EngineKind,
     env: &ExpectEnv,
     ctx: &mut Context,
 ) -> Result<(), String> {
@@ -797,7 +808,7 @@ fn check_npy(
     path: &str,
     buf: &Buffer,
     tol: Tolerance,
-    engine: Engine,
+    engine: EngineKind,
     env: &ExpectEnv,
     ctx: &mut Context,
 ) -> Result<(), String> {
@@ -845,7 +856,7 @@ fn check_npy(
     if let Some(hw) = env.hardware {
         return hardware_expectation(e, &full, buf, why_differs.map(|c| c + &hint), hw, engine, env, ctx);
     }
-    if !ctx.bless || engine != Engine::Interp {
+    if !ctx.bless || engine != EngineKind::Interp {
         return Err(match why_differs {
             None => format!(
                 "{file}:{line}: expected output {shown} does not exist; `kir test --bless` writes it from the interpreter's output"
@@ -879,7 +890,7 @@ fn hardware_expectation(
     buf: &Buffer,
     why_differs: Option<String>,
     hw: &crate::directives::Source,
-    engine: Engine,
+    engine: EngineKind,
     env: &ExpectEnv,
     ctx: &mut Context,
 ) -> Result<(), String> {
@@ -896,7 +907,7 @@ fn hardware_expectation(
     match why_differs {
         Some(c) => Err(format!("{file}:{line}: `{}` differs from the recorded {shown} (tol {tol}): {c}{refuse_bless}", e.buffer, tol = e.tol.unwrap_or(Tolerance::Exact))),
         None => match engine {
-            Engine::Gpu { emulated: false } if ctx.record_gpu => {
+            EngineKind::Gpu { emulated: false } if ctx.record_gpu => {
                 if kir_interp::npy::is_compressed(full) {
                     return Err(format!("{file}:{line}: --record-gpu writes plain .npy files: name the expectation `.npy` (compress it with xz afterwards)"));
                 }
@@ -909,7 +920,7 @@ fn hardware_expectation(
                 ctx.blessed.push(format!("{shown} (recorded from the GPU, {}[{}]; {file}:{line})", buf.elem, buf.len()));
                 Ok(())
             }
-            Engine::Gpu { emulated: true } if ctx.record_gpu => Err(format!(
+            EngineKind::Gpu { emulated: true } if ctx.record_gpu => Err(format!(
                 "{file}:{line}: {shown} does not exist, and --record-gpu refuses to record it from kir's emulated CUDA driver (KIR_CUDA_DRIVER=emu): hardware truth comes from a GPU"
             )),
             _ => Err(format!(
@@ -933,72 +944,18 @@ fn first_difference(reference: &Outputs, other: &[Buffer], tol: Tolerance, tol_s
     })
 }
 
-/// The optimized module's PTX (with kir's line comments), passed through the context's hook and
-/// loaded in the emulator.
-fn emu_module(optimized: &Checked, source: &str, ctx: &Context) -> EmuPtx {
-    let ptx = emu_exec::module_ptx(optimized, Some(source)).map_err(|e| EmuFailure {
-        class: emu_exec::FailureClass::Setup,
-        message: format!("PTX emission for the emulator failed: {e}"),
-        ptx_line: None,
-        emu_error: None,
-    })?;
-    let ptx = match &ctx.emu_ptx_hook {
-        Some(hook) => hook(&ptx),
-        None => ptx,
-    };
-    let module = emu_exec::load(&ptx)?;
-    Ok((ptx, module))
-}
-
-/// Runs a directive's kernel or graph (of the optimized module) in the emulator on the inputs the
-/// interpreter started from; returns the buffers after the run, in the interpreter's order.
-fn run_in_emulator(
-    emu_ptx: &EmuPtx,
-    optimized: &Checked,
-    d: &RunDirective,
-    before: &Outputs,
-    opts: &kir_ptx_emu::Options,
-) -> Result<Vec<Buffer>, EmuFailure> {
-    let (ptx, module) = emu_ptx.as_ref().map_err(Clone::clone)?;
-    let run = if let Some(g) = optimized.graph(&d.target) {
-        emu_exec::run_graph(module, ptx, optimized, g, &before.args, &before.initial, &before.names, opts)?
-    } else {
-        let cfg = LaunchConfig {
-            grid: d.grid.unwrap_or([1; 3]),
-            block: d.block.unwrap_or([1; 3]),
-            dynamic_shared_bytes: d.shared_bytes,
-        };
-        let entry = kir::api::ptx_entry_name(&d.target);
-        emu_exec::run_kernel(module, ptx, &entry, &cfg, &before.args, &before.initial, &before.names, opts)?
-    };
-    Ok(run.buffers)
-}
-
-/// Runs a directive's kernel or graph (of the optimized module) on the GPU with the same inputs the
-/// interpreter got; returns the buffers after the run, in the interpreter's order.
-fn run_on_gpu(
-    runner: &mut dyn crate::gpu_exec::GpuExec,
-    optimized: &Checked,
-    d: &RunDirective,
-    specs: &[(String, ArgSpec)],
-    base_dir: Option<&Path>,
-) -> Result<Vec<Buffer>, String> {
-    use crate::gpu_exec;
-    let cc = runner.compute_capability().map_err(|e| format!("GPU: {e}"))?;
-    let sm = gpu_exec::sm_for(cc)?;
-    if let Some(g) = optimized.graph(&d.target) {
-        let bound = kir_interp::graph::bind_graph(g, specs, base_dir)?;
-        return gpu_exec::run_graph(runner, sm, optimized, g, &bound.args, &bound.buffers);
+/// What the emulator and the GPU run for directive `d` in `m`: its graph, or its kernel with the
+/// directive's launch shape (1 where it gives none).
+fn launch_of<'a>(m: &Module, d: &'a RunDirective) -> Launch<'a> {
+    if m.graph(&d.target).is_some() {
+        return Launch::Graph { name: &d.target };
     }
-    let k = optimized.kernel(&d.target).ok_or_else(|| format!("no kernel `@{}`", d.target))?;
-    let bound = kir_interp::args::bind(k, specs, base_dir)?;
-    let ptx = gpu_exec::ptx_in_module(optimized, k, sm)?;
     let cfg = LaunchConfig {
         grid: d.grid.unwrap_or([1; 3]),
         block: d.block.unwrap_or([1; 3]),
         dynamic_shared_bytes: d.shared_bytes,
     };
-    gpu_exec::run_kernel(runner, k, &ptx, &cfg, &bound.args, &bound.buffers)
+    Launch::Kernel { name: &d.target, cfg }
 }
 
 fn dims(d: [u32; 3]) -> String {
@@ -1107,6 +1064,15 @@ pub(crate) fn interpret(
     run_kernel(k, &cfg, specs, base_dir, opts)
 }
 
+impl From<EngineError> for RunError {
+    fn from(e: EngineError) -> RunError {
+        match e {
+            EngineError::Interp(e) => RunError::Interp(e),
+            other => RunError::Args(other.to_string()),
+        }
+    }
+}
+
 fn render_run_error(e: RunError, sources: &diag::SourceMap) -> String {
     match e {
         RunError::Args(msg) => msg,
@@ -1121,17 +1087,17 @@ fn run_kernel(
     base_dir: Option<&Path>,
     opts: &Options,
 ) -> Result<Outputs, RunError> {
-    let mut bound = kir_interp::args::bind(&k, specs, base_dir).map_err(RunError::Args)?;
-    let initial = bound.buffers.clone();
-    kir_interp::launch_verified(k, cfg, &bound.args, &mut bound.buffers, opts)
-        .map_err(|e| RunError::Interp(Box::new(e)))?;
+    let bound = kir_interp::args::bind(&k, specs, base_dir).map_err(RunError::Args)?;
     let mut names = vec![String::new(); bound.buffers.len()];
     for (p, b) in bound.param_buffer.iter().enumerate() {
         if let Some(b) = b {
             names[*b] = k.value(k.params[p]).name.to_string();
         }
     }
-    Ok(Outputs { buffers: bound.buffers, names, args: bound.args, initial })
+    let launch = Launch::Kernel { name: &k.name, cfg: cfg.clone() };
+    let inputs = Inputs { args: &bound.args, buffers: &bound.buffers, names: &names };
+    let buffers = Interpreter::new(k.module(), opts.clone()).run(&launch, &inputs).map_err(RunError::from)?;
+    Ok(Outputs { buffers, names, args: bound.args, initial: bound.buffers })
 }
 
 fn run_graph(
@@ -1142,10 +1108,7 @@ fn run_graph(
     opts: &Options,
 ) -> Result<Outputs, RunError> {
     let g = m.graph(name).ok_or_else(|| RunError::Args(format!("no graph `@{name}`")))?;
-    let mut bound = kir_interp::graph::bind_graph(g, specs, base_dir).map_err(RunError::Args)?;
-    let initial = bound.buffers.clone();
-    kir_interp::graph::run_graph(m, g, &bound.args, &mut bound.buffers, opts)
-        .map_err(|e| RunError::Interp(Box::new(e)))?;
+    let bound = kir_interp::graph::bind_graph(g, specs, base_dir).map_err(RunError::Args)?;
     let mut names = vec![String::new(); bound.buffers.len()];
     for (p, a) in bound.args.iter().enumerate() {
         if let Arg::Buffer(b) = a {
@@ -1154,5 +1117,7 @@ fn run_graph(
             }
         }
     }
-    Ok(Outputs { buffers: bound.buffers, names, args: bound.args, initial })
+    let inputs = Inputs { args: &bound.args, buffers: &bound.buffers, names: &names };
+    let buffers = Interpreter::new(m, opts.clone()).run(&Launch::Graph { name }, &inputs).map_err(RunError::from)?;
+    Ok(Outputs { buffers, names, args: bound.args, initial: bound.buffers })
 }

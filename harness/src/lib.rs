@@ -8,6 +8,8 @@
 //! - [`filetest`]: the runner of `tests/filetests/`: one `.kir` file per test, its kind named by a `; test:` header.
 //! - [`compare`]: comparing output buffers (bitwise, or within ULP/relative/absolute tolerances).
 //! - [`tolerance`]: tolerances derived from the approximate ops a kernel uses.
+//! - [`engine`]: the interpreter, the PTX emulator and a GPU behind one trait, `Engine` (run a
+//!   kernel launch or a launch graph on the bound inputs, get the buffers back).
 //! - The executors that run a kernel with the interpreter's exact inputs: [`emu_exec`] (the PTX
 //!   emulator), [`gpu_exec`] (a GPU, through the CUDA driver) and [`isolate`] (GPU runs in a worker
 //!   process, `kir __gpu-worker`, so a driver crash is an error); [`ptx_args`] binds `kir run
@@ -17,6 +19,7 @@
 pub mod compare;
 pub mod directives;
 pub mod emu_exec;
+pub mod engine;
 pub mod files;
 pub mod filetest;
 pub mod fuzz;
