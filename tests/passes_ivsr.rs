@@ -20,14 +20,7 @@ mod generated;
 mod verified_launch;
 
 fn loopy(insts: usize, divergent: bool) -> GenConfig {
-    GenConfig {
-        insts,
-        const_percent: 40,
-        allow_loops: true,
-        divergent_loops: divergent,
-        divergent_branches: divergent,
-        ..GenConfig::default()
-    }
+    generated::loopy(insts, 40, divergent)
 }
 
 /// Runs `pipeline` on `k`; returns the sum of the named statistic over its steps.

@@ -29,29 +29,17 @@ fn check(seed: u64, cfg: &GenConfig, input_seed: u64, pipeline: &str) -> Result<
     generated::pipeline_keeps_outputs(seed, cfg, input_seed, pipeline).map_err(TestCaseError::fail)
 }
 
-/// Loops on, with more constants so that invariant chains are common.
-fn loopy(insts: usize, const_percent: u32, divergent: bool) -> GenConfig {
-    GenConfig {
-        insts,
-        const_percent,
-        allow_loops: true,
-        divergent_loops: divergent,
-        divergent_branches: divergent,
-        ..GenConfig::default()
-    }
-}
-
 proptest! {
     #![proptest_config(ProptestConfig { cases: 500, failure_persistence: None, ..ProptestConfig::default() })]
 
     #[test]
     fn licm_alone_preserves_interpreter_outputs(seed in any::<u64>(), input_seed in any::<u64>(), insts in 20usize..160, const_percent in 10u32..70) {
-        check(seed, &loopy(insts, const_percent, seed % 2 == 0), input_seed, "licm")?;
+        check(seed, &generated::loopy(insts, const_percent, seed % 2 == 0), input_seed, "licm")?;
     }
 
     #[test]
     fn licm_in_the_pipeline_preserves_interpreter_outputs(seed in any::<u64>(), input_seed in any::<u64>(), insts in 20usize..160) {
-        check(seed, &loopy(insts, 40, seed % 2 == 1), input_seed, "fold,simplify-cfg,licm,dce,licm")?;
+        check(seed, &generated::loopy(insts, 40, seed % 2 == 1), input_seed, "fold,simplify-cfg,licm,dce,licm")?;
     }
 }
 
@@ -59,7 +47,7 @@ proptest! {
 fn licm_hoists_something_on_generated_loops() {
     let (mut hoisted, mut with_loops) = (0u64, 0usize);
     for seed in 0..60u64 {
-        let g = generate::generate(seed, &loopy(120, 40, false));
+        let g = generate::generate(seed, &generated::loopy(120, 40, false));
         if g.loops == 0 {
             continue;
         }

@@ -40,14 +40,7 @@ fn check(seed: u64, cfg: &GenConfig, input_seed: u64, pipeline: &str) -> Result<
 }
 
 fn loopy(insts: usize, divergent: bool) -> GenConfig {
-    GenConfig {
-        insts,
-        const_percent: 40,
-        allow_loops: true,
-        divergent_loops: divergent,
-        divergent_branches: divergent,
-        ..GenConfig::default()
-    }
+    generated::loopy(insts, 40, divergent)
 }
 
 proptest! {

@@ -401,8 +401,12 @@ impl KernelEmitter<'_> {
             return self.read_special_into(d, name);
         }
         match r {
-            SpecialReg::Tid(_) | SpecialReg::Ctaid(_) | SpecialReg::Ntid(_) | SpecialReg::Nctaid(_) => {}
-            SpecialReg::LaneId => {}
+            // Read by one `mov` above.
+            SpecialReg::Tid(_)
+            | SpecialReg::Ctaid(_)
+            | SpecialReg::Ntid(_)
+            | SpecialReg::Nctaid(_)
+            | SpecialReg::LaneId => {}
             SpecialReg::GlobalId(x) => {
                 let c = self.special_reg(format!("%ctaid.{}", x.name()));
                 let n = self.special_reg(format!("%ntid.{}", x.name()));

@@ -8,12 +8,32 @@
 //!   re-exported here.
 //! - [`remove_unreachable`] is the one unreachable-block removal (simplify-cfg and the fuzz
 //!   reducer); it leaves the removed blocks' values in the arenas ([`Kernel::compact`] drops them).
+//! - [`unique_preheader`] is the one test for a loop's unique preheader (`licm`, `ivsr`).
 //! - [`retain_block_params`] and [`remove_blocks`] keep arities consistent: the arguments of every
 //!   edge into a block follow its parameters, and every [`ValueDef::BlockParam`] names its block's
 //!   new position.
 
 pub use kir_ir::subst::{const_for_use, is_index_position, Subst};
 use kir_ir::{BlockCall, BlockId, Kernel, Terminator, ValueDef};
+
+/// A loop's unique preheader: the one block outside the loop with an edge into its header, when
+/// that block ends in `jmp header(...)` (no other successor). `None` when the header is entered
+/// from outside by more than one edge, or by a `br`.
+pub fn unique_preheader(
+    k: &Kernel,
+    cfg: &kir_ir::analysis::cfg::Cfg,
+    l: &kir_ir::analysis::loops::NaturalLoop,
+) -> Option<BlockId> {
+    let mut outside = cfg.preds(l.header).iter().filter(|p| !l.contains(**p));
+    let p = *outside.next()?;
+    if outside.next().is_some() {
+        return None;
+    }
+    match &k.block(p).term {
+        Terminator::Jmp(c) if c.block == l.header => Some(p),
+        _ => None,
+    }
+}
 
 /// The `i`-th successor call of a terminator.
 pub fn succ_call(t: &Terminator, i: usize) -> Option<&BlockCall> {

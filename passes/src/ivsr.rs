@@ -36,9 +36,7 @@ use crate::pass::{Pass, PassContext};
 use kir_ir::analysis::loops::LoopForest;
 use kir_ir::inline::Names;
 use kir_ir::subst::Subst;
-use kir_ir::{
-    BinOp, BlockId, Constant, FloatFlags, Kernel, Name, Op, Operand, ScalarType, Terminator, Type, ValueDef, ValueId,
-};
+use kir_ir::{BinOp, BlockId, Constant, FloatFlags, Kernel, Name, Op, Operand, ScalarType, Type, ValueDef, ValueId};
 use rustc_hash::FxHashMap;
 
 pub struct Ivsr;
@@ -90,21 +88,13 @@ impl Pass for Ivsr {
                 if l.latches.len() != 1 {
                     continue;
                 }
-                let mut outside = cfg.preds(l.header).iter().filter(|p| !l.contains(**p));
-                let Some(&pre) = outside.next() else { continue };
-                if outside.next().is_some() {
-                    continue;
-                }
-                if !matches!(&k.block(pre).term, Terminator::Jmp(c) if c.block == l.header) {
-                    continue;
-                }
+                let Some(pre) = crate::edit::unique_preheader(k, cfg, l) else { continue };
                 // The latch's edge to the header must be its only one (a `br` to the header on
                 // both sides has no single back-edge argument list).
                 if k.block(l.latches[0]).term.successors().filter(|c| c.block == l.header).count() != 1 {
                     continue;
                 }
-                let mut rpo_blocks: Vec<BlockId> = cfg.rpo().iter().copied().filter(|b| l.contains(*b)).collect();
-                rpo_blocks.dedup();
+                let rpo_blocks: Vec<BlockId> = cfg.rpo().iter().copied().filter(|b| l.contains(*b)).collect();
                 found.push((l.header, l.latches[0], pre, rpo_blocks));
             }
             found
@@ -148,10 +138,7 @@ fn reduce_loop(
             ValueDef::Inst(i) => !inst_block.contains_key(&i),
         },
     };
-    let ty_of = |k: &Kernel, v: ValueId| match k.value_type(v) {
-        Type::Scalar(t) => Some(t),
-        Type::Ptr(..) => None,
-    };
+    let ty_of = |k: &Kernel, v: ValueId| k.value_type(v).scalar();
 
     // Affine forms of the header parameters' add/sub chains.
     let mut aff: FxHashMap<ValueId, Affine> = FxHashMap::default();

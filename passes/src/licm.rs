@@ -33,7 +33,7 @@
 
 use crate::pass::{Pass, PassContext};
 use kir_ir::analysis::loops::LoopForest;
-use kir_ir::{BlockId, Kernel, Op, Operand, Terminator, ValueDef};
+use kir_ir::{BlockId, Kernel, Op, Operand, ValueDef};
 
 pub struct Licm;
 
@@ -57,20 +57,8 @@ impl Pass for Licm {
                 cx.stats.add("loops without a unique preheader", 0);
                 return false;
             }
-            let preheaders: Vec<Option<BlockId>> = loops
-                .iter()
-                .map(|l| {
-                    let mut outside = cfg.preds(l.header).iter().filter(|p| !l.contains(**p));
-                    let p = *outside.next()?;
-                    if outside.next().is_some() {
-                        return None;
-                    }
-                    match &k.blocks[p.index()].term {
-                        Terminator::Jmp(c) if c.block == l.header => Some(p),
-                        _ => None,
-                    }
-                })
-                .collect();
+            let preheaders: Vec<Option<BlockId>> =
+                loops.iter().map(|l| crate::edit::unique_preheader(k, cfg, l)).collect();
             (loops, cfg.rpo().to_vec(), preheaders)
         };
         // Innermost first: a loop nested in another has strictly fewer blocks.

@@ -11,6 +11,19 @@ use kir_interp::{launch_verified, Arg, Buffer, LaunchConfig, Options};
 use kir_ir::generate::{self, GenConfig, LaunchContract};
 use kir_ir::{Constant, Kernel, ScalarType};
 
+/// The generator's settings for the loop-pass properties: loops on (divergent ones, and divergent
+/// branches, when `divergent`), `const_percent` of operands constants.
+pub fn loopy(insts: usize, const_percent: u32, divergent: bool) -> GenConfig {
+    GenConfig {
+        insts,
+        const_percent,
+        allow_loops: true,
+        divergent_loops: divergent,
+        divergent_branches: divergent,
+        ..GenConfig::default()
+    }
+}
+
 /// Random input buffers for the generated signature, from a seed.
 pub fn inputs(seed: u64) -> Vec<Buffer> {
     let mut rng = generate::Rng::new(seed);
