@@ -548,3 +548,39 @@ fn a_float_expectation_off_by_ulps_names_the_distance_and_the_tol_to_write() {
     assert!(!out.contains("tol=ulp:"), "{out}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `; order-dependent: NAME` keeps a buffer that contended atomics order out of the GPU row's
+/// comparison (the hardware serialises them in any order; the interpreter and the emulator in a
+/// fixed one): a run writing only such buffers is `unverified` on the GPU, one writing others
+/// too compares those, and a name that is not a buffer of the kernel fails the row.
+#[test]
+fn order_dependent_buffers_are_not_compared_on_the_gpu() {
+    let dir = scratch("order-dependent");
+    let kernel = "kernel @count(%a: ptr<global, u32>, %old: ptr<global, u32>, %done: ptr<global, u32>) {
+entry:
+  %i = global_id.x
+  %o = atom.add %a[0], 1
+  store %old[%i], %o
+  store %done[%i], 1
+  ret
+}
+";
+    let run = "; run: @count grid(2) block(64) checks=no-races(contended on purpose) a=zeros:u32:1 old=zeros:u32:128 done=zeros:u32:128\n";
+    let cases = [
+        ("only.kir", "; order-dependent: a old done (listed whole)\n", "unverified", "every buffer it writes is order-dependent (a, old, done), so none was compared"),
+        ("some.kir", "; order-dependent: old (the arrival order)\n", "ok   ", "order-dependent, not compared: old"),
+        ("typo.kir", "; order-dependent: olde\n", "FAIL ", "`; order-dependent:` names `olde`, which is not a buffer of @count (its buffers: a, old, done)"),
+    ];
+    for (file, line, outcome, text) in cases {
+        std::fs::write(dir.join(file), format!("{run}{line}{kernel}")).unwrap();
+        let (code, stdout, stderr) =
+            cli::kir_in_dir(&dir, &["test", "-v", "--require-gpu", file], &[("KIR_CUDA_DRIVER", "emu")]);
+        let gpu = stdout.lines().skip_while(|l| !l.contains(" gpu")).take(2).collect::<Vec<_>>().join("\n");
+        assert!(gpu.contains(outcome) && gpu.contains(text), "{file}: {gpu}\n{stdout}\n{stderr}");
+        assert_eq!(code, i32::from(outcome == "FAIL "), "{file}: {stdout}");
+    }
+    // Without a run above it, the directive is a located error.
+    std::fs::write(dir.join("orphan.kir"), format!("; order-dependent: old\n{kernel}")).unwrap();
+    let (code, stdout, stderr) = cli::kir_in_dir(&dir, &["test", "orphan.kir"], &[]);
+    assert!(code != 0 && (stdout + &stderr).contains("orphan.kir:1"), "orphan: exit {code}");
+}

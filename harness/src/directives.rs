@@ -22,6 +22,11 @@
 //! - `; source: hardware [DESCRIPTION]` (at most once per file) marks every `.npy` expectation of
 //!   the file as recorded on real hardware: `kir test` checks the PTX emulator and the GPU against
 //!   them too, and `--bless` never rewrites them. Any other source is an error.
+//! - `; order-dependent: NAME [NAME ...] [(why)]` attaches to the closest preceding `run:` line: those
+//!   output buffers depend on the order in which the hardware serialises contended operations, so
+//!   `kir test` does not compare the GPU's values of them with the interpreter's (the interpreter
+//!   and the PTX emulator run threads in one fixed order and are still compared). A name that is
+//!   not a buffer of the kernel fails the GPU row.
 //! - An expectation may end in `sorted`: the buffer and the expected values are compared as
 //!   multisets (both sorted in IEEE total order for floats, by value for integers), for outputs
 //!   whose order depends on how the hardware serialises contended atomics.
@@ -39,6 +44,7 @@
 //! ; source: hardware [DESCRIPTION]   (the file's .npy expectations were recorded on a GPU)
 //! ; expect: @kernel NAME == @reference [grid(..) block(..)] [shared=BYTES] [tol=...]
 //! ; fault: KIND [block(X[,Y[,Z]])] [thread(X[,Y[,Z]])]   (the run must fault so, see crate::filetest)
+//! ; order-dependent: NAME [NAME ...] [(why)]   (not compared on the GPU: the hardware orders them)
 //! ; check-ptx: TEXT       (the emitted PTX must contain TEXT, in order with other check-ptx lines)
 //! ; test: verify|optimize|run|fault      (a filetest's kind, see crate::filetest)
 //! CODE ; error: TEXT     ; warning: TEXT  (an expected diagnostic on that line, see crate::filetest)
@@ -278,6 +284,12 @@ pub struct RunDirective {
     /// The `; fault:` line after it: the run must stop with that fault (`kir test` and the
     /// `test: fault` filetests check it).
     pub fault: Option<ExpectedFault>,
+    /// `; order-dependent: NAME ...` lines after it: output buffers whose contents depend on the
+    /// order in which the hardware serialises contended operations (an atomic's returned old
+    /// values, a sum of floats in arrival order). The GPU's values of these buffers are not
+    /// compared with the interpreter's; the interpreter and the PTX emulator run threads in one
+    /// fixed order and are still compared with each other.
+    pub order_dependent: Vec<String>,
 }
 
 /// An `; error: TEXT` or `; warning: TEXT` annotation: a diagnostic a filetest expects.
@@ -395,6 +407,7 @@ fn parse_run(line: usize, body: &str) -> Result<RunDirective, String> {
         args: vec![],
         expects: vec![],
         fault: None,
+        order_dependent: Vec::new(),
     };
     // Argument names seen so far: one hash lookup per argument keeps a long line linear.
     let mut names = std::collections::HashSet::new();
@@ -561,7 +574,8 @@ fn parse_expect(line: usize, body: &str) -> Result<(String, Expect), String> {
 }
 
 /// Every directive name.
-const DIRECTIVE_NAMES: [&str; 8] = ["run", "expect", "fault", "check-ptx", "test", "error", "warning", "source"];
+const DIRECTIVE_NAMES: [&str; 9] =
+    ["run", "expect", "fault", "check-ptx", "test", "error", "warning", "source", "order-dependent"];
 
 /// Coordinates `(x[,y[,z]])` following `block` or `thread` (missing dimensions are 0).
 fn parse_coords(s: &str) -> Result<[u32; 3], String> {
@@ -720,6 +734,28 @@ pub fn parse_directives(source: &str) -> Result<Directives, Vec<DirectiveError>>
                     }),
                 },
                 Err(message) => errs.push(DirectiveError { line, message }),
+            }
+        } else if let Some(body) = comment.strip_prefix("order-dependent:") {
+            // `; order-dependent: NAME [NAME ...] [(why)]`: buffer names up to a parenthesis.
+            let names: Vec<String> = body
+                .split('(')
+                .next()
+                .unwrap_or("")
+                .split(|c: char| c.is_whitespace() || c == ',')
+                .filter(|w| !w.is_empty())
+                .map(|w| w.trim_start_matches('%').to_string())
+                .collect();
+            match out.runs.last_mut() {
+                _ if last_run_ok == Some(false) => {}
+                _ if names.is_empty() => errs.push(DirectiveError {
+                    line,
+                    message: "`order-dependent:` needs the names of the buffers whose contents depend on the order of contended operations".into(),
+                }),
+                None => errs.push(DirectiveError {
+                    line,
+                    message: "`order-dependent:` names buffers of the `run:` line above it, and there is none".into(),
+                }),
+                Some(r) => r.order_dependent.extend(names),
             }
         } else if let Some(body) = comment.strip_prefix("fault:") {
             match (parse_fault(line, body), out.runs.last_mut()) {

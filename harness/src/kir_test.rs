@@ -548,14 +548,54 @@ fn run_directive(
         };
         return emit(row);
     }
-    if let Some(msg) = first_difference(&before, &gpu_buffers, cmp_tol, tol_source) {
+    // Buffers the hardware's scheduling orders (`; order-dependent:`) are not compared.
+    let unordered = |name: &str| d.order_dependent.iter().any(|o| o == name);
+    if let Some(unknown) = d.order_dependent.iter().find(|o| !before.names.contains(o)) {
+        let msg = format!(
+            "`; order-dependent:` names `{unknown}`, which is not a buffer of @{} (its buffers: {})",
+            d.target,
+            before.names.join(", ")
+        );
         return emit(Row { label: gpu_label, outcome: Outcome::Fail(msg), note: None });
     }
-    emit(Row {
-        label: gpu_label,
-        outcome: Outcome::Ok,
-        note: Some(format!("matches the interpreter (tol {cmp_tol}, {tol_source})")),
-    });
+    let compared: Vec<bool> = before.names.iter().map(|n| !unordered(n)).collect();
+    if let Some(msg) = first_difference_in(&before, &gpu_buffers, cmp_tol, tol_source, &compared) {
+        return emit(Row { label: gpu_label, outcome: Outcome::Fail(msg), note: None });
+    }
+    if d.order_dependent.is_empty() {
+        return emit(Row {
+            label: gpu_label,
+            outcome: Outcome::Ok,
+            note: Some(format!("matches the interpreter (tol {cmp_tol}, {tol_source})")),
+        });
+    }
+    // Unverified when every buffer the kernel may write is order-dependent: nothing it computed
+    // was compared.
+    let written: Vec<String> = match optimized.kernel(&d.target) {
+        Some(k) => {
+            let access = kir_ir::analysis::effects::param_access(k);
+            let writes = |n: &&String| k.param_by_name(n).is_some_and(|(i, _)| access[i].write || access[i].atomic);
+            before.names.iter().filter(writes).cloned().collect()
+        }
+        None => Vec::new(),
+    };
+    let skipped = d.order_dependent.join(", ");
+    let row = if !written.is_empty() && written.iter().all(|w| unordered(w)) {
+        Row {
+            label: gpu_label,
+            outcome: Outcome::Unverified,
+            note: Some(format!("ran; every buffer it writes is order-dependent ({skipped}), so none was compared")),
+        }
+    } else {
+        Row {
+            label: gpu_label,
+            outcome: Outcome::Ok,
+            note: Some(format!(
+                "matches the interpreter (tol {cmp_tol}, {tol_source}); order-dependent, not compared: {skipped}"
+            )),
+        }
+    };
+    emit(row);
 }
 
 /// What an expectation is checked in: the file, its module as written, the run and its inputs.
@@ -933,10 +973,21 @@ fn hardware_expectation(
 /// The first buffer of `other` that differs from the interpreter's `reference` under `tol`, as a
 /// message naming it and its first differing elements.
 fn first_difference(reference: &Outputs, other: &[Buffer], tol: Tolerance, tol_source: &str) -> Option<String> {
+    first_difference_in(reference, other, tol, tol_source, &vec![true; reference.buffers.len()])
+}
+
+/// [`first_difference`] over the buffers `compared` marks.
+fn first_difference_in(
+    reference: &Outputs,
+    other: &[Buffer],
+    tol: Tolerance,
+    tol_source: &str,
+    compared: &[bool],
+) -> Option<String> {
     if other.len() != reference.buffers.len() {
         return Some(format!("{} buffers came back, expected {}", other.len(), reference.buffers.len()));
     }
-    reference.buffers.iter().zip(other).enumerate().find_map(|(i, (a, b))| {
+    reference.buffers.iter().zip(other).enumerate().filter(|(i, _)| compared[*i]).find_map(|(i, (a, b))| {
         let c = compare_buffers(a, b, Strictness::Within(tol), 5);
         (!c.is_match()).then(|| {
             format!("buffer `{}` differs from the interpreter (tol {tol}, {tol_source}): {c}", reference.names[i])
