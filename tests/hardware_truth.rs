@@ -81,6 +81,13 @@ fn the_op_tables_reproduce_the_h100_bit_for_bit() {
     check_family("ops");
 }
 
+/// Float ops with a NaN constant operand (loaded from `.const` memory: ptxas folds NaN
+/// immediates without regard to sign and payload), 224 kernels in f16, bf16, f32 and f64.
+#[test]
+fn the_nan_constant_tables_reproduce_the_h100() {
+    check_family("nan_constants");
+}
+
 /// Shuffles, votes, atomics (global and shared, contended ones compared sorted or by their final
 /// value) and thread numbering in odd block shapes.
 #[test]
@@ -114,7 +121,7 @@ fn the_recorded_files_are_unchanged() {
     let sums = std::fs::read_to_string(root.join("SHA256SUMS")).unwrap();
     let listed = sums.lines().filter(|l| l.contains("/gpu/")).count();
     let mut on_disk = 0;
-    for fam in ["ops/data/gpu", "collectives/data/gpu", "fuzz/gpu"] {
+    for fam in ["ops/data/gpu", "collectives/data/gpu", "fuzz/gpu", "nan_constants/data/gpu"] {
         on_disk += std::fs::read_dir(root.join(fam)).unwrap().count();
     }
     assert_eq!(listed, on_disk, "a GPU output under {TRUTH} is not in SHA256SUMS");

@@ -196,6 +196,9 @@ pub(crate) struct KernelEmitter<'a> {
     /// For each value: every use is an operand of a comparison (so a NaN's payload and the sign
     /// of a zero it carries cannot be observed beyond the comparison's result).
     pub only_compared: Vec<bool>,
+    /// The NaN constants this body loads from `.const` memory (see [`crate::imm::is_float_nan`]),
+    /// by (type, bits), in first-use order: declared at module scope before the body.
+    pub nan_consts: Vec<(kir_ir::ScalarType, u64)>,
 }
 
 /// Whether `op` is lowered to one PTX instruction that reads all its operands before it writes
@@ -387,6 +390,7 @@ impl<'a> KernelEmitter<'a> {
             shared_regs,
             divisor_guards: Available::default(),
             only_compared: only_compared(k),
+            nan_consts: Vec::new(),
         }
     }
 
@@ -433,6 +437,38 @@ impl<'a> KernelEmitter<'a> {
     pub fn shared_symbol(&self, idx: u32) -> String {
         let s = &self.k.shared[idx as usize];
         format!("{}$smem${}", ptx_ident(&self.k.name), ptx_ident(&s.name))
+    }
+
+    /// The PTX name of the `.const` variable holding NaN constant `bits` of float type `ty` for
+    /// this body (one per body, so that two bodies never declare the same symbol).
+    pub fn nan_symbol(&self, ty: kir_ir::ScalarType, bits: u64) -> String {
+        let t = match ty {
+            kir_ir::ScalarType::F64 => "f64",
+            kir_ir::ScalarType::F32 => "f32",
+            kir_ir::ScalarType::BF16 => "bf16",
+            _ => "f16",
+        };
+        format!("{}$nan${t}${bits:X}", self.body_symbol())
+    }
+
+    /// A fresh register holding NaN constant `c`, loaded from its `.const` variable (declared by
+    /// [`KernelEmitter::emit`]). ptxas folds NaN immediates as if their sign and payload did not
+    /// matter (`x - NaN` becomes `x + (-NaN)`, the sign flipped at compile time, where the GPU
+    /// returns the NaN operand unchanged at run time); a load from constant memory is not folded,
+    /// so the hardware computes what the interpreter computes.
+    pub fn load_nan(&mut self, c: kir_ir::Constant) -> Reg {
+        if !self.nan_consts.contains(&(c.ty, c.bits)) {
+            self.nan_consts.push((c.ty, c.bits));
+        }
+        let sym = self.nan_symbol(c.ty, c.bits);
+        let r = self.fresh(RegClass::of_scalar(c.ty));
+        let t = match c.ty {
+            kir_ir::ScalarType::F64 => "f64",
+            kir_ir::ScalarType::F32 => "f32",
+            _ => "b16",
+        };
+        self.ins(format_args!("ld.const.{t} {r}, [{sym}]"));
+        r
     }
 
     /// The PTX name of the body: a kernel's `.entry` name, or a function's name from the table.
@@ -522,6 +558,15 @@ impl<'a> KernelEmitter<'a> {
         }
 
         let mut s = String::with_capacity(self.out.len() + prologue.len() + 64 * (k.params.len() + 8) + 1024);
+        // NaN constants live in constant memory, out of ptxas's constant folding.
+        for &(ty, bits) in &self.nan_consts {
+            let (w, hex) = match ty.bits() {
+                64 => (8, format!("{bits:016X}")),
+                32 => (4, format!("{bits:08X}")),
+                _ => (2, format!("{bits:04X}")),
+            };
+            let _ = writeln!(s, ".const .align {w} .b{} {} = 0x{hex};", w * 8, self.nan_symbol(ty, bits));
+        }
         // Dynamic shared memory is an `.extern` array at module scope.
         for (i, d) in k.shared.iter().enumerate() {
             if d.len.is_none() {
@@ -590,6 +635,7 @@ impl<'a> KernelEmitter<'a> {
             _ => "b32",
         };
         let r = match o {
+            Operand::Const(c) if crate::imm::is_float_nan(c) => self.load_nan(c),
             Operand::Const(c) => {
                 // Immediates are extended by their own signedness (8- and 16-bit signed ones print
                 // as negative numbers); pred and the 16-bit floats as their bits.
@@ -694,6 +740,7 @@ impl<'a> KernelEmitter<'a> {
             let dst = self.val(p);
             let src = match a {
                 Operand::Value(v) => Src::Reg(self.val(v)),
+                Operand::Const(c) if crate::imm::is_float_nan(c) => Src::Reg(self.load_nan(c)),
                 Operand::Const(c) => match crate::imm::imm_text(c) {
                     Some(t) => Src::Imm(t),
                     None => Src::Imm(crate::imm::raw_imm(c)),

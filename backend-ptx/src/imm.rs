@@ -38,6 +38,14 @@ pub fn imm_text(c: Constant) -> Option<String> {
     takes_imm(c).then(|| Imm(c).to_string())
 }
 
+/// Whether `c` is a NaN of a float type. The emitter never gives ptxas such a constant as an
+/// immediate or a `mov` source: ptxas folds NaN constants without regard to their sign and payload
+/// (on an H100, `sub.rn.f64 %d, %x, 0d7FF8000000000001` computed `0xFFF8000000000001`, while the
+/// same NaN in a register comes back unchanged), so it loads them from `.const` memory instead.
+pub fn is_float_nan(c: Constant) -> bool {
+    c.ty.is_float() && c.as_f64().is_some_and(f64::is_nan)
+}
+
 /// Whether PTX instructions take `c` as an immediate (integers, f32, f64).
 pub fn takes_imm(c: Constant) -> bool {
     !matches!(c.ty, S::Pred | S::F16 | S::BF16)

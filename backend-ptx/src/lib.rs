@@ -30,6 +30,12 @@
 //!   array. A kir `ptr<shared, T>` is the 64-bit address in the shared window (`mov.u64 %rd, sym`),
 //!   no `cvta`: it is used only with `.shared` instructions.
 //!
+//! - NaN float constants are never immediates: each body declares a module-scope `.const`
+//!   variable per NaN it uses (`BODY$nan$TYPE$BITS`) and loads it with `ld.const`. ptxas folds NaN
+//!   immediates as if their sign and payload did not matter (on an H100, `x - 0d7FF8000000000001`
+//!   gave `0xFFF8000000000001`; with the NaN in a register, the GPU returns it unchanged, as the
+//!   interpreter does). `tests/hardware/h100/nan_constants/` holds what the GPU computes.
+//!
 //! Tools: [`tools`] finds and runs `ptxas` (installed by `scripts/setup-tools.sh`); [`gpu`] lists
 //! CUDA devices and runs kernels through the driver API (cudarc, loaded dynamically: without a
 //! driver it reports "no CUDA driver found" instead of failing to start); [`driver_lib`] selects

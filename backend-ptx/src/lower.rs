@@ -142,6 +142,7 @@ impl KernelEmitter<'_> {
     pub fn reg(&mut self, o: Operand) -> Reg {
         match o {
             Operand::Value(v) => self.val(v),
+            Operand::Const(c) if crate::imm::is_float_nan(c) => self.load_nan(c),
             Operand::Const(c) => {
                 let r = self.fresh(RegClass::of_scalar(c.ty));
                 self.ins(format_args!("mov.{} {r}, {}", mty(c.ty), raw_imm(c)));
@@ -153,7 +154,7 @@ impl KernelEmitter<'_> {
     /// The operand as an instruction source: an immediate where PTX takes one, else a register.
     pub fn op(&mut self, o: Operand) -> SrcText {
         if let Operand::Const(c) = o {
-            if takes_imm(c) {
+            if takes_imm(c) && !crate::imm::is_float_nan(c) {
                 return SrcText::Imm(Imm(c));
             }
         }
@@ -588,6 +589,14 @@ impl KernelEmitter<'_> {
 
     #[allow(clippy::too_many_arguments)]
     fn float_bin(&mut self, i: InstId, op: BinOp, s: ScalarType, fl: FloatFlags, a: Operand, b: Operand, d: Reg) {
+        // A leading f64 NaN constant goes last, where ptxas puts it anyway, so that the PTX's
+        // operand order says which NaN wins (kir_ir::eval::leading_nan_constant); `K - x` is
+        // `x + K` (both give K quieted, whatever x).
+        let (op, a, b) = match kir_ir::eval::leading_nan_constant(&Op::Bin(op, s, fl), &[a, b]) {
+            Some(kir_ir::eval::LeadingNanConstant::Commute) => (op, b, a),
+            Some(kir_ir::eval::LeadingNanConstant::Constant) => (BinOp::Add, b, a),
+            None => (op, a, b),
+        };
         match op {
             BinOp::Min | BinOp::Max => {
                 let x = self.reg(a);
@@ -647,8 +656,13 @@ impl KernelEmitter<'_> {
             return self.unsupported(i, "PTX has no .ftz for f64");
         }
         if !is16f(s) {
-            let x = self.reg(a[0]);
-            let y = self.op(a[1]);
+            // A leading f64 NaN constant becomes the second multiplicand (see `float_bin`).
+            let (p, q) = match kir_ir::eval::leading_nan_constant(&Op::Fma(s, fl), a) {
+                Some(_) => (a[1], a[0]),
+                None => (a[0], a[1]),
+            };
+            let x = self.reg(p);
+            let y = self.op(q);
             let z = self.op(a[2]);
             return self.ins(format_args!("fma{}{}.{} {d}, {x}, {y}, {z}", rnd(r), ftz(fl.ftz), fty(s)));
         }
