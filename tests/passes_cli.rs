@@ -34,7 +34,7 @@ fn list_passes() {
     assert!(text.contains("{approx}"), "{text}");
     assert!(
         text.contains(
-            "Default pipeline: inline,fold,simplify-cfg,licm,unroll,fold,simplify-cfg,offsets,cse,licm,dce,layout"
+            "Default pipeline: inline,fold,simplify-cfg,licm,unroll,fold,simplify-cfg,ivsr,offsets,cse,licm,dce,layout"
         ),
         "{text}"
     );

@@ -11,7 +11,8 @@ use crate::registry::{lookup, registry};
 /// The pipeline `kir opt` runs when `--passes` is absent: `inline` first, so that the kernel
 /// passes see (and optimize across) the code of the functions each kernel calls; `licm` after
 /// `simplify-cfg` (whose merged blocks give loops their `jmp` preheaders) and before `dce`.
-pub const DEFAULT_PIPELINE: &str = "inline,fold,simplify-cfg,licm,unroll,fold,simplify-cfg,offsets,cse,licm,dce,layout";
+pub const DEFAULT_PIPELINE: &str =
+    "inline,fold,simplify-cfg,licm,unroll,fold,simplify-cfg,ivsr,offsets,cse,licm,dce,layout";
 
 /// One step of a pipeline.
 pub struct Step {
