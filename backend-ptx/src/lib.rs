@@ -34,7 +34,10 @@
 //!   variable per NaN it uses (`BODY$nan$TYPE$BITS`) and loads it with `ld.const`. ptxas folds NaN
 //!   immediates as if their sign and payload did not matter (on an H100, `x - 0d7FF8000000000001`
 //!   gave `0xFFF8000000000001`; with the NaN in a register, the GPU returns it unchanged, as the
-//!   interpreter does). `tests/hardware/h100/nan_constants/` holds what the GPU computes.
+//!   interpreter does). An f64 `add`/`sub`/`mul`/`min`/`max`/`fma` whose first operand is a NaN
+//!   constant is computed explicitly (`testp`, `selp`): ptxas encodes a constant as the machine
+//!   instruction's later operand, which the H100 lets win over a NaN value (see [`lower`]).
+//!   `tests/hardware/h100/nan_constants/` holds what the GPU computes.
 //!
 //! Tools: [`tools`] finds and runs `ptxas` (installed by `scripts/setup-tools.sh`); [`gpu`] lists
 //! CUDA devices and runs kernels through the driver API (cudarc, loaded dynamically: without a

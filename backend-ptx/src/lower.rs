@@ -91,6 +91,11 @@ fn mty(s: ScalarType) -> &'static str {
     }
 }
 
+/// Whether `o` is a NaN float constant ([`crate::imm::is_float_nan`]).
+fn is_nan_const(o: Operand) -> bool {
+    matches!(o, Operand::Const(c) if crate::imm::is_float_nan(c))
+}
+
 fn fty(s: ScalarType) -> &'static str {
     match s {
         S::F16 => "f16",
@@ -589,14 +594,12 @@ impl KernelEmitter<'_> {
 
     #[allow(clippy::too_many_arguments)]
     fn float_bin(&mut self, i: InstId, op: BinOp, s: ScalarType, fl: FloatFlags, a: Operand, b: Operand, d: Reg) {
-        // A leading f64 NaN constant goes last, where ptxas puts it anyway, so that the PTX's
-        // operand order says which NaN wins (kir_ir::eval::leading_nan_constant); `K - x` is
-        // `x + K` (both give K quieted, whatever x).
-        let (op, a, b) = match kir_ir::eval::leading_nan_constant(&Op::Bin(op, s, fl), &[a, b]) {
-            Some(kir_ir::eval::LeadingNanConstant::Commute) => (op, b, a),
-            Some(kir_ir::eval::LeadingNanConstant::Constant) => (BinOp::Add, b, a),
-            None => (op, a, b),
-        };
+        if s == S::F64
+            && is_nan_const(a)
+            && matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Min | BinOp::Max)
+        {
+            return self.leading_nan_bin(op, a, b, d);
+        }
         match op {
             BinOp::Min | BinOp::Max => {
                 let x = self.reg(a);
@@ -648,6 +651,42 @@ impl KernelEmitter<'_> {
         self.from_f32(d, fr, s, r);
     }
 
+    /// `op K, x` (`add`, `sub`, `mul`, `min`, `max`) with `K` an f64 NaN constant, computed
+    /// explicitly. ptxas can encode a constant only as the later operand of the machine
+    /// instruction, and the H100 returns the later of two NaN operands: emitted as written, `K`
+    /// would win where kir's order (`b`, then `a`: docs/language.md) says a NaN `x` does. On
+    /// 2026-11-27 it did in all 24 lanes per op where `x` was NaN too. So: `add`/`sub`/`mul` give
+    /// `x` quieted if it is NaN, else `K` quieted (`t + t` quiets `t`); `min`/`max` give `x`,
+    /// quieted if NaN. Three instructions for an op that is rare outside generated code.
+    fn leading_nan_bin(&mut self, op: BinOp, k: Operand, b: Operand, d: Reg) {
+        let x = self.reg(b);
+        let p = self.fresh(RegClass::Pred);
+        let t = self.fresh(RegClass::F64);
+        self.ins(format_args!("testp.notanumber.f64 {p}, {x}"));
+        if matches!(op, BinOp::Min | BinOp::Max) {
+            self.ins(format_args!("add.rn.f64 {t}, {x}, {x}"));
+            return self.ins(format_args!("selp.f64 {d}, {t}, {x}, {p}"));
+        }
+        let kr = self.reg(k);
+        self.ins(format_args!("selp.f64 {t}, {x}, {kr}, {p}"));
+        self.ins(format_args!("add.rn.f64 {d}, {t}, {t}"));
+    }
+
+    /// `fma K, y, z` with `K` an f64 NaN constant (see [`Self::leading_nan_bin`]): the first NaN
+    /// of `y`, `z`, `K` (kir's order for `fma`: `b`, `c`, then `a`), quieted.
+    fn leading_nan_fma(&mut self, a: &[Operand], d: Reg) {
+        let y = self.reg(a[1]);
+        let z = self.reg(a[2]);
+        let k = self.reg(a[0]);
+        let (py, pz) = (self.fresh(RegClass::Pred), self.fresh(RegClass::Pred));
+        let t = self.fresh(RegClass::F64);
+        self.ins(format_args!("testp.notanumber.f64 {py}, {y}"));
+        self.ins(format_args!("testp.notanumber.f64 {pz}, {z}"));
+        self.ins(format_args!("selp.f64 {t}, {z}, {k}, {pz}"));
+        self.ins(format_args!("selp.f64 {t}, {y}, {t}, {py}"));
+        self.ins(format_args!("add.rn.f64 {d}, {t}, {t}"));
+    }
+
     fn fma(&mut self, i: InstId, s: ScalarType, fl: FloatFlags, a: &[Operand], d: Reg) {
         let FloatMode::Exact(r) = fl.mode else {
             return self.unsupported(i, "fma has no .approx");
@@ -656,13 +695,11 @@ impl KernelEmitter<'_> {
             return self.unsupported(i, "PTX has no .ftz for f64");
         }
         if !is16f(s) {
-            // A leading f64 NaN constant becomes the second multiplicand (see `float_bin`).
-            let (p, q) = match kir_ir::eval::leading_nan_constant(&Op::Fma(s, fl), a) {
-                Some(_) => (a[1], a[0]),
-                None => (a[0], a[1]),
-            };
-            let x = self.reg(p);
-            let y = self.op(q);
+            if s == S::F64 && is_nan_const(a[0]) {
+                return self.leading_nan_fma(a, d);
+            }
+            let x = self.reg(a[0]);
+            let y = self.op(a[1]);
             let z = self.op(a[2]);
             return self.ins(format_args!("fma{}{}.{} {d}, {x}, {y}, {z}", rnd(r), ftz(fl.ftz), fty(s)));
         }

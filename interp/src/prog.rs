@@ -229,13 +229,6 @@ impl Prog {
                 for (i, a) in d.args.iter().enumerate() {
                     args[i] = slot_of(*a, span)?;
                 }
-                // A leading f64 NaN constant is the later operand (the H100's answer, measured;
-                // kir_ir::eval::leading_nan_constant).
-                match kir_ir::eval::leading_nan_constant(&d.op, &d.args) {
-                    Some(kir_ir::eval::LeadingNanConstant::Commute) => args.swap(0, 1),
-                    Some(kir_ir::eval::LeadingNanConstant::Constant) => args[1] = args[0],
-                    None => {}
-                }
                 let res = match d.result {
                     Some(r) if r.index() < nvalues => r.0,
                     Some(_) => return Err(malformed(span, "result names an undefined value")),

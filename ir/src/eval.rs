@@ -19,10 +19,6 @@
 //!   Approximate ops are defined as the correctly rounded exact function (module `approx`);
 //!   [`max_ulp_error`] and [`error_bound`] give how far the GPU may be from that.
 //! - Integer division by zero gives all ones (what NVIDIA GPUs compute; PTX leaves it unspecified).
-//! - A NaN *constant* as the first operand of an f64 `add`, `sub`, `mul`, `min`, `max` or `fma`
-//!   wins over a NaN value ([`leading_nan_constant`]): ptxas places a constant operand last
-//!   in the machine instruction, and the H100 returns the last NaN operand
-//!   (tests/hardware/h100/nan_constants). The interpreter and the PTX emitter each apply the rule.
 
 mod approx;
 mod cvt;
@@ -34,45 +30,6 @@ pub use float::{Fmt, Mode};
 
 use crate::op::{BinOp, CmpOp, FloatFlags, FloatMode, Op, Rounding, UnOp};
 use crate::types::{Constant, ScalarType, Type};
-
-/// How an f64 op whose first operand is a NaN constant and whose second is a value is evaluated
-/// ([`leading_nan_constant`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum LeadingNanConstant {
-    /// `add`, `mul`, `min`, `max`, `fma`: as if the first two operands were swapped (the same
-    /// value unless both are NaN; then the constant is the later operand and wins).
-    Commute,
-    /// `sub`: the constant, quieted, whatever the value (`K - x` is `-x + K` to ptxas; both NaN,
-    /// the constant wins).
-    Constant,
-}
-
-/// The rule for `op` with operands `args` when the first is an f64 NaN constant and the second a
-/// value; `None` for every other op or operand shape (then the op's own NaN order applies).
-///
-/// Measured on an H100 (2026-11-27, tests/hardware/h100/nan_constants): for `op K, x` with `K` a
-/// NaN constant, which kir's PTX loads from `.const` memory, ptxas encodes `op x, c[K]` (a
-/// constant-bank operand can only be a later source), and the hardware returns the later of two
-/// NaN operands: `K` came back in all 24 lanes where `x` was NaN too, for each of the six ops,
-/// where the operands' PTX order would have given `x`. f16, bf16 and f32 results are the
-/// canonical NaN whatever the operands, so the rule is f64's alone.
-pub fn leading_nan_constant(op: &Op, args: &[crate::ir::Operand]) -> Option<LeadingNanConstant> {
-    use crate::ir::Operand;
-    let (Some(Operand::Const(k)), Some(Operand::Value(_))) = (args.first(), args.get(1)) else {
-        return None;
-    };
-    if k.ty != ScalarType::F64 || !f64::from_bits(k.bits).is_nan() {
-        return None;
-    }
-    match op {
-        Op::Bin(BinOp::Add | BinOp::Mul | BinOp::Min | BinOp::Max, ScalarType::F64, _) => {
-            Some(LeadingNanConstant::Commute)
-        }
-        Op::Fma(ScalarType::F64, _) => Some(LeadingNanConstant::Commute),
-        Op::Bin(BinOp::Sub, ScalarType::F64, _) => Some(LeadingNanConstant::Constant),
-        _ => None,
-    }
-}
 
 /// Evaluates a pure op on raw operand bits (each zero-extended from its type's width, pred = 0/1).
 /// The result likewise. Precondition: `op.is_pure()` and `args.len() == op.arity()` (the verifier

@@ -12,11 +12,12 @@ operand position), the other operands read from memory (special values crossed: 
 infinities, NaNs of both signs with payloads, signaling NaNs, subnormals, ordinary numbers).
 Results are stored as same-width unsigned bits, so NaN payloads and signs compare exactly.
 
-When both operands are NaN the H100 returns the one in the later machine-instruction slot, and
-ptxas puts a constant-memory operand last whatever its PTX position: for `op K, x` with x NaN
-(add, sub, mul, min, max, fma; f64) the GPU returned K in all 24 such lanes where the PTX operand
-order gives x. kir models this (kir_ir::eval::leading_nan_constant); f16, bf16 and f32 results are
-canonical NaNs anyway.
+With K as the first operand of add/sub/mul/min/max/fma, the other operands hold no NaN (T.xf.npy,
+T.yf.npy, the same values with each NaN replaced by a zero or an infinity): when two NaNs meet, the
+H100 returns the one in the later machine-instruction slot, and ptxas encodes a constant operand
+last whatever its PTX position. A first recording with NaNs there (2026-11-27) returned K in all
+24 such f64 lanes per op, where kir's order gives x; kir's emitter now computes those cases
+explicitly (backend-ptx `leading_nan_bin`), so that recording no longer describes kir's PTX.
 """
 import os
 import numpy as np
@@ -63,6 +64,19 @@ def specials(t, seed):
     return np.array(v[:N], dtype=dt)
 
 
+def finite(a, t):
+    """`a` with every NaN replaced by a non-NaN special value (same position, so lanes line up)."""
+    _, w, e, m, _, _ = TYPES[t]
+    exp = ((1 << e) - 1) << m
+    mant = (1 << m) - 1
+    repl = [0, 1 << (w - 1), exp, (1 << (w - 1)) | exp]
+    out = a.copy()
+    for i, x in enumerate(a.tolist()):
+        if (x & exp) == exp and (x & mant) != 0:
+            out[i] = repl[i % len(repl)]
+    return out
+
+
 def lit(t, bits):
     _, _, _, _, pre, digits = TYPES[t]
     return f"{pre}{bits:0{digits}x}"
@@ -97,8 +111,8 @@ def main():
         "; Each kernel computes `op x, K` or `op K, x` (fma: K in each position) with K a NaN constant and x, y",
         "; read from data/in/T.x.npy, T.y.npy (special values crossed); the result's bits are stored. data/gpu/K.npy.xz",
         "; is what the H100 computed for kir's PTX of this file (`kir test --require-gpu --record-gpu`, default",
-        "; pipeline; ptx/nan_constants.ptx is that PTX). With a NaN constant first and a NaN value second, the GPU",
-        "; returned the constant: ptxas puts a constant operand last (kir_ir::eval::leading_nan_constant).",
+        "; pipeline; ptx/nan_constants.ptx is that PTX). With K first (not div), x and y hold no NaN: see the",
+        "; generator's header for why.",
         "",
     ]
     body = []
@@ -106,6 +120,7 @@ def main():
         for role, seed in (("x", 1), ("y", 2)):
             a = specials(t, seed + 10 * len(t))
             np.save(os.path.join(OUT, "data", "in", f"{t}.{role}.npy"), a)
+            np.save(os.path.join(OUT, "data", "in", f"{t}.{role}f.npy"), finite(a, t))
         ops = [("add", 2), ("sub", 2), ("mul", 2), ("min", 2), ("max", 2), ("fma", 3)]
         if t in ("f32", "f64"):
             ops.insert(3, ("div", 2))
@@ -113,7 +128,8 @@ def main():
             for op, arity in ops:
                 for pos in range(arity):
                     name = f"{op}_{t}_k{ki}_p{pos}"
-                    args = [f"x=@data/in/{t}.x.npy"] + ([f"y=@data/in/{t}.y.npy"] if arity == 3 else [])
+                    f = "f" if pos == 0 and op != "div" else ""
+                    args = [f"x=@data/in/{t}.x{f}.npy"] + ([f"y=@data/in/{t}.y{f}.npy"] if arity == 3 else [])
                     body.append(f"; {op}.{t} with K = {lit(t, k_bits)} as operand {pos}")
                     body.append(f"; run: @{name} grid(1) block({N}) {' '.join(args)} out=zeros:{u}:{N} n={N}")
                     body.append(f"; expect: @{name} out == @data/gpu/{name}.npy{XZ}")
