@@ -567,9 +567,19 @@ entry:
 ";
     let run = "; run: @count grid(2) block(64) checks=no-races(contended on purpose) a=zeros:u32:1 old=zeros:u32:128 done=zeros:u32:128\n";
     let cases = [
-        ("only.kir", "; order-dependent: a old done (listed whole)\n", "unverified", "every buffer it writes is order-dependent (a, old, done), so none was compared"),
+        (
+            "only.kir",
+            "; order-dependent: a old done (listed whole)\n",
+            "unverified",
+            "every buffer it writes is order-dependent (a, old, done), so none was compared",
+        ),
         ("some.kir", "; order-dependent: old (the arrival order)\n", "ok   ", "order-dependent, not compared: old"),
-        ("typo.kir", "; order-dependent: olde\n", "FAIL ", "`; order-dependent:` names `olde`, which is not a buffer of @count (its buffers: a, old, done)"),
+        (
+            "typo.kir",
+            "; order-dependent: olde\n",
+            "FAIL ",
+            "`; order-dependent:` names `olde`, which is not a buffer of @count (its buffers: a, old, done)",
+        ),
     ];
     for (file, line, outcome, text) in cases {
         std::fs::write(dir.join(file), format!("{run}{line}{kernel}")).unwrap();

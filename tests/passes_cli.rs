@@ -77,11 +77,12 @@ fn dump_dir_and_stats() {
             "05-unroll.kir",
             "06-fold.kir",
             "07-simplify-cfg.kir",
-            "08-offsets.kir",
-            "09-cse.kir",
-            "10-licm.kir",
-            "11-dce.kir",
-            "12-layout.kir"
+            "08-ivsr.kir",
+            "09-offsets.kir",
+            "10-cse.kir",
+            "11-licm.kir",
+            "12-dce.kir",
+            "13-layout.kir"
         ]
     );
     let _ = std::fs::remove_dir_all(&dir);
