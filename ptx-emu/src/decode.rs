@@ -225,6 +225,7 @@ impl<'a> Cx<'a> {
             }
             Sym::Local(off) | Sym::CallParam(off) => Some((Space::Local, off as u64)),
             Sym::Param(off) => Some((Space::Param, off as u64)),
+            Sym::Const(off) => Some((Space::Const, off as u64)),
             Sym::Reg(_) => None,
         }
     }
@@ -783,8 +784,8 @@ pub fn decode(raw: &RawInst, scopes: &Scopes, shared: &SharedInfo) -> Result<(In
         "cvta" => {
             let to = m.take("to");
             let space = space_mod(&mut m).ok_or_else(|| cx.err("`cvta` needs a state space"))?;
-            if !matches!(space, Space::Global | Space::Shared | Space::Local) {
-                return Err(cx.unsupported("only .global, .shared and .local"));
+            if !matches!(space, Space::Global | Space::Shared | Space::Local | Space::Const) {
+                return Err(cx.unsupported("only .global, .shared, .local and .const"));
             }
             let ty = one_type(&cx, &mut m)?;
             if ty.size() != 8 {
@@ -822,8 +823,8 @@ pub fn decode(raw: &RawInst, scopes: &Scopes, shared: &SharedInfo) -> Result<(In
                     );
                 }
             }
-            if space == Space::Const {
-                return Err(cx.unsupported("`.const` memory"));
+            if space == Space::Const && op == "st" {
+                return Err(cx.err("`st.const`: constant memory is read-only (stores to `.const` are not allowed)"));
             }
             if space == Space::Param && op == "st" {
                 return Err(cx.unsupported("stores to kernel parameters"));

@@ -22,6 +22,8 @@ use std::sync::atomic::{AtomicU16, AtomicU32, AtomicU64, AtomicU8, Ordering::Rel
 pub const SHARED_WINDOW: u64 = 0x7000_0000_0000;
 /// Generic addresses of local memory: `LOCAL_WINDOW + offset` (of the executing thread).
 pub const LOCAL_WINDOW: u64 = 0x7800_0000_0000;
+/// Generic addresses of constant memory: `CONST_WINDOW + offset` (`cvta.const`).
+pub const CONST_WINDOW: u64 = 0x7400_0000_0000;
 const WINDOW_SIZE: u64 = 1 << 32;
 
 /// One global buffer as the executor sees it.
@@ -170,6 +172,8 @@ enum Access {
     Shared(usize),
     Local(usize),
     Param(usize),
+    /// An offset of the module's constant memory (read-only).
+    Const(usize),
 }
 
 impl Worker {
@@ -849,8 +853,15 @@ impl Worker {
                 }
                 None
             }
-            Space::Shared if addr + size as u64 <= cx.shared_bytes as u64 => Some(Access::Shared(addr as usize)),
-            Space::Param if addr + (size as u64) <= cx.params.len() as u64 => Some(Access::Param(addr as usize)),
+            Space::Shared if addr.saturating_add(size as u64) <= cx.shared_bytes as u64 => {
+                Some(Access::Shared(addr as usize))
+            }
+            Space::Param if addr.saturating_add(size as u64) <= cx.params.len() as u64 => {
+                Some(Access::Param(addr as usize))
+            }
+            Space::Const if addr.saturating_add(size as u64) <= cx.k.consts.bytes.len() as u64 => {
+                Some(Access::Const(addr as usize))
+            }
             _ => None,
         }
     }
@@ -949,6 +960,9 @@ impl Worker {
             Space::Generic if (LOCAL_WINDOW..LOCAL_WINDOW + WINDOW_SIZE).contains(&addr) => {
                 (Space::Local, addr - LOCAL_WINDOW)
             }
+            Space::Generic if (CONST_WINDOW..CONST_WINDOW + WINDOW_SIZE).contains(&addr) => {
+                (Space::Const, addr - CONST_WINDOW)
+            }
             Space::Generic => (Space::Global, addr),
             s => (s, addr),
         };
@@ -963,7 +977,7 @@ impl Worker {
                 _ => oob(cx.global.describe_miss(a, size)),
             },
             Space::Shared => {
-                if a + size as u64 <= cx.shared_bytes as u64 {
+                if a.saturating_add(size as u64) <= cx.shared_bytes as u64 {
                     Ok(Access::Shared(a as usize))
                 } else {
                     oob(format!(
@@ -974,7 +988,7 @@ impl Worker {
             }
             Space::Local => {
                 let lb = cx.k.local_bytes as u64;
-                if a + size as u64 <= lb {
+                if a.saturating_add(size as u64) <= lb {
                     let t = w as u64 * 32 + lane as u64;
                     Ok(Access::Local((t * lb + a) as usize))
                 } else {
@@ -982,7 +996,7 @@ impl Worker {
                 }
             }
             Space::Param => {
-                if a + size as u64 <= cx.params.len() as u64 {
+                if a.saturating_add(size as u64) <= cx.params.len() as u64 {
                     if store {
                         return oob("kernel parameters are read-only".into());
                     }
@@ -994,7 +1008,21 @@ impl Worker {
                     ))
                 }
             }
-            Space::Const | Space::Generic => oob("unsupported state space".into()),
+            Space::Const => {
+                let c = &cx.k.consts;
+                if store {
+                    oob(format!("constant memory is read-only (a store to const offset {a}, {})", c.describe(a)))
+                } else if a.checked_add(size as u64).is_some_and(|e| e <= c.bytes.len() as u64) {
+                    Ok(Access::Const(a as usize))
+                } else {
+                    oob(format!(
+                        "const offset {a} + {size} bytes ({}) is outside the module's {} bytes of constant memory",
+                        c.describe(a),
+                        c.bytes.len()
+                    ))
+                }
+            }
+            Space::Generic => oob("unsupported state space".into()),
         }
     }
 
@@ -1006,6 +1034,7 @@ impl Worker {
             Access::Shared(o) => read_le(bytes(&self.shared), o, size),
             Access::Local(o) => read_le(bytes(&self.local), o, size),
             Access::Param(o) => read_le(&cx.params, o, size),
+            Access::Const(o) => read_le(&cx.k.consts.bytes, o, size),
         }
     }
 
@@ -1016,7 +1045,7 @@ impl Worker {
             Access::Global(p) => unsafe { store_global(p, size, v) },
             Access::Shared(o) => write_le(bytes_mut(&mut self.shared), o, size, v),
             Access::Local(o) => write_le(bytes_mut(&mut self.local), o, size, v),
-            Access::Param(_) => {}
+            Access::Param(_) | Access::Const(_) => {}
         }
     }
 
@@ -1064,7 +1093,7 @@ impl Worker {
                 write_le(bytes_mut(&mut self.local), o, size, f(old));
                 old
             }
-            Access::Param(o) => read_le(&[], o, 0),
+            Access::Param(o) | Access::Const(o) => read_le(&[], o, 0),
         }
     }
 
@@ -1697,6 +1726,7 @@ impl Worker {
                 let base = match space {
                     Space::Shared => SHARED_WINDOW,
                     Space::Local => LOCAL_WINDOW,
+                    Space::Const => CONST_WINDOW,
                     _ => 0,
                 };
                 if to_generic {

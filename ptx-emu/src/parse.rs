@@ -6,6 +6,13 @@
 //! Registers must be declared (`.reg`) in an enclosing `{ }` scope before use; labels may be used
 //! before they are defined. The decoding of instructions is in [`crate::decode`].
 //!
+//! Module-level `.const` variables (`[.align A] .type name[[N]] [= literal | {literals}];`) are
+//! laid out in one constant memory image per module ([`ConstImage`], at most
+//! [`MAX_CONST_BYTES`]), each at its alignment, little-endian; an entry sees those declared before
+//! it, at their offsets in the `.const` state space. Initializers must be numeric literals of the
+//! variable's kind (as ptxas: float literals for `.f32`/`.f64`, their bits kept); anything else
+//! (addresses, `.extern .const`, vector or multi-dimensional variables, `.f16`) is a located error.
+//!
 //! Device functions (`.func`) and `call`: a direct call `call{.uni} (ret), f, (args);` runs the
 //! callee's body inlined at the call, in its own scope, which is what the PTX ABI's semantics come
 //! to for a non-recursive program:
@@ -25,7 +32,7 @@
 
 use crate::decode::{decode, Operand, RawInst};
 use crate::lex::{lex, Tok, Token};
-use crate::prog::{Inst, Kernel, Op, Program};
+use crate::prog::{ConstImage, Inst, Kernel, Op, Program, MAX_CONST_BYTES};
 use crate::scope::{scalar_type, Scopes, SharedInfo, Sym, DYNAMIC_SHARED};
 use crate::{cfg, Entry, Param, ParseError, ScalarType};
 use std::collections::HashMap;
@@ -37,6 +44,10 @@ struct Parser {
     module_shared: Vec<(String, u32, Option<u32>, u32, u32)>,
     /// Names of module-level `.global` variables (declared, not emulated).
     module_globals: Vec<String>,
+    /// The module's constant memory (module-level `.const` variables), shared by its kernels.
+    consts: ConstImage,
+    /// Each `.const` variable: name, offset in `consts`, line and column of its name.
+    const_syms: Vec<(String, u32, u32, u32)>,
     /// Registers declared in the whole module so far (bounded: a short text must not allocate
     /// without limit).
     module_regs: u64,
@@ -257,6 +268,11 @@ impl Parser {
                         if d == "extern" && self.is_dot("shared") {
                             self.pos += 1;
                             self.module_shared_decl(&t, true)?;
+                        } else if d == "extern" && self.is_dot("const") {
+                            return Err(err(
+                                &t,
+                                "`.extern .const` variables (defined in another module) are not supported by the emulator",
+                            ));
                         } else if !(self.is_dot("entry")
                             || self.is_dot("func")
                             || self.is_dot("global")
@@ -314,7 +330,8 @@ impl Parser {
                         self.module_globals.push(name);
                     }
                     "const" => {
-                        return Err(err(&t, "module-level `.const` variables are not supported by the emulator"));
+                        self.pos += 1;
+                        self.const_decl()?;
                     }
                     "file" | "loc" => {
                         let line = t.line;
@@ -352,6 +369,12 @@ impl Parser {
             }
         }
         let _ = saw_entry_or_func;
+        // One image for the module: every kernel sees the same constant memory (an entry's
+        // scope names only the variables declared before it).
+        let consts = std::sync::Arc::new(std::mem::take(&mut self.consts));
+        for k in &mut prog.kernels {
+            k.consts = consts.clone();
+        }
         Ok(prog)
     }
 
@@ -703,6 +726,216 @@ impl Parser {
         Ok((name, if align == 0 { elem.max(1) } else { align }, size, nt.line, nt.col))
     }
 
+    /// After `.const` at module level: `[.align A] .type name[[N]] [= init] ;` with `init` one
+    /// literal or `{ literal, ... }` (an array; missing elements are zero, `name[]` takes the
+    /// initializer's length). Lays the variable out in `self.consts` (aligned, little-endian).
+    fn const_decl(&mut self) -> Result<(), ParseError> {
+        let mut align = 0u32;
+        let ty;
+        loop {
+            let t = self.next("a type")?;
+            match &t.tok {
+                Tok::Dot(d) if d == "align" => {
+                    let a = self.int("an alignment")?;
+                    if !a.is_power_of_two() || a > 4096 {
+                        return Err(err(&t, format!("alignment {a} is not a power of two up to 4096")));
+                    }
+                    align = a as u32;
+                }
+                Tok::Dot(d) if matches!(d.as_str(), "v2" | "v4" | "v8") => {
+                    return Err(err(&t, "vector-typed `.const` variables are not supported by the emulator"));
+                }
+                Tok::Dot(d) => match scalar_type(d) {
+                    Some(ScalarType::F16 | ScalarType::BF16) => {
+                        return Err(err(
+                            &t,
+                            format!(
+                                "`.{d}` `.const` variables are not supported by the emulator (declare them `.b16`)"
+                            ),
+                        ))
+                    }
+                    Some(s) if s != ScalarType::Pred => {
+                        ty = s;
+                        break;
+                    }
+                    _ => return Err(err(&t, format!("unsupported type `.{d}` in a `.const` declaration"))),
+                },
+                other => return Err(err(&t, format!("expected a type, found {}", show(other)))),
+            }
+        }
+        let (name, nt) = self.ident("a variable name")?;
+        if self.const_syms.iter().any(|c| c.0 == name)
+            || self.module_shared.iter().any(|c| c.0 == name)
+            || self.module_globals.contains(&name)
+        {
+            return Err(err(&nt, format!("`{name}` is declared twice at module scope")));
+        }
+        let elem = ty.size();
+        let align = if align == 0 { elem } else { align };
+        let off = self.consts.bytes.len().next_multiple_of(align as usize) as u64;
+        let too_large = |size: u128| {
+            err(
+                &nt,
+                format!(
+                    "`.const` variable `{name}` ({size} bytes at offset {off}) does not fit in the {MAX_CONST_BYTES} bytes (64 KiB) of constant memory"
+                ),
+            )
+        };
+        // `None`: an array without a size (`name[]`), sized by its initializer.
+        let mut count: Option<u64> = Some(1);
+        let mut array = false;
+        if self.is_punct('[') {
+            self.pos += 1;
+            array = true;
+            if self.is_punct(']') {
+                count = None;
+            } else {
+                let n = self.int("an array size")?;
+                if n == 0 {
+                    return Err(err(&nt, format!("`{name}` has an array size of 0")));
+                }
+                if off as u128 + n as u128 * elem as u128 > MAX_CONST_BYTES as u128 {
+                    return Err(too_large(n as u128 * elem as u128));
+                }
+                count = Some(n);
+            }
+            self.expect_punct(']')?;
+            if self.is_punct('[') {
+                return Err(err(&nt, "multi-dimensional `.const` arrays are not supported by the emulator"));
+            }
+        }
+        let mut vals: Vec<u64> = Vec::new();
+        if self.is_punct('=') {
+            self.pos += 1;
+            if self.is_punct('{') {
+                let open = self.next("`{`")?;
+                if !array {
+                    return Err(err(
+                        &open,
+                        format!("`{name}` is not an array: its initializer is one value, not `{{...}}`"),
+                    ));
+                }
+                loop {
+                    if self.is_punct('{') {
+                        let t = self.next("`{`")?;
+                        return Err(err(&t, "multi-dimensional `.const` arrays are not supported by the emulator"));
+                    }
+                    let v = self.const_value(ty)?;
+                    vals.push(v);
+                    if count.is_some_and(|n| vals.len() as u64 > n) {
+                        return Err(err(
+                            &open,
+                            format!("`{name}` has more initializers than its {} elements", count.unwrap_or(0)),
+                        ));
+                    }
+                    if off as u128 + vals.len() as u128 * elem as u128 > MAX_CONST_BYTES as u128 {
+                        return Err(too_large(vals.len() as u128 * elem as u128));
+                    }
+                    let t = self.next("`,` or `}`")?;
+                    match t.tok {
+                        Tok::Punct(',') => {}
+                        Tok::Punct('}') => break,
+                        ref other => {
+                            return Err(err(
+                                &t,
+                                format!("expected `,` or `}}` in an initializer, found {}", show(other)),
+                            ))
+                        }
+                    }
+                }
+            } else {
+                if array {
+                    let t = self.peek().cloned().ok_or_else(|| self.eof_err("`{`"))?;
+                    return Err(err(&t, format!("`{name}` is an array: its initializer must be `{{...}}`")));
+                }
+                vals.push(self.const_value(ty)?);
+            }
+        } else if count.is_none() {
+            return Err(err(&nt, format!("`{name}[]` without a size needs an initializer")));
+        }
+        let n = count.unwrap_or(vals.len() as u64);
+        self.expect_punct(';')?;
+        let size = n * elem as u64;
+        if off + size > MAX_CONST_BYTES as u64 {
+            return Err(too_large(size as u128));
+        }
+        let img = &mut self.consts.bytes;
+        img.resize((off + size) as usize, 0);
+        for (i, v) in vals.iter().enumerate() {
+            let at = off as usize + i * elem as usize;
+            img[at..at + elem as usize].copy_from_slice(&v.to_le_bytes()[..elem as usize]);
+        }
+        self.consts.vars.push((name.clone(), off as u32, size as u32));
+        self.const_syms.push((name, off as u32, nt.line, nt.col));
+        Ok(())
+    }
+
+    /// One literal of a `.const` initializer (optionally negated) as the bits of a `ty` value:
+    /// integers (decimal, hex, octal, binary) for integer types, and must fit the type (signed or
+    /// unsigned; ptxas accepts wider values, the emulator refuses them); for `.f32` and `.f64`,
+    /// float literals only (as ptxas): `0f`/`0d` literals give their bits (NaN payloads kept),
+    /// decimal floats their value (rounded to nearest).
+    fn const_value(&mut self, ty: ScalarType) -> Result<u64, ParseError> {
+        let mut t = self.next("an initializer value")?;
+        let neg = t.tok == Tok::Punct('-');
+        if neg {
+            t = self.next("a number after `-`")?;
+        }
+        let float = matches!(ty, ScalarType::F32 | ScalarType::F64);
+        let bits = ty.size() * 8;
+        let f32_of = |x: f64| (x as f32).to_bits() as u64;
+        Ok(match t.tok {
+            Tok::Int(_) if float => {
+                // As ptxas: "Initial value type mismatch".
+                return Err(err(
+                    &t,
+                    format!(
+                        "an integer initializer for a `.{}` variable (write a float literal: `1.0`, `0f...`, `0d...`)",
+                        ty.name()
+                    ),
+                ));
+            }
+            Tok::Int(v) => {
+                let x = if neg { -(v as i128) } else { v as i128 };
+                if x < -(1i128 << (bits - 1)) || x >= 1i128 << bits {
+                    return Err(err(
+                        &t,
+                        format!("initializer `{}{v}` does not fit in `.{}`", if neg { "-" } else { "" }, ty.name()),
+                    ));
+                }
+                (x as u64) & if bits == 64 { u64::MAX } else { (1 << bits) - 1 }
+            }
+            Tok::F32(b) if float => {
+                let b = if neg { b ^ 0x8000_0000 } else { b };
+                if ty == ScalarType::F32 {
+                    b as u64
+                } else {
+                    (f32::from_bits(b) as f64).to_bits()
+                }
+            }
+            Tok::F64(b) if float => {
+                let b = if neg { b ^ (1 << 63) } else { b };
+                if ty == ScalarType::F64 {
+                    b
+                } else {
+                    f32_of(f64::from_bits(b))
+                }
+            }
+            Tok::F32(_) | Tok::F64(_) => {
+                return Err(err(&t, format!("a floating-point initializer for a `.{}` variable", ty.name())))
+            }
+            Tok::Ident(ref n) => {
+                return Err(err(
+                    &t,
+                    format!(
+                        "`.const` initializers other than numeric literals (`{n}`) are not supported by the emulator"
+                    ),
+                ))
+            }
+            ref other => return Err(err(&t, format!("expected a numeric literal initializer, found {}", show(other)))),
+        })
+    }
+
     fn entry(&mut self, at: &Token) -> Result<Kernel, ParseError> {
         let (name, _) = self.ident("the entry's name")?;
         let mut scopes =
@@ -817,6 +1050,10 @@ impl Parser {
         let mut shared = SharedLayout::default();
         for (n, a, s, line, col) in self.module_shared.clone() {
             shared.add(&mut scopes, n, a, s, line, col)?;
+        }
+        // Module `.const` variables: their offsets in the module's constant memory.
+        for (n, off, line, col) in &self.const_syms {
+            scopes.declare(n.clone(), Sym::Const(*off), *line, *col)?;
         }
         let open = self.expect_punct('{')?;
         let mut insts: Vec<Inst> = Vec::new();
@@ -974,6 +1211,7 @@ impl Parser {
             reconverge,
             clear_regs,
             global_atomics,
+            consts: Default::default(),
         })
     }
 
@@ -1256,6 +1494,8 @@ pub fn parse_program(text: &str) -> Result<Program, ParseError> {
         pos: 0,
         module_shared: Vec::new(),
         module_globals: Vec::new(),
+        consts: ConstImage::default(),
+        const_syms: Vec::new(),
         module_regs: 0,
         funcs: HashMap::new(),
         inlined: 0,

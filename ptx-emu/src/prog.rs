@@ -474,6 +474,42 @@ pub struct Kernel {
     pub clear_regs: Option<Vec<RegId>>,
     /// Whether the kernel has an atomic on global (or generic) memory: blocks then run in order.
     pub global_atomics: bool,
+    /// The module's `.const` variables declared before this entry (constant bank, read-only).
+    pub consts: std::sync::Arc<ConstImage>,
+}
+
+/// A module's constant memory: its `.const` variables laid out from offset 0 with their
+/// alignment, little-endian, at most [`MAX_CONST_BYTES`] bytes. A `.const` variable's address (in
+/// the `.const` state space) is its offset here.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct ConstImage {
+    pub bytes: Vec<u8>,
+    /// Each variable: name, offset, size in bytes (in offset order).
+    pub vars: Vec<(String, u32, u32)>,
+}
+
+/// Largest constant memory image of a module: 64 KiB, the size of the hardware's constant bank
+/// for user `.const` data.
+pub const MAX_CONST_BYTES: u32 = 64 * 1024;
+
+impl ConstImage {
+    /// A description of constant offset `off` for fault messages: the variable it falls in or
+    /// follows.
+    pub fn describe(&self, off: u64) -> String {
+        match self.vars.iter().rev().find(|v| v.1 as u64 <= off) {
+            Some((n, o, s)) if off < (*o + *s) as u64 => format!("`{n}`+{}", off - *o as u64),
+            Some((n, o, s)) => {
+                format!("{} bytes past the end of `{n}` ({s} bytes at offset {o})", off - (*o + *s) as u64)
+            }
+            None => "before every `.const` variable".into(),
+        }
+    }
+}
+
+impl std::fmt::Debug for ConstImage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ConstImage({} bytes, {:?})", self.bytes.len(), self.vars)
+    }
 }
 
 /// Everything a module holds.

@@ -1,5 +1,5 @@
 //! What instructions name: PTX type suffixes, the symbols an entry declares (registers, shared,
-//! local and parameter variables) in nested `{ }` scopes, and the placement of the `.extern
+//! local, parameter and module `.const` variables) in nested `{ }` scopes, and the placement of the `.extern
 //! .shared` array. The parser ([`crate::parse`]) fills the scopes as it reads declarations; the
 //! decoder ([`crate::decode`]) resolves operands against them: the parser calls the decoder, and
 //! the decoder needs only this module, so the two import each other in no circle.
@@ -46,6 +46,8 @@ pub enum Sym {
     Local(u32),
     /// A kernel parameter at this offset of the parameter space.
     Param(u32),
+    /// A module-level `.const` variable at this offset of the module's constant memory.
+    Const(u32),
     /// A `.param` variable declared in a body (a call's argument or return slot), or a callee's
     /// parameter naming one: at this offset of the thread's local memory.
     CallParam(u32),
