@@ -556,7 +556,7 @@ fn emulate_in(
         None => PtxEmulator::entries_only(&program, opts),
     };
     let inputs = Inputs { args: &bound.args, buffers: &bound.buffers, names: &names };
-    engine.run(&Launch::Kernel { name: &k.name, cfg: cfg.clone() }, &inputs).map_err(|e| match e {
+    engine.run(&Launch::Kernel { name: &k.name, cfg: *cfg }, &inputs).map_err(|e| match e {
         EngineError::Emu(f) => as_failure(f),
         other => Failure::new(FailureKind::Emu("setup".into()), other.to_string()),
     })
@@ -585,7 +585,7 @@ fn run_on_gpu(
 ) -> Result<Vec<Buffer>, Failure> {
     let prefix = if what.is_empty() { String::new() } else { format!("{what}: ") };
     let ptx = gpu.kernel_ptx(name).map_err(|e| Failure::new(FailureKind::Emit, format!("{prefix}{e}")))?.to_string();
-    gpu.run(&Launch::Kernel { name, cfg: cfg.clone() }, inputs).map_err(|e| match e {
+    gpu.run(&Launch::Kernel { name, cfg: *cfg }, inputs).map_err(|e| match e {
         EngineError::Gpu(e) => gpu_failure(e, &ptx, what),
         other => Failure::new(FailureKind::Gpu, format!("{prefix}{other}")),
     })

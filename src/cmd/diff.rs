@@ -189,7 +189,7 @@ pub fn run(a: &Args) -> ExitCode {
     }
     let inputs = Inputs { args: &launch_args, buffers: &initial, names: &names };
     let launch = match &target {
-        Target::Kernel { k, cfg } => engine::Launch::Kernel { name: &k.name, cfg: cfg.clone() },
+        Target::Kernel { k, cfg } => engine::Launch::Kernel { name: &k.name, cfg: *cfg },
         Target::Graph { g } => engine::Launch::Graph { name: &g.name },
     };
 
