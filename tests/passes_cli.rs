@@ -182,3 +182,22 @@ fn print_unroll_reports_each_loop() {
     let o = kir(&["opt", "kernels/gemm_tiled.kir", "-o", "/dev/null"]);
     assert!(o.stderr.is_empty(), "{}", String::from_utf8_lossy(&o.stderr));
 }
+
+/// `kir opt` works on a checked module: input that verifies but fails barrier verification (what
+/// `kir check`, `kir ptx` and `kir run` refuse) is refused before any pass, with the checks'
+/// located diagnostics, and nothing is printed on stdout.
+#[test]
+fn input_that_fails_kir_check_is_refused() {
+    let f = "tests/filetests/barriers/bad_after_divergent_loop.kir";
+    let o = Command::new(env!("CARGO_BIN_EXE_kir"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["opt", "--passes", "fold", f])
+        .output()
+        .expect("run kir");
+    assert_eq!(o.status.code(), Some(1));
+    assert!(o.stdout.is_empty(), "{}", String::from_utf8_lossy(&o.stdout));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.starts_with("error: the module fails `kir check`; no pass was run\n"), "{err}");
+    assert!(err.contains("error: barrier must be reached by all threads of the block"), "{err}");
+    assert!(err.contains("bad_after_divergent_loop.kir:25:3"), "{err}");
+}

@@ -10,15 +10,23 @@
 //!   index by index with [`crate::compare::compare_buffers`]. The inputs are never modified.
 //! - An engine's setup is its own: the interpreter's options (race and uninitialized-read checks,
 //!   fuel, host threads), the emulator's PTX (emitted from the module with kir's `.kir` line
-//!   comments, loaded once per module by [`EmuProgram::new`]) and options, the GPU's target
-//!   (chosen from the device's compute capability on the first run) and PTX emission.
-//! - Every problem is an [`EngineError`], never a panic; it carries what each engine reports
-//!   today: the interpreter's [`InterpError`] (the fault and where it happened), the emulator's
+//!   comments, loaded once per module by [`EmuProgram::new`], or PTX text already at hand,
+//!   [`EmuProgram::from_ptx`]) and options, the GPU's target (given, or chosen from the device's
+//!   compute capability on the first run) and PTX emission (once per kernel,
+//!   [`Gpu::kernel_ptx`]).
+//! - Every problem is an [`EngineError`], never a panic; it carries what each engine reports:
+//!   the interpreter's [`InterpError`] (the fault and where it happened), the emulator's
 //!   [`EmuFailure`] (its class, and a message with the PTX line and the `.kir` line it was
-//!   emitted for) and the GPU's message. Its `Display` is that message, unchanged.
+//!   emitted for), the GPU driver's [`GpuError`] as it is (so a crash or hang of an isolated
+//!   runner's worker stays distinguishable from a failed run) and, apart from it, what kept the
+//!   GPU run from being prepared ([`EngineError::GpuSetup`]). Its `Display` is that message,
+//!   unchanged.
+//! - What a run did ([`Interpreter::last_stats`], [`PtxEmulator::last_stats`]) is kept by the
+//!   engine, for the callers that report it.
 
 use crate::emu_exec::{self, EmuFailure, FailureClass};
 use crate::gpu_exec::{self, GpuExec};
+use kir_backend_ptx::gpu::GpuError;
 use kir_backend_ptx::SmVersion;
 use kir_interp::{Arg, Buffer, InterpError, LaunchConfig};
 use kir_ir::verify::{Checked, Verified};
@@ -49,14 +57,20 @@ pub enum EngineError {
     Interp(Box<InterpError>),
     /// The PTX emulator failed: unloadable PTX, a fault, an invalid launch or the setup.
     Emu(EmuFailure),
-    /// The GPU run failed (the driver's message, or the PTX could not be emitted for it).
-    Gpu(String),
+    /// The GPU run failed: the driver's error as it is (a crash or hang of an isolated runner's
+    /// worker is [`GpuError::Crashed`] or [`GpuError::TimedOut`]; what could not be prepared for
+    /// a graph's launches is [`GpuError::Invalid`]).
+    Gpu(GpuError),
+    /// The GPU run could not be set up: the device's compute capability or target, or a kernel's
+    /// PTX for it (the emitter's messages).
+    GpuSetup(String),
 }
 
 impl fmt::Display for EngineError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            EngineError::Target(m) | EngineError::Gpu(m) => f.write_str(m),
+            EngineError::Target(m) | EngineError::GpuSetup(m) => f.write_str(m),
+            EngineError::Gpu(e) => write!(f, "{e}"),
             EngineError::Interp(e) => write!(f, "{e}"),
             EngineError::Emu(e) => f.write_str(&e.message),
         }
@@ -77,9 +91,9 @@ impl From<EmuFailure> for EngineError {
     }
 }
 
-impl From<kir_backend_ptx::gpu::GpuError> for EngineError {
-    fn from(e: kir_backend_ptx::gpu::GpuError) -> EngineError {
-        EngineError::Gpu(e.to_string())
+impl From<GpuError> for EngineError {
+    fn from(e: GpuError) -> EngineError {
+        EngineError::Gpu(e)
     }
 }
 
@@ -95,11 +109,17 @@ pub trait Engine {
 pub struct Interpreter<'m> {
     module: &'m Verified,
     opts: kir_interp::Options,
+    stats: Option<kir_interp::Stats>,
 }
 
 impl<'m> Interpreter<'m> {
     pub fn new(module: &'m Verified, opts: kir_interp::Options) -> Interpreter<'m> {
-        Interpreter { module, opts }
+        Interpreter { module, opts, stats: None }
+    }
+
+    /// What the last successful run did (a graph's: all its launches together).
+    pub fn last_stats(&self) -> Option<&kir_interp::Stats> {
+        self.stats.as_ref()
     }
 }
 
@@ -110,16 +130,18 @@ impl Engine for Interpreter<'_> {
 
     fn run(&mut self, what: &Launch<'_>, inputs: &Inputs<'_>) -> Result<Vec<Buffer>, EngineError> {
         let mut buffers = inputs.buffers.to_vec();
-        match *what {
+        self.stats = None;
+        let stats = match *what {
             Launch::Kernel { name, ref cfg } => {
                 let k = self.module.verified_kernel(name).ok_or_else(|| no_target("kernel", name))?;
-                kir_interp::launch_verified(k, cfg, inputs.args, &mut buffers, &self.opts)?;
+                kir_interp::launch_verified(k, cfg, inputs.args, &mut buffers, &self.opts)?
             }
             Launch::Graph { name } => {
                 let g = self.module.graph(name).ok_or_else(|| no_target("graph", name))?;
-                kir_interp::graph::run_graph(self.module, g, inputs.args, &mut buffers, &self.opts)?;
+                kir_interp::graph::run_graph(self.module, g, inputs.args, &mut buffers, &self.opts)?.total
             }
-        }
+        };
+        self.stats = Some(stats);
         Ok(buffers)
     }
 }
@@ -128,8 +150,9 @@ fn no_target(what: &str, name: &str) -> EngineError {
     EngineError::Target(format!("no {what} `@{name}`"))
 }
 
-/// A module's PTX for the emulator ([`emu_exec::EMU_SM`], with kir's `.kir` line comments),
-/// loaded: what [`PtxEmulator`] runs.
+/// PTX text loaded into the emulator: what [`PtxEmulator`] runs. Usually a module's PTX for the
+/// emulator ([`emu_exec::EMU_SM`], with kir's `.kir` line comments: [`EmuProgram::new`]); any PTX
+/// text with [`EmuProgram::from_ptx`].
 pub struct EmuProgram {
     ptx: String,
     loaded: kir_ptx_emu::Module,
@@ -149,8 +172,25 @@ impl EmuProgram {
             Some(hook) => hook(&ptx),
             None => ptx,
         };
+        EmuProgram::from_ptx(ptx)
+    }
+
+    /// Loads PTX text as it is (e.g. the PTX already emitted for `ptxas`, or a `.ptx` file); a
+    /// text the emulator cannot load is a [`FailureClass::Load`] failure naming the PTX line.
+    pub fn from_ptx(ptx: String) -> Result<Self, EmuFailure> {
         let loaded = emu_exec::load(&ptx)?;
         Ok(EmuProgram { ptx, loaded })
+    }
+
+    /// A program from PTX text and the module the emulator loaded from it
+    /// ([`kir_ptx_emu::Module::parse`] of `ptx`: for a caller that reports a load error itself).
+    pub fn from_loaded(ptx: String, loaded: kir_ptx_emu::Module) -> Self {
+        EmuProgram { ptx, loaded }
+    }
+
+    /// The loaded module (its entries and their parameters).
+    pub fn module(&self) -> &kir_ptx_emu::Module {
+        &self.loaded
     }
 
     /// The PTX text the program was loaded from.
@@ -160,21 +200,36 @@ impl EmuProgram {
 }
 
 /// The PTX emulator running a module's [`EmuProgram`] with its options. A program that could not
-/// be made fails every run with the failure that stopped it.
+/// be made fails every run with the failure that stopped it. A kernel launch runs the entry kir
+/// emits for the kernel's name ([`kir::api::ptx_entry_name`]; a PTX entry's own name is that
+/// name); a graph needs the module it belongs to.
 pub struct PtxEmulator<'a> {
     program: &'a Result<EmuProgram, EmuFailure>,
-    module: &'a Checked,
+    module: Option<&'a Checked>,
     opts: kir_ptx_emu::Options,
+    stats: Option<kir_ptx_emu::Stats>,
 }
 
 impl<'a> PtxEmulator<'a> {
-    /// `program` must be [`EmuProgram::new`] of `module`.
+    /// `program` must be the PTX of `module` ([`EmuProgram::new`], or [`EmuProgram::from_ptx`]
+    /// of PTX emitted from it).
     pub fn new(
         program: &'a Result<EmuProgram, EmuFailure>,
         module: &'a Checked,
         opts: kir_ptx_emu::Options,
     ) -> PtxEmulator<'a> {
-        PtxEmulator { program, module, opts }
+        PtxEmulator { program, module: Some(module), opts, stats: None }
+    }
+
+    /// PTX with no `.kir` module at hand: its entries run as kernel launches; a graph launch is
+    /// an [`EngineError::Target`] error.
+    pub fn entries_only(program: &'a Result<EmuProgram, EmuFailure>, opts: kir_ptx_emu::Options) -> PtxEmulator<'a> {
+        PtxEmulator { program, module: None, opts, stats: None }
+    }
+
+    /// What the last successful run did (a graph's: all its launches together).
+    pub fn last_stats(&self) -> Option<&kir_ptx_emu::Stats> {
+        self.stats.as_ref()
     }
 }
 
@@ -185,6 +240,7 @@ impl Engine for PtxEmulator<'_> {
 
     fn run(&mut self, what: &Launch<'_>, inputs: &Inputs<'_>) -> Result<Vec<Buffer>, EngineError> {
         let p = self.program.as_ref().map_err(|e| EngineError::Emu(e.clone()))?;
+        self.stats = None;
         let run = match *what {
             Launch::Kernel { name, ref cfg } => {
                 let entry = kir::api::ptx_entry_name(name);
@@ -200,11 +256,12 @@ impl Engine for PtxEmulator<'_> {
                 )?
             }
             Launch::Graph { name } => {
-                let g = self.module.graph(name).ok_or_else(|| no_target("graph", name))?;
+                let module = self.module.ok_or_else(|| no_target("graph", name))?;
+                let g = module.graph(name).ok_or_else(|| no_target("graph", name))?;
                 emu_exec::run_graph(
                     &p.loaded,
                     &p.ptx,
-                    self.module,
+                    module,
                     g,
                     inputs.args,
                     inputs.buffers,
@@ -213,32 +270,59 @@ impl Engine for PtxEmulator<'_> {
                 )?
             }
         };
+        self.stats = Some(run.stats);
         Ok(run.buffers)
     }
 }
 
 /// A GPU (through a [`GpuExec`] runner) running a checked module's kernels, emitted for the
-/// device's own target.
+/// device's own target (no comments; a kernel with the functions it calls as `.func`s).
 pub struct Gpu<'a> {
     runner: &'a mut dyn GpuExec,
     module: &'a Checked,
     sm: Option<SmVersion>,
+    /// Each kernel's PTX, emitted once: (kernel name, PTX).
+    ptx: Vec<(String, String)>,
 }
 
 impl<'a> Gpu<'a> {
+    /// The target is asked of the device on the first run.
     pub fn new(runner: &'a mut dyn GpuExec, module: &'a Checked) -> Gpu<'a> {
-        Gpu { runner, module, sm: None }
+        Gpu { runner, module, sm: None, ptx: Vec::new() }
+    }
+
+    /// With the target already chosen (e.g. [`gpu_exec::sm_for`] the device's compute capability,
+    /// asked once for many modules).
+    pub fn with_sm(runner: &'a mut dyn GpuExec, module: &'a Checked, sm: SmVersion) -> Gpu<'a> {
+        Gpu { runner, module, sm: Some(sm), ptx: Vec::new() }
     }
 
     /// The PTX target of the device ([`gpu_exec::sm_for`] its compute capability), asked once.
-    fn sm(&mut self) -> Result<SmVersion, EngineError> {
+    pub fn sm(&mut self) -> Result<SmVersion, EngineError> {
         if let Some(sm) = self.sm {
             return Ok(sm);
         }
-        let cc = self.runner.compute_capability().map_err(|e| EngineError::Gpu(format!("GPU: {e}")))?;
-        let sm = gpu_exec::sm_for(cc).map_err(EngineError::Gpu)?;
+        let cc = self.runner.compute_capability().map_err(|e| EngineError::GpuSetup(format!("GPU: {e}")))?;
+        let sm = gpu_exec::sm_for(cc).map_err(EngineError::GpuSetup)?;
         self.sm = Some(sm);
         Ok(sm)
+    }
+
+    /// The PTX a launch of kernel `name` runs (emitted on first use, then kept): for a caller
+    /// that keeps it (a crash report, timing). An emission failure is [`EngineError::GpuSetup`]
+    /// with the emitter's messages.
+    pub fn kernel_ptx(&mut self, name: &str) -> Result<&str, EngineError> {
+        let sm = self.sm()?;
+        let i = match self.ptx.iter().position(|(n, _)| n == name) {
+            Some(i) => i,
+            None => {
+                let k = self.module.kernel(name).ok_or_else(|| no_target("kernel", name))?;
+                let ptx = gpu_exec::ptx_in_module(self.module, k, sm).map_err(EngineError::GpuSetup)?;
+                self.ptx.push((name.to_string(), ptx));
+                self.ptx.len() - 1
+            }
+        };
+        Ok(&self.ptx[i].1)
     }
 }
 
@@ -251,14 +335,15 @@ impl Engine for Gpu<'_> {
         let sm = self.sm()?;
         match *what {
             Launch::Kernel { name, ref cfg } => {
-                let k = self.module.kernel(name).ok_or_else(|| no_target("kernel", name))?;
-                let ptx = gpu_exec::ptx_in_module(self.module, k, sm).map_err(EngineError::Gpu)?;
-                gpu_exec::run_kernel(self.runner, k, &ptx, cfg, inputs.args, inputs.buffers).map_err(EngineError::Gpu)
+                let module = self.module;
+                let k = module.kernel(name).ok_or_else(|| no_target("kernel", name))?;
+                self.kernel_ptx(name)?;
+                let ptx = self.ptx.iter().find(|(n, _)| n == name).map(|(_, p)| p.as_str()).unwrap_or_default();
+                Ok(gpu_exec::run_kernel(self.runner, k, ptx, cfg, inputs.args, inputs.buffers)?)
             }
             Launch::Graph { name } => {
                 let g = self.module.graph(name).ok_or_else(|| no_target("graph", name))?;
-                gpu_exec::run_graph(self.runner, sm, self.module, g, inputs.args, inputs.buffers)
-                    .map_err(EngineError::Gpu)
+                Ok(gpu_exec::run_graph(self.runner, sm, self.module, g, inputs.args, inputs.buffers)?)
             }
         }
     }
@@ -325,5 +410,63 @@ mod tests {
         let missing = Launch::Graph { name: "nope" };
         let e = Interpreter::new(&m, kir_interp::Options::default()).run(&missing, &inputs).unwrap_err();
         assert_eq!(e.to_string(), "no graph `@nope`");
+    }
+
+    /// A runner whose driver "crashes" on every run, as an isolated worker's does.
+    struct Crashing;
+
+    impl GpuExec for Crashing {
+        fn run_sequence(
+            &mut self,
+            _: &[Vec<u8>],
+            _: &[kir_backend_ptx::gpu::KernelLaunch],
+        ) -> Result<Vec<Vec<u8>>, GpuError> {
+            Err(GpuError::Crashed { stage: kir_backend_ptx::gpu::Stage::Loading, how: "SIGSEGV".into() })
+        }
+        fn device_name(&self) -> Result<String, GpuError> {
+            Ok("fake".into())
+        }
+        fn is_emulated(&self) -> bool {
+            false
+        }
+        fn compute_capability(&self) -> Result<(i32, i32), GpuError> {
+            Ok((9, 0))
+        }
+    }
+
+    #[test]
+    fn the_gpu_engine_keeps_the_drivers_error_and_the_ptx_it_ran() {
+        let m = checked();
+        let mut runner = Crashing;
+        let mut gpu = Gpu::new(&mut runner, &m);
+        let ptx = gpu.kernel_ptx("k").unwrap().to_string();
+        assert!(ptx.contains(".target sm_90") && ptx.contains(".visible .entry k("), "{ptx}");
+        let buffers = vec![Buffer::from_u32(&[0; 4])];
+        let args = [Arg::Buffer(0), Arg::Scalar(Constant::u32(0))];
+        let inputs = Inputs { args: &args, buffers: &buffers, names: &[] };
+        let launch = Launch::Kernel { name: "k", cfg: LaunchConfig::linear(1, 4) };
+        match gpu.run(&launch, &inputs) {
+            Err(EngineError::Gpu(GpuError::Crashed { how, .. })) => assert_eq!(how, "SIGSEGV"),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(gpu.kernel_ptx("k").unwrap(), ptx, "emitted once, kept");
+        assert!(matches!(gpu.kernel_ptx("nope"), Err(EngineError::Target(_))));
+    }
+
+    #[test]
+    fn ptx_text_runs_without_a_module() {
+        let m = checked();
+        let program = EmuProgram::from_ptx(emu_exec::module_ptx(&m, None).unwrap());
+        let mut emu = PtxEmulator::entries_only(&program, kir_ptx_emu::Options::default());
+        let buffers = vec![Buffer::from_u32(&[0; 4])];
+        let args = [Arg::Buffer(0), Arg::Scalar(Constant::u32(1))];
+        let inputs = Inputs { args: &args, buffers: &buffers, names: &[] };
+        let got = emu.run(&Launch::Kernel { name: "k", cfg: LaunchConfig::linear(1, 4) }, &inputs).unwrap();
+        assert_eq!(got[0], Buffer::from_u32(&[1, 2, 3, 4]));
+        assert_eq!(emu.last_stats().map(|s| s.blocks), Some(1));
+        let e = emu.run(&Launch::Graph { name: "g" }, &inputs).unwrap_err();
+        assert_eq!(e.to_string(), "no graph `@g`");
+        let bad = EmuProgram::from_ptx("garbage".into());
+        assert!(matches!(bad, Err(EmuFailure { class: FailureClass::Load, .. })));
     }
 }

@@ -14,12 +14,13 @@
 //!   default one does, else on the inlined module), and the optimized kernel's buffers equal the
 //!   reference's bit for bit; the PTX emitter accepts the call-free (inlined) kernel; `ptxas`
 //!   accepts its PTX, and, for a module with calls, the PTX of the kernel with its functions as
-//!   `.func`s (when a target is given); the PTX emulator ([`crate::emu_exec`], when
-//!   [`FuzzConfig::emu`] is on, as it is by default) runs the call-free kernel's PTX without a
-//!   fault and its buffers equal the interpreter's bit for bit (integers, NaN payloads and the
-//!   sign of zero included: [`engine_strictness`]); and, when a GPU runner is given, the GPU's
-//!   buffers (same PTX; on hardware, for a module with calls, also the PTX with `.func`s) equal
-//!   the interpreter's the same way. [`check_kernel`] is the same for a module holding only that
+//!   `.func`s (when a target is given); the PTX emulator ([`crate::engine::PtxEmulator`] on that
+//!   PTX, when [`FuzzConfig::emu`] is on, as it is by default) runs the call-free kernel's PTX
+//!   without a fault and its buffers equal the interpreter's bit for bit (integers, NaN payloads
+//!   and the sign of zero included: [`engine_strictness`]); and, when a GPU runner is given, the
+//!   GPU's buffers ([`crate::engine::Gpu`], whose errors keep the driver's [`GpuError`]; same PTX;
+//!   on hardware, for a module with calls, also the PTX with `.func`s) equal the interpreter's
+//!   the same way. [`check_kernel`] is the same for a module holding only that
 //!   kernel.
 //! - A crash of NVIDIA's tools is its own failure kind, never a kir failure and never "ptxas
 //!   rejects the PTX": ptxas killed by a signal or failing without an error message is
@@ -48,6 +49,7 @@
 //! - Everything is deterministic for a given seed and configuration; nothing panics.
 
 use crate::compare::{compare_buffers, Strictness};
+use crate::engine::{EmuProgram, Engine as _, EngineError, Gpu, Inputs, Launch, PtxEmulator};
 use crate::gpu_exec::GpuExec;
 use kir_backend_ptx::gpu::{GpuError, Stage};
 use kir_backend_ptx::tools::PtxasError;
@@ -476,7 +478,7 @@ pub fn check_module(
             _ => crate::gpu_exec::ptx_in_module(&flat, fk, crate::emu_exec::EMU_SM)
                 .map_err(|e| Failure::new(FailureKind::Emit, e))?,
         };
-        let got = emulate(fk, &ptx, &launch, &bound, cfg.fuel.saturating_mul(EMU_FUEL_FACTOR))?;
+        let got = emulate_in(Some(&flat), fk, ptx, &launch, &bound, cfg.fuel.saturating_mul(EMU_FUEL_FACTOR))?;
         ran.emu = true;
         let s = engine_strictness(fk);
         compare_all(k, &bound, &reference, &got, s).map_err(|e| {
@@ -484,24 +486,19 @@ pub fn check_module(
         })?;
     }
     if let Some((runner, sm)) = gpu {
-        let ptx = crate::gpu_exec::ptx_in_module(&flat, fk, sm).map_err(|e| Failure::new(FailureKind::Emit, e))?;
-        let got = crate::gpu_exec::run_kernel_checked(runner, fk, &ptx, &launch, &bound.args, &bound.buffers)
-            .map_err(|e| gpu_failure(e, &ptx, ""))?;
+        let emulated = runner.is_emulated();
+        let names = buffer_names(k, &bound);
+        let inputs = Inputs { args: &bound.args, buffers: &bound.buffers, names: &names };
+        let got = run_on_gpu(Gpu::with_sm(&mut *runner, &flat, sm), &fk.name, &launch, &inputs, "")?;
         ran.gpu = true;
         let s = engine_strictness(fk);
         compare_all(k, &bound, &reference, &got, s).map_err(|e| {
             Failure::new(FailureKind::GpuMismatch, format!("interpreter vs GPU ({}): {e}", strictness_words(s)))
         })?;
-        if m.has_calls() && !runner.is_emulated() {
+        if m.has_calls() && !emulated {
             // On hardware, also the functions as `.func`s, really called (the emulated driver's
             // PTX emulator has no `call`).
-            let opts = kir_backend_ptx::PtxOptions { sm, source: None, comments: false };
-            let ptx = kir_backend_ptx::emit_kernel_in_module(&verified, &k.name, &opts).map_err(|d| {
-                let msgs: Vec<String> = d.iter().map(|d| d.message.clone()).collect();
-                Failure::new(FailureKind::Emit, format!("with calls: {}", msgs.join("; ")))
-            })?;
-            let got = crate::gpu_exec::run_kernel_checked(runner, k, &ptx, &launch, &bound.args, &bound.buffers)
-                .map_err(|e| gpu_failure(e, &ptx, "with calls"))?;
+            let got = run_on_gpu(Gpu::with_sm(runner, &verified, sm), &k.name, &launch, &inputs, "with calls")?;
             compare_all(k, &bound, &reference, &got, s).map_err(|e| {
                 Failure::new(
                     FailureKind::GpuMismatch,
@@ -528,8 +525,21 @@ pub fn emulate(
     bound: &args::Bound,
     fuel: u64,
 ) -> Result<Vec<Buffer>, Failure> {
-    use crate::emu_exec::{self, FailureClass};
-    let as_failure = |e: emu_exec::EmuFailure| {
+    emulate_in(None, k, ptx.to_string(), cfg, bound, fuel)
+}
+
+/// [`emulate`] through the [`PtxEmulator`] engine, on the checked module the PTX was emitted
+/// from when there is one.
+fn emulate_in(
+    module: Option<&Checked>,
+    k: &Kernel,
+    ptx: String,
+    cfg: &LaunchConfig,
+    bound: &args::Bound,
+    fuel: u64,
+) -> Result<Vec<Buffer>, Failure> {
+    use crate::emu_exec::{EmuFailure, FailureClass};
+    let as_failure = |e: EmuFailure| {
         let kind = match e.class {
             FailureClass::Fault(f) => f.name().to_string(),
             FailureClass::Load => "the emulator cannot load the PTX".to_string(),
@@ -538,18 +548,47 @@ pub fn emulate(
         };
         Failure::new(FailureKind::Emu(kind), e.message)
     };
-    let module = emu_exec::load(ptx).map_err(as_failure)?;
+    let program = EmuProgram::from_ptx(ptx);
+    let names = buffer_names(k, bound);
+    let opts = kir_ptx_emu::Options { threads: Some(1), ..kir_ptx_emu::Options::default() }.with_fuel(fuel);
+    let mut engine = match module {
+        Some(m) => PtxEmulator::new(&program, m, opts),
+        None => PtxEmulator::entries_only(&program, opts),
+    };
+    let inputs = Inputs { args: &bound.args, buffers: &bound.buffers, names: &names };
+    engine.run(&Launch::Kernel { name: &k.name, cfg: *cfg }, &inputs).map_err(|e| match e {
+        EngineError::Emu(f) => as_failure(f),
+        other => Failure::new(FailureKind::Emu("setup".into()), other.to_string()),
+    })
+}
+
+/// The parameter name of each of `bound`'s buffers (for fault messages).
+fn buffer_names(k: &Kernel, bound: &args::Bound) -> Vec<String> {
     let mut names = vec![String::new(); bound.buffers.len()];
     for (pi, b) in bound.param_buffer.iter().enumerate() {
         if let (Some(b), Some(p)) = (b, k.params.get(pi)) {
             names[*b] = k.value(*p).name.to_string();
         }
     }
-    let opts = kir_ptx_emu::Options { threads: Some(1), ..kir_ptx_emu::Options::default() }.with_fuel(fuel);
-    let entry = kir::api::ptx_entry_name(&k.name);
-    emu_exec::run_kernel(&module, ptx, &entry, cfg, &bound.args, &bound.buffers, &names, &opts)
-        .map(|r| r.buffers)
-        .map_err(as_failure)
+    names
+}
+
+/// Runs kernel `name` on `gpu` (its PTX emitted first: a failure there is
+/// [`FailureKind::Emit`]); the driver's error is a [`gpu_failure`] with that PTX. `what` prefixes
+/// the detail (e.g. "with calls").
+fn run_on_gpu(
+    mut gpu: Gpu<'_>,
+    name: &str,
+    cfg: &LaunchConfig,
+    inputs: &Inputs<'_>,
+    what: &str,
+) -> Result<Vec<Buffer>, Failure> {
+    let prefix = if what.is_empty() { String::new() } else { format!("{what}: ") };
+    let ptx = gpu.kernel_ptx(name).map_err(|e| Failure::new(FailureKind::Emit, format!("{prefix}{e}")))?.to_string();
+    gpu.run(&Launch::Kernel { name, cfg: *cfg }, inputs).map_err(|e| match e {
+        EngineError::Gpu(e) => gpu_failure(e, &ptx, what),
+        other => Failure::new(FailureKind::Gpu, format!("{prefix}{other}")),
+    })
 }
 
 /// A case: the module generated from `seed` (the kernel and its functions) and its arguments.

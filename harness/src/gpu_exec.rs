@@ -1,5 +1,6 @@
 //! Running a kernel (or a launch graph) on the GPU with exactly the arguments and buffers the
-//! interpreter got, for `kir diff` and `kir fuzz`.
+//! interpreter got: what the GPU engine ([`crate::engine::Gpu`]: `kir test`, `kir diff`, `kir fuzz`)
+//! runs on, and `kir bench`'s timing ([`time_kernel`]).
 //!
 //! Guarantees:
 //! - The GPU receives the same bytes the interpreter does: every buffer's initial contents and every
@@ -13,7 +14,8 @@
 //!   zero-filled, all buffers resident on the device for the whole graph (one upload before the
 //!   first launch, one download after the last); a buffer passed to several parameters gives them
 //!   the same device address, as in the interpreter.
-//! - Nothing here panics; every problem is an `Err` with a message. Without a CUDA driver the
+//! - Nothing here panics; every problem is an `Err`: the driver's [`GpuError`] as it is, or a
+//!   message (PTX emission, a graph's plan, parameters). Without a CUDA driver the
 //!   runner cannot be made at all ([`kir_backend_ptx::gpu::GpuRunner::new`] reports why).
 //! - Runs go through [`GpuExec`]: the in-process [`GpuRunner`], or [`crate::isolate::IsolatedGpu`],
 //!   whose driver calls happen in a worker process so that a driver crash is an error
@@ -117,21 +119,10 @@ fn launch_of(cfg: &LaunchConfig) -> Launch {
     }
 }
 
-/// Runs `k` (as `ptx`) once with the given arguments; returns all of `buffers` after the run.
+/// Runs `k` (as `ptx`) once with the given arguments; returns all of `buffers` after the run. The
+/// driver's error comes back as it is, so that a caller can tell a crash or hang of an isolated
+/// runner's worker ([`GpuError::Crashed`], [`GpuError::TimedOut`]) from a failed run.
 pub fn run_kernel(
-    runner: &mut dyn GpuExec,
-    k: &Kernel,
-    ptx: &str,
-    cfg: &LaunchConfig,
-    args: &[Arg],
-    buffers: &[Buffer],
-) -> Result<Vec<Buffer>, String> {
-    run_kernel_checked(runner, k, ptx, cfg, args, buffers).map_err(|e| e.to_string())
-}
-
-/// [`run_kernel`] with the driver's error as it is (so that a caller can tell a crash,
-/// [`GpuError::Crashed`], from a failure).
-pub fn run_kernel_checked(
     runner: &mut dyn GpuExec,
     k: &Kernel,
     ptx: &str,
@@ -176,7 +167,8 @@ pub fn median(xs: &[f32]) -> Option<f64> {
 /// Runs graph `g` of `m` on the GPU over `buffers` (one per buffer parameter, as
 /// [`kir_interp::graph::bind_graph`] made them); returns the caller's buffers after the graph.
 /// The launches are planned by [`kir_interp::graph::plan_graph`], exactly as the interpreter runs
-/// them.
+/// them. What could not be prepared (the plan, a kernel's PTX, the parameters) is a
+/// [`GpuError::Invalid`] with its message; the driver's errors come back as they are.
 pub fn run_graph(
     runner: &mut dyn GpuExec,
     sm: SmVersion,
@@ -184,16 +176,17 @@ pub fn run_graph(
     g: &Graph,
     args: &[Arg],
     buffers: &[Buffer],
-) -> Result<Vec<Buffer>, String> {
+) -> Result<Vec<Buffer>, GpuError> {
     let user = buffers.len();
-    let plan = kir_interp::graph::plan_graph(m, g, args, user).map_err(|e| e.to_string())?;
+    let invalid = |m: String| GpuError::Invalid(m);
+    let plan = kir_interp::graph::plan_graph(m, g, args, user).map_err(|e| invalid(e.to_string()))?;
     let mut all: Vec<Buffer> = buffers.to_vec();
     all.extend(plan.temps);
     // One PTX module per kernel, then one run: the buffers stay on the device across launches.
     let mut ptx_of: Vec<(String, String)> = Vec::new();
     for pl in &plan.launches {
         if !ptx_of.iter().any(|(n, _)| *n == pl.kernel.name) {
-            let p = ptx_in_module(m, pl.kernel, sm).map_err(|e| format!("{e} ({})", pl.where_(g)))?;
+            let p = ptx_in_module(m, pl.kernel, sm).map_err(|e| invalid(format!("{e} ({})", pl.where_(g))))?;
             ptx_of.push((pl.kernel.name.clone(), p));
         }
     }
@@ -201,11 +194,11 @@ pub fn run_graph(
     let mut launches = Vec::with_capacity(plan.launches.len());
     for (pl, entry) in plan.launches.iter().zip(&entries) {
         let ptx = ptx_of.iter().find(|(n, _)| *n == pl.kernel.name).map(|(_, p)| p.as_str()).unwrap_or_default();
-        let params = gpu_params(&pl.args, all.len()).map_err(|e| format!("{e} ({})", pl.where_(g)))?;
+        let params = gpu_params(&pl.args, all.len()).map_err(|e| invalid(format!("{e} ({})", pl.where_(g))))?;
         launches.push(gpu::KernelLaunch { ptx, kernel: entry, launch: launch_of(&pl.cfg), params });
     }
-    let outs = runner.run_sequence(&contents(&all), &launches).map_err(|e| e.to_string())?;
-    let mut all = with_contents(&all, outs)?;
+    let outs = runner.run_sequence(&contents(&all), &launches)?;
+    let mut all = with_contents(&all, outs).map_err(invalid)?;
     all.truncate(user);
     Ok(all)
 }

@@ -9,7 +9,8 @@
 //! - [`compare`]: comparing output buffers (bitwise, or within ULP/relative/absolute tolerances).
 //! - [`tolerance`]: tolerances derived from the approximate ops a kernel uses.
 //! - [`engine`]: the interpreter, the PTX emulator and a GPU behind one trait, `Engine` (run a
-//!   kernel launch or a launch graph on the bound inputs, get the buffers back).
+//!   kernel launch or a launch graph on the bound inputs, get the buffers back): how `kir test`,
+//!   `kir fuzz`, `kir diff` and `kir run FILE.ptx` run them.
 //! - The executors that run a kernel with the interpreter's exact inputs: [`emu_exec`] (the PTX
 //!   emulator), [`gpu_exec`] (a GPU, through the CUDA driver) and [`isolate`] (GPU runs in a worker
 //!   process, `kir __gpu-worker`, so a driver crash is an error); [`ptx_args`] binds `kir run

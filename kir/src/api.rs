@@ -57,13 +57,25 @@
 //! - PTX ([`Module::ptx`], [`compile_to_ptx`]) is what `kir ptx` emits: byte-for-byte deterministic,
 //!   with the `.kir` line of each instruction in comments.
 //!
+//! # The stages, one by one
+//! For a tool that renders diagnostics itself (the `kir` command line tool does: colour, the files
+//! a module imports), the stages [`Module`] strings together are here too, each taking and
+//! returning the IR's own types: [`load_source`] / [`load_file`] (text and its imports to a
+//! `kir_ir::Module` and the `SourceMap` its spans point into), [`check`] / [`check_keeping`] (the
+//! one way to a [`Checked`] module: `kir check`), [`check_for_passes`] and [`run_pipeline`] (a
+//! pass pipeline on a checked module, with dumps, statistics and timings: `kir opt`),
+//! [`emit_module`] / [`emit_kernel_in_module`] (PTX of a checked module: `kir ptx`),
+//! [`launch_verified`] (a kernel of a checked module in the interpreter, arguments bound by the
+//! caller: `kir run`) and [`format_source`] (canonical text with the source's comments:
+//! `kir fmt`). They are the functions of the crates below (re-exported, so their guarantees are
+//! those crates' module headers), and they never panic on user input.
+//!
 //! What this module does not do: run on a GPU (see `kir/examples/interp_vs_cudarc.rs` for the
 //! `kir::gpu::GpuRunner` side, the `gpu` feature) or run launch graphs (`kir run --graph`).
 
 use kir_interp::{Arg, Buffer, LaunchConfig};
 use kir_ir::diag::{Diagnostic, SourceMap};
 use kir_ir::types::{AddrSpace, Constant, ScalarType, Type};
-use kir_ir::verify::Checked;
 use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
@@ -71,6 +83,17 @@ use std::sync::Arc;
 pub use half::{bf16, f16};
 pub use kir_backend_ptx::SmVersion;
 pub use kir_interp::{FaultKind, Stats};
+
+// The stages one by one (see "The stages, one by one" above).
+pub use kir_backend_ptx::{emit_kernel_in_module, emit_module, PtxOptions};
+pub use kir_interp::launch_verified;
+pub use kir_ir::text::format::format_source;
+pub use kir_ir::text::load::{load_file, load_source, LoadError, Loaded};
+pub use kir_ir::verify::{check, check_keeping, Checked};
+pub use kir_passes::{
+    check_input as check_for_passes, parse_pipeline, registry, run_pipeline, PassError, Pipeline, Report, RunConfig,
+    DEFAULT_PIPELINE,
+};
 
 // ---------------------------------------------------------------------------------------------
 // Errors

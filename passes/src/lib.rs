@@ -41,7 +41,9 @@ pub mod verify_barriers;
 /// The uniformity (divergence) analysis lives with the other analyses in `kir-ir`.
 pub use kir_ir::analysis::uniformity;
 
-pub use manager::{run_on_kernel, run_pipeline, run_pipeline_in_place, PassError, Report, RunConfig, StepReport};
+pub use manager::{
+    check_input, run_on_kernel, run_pipeline, run_pipeline_in_place, PassError, Report, RunConfig, StepReport,
+};
 pub use pass::{ModulePass, Pass, PassContext, PassKind, PassOptions, PassStats};
 pub use pipeline::{parse_pipeline, Pipeline, Step, DEFAULT_PIPELINE};
 pub use registry::{registry, PassInfo};

@@ -176,6 +176,9 @@ pub enum PassError {
     /// The pipeline's result does not verify (a pass broke an invariant that only the
     /// module-wide verification sees; run with `verify_each` to find which).
     InvalidOutput { diagnostics: Vec<Diagnostic> },
+    /// The input verifies body by body but fails the rest of [`kir_ir::verify::check`] (barrier or
+    /// collective verification, the module-wide checks); no pass ran on it ([`check_input`]).
+    Unchecked { diagnostics: Vec<Diagnostic> },
 }
 
 impl PassError {
@@ -185,7 +188,8 @@ impl PassError {
             PassError::InvalidInput { diagnostics, .. }
             | PassError::Broken { diagnostics, .. }
             | PassError::Rejected { diagnostics, .. }
-            | PassError::InvalidOutput { diagnostics } => diagnostics,
+            | PassError::InvalidOutput { diagnostics }
+            | PassError::Unchecked { diagnostics } => diagnostics,
             PassError::Io { .. } => &[],
         }
     }
@@ -203,6 +207,7 @@ impl fmt::Display for PassError {
             PassError::Rejected { pass, kernel, .. } => write!(f, "pass `{pass}` rejected kernel @{kernel}"),
             PassError::Io { what, error } => write!(f, "{what}: {error}"),
             PassError::InvalidOutput { .. } => write!(f, "the optimized module does not verify"),
+            PassError::Unchecked { .. } => write!(f, "the module fails `kir check`; no pass was run"),
         }
     }
 }
@@ -307,6 +312,17 @@ pub fn run_pipeline(
     }
     let m = edits.finish(m).map_err(|d| PassError::InvalidOutput { diagnostics: d.into_vec() })?;
     Ok((m, report))
+}
+
+/// The input of [`run_pipeline`]: `m` checked ([`kir_ir::verify::check`]), with the pass manager's
+/// report of a refusal: a body the verifier rejects is [`PassError::InvalidInput`] naming the
+/// first such body (as [`run_pipeline_in_place`] reports it); any other error of the checks
+/// (barriers, collectives, the module-wide checks) is [`PassError::Unchecked`].
+pub fn check_input(m: Module) -> Result<Checked, PassError> {
+    if let Some((kernel, what, diagnostics)) = input_errors(&m) {
+        return Err(PassError::InvalidInput { kernel, what, diagnostics });
+    }
+    kir_ir::verify::check(m).map_err(|d| PassError::Unchecked { diagnostics: errors_only(d.into_vec()) })
 }
 
 /// Runs `p` over every kernel and function of `m` in place, writing the requested dumps to

@@ -36,9 +36,17 @@
 //! - The driver calls are made in this process (as `kir diff --time` makes them): the PTX is kir's
 //!   own or compiled by NVRTC from the user's file, not a stream of generated modules, so the
 //!   worker process of `kir_harness::isolate` (which has no timing request) is not used.
+//! - Why this command calls the GPU runner directly rather than through
+//!   [`kir_harness::engine::Engine`]: an engine runs a launch of a checked module and returns its
+//!   buffers; kir bench needs what no engine offers — CUDA-event timing of warm-up and timed
+//!   launches ([`GpuRunner::time_launches`]), the device's copy rate
+//!   ([`GpuRunner::time_device_copy`]) and launches of NVRTC's PTX, which is no kir module. It
+//!   takes kir's side from the harness as the engines do (the target from
+//!   [`kir_harness::gpu_exec::sm_for`], the kernel's PTX from
+//!   [`kir_harness::gpu_exec::ptx_in_module`], the pipeline from [`kir::api::run_pipeline`]).
 
 use super::common::{self, parse_dims, usage};
-use super::run_options::KernelArgs;
+use super::run_options::{GpuArgs, KernelArgs};
 use kir::interp::args::{self, ArgSpec};
 use kir::interp::{Arg, Buffer};
 use kir::ir::verify::Checked;
@@ -73,7 +81,8 @@ in .tools/ (bash scripts/setup-tools.sh).";
     after_help = BENCH_HELP,
     mut_arg("kernel", |a| a.help("The kernel to time (optional when the file has one kernel, or when timing its directives)")),
     mut_arg("grid", |a| a.help("Grid size in blocks: X[,Y[,Z]] (with --block and the arguments; else the file's `; run:` directives are timed)")),
-    mut_arg("shared", |a| a.help("Dynamic shared memory per block, in bytes (for the launch given on the command line)"))
+    mut_arg("shared", |a| a.help("Dynamic shared memory per block, in bytes (for the launch given on the command line)")),
+    mut_arg("require_gpu", |a| a.help("Fail (exit 1) instead of running on the emulated driver when there is no CUDA driver (also: KIR_REQUIRE_GPU=1)"))
 )]
 pub struct Args {
     /// The .kir file.
@@ -102,13 +111,8 @@ pub struct Args {
     /// An extra NVRTC option (repeatable), e.g. --nvrtc-opt=--fmad=false.
     #[arg(long = "nvrtc-opt", value_name = "OPT", requires = "cuda", allow_hyphen_values = true)]
     pub nvrtc_opts: Vec<String>,
-    /// CUDA device ordinal.
-    #[arg(long, default_value_t = 0)]
-    pub device: usize,
-    /// Fail (exit 1) instead of running on the emulated driver when there is no CUDA driver
-    /// (also: KIR_REQUIRE_GPU=1).
-    #[arg(long)]
-    pub require_gpu: bool,
+    #[command(flatten)]
+    pub gpu: GpuArgs,
 }
 
 /// One launch to time: a kernel, its shape and its arguments (still text).
@@ -180,7 +184,7 @@ fn launch_of(grid: [u32; 3], block: [u32; 3], shared: u32) -> Launch {
 
 /// Whether a GPU must be used (no fallback to the emulated driver).
 fn gpu_required(a: &Args) -> bool {
-    a.require_gpu || super::run_options::gpu_required_by_env()
+    a.gpu.required()
 }
 
 /// Without any CUDA driver and with `KIR_CUDA_DRIVER` unset, runs this command again on kir's
@@ -275,10 +279,10 @@ pub fn run(a: &Args) -> ExitCode {
     if let Some(code) = rerun_on_emulated_driver(a) {
         return code;
     }
-    let mut runner = match GpuRunner::new(a.device) {
+    let mut runner = match GpuRunner::new(a.gpu.device) {
         Ok(r) => r,
         Err(e @ GpuError::NoDevice) => {
-            eprintln!("error: {e} (device {} asked for; `kir devices` lists them)", a.device);
+            eprintln!("error: {e} (device {} asked for; `kir devices` lists them)", a.gpu.device);
             return ExitCode::from(1);
         }
         Err(e) => {
@@ -319,10 +323,10 @@ pub fn run(a: &Args) -> ExitCode {
     if emulated {
         println!(
             "device {}: {device}, emulated: every time below is CPU wall time of kir's PTX emulator, not GPU time (GB/s and % of copy rate: n/a)",
-            a.device
+            a.gpu.device
         );
     } else {
-        println!("device {}: {device} (sm_{}{})", a.device, cc.0, cc.1);
+        println!("device {}: {device} (sm_{}{})", a.gpu.device, cc.0, cc.1);
     }
     let shown_passes = if passes.trim().is_empty() { "none" } else { passes };
     println!("kir: {}, passes {shown_passes}, {} PTX", a.file, sm.name());

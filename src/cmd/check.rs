@@ -23,7 +23,7 @@ pub fn run(args: &Args) -> ExitCode {
                 continue;
             }
         };
-        let diags = kir::ir::verify::check_keeping(loaded.module.clone()).0;
+        let diags = kir::api::check_keeping(loaded.module.clone()).0;
         loaded.emit(&diags);
         if kir::ir::diag::has_errors(&diags) {
             failed += 1;

@@ -58,7 +58,7 @@ pub fn read_source(path: &str) -> Result<String, ExitCode> {
 /// failure.
 pub fn load(path: &str) -> Result<Loaded, ExitCode> {
     let source = read_source(path)?;
-    match kir::ir::text::load::load_source(std::path::Path::new(path), source.clone()) {
+    match kir::api::load_source(std::path::Path::new(path), source.clone()) {
         Ok(l) => Ok(Loaded { path: path.to_string(), source, module: l.module, sources: l.sources }),
         Err(e) => {
             eprint!("{}", e.render(stderr_color()));
@@ -279,7 +279,7 @@ pub fn named_args(args: &[String]) -> Result<Vec<(String, kir::interp::args::Arg
 /// prints every diagnostic and returns exit code 1 when any is an error.
 pub fn load_checked(path: &str) -> Result<Loaded<Checked>, ExitCode> {
     let Loaded { path, source, module, sources } = load(path)?;
-    let (diags, checked) = match kir::ir::verify::check(module) {
+    let (diags, checked) = match kir::api::check(module) {
         Ok(c) => (c.warnings().to_vec(), Some(c)),
         Err(d) => (d.into_vec(), None),
     };

@@ -31,18 +31,23 @@
 //!   bandwidth.
 //! - The GPU section's header names the device (`GPU (sm_90, device 0: NAME)`), marked `emulated`
 //!   for kir's emulated driver.
+//! - Every run goes through [`kir_harness::engine::Engine`] on the same [`Inputs`]: the
+//!   [`Interpreter`], then the [`PtxEmulator`] or the [`engine::Gpu`]; `--time` times the PTX the
+//!   GPU engine ran ([`engine::Gpu::kernel_ptx`]) with [`gpu_exec::time_kernel`].
 
 use super::common::{self, usage};
-use super::run_options::{gpu_required_by_env, LaunchArgs};
+use super::run_options::{GpuArgs, LaunchArgs};
 
 use kir::interp::{args, Arg, Buffer, ErrorKind, LaunchConfig};
 use kir::ptx::gpu::{GpuError, GpuRunner};
 use kir_harness::compare::{compare_buffers, Strictness};
 use kir_harness::directives::Tolerance;
+use kir_harness::engine::{self, EmuProgram, Engine as _, EngineError, Inputs, Interpreter, PtxEmulator};
 use kir_harness::{emu_exec, gpu_exec};
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
+#[command(mut_arg("require_gpu", |a| a.help("Fail (exit 1) instead of skipping when there is no GPU (also: KIR_REQUIRE_GPU=1)")))]
 pub struct Args {
     /// The .kir file.
     pub file: String,
@@ -65,12 +70,8 @@ pub struct Args {
     /// Launches timed with --time.
     #[arg(long, default_value_t = 20)]
     pub reps: usize,
-    /// CUDA device ordinal.
-    #[arg(long, default_value_t = 0)]
-    pub device: usize,
-    /// Fail (exit 1) instead of skipping when there is no GPU (also: KIR_REQUIRE_GPU=1).
-    #[arg(long)]
-    pub require_gpu: bool,
+    #[command(flatten)]
+    pub gpu: GpuArgs,
 }
 
 /// The engine the interpreter is compared with.
@@ -179,20 +180,30 @@ pub fn run(a: &Args) -> ExitCode {
         }
     };
 
-    // Interpreter.
-    let opts = a.launch.interp_options(false, false);
-    let mut interp = initial.clone();
-    let run = match &target {
-        Target::Kernel { k, cfg } => kir::interp::launch_verified(*k, cfg, &launch_args, &mut interp, &opts),
-        Target::Graph { g } => kir::interp::graph::run_graph(m, g, &launch_args, &mut interp, &opts).map(|s| s.total),
+    // Every engine gets the same inputs; the buffers carry their parameters' names.
+    let mut names = vec![String::new(); initial.len()];
+    for (n, bi) in &buffer_params {
+        if let Some(slot) = names.get_mut(*bi) {
+            slot.clone_from(n);
+        }
+    }
+    let inputs = Inputs { args: &launch_args, buffers: &initial, names: &names };
+    let launch = match &target {
+        Target::Kernel { k, cfg } => engine::Launch::Kernel { name: &k.name, cfg: *cfg },
+        Target::Graph { g } => engine::Launch::Graph { name: &g.name },
     };
-    let stats = match run {
-        Ok(s) => s,
-        Err(e) => {
+
+    // Interpreter.
+    let mut interpreter = Interpreter::new(m, a.launch.interp_options(false, false));
+    let interp = match interpreter.run(&launch, &inputs) {
+        Ok(b) => b,
+        Err(EngineError::Interp(e)) => {
             loaded.emit(&[e.to_diagnostic()]);
             return ExitCode::from(if e.kind == ErrorKind::InvalidLaunch { 2 } else { 1 });
         }
+        Err(e) => return common::file_error(&loaded.path, e),
     };
+    let stats = interpreter.last_stats().cloned().unwrap_or_default();
     println!("interpreter:");
     for ((name, bi), w) in buffer_params.iter().zip(&written) {
         if *w {
@@ -202,16 +213,16 @@ pub fn run(a: &Args) -> ExitCode {
     println!("tolerance: {tol} ({why})");
 
     // The GPU, unless the emulator was asked for or there is none and none is required.
-    let require = a.require_gpu || gpu_required_by_env();
+    let require = a.gpu.required();
     let mut runner = None;
     let mut no_gpu = None;
     if a.against != Some(Against::PtxEmu) {
-        match GpuRunner::new(a.device) {
+        match GpuRunner::new(a.gpu.device) {
             Ok(r) => runner = Some(r),
             Err(e @ (GpuError::NoDriver | GpuError::NoDevice)) => {
                 let reason = match e {
                     GpuError::NoDriver => "no CUDA driver (libcuda not found)".to_string(),
-                    _ => format!("the CUDA driver reports no device {}", a.device),
+                    _ => format!("the CUDA driver reports no device {}", a.gpu.device),
                 };
                 if require {
                     eprintln!("error: no GPU: {reason}; a GPU is required (--require-gpu or KIR_REQUIRE_GPU=1)");
@@ -230,7 +241,7 @@ pub fn run(a: &Args) -> ExitCode {
         }
     }
     let Some(mut runner) = runner else {
-        return against_emulator(a, &loaded, &target, &launch_args, &initial, &interp, &buffer_params, tol, no_gpu);
+        return against_emulator(a, &loaded, &launch, &inputs, &interp, &buffer_params, tol, no_gpu);
     };
     let sm = match runner.compute_capability().map_err(|e| e.to_string()).and_then(gpu_exec::sm_for) {
         Ok(sm) => sm,
@@ -239,12 +250,13 @@ pub fn run(a: &Args) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let gpu_result = match &target {
-        Target::Kernel { k, cfg } => gpu_exec::ptx_in_module(m, k, sm)
-            .and_then(|ptx| gpu_exec::run_kernel(&mut runner, k, &ptx, cfg, &launch_args, &initial).map(|b| (b, ptx))),
-        Target::Graph { g } => {
-            gpu_exec::run_graph(&mut runner, sm, m, g, &launch_args, &initial).map(|b| (b, String::new()))
-        }
+    let gpu_result = {
+        let mut gpu = engine::Gpu::with_sm(&mut runner, m, sm);
+        gpu.run(&launch, &inputs).and_then(|b| match &target {
+            // The PTX `--time` times: the one the engine ran.
+            Target::Kernel { k, .. } => gpu.kernel_ptx(&k.name).map(|p| (b, p.to_string())),
+            Target::Graph { .. } => Ok((b, String::new())),
+        })
     };
     let (gpu, ptx) = match gpu_result {
         Ok(x) => x,
@@ -255,7 +267,7 @@ pub fn run(a: &Args) -> ExitCode {
     };
     let device = runner.device_name().unwrap_or_else(|_| "?".into());
     let emulated = kir::ptx::gpu::is_emulated_device(&device);
-    println!("GPU ({}, device {}: {device}{}):", sm.name(), a.device, if emulated { ", emulated" } else { "" });
+    println!("GPU ({}, device {}: {device}{}):", sm.name(), a.gpu.device, if emulated { ", emulated" } else { "" });
     let differing = report(&buffer_params, &interp, &gpu, tol, a.limit, "GPU");
     if differing == 0 {
         println!("diff: {} buffers compared, all match (tolerance {tol})", buffer_params.len());
@@ -302,9 +314,8 @@ pub fn run(a: &Args) -> ExitCode {
 fn against_emulator(
     a: &Args,
     loaded: &common::Loaded<kir::ir::verify::Checked>,
-    target: &Target,
-    launch_args: &[Arg],
-    initial: &[Buffer],
+    launch: &engine::Launch<'_>,
+    inputs: &Inputs<'_>,
     interp: &[Buffer],
     buffer_params: &[(String, usize)],
     tol: Tolerance,
@@ -318,32 +329,20 @@ fn against_emulator(
             return ExitCode::from(1);
         }
     };
-    let module = match emu_exec::load(&ptx) {
-        Ok(module) => module,
-        Err(e) => {
-            eprintln!("error: ptx-emu: {e}");
-            return ExitCode::from(1);
-        }
-    };
-    let mut names = vec![String::new(); initial.len()];
-    for (n, bi) in buffer_params {
-        if let Some(slot) = names.get_mut(*bi) {
-            slot.clone_from(n);
-        }
+    let program = EmuProgram::from_ptx(ptx);
+    if let Err(e) = &program {
+        eprintln!("error: ptx-emu: {e}");
+        return ExitCode::from(1);
     }
-    let opts = a.launch.emu_options();
-    let run = match target {
-        Target::Kernel { k, cfg } => {
-            let entry = kir::api::ptx_entry_name(&k.name);
-            emu_exec::run_kernel(&module, &ptx, &entry, cfg, launch_args, initial, &names, &opts)
-        }
-        Target::Graph { g } => emu_exec::run_graph(&module, &ptx, m, g, launch_args, initial, &names, &opts),
-    };
-    let run = match run {
-        Ok(r) => r,
-        Err(e) => {
+    let buffers = match PtxEmulator::new(&program, m, a.launch.emu_options()).run(launch, inputs) {
+        Ok(b) => b,
+        Err(EngineError::Emu(e)) => {
             eprintln!("error: {}", e.message.trim_start_matches("ptx-emu: ").replace('\n', "\n  "));
             eprintln!("  (in the PTX emulator, running the PTX `kir ptx {}` prints)", loaded.path);
+            return ExitCode::from(1);
+        }
+        Err(e) => {
+            eprintln!("error: ptx-emu: {e}");
             return ExitCode::from(1);
         }
     };
@@ -351,7 +350,7 @@ fn against_emulator(
         Some(why) => println!("ptx-emu ({} PTX; the default without a GPU: {why}):", emu_exec::EMU_SM.name()),
         None => println!("ptx-emu ({} PTX):", emu_exec::EMU_SM.name()),
     }
-    let differing = report(buffer_params, interp, &run.buffers, tol, a.limit, "ptx-emu");
+    let differing = report(buffer_params, interp, &buffers, tol, a.limit, "ptx-emu");
     if differing == 0 {
         println!("diff: {} buffers compared, all match (tolerance {tol})", buffer_params.len());
         ExitCode::SUCCESS

@@ -1,7 +1,7 @@
 //! `kir fmt FILE... [--check | --write]`: print the canonical form of a module.
 //!
 //! Guarantees: the output is the printer's text with the source's comments kept
-//! ([`kir::ir::text::format::format_source`]), which re-parses to the same module. With `--check`, nothing
+//! ([`kir::api::format_source`]), which re-parses to the same module. With `--check`, nothing
 //! is printed on success; a file whose text differs from its canonical form is reported (with the
 //! first differing line) and the exit code is 1. With `--write`, files not in canonical form are
 //! rewritten atomically (a temporary file and a rename: an interrupted write never loses the file).
@@ -24,7 +24,7 @@ pub struct Args {
 
 /// The canonical text of a source file: the printed module with the source's comments kept.
 pub fn canonical_text(source: &str, module: &kir::ir::Module) -> String {
-    kir::ir::text::format::format_source(source, module)
+    kir::api::format_source(source, module)
 }
 
 pub fn run(args: &Args) -> ExitCode {

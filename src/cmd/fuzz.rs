@@ -55,6 +55,7 @@ pub const MAX_INSTS: usize = 20_000;
 pub const MAX_FUNCS: usize = 8;
 
 #[derive(clap::Args)]
+#[command(mut_arg("require_gpu", |a| a.help("Fail when there is no GPU (also: KIR_REQUIRE_GPU=1)")))]
 pub struct Args {
     /// Number of cases.
     #[arg(long, default_value_t = 100)]
@@ -89,12 +90,8 @@ pub struct Args {
     /// Fail when ptxas is not found (also when CI=true).
     #[arg(long)]
     pub require_ptxas: bool,
-    /// Fail when there is no GPU (also: KIR_REQUIRE_GPU=1).
-    #[arg(long)]
-    pub require_gpu: bool,
-    /// CUDA device ordinal.
-    #[arg(long, default_value_t = 0)]
-    pub device: usize,
+    #[command(flatten)]
+    pub gpu: super::run_options::GpuArgs,
     /// Seconds a GPU run (module load and launch, in the worker process) may take before the
     /// worker is killed and the run reported as hung.
     #[arg(long, default_value_t = 60)]
@@ -121,11 +118,12 @@ impl Gpu {
 
     fn open(a: &Args) -> Result<Gpu, GpuError> {
         if a.gpu_in_process {
-            return GpuRunner::new(a.device).map(Gpu::InProcess);
+            return GpuRunner::new(a.gpu.device).map(Gpu::InProcess);
         }
         let exe = std::env::current_exe()
             .map_err(|e| GpuError::Driver(format!("cannot find the kir executable for the GPU worker: {e}")))?;
-        IsolatedGpu::start_with_timeout(&exe, a.device, Duration::from_secs(a.gpu_timeout.max(1))).map(Gpu::Isolated)
+        IsolatedGpu::start_with_timeout(&exe, a.gpu.device, Duration::from_secs(a.gpu_timeout.max(1)))
+            .map(Gpu::Isolated)
     }
 }
 
@@ -188,7 +186,7 @@ pub fn run(a: &Args) -> ExitCode {
             println!("skip: ptxas not found ({}); PTX is not assembled", kir::ptx::tools::INSTALL_HINT);
         }
     }
-    let require_gpu = a.require_gpu || super::run_options::gpu_required_by_env();
+    let require_gpu = a.gpu.required();
     let mut gpu: Option<(Gpu, SmVersion)> = match Gpu::open(a) {
         Ok(mut g) => {
             match g.exec().compute_capability().map_err(|e| e.to_string()).and_then(kir_harness::gpu_exec::sm_for) {
@@ -214,7 +212,7 @@ pub fn run(a: &Args) -> ExitCode {
         Err(e) => {
             let reason = match e {
                 GpuError::NoDriver => "no CUDA driver (libcuda not found)".to_string(),
-                GpuError::NoDevice => format!("the CUDA driver reports no device {}", a.device),
+                GpuError::NoDevice => format!("the CUDA driver reports no device {}", a.gpu.device),
                 other => other.to_string(),
             };
             if require_gpu {

@@ -3,8 +3,11 @@
 //! Guarantees:
 //! - The output (stdout, or `-o FILE`) is the optimized module as valid `.kir`; it is written only
 //!   when every pass succeeded.
-//! - The input is verified first; a file that does not parse or verify, an unknown pass or option,
-//!   or a pass that breaks the IR is reported with located diagnostics and exit code 1 (2 for a bad
+//! - The input is checked first, as `kir check` checks it ([`kir::api::check_for_passes`]: the
+//!   verifier, then barrier and collective verification), and the pipeline runs on the checked
+//!   module and hands back one checked again ([`kir::api::run_pipeline`]). A file that does not
+//!   parse or pass those checks, an unknown pass or option, a pass that breaks the IR, or a result
+//!   that fails the checks is reported with located diagnostics and exit code 1 (2 for a bad
 //!   pipeline or pass name); nothing panics.
 //! - IR dumps (`--print-ir-*`), `--stats` and `--time-passes` go to stderr, as in mlir-opt;
 //!   `--dump-dir DIR` writes `00-input.kir`, `01-<pass>.kir`, ... (valid `.kir`, diffable).
@@ -17,7 +20,7 @@
 //!   graph); DIR is created; the files are written only when every pass succeeded.
 
 use super::common;
-use kir::passes::{parse_pipeline, registry, run_pipeline_in_place, PassError, RunConfig, DEFAULT_PIPELINE};
+use kir::api::{check_for_passes, parse_pipeline, registry, run_pipeline, PassError, RunConfig, DEFAULT_PIPELINE};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -126,7 +129,7 @@ pub fn run(args: &Args) -> ExitCode {
             } else {
                 step.spec.replacen('}', " explain}", 1)
             };
-            match kir::passes::parse_pipeline(&with_explain) {
+            match parse_pipeline(&with_explain) {
                 Ok(mut p) if p.steps.len() == 1 => *step = p.steps.remove(0),
                 _ => {}
             }
@@ -139,7 +142,7 @@ pub fn run(args: &Args) -> ExitCode {
             return ExitCode::from(2);
         }
     }
-    let mut loaded = match common::load(path) {
+    let loaded = match common::load(path) {
         Ok(l) => l,
         Err(code) => return code,
     };
@@ -163,8 +166,9 @@ pub fn run(args: &Args) -> ExitCode {
         dump_dir: args.dump_dir.clone(),
     };
     let stderr = std::io::stderr();
-    let result = run_pipeline_in_place(&mut loaded.module, &pipeline, &cfg, &mut stderr.lock());
-    let report = match result {
+    let result = check_for_passes(loaded.module.clone())
+        .and_then(|checked| run_pipeline(checked, &pipeline, &cfg, &mut stderr.lock()));
+    let (optimized, report) = match result {
         Ok(r) => r,
         Err(e) => {
             eprintln!("error: {e}");
@@ -186,14 +190,14 @@ pub fn run(args: &Args) -> ExitCode {
         if let Err(e) = std::fs::create_dir_all(dir) {
             return common::file_error(&dir.display().to_string(), e);
         }
-        for k in &loaded.module.kernels {
+        for k in &optimized.kernels {
             let file = dir.join(format!("{}.svg", k.name));
             if let Err(e) = std::fs::write(&file, kir_cli::cfg_svg::render_kernel(k)) {
                 return common::file_error(&file.display().to_string(), e);
             }
         }
     }
-    let text = kir::ir::print_module(&loaded.module);
+    let text = kir::ir::print_module(&optimized);
     match &args.output {
         Some(out) => {
             if let Err(e) = std::fs::write(out, text) {

@@ -7,7 +7,7 @@
 //! usage error (exit 2).
 
 use super::common;
-use kir::ptx::{PtxOptions, SmVersion};
+use kir::api::{PtxOptions, SmVersion};
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
@@ -39,10 +39,10 @@ pub fn run(args: &Args) -> ExitCode {
     let opts = PtxOptions { sm, source: Some(loaded.source.clone()), comments: true };
     let result = match &args.kernel {
         Some(_) => match common::select_kernel(&loaded, args.kernel.as_deref()) {
-            Ok(k) => kir::ptx::emit_kernel_in_module(&loaded.module, &k.name, &opts),
+            Ok(k) => kir::api::emit_kernel_in_module(&loaded.module, &k.name, &opts),
             Err(code) => return code,
         },
-        None => kir::ptx::emit_module(&loaded.module, &opts),
+        None => kir::api::emit_module(&loaded.module, &opts),
     };
     let ptx = match result {
         Ok(p) => p,

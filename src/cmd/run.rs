@@ -68,7 +68,7 @@ pub fn run(a: &Args) -> ExitCode {
     let Some(verified) = loaded.module.verified_kernel(&kernel.name) else {
         return common::file_error(&loaded.path, format!("no kernel `@{}`", kernel.name));
     };
-    let result = kir::interp::launch_verified(verified, &cfg, &bound.args, &mut bound.buffers, &opts);
+    let result = kir::api::launch_verified(verified, &cfg, &bound.args, &mut bound.buffers, &opts);
     let elapsed = start.elapsed();
     let stats = match result {
         Ok(s) => s,

@@ -3,8 +3,8 @@
 //! `--graph` and the engines' limits and is flattened into the arguments of `kir run` and
 //! `kir diff`, with what it turns into (the interpreter's and the PTX emulator's options, the
 //! memory budget); [`RunArgs`], `kir run`'s arguments, which its three forms share (a kernel in the interpreter: `run`; a `.ptx` file's entry in the PTX emulator:
-//! `run_ptx`; a launch graph: `run_graph`); and [`gpu_required_by_env`] (`kir diff`, `kir bench`,
-//! `kir fuzz`).
+//! `run_ptx`; a launch graph: `run_graph`); [`GpuArgs`] (`--device`, `--require-gpu`), flattened
+//! into the arguments of `kir diff`, `kir bench` and `kir fuzz`; and [`gpu_required_by_env`].
 //!
 //! Guarantees: the same flag means the same thing in every command that has it (spelling, value
 //! syntax, defaults); a command only sharpens its help (`kir run`: a `.ptx` file's entry and
@@ -127,6 +127,25 @@ impl LaunchArgs {
             Some(n) => o.with_fuel(n),
             None => o,
         }
+    }
+}
+
+/// Which GPU a command uses and whether it must have one: `kir diff`, `kir bench`, `kir fuzz`.
+/// Each command sharpens the help of `--require-gpu` (what it does without a GPU) with `mut_arg`.
+#[derive(clap::Args)]
+pub struct GpuArgs {
+    /// CUDA device ordinal.
+    #[arg(long, default_value_t = 0)]
+    pub device: usize,
+    /// Fail (exit 1) when there is no GPU (also: KIR_REQUIRE_GPU=1).
+    #[arg(long)]
+    pub require_gpu: bool,
+}
+
+impl GpuArgs {
+    /// Whether a GPU is required: `--require-gpu`, or `KIR_REQUIRE_GPU=1`.
+    pub fn required(&self) -> bool {
+        self.require_gpu || gpu_required_by_env()
     }
 }
 

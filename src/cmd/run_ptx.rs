@@ -15,12 +15,16 @@
 //! - Without `--out`, every buffer the run changed is summarized on stdout as `kir run` does, and
 //!   the buffers it left unchanged are named; with `--out NAME=PATH.npy` that buffer is written.
 //! - `--stats` prints the emulator's counts in `kir run`'s format; `--time` the launch's wall time.
+//! - The launch runs through [`kir_harness::engine::Engine`]: the [`PtxEmulator`] over the file's
+//!   text ([`EmuProgram::from_loaded`]), with no `.kir` module ([`PtxEmulator::entries_only`]:
+//!   a PTX file has entries, not kernels or graphs of a checked module).
 
 use super::common::{self, usage};
 use super::run_options::RunArgs as Args;
 use kir::ir::diag::Diagnostic;
 use kir::ir::span::Span;
 use kir_harness::emu_exec;
+use kir_harness::engine::{EmuProgram, Engine as _, EngineError, Inputs, Launch, PtxEmulator};
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -66,8 +70,9 @@ pub fn run(a: &Args) -> ExitCode {
         Ok(t) => t,
         Err(code) => return code,
     };
-    let module = match kir_ptx_emu::Module::parse(&text) {
-        Ok(m) => m,
+    // A load error is reported here, located at its column; the engine takes the loaded module.
+    let program: Result<EmuProgram, emu_exec::EmuFailure> = match kir_ptx_emu::Module::parse(&text) {
+        Ok(m) => Ok(EmuProgram::from_loaded(text.clone(), m)),
         Err(e) => {
             let d = Diagnostic::error(format!("cannot load the PTX: {}", e.message))
                 .at(line_span(&text, e.line, Some(e.col)), "here");
@@ -75,6 +80,8 @@ pub fn run(a: &Args) -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    let Ok(loaded) = &program else { return ExitCode::from(1) };
+    let module = loaded.module();
     let names: Vec<&str> = module.entries().iter().map(|e| e.name.as_str()).collect();
     let listed = if names.is_empty() { "none".to_string() } else { names.join(", ") };
     let entry = match &a.launch.target.kernel {
@@ -129,35 +136,36 @@ pub fn run(a: &Args) -> ExitCode {
         v
     };
     let cfg = kir::interp::LaunchConfig { grid, block, dynamic_shared_bytes: a.launch.target.shared };
-    let opts = a.launch.emu_options();
+    let mut emulator = PtxEmulator::entries_only(&program, a.launch.emu_options());
+    let inputs = Inputs { args: &bound.args, buffers: &bound.buffers, names: &buffer_names };
     let start = Instant::now();
-    let result =
-        emu_exec::run_kernel(&module, &text, &entry.name, &cfg, &bound.args, &bound.buffers, &buffer_names, &opts);
+    let result = emulator.run(&Launch::Kernel { name: &entry.name, cfg }, &inputs);
     let elapsed = start.elapsed();
-    let run = match result {
-        Ok(r) => r,
-        Err(f) => return failure(&f, &a.file, &text),
+    let buffers = match result {
+        Ok(b) => b,
+        Err(EngineError::Emu(f)) => return failure(&f, &a.file, &text),
+        Err(e) => return common::file_error(&a.file, e),
     };
-    if let Err(code) = common::write_outputs(&outs, &run.buffers) {
+    if let Err(code) = common::write_outputs(&outs, &buffers) {
         return code;
     }
-    common::print_buffers(&prints, &run.buffers);
+    common::print_buffers(&prints, &buffers);
     if outs.is_empty() && prints.is_empty() {
         let mut unchanged = Vec::new();
         for (p, b) in entry.params.iter().zip(&bound.param_buffer) {
             let Some(b) = *b else { continue };
-            if run.buffers[b] == bound.buffers[b] {
+            if buffers[b] == bound.buffers[b] {
                 unchanged.push(format!("%{}", p.name));
             } else {
-                println!("%{}: {}", p.name, kir::interp::outputs::summary(&run.buffers[b]));
+                println!("%{}: {}", p.name, kir::interp::outputs::summary(&buffers[b]));
             }
         }
         if !unchanged.is_empty() {
             println!("unchanged: {}", unchanged.join(", "));
         }
     }
-    let stats = run.stats;
     if a.stats {
+        let stats = emulator.last_stats().copied().unwrap_or_default();
         super::common::print_launch_stats(&super::common::emu_launch_stats(&stats));
     }
     if a.time {
