@@ -213,3 +213,33 @@ fn fuzzing_a_rounding_changing_pass_sees_the_change() {
     assert!(repro.contains("mul.f32") || repro.contains("mul.f64") || repro.contains("mul.f16"), "{repro}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `--time-limit` ends a campaign between cases with the summary of the cases that ran (what a
+/// session on a lent GPU needs: a run killed by `timeout` prints no summary), and refuses a
+/// limit that is not a positive number of seconds.
+#[test]
+fn a_time_limit_ends_the_campaign_with_its_summary() {
+    let dir = std::env::temp_dir().join(format!("kir-fuzz-time-{}", std::process::id()));
+    let (code, out, err) = kir(&[
+        "fuzz",
+        "--cases",
+        "100000",
+        "--insts",
+        "20",
+        "--no-ptxas",
+        "--time-limit",
+        "0.5",
+        "--out-dir",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let line = out.lines().find(|l| l.starts_with("time limit: ")).unwrap_or_else(|| panic!("{out}"));
+    let ran: u64 = line.split(" after ").nth(1).and_then(|r| r.split(' ').next()).and_then(|n| n.parse().ok()).unwrap();
+    assert!(ran > 0 && ran < 100000, "{line}");
+    assert!(line.ends_with(&format!("of 100000 cases; no further case is started")), "{line}");
+    assert!(out.contains(&format!("fuzz: {ran} cases, {ran} passed, 0 failed;")), "{out}");
+    for bad in ["0", "-1", "inf", "soon"] {
+        let (code, _, err) = kir(&["fuzz", &format!("--time-limit={bad}")]);
+        assert_eq!(code, 2, "--time-limit={bad}: {err}");
+    }
+}

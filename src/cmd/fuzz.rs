@@ -1,6 +1,6 @@
 //! `kir fuzz [--cases N] [--seed S] [--insts N] [--funcs N] [--pipeline P] [--sm SM] [--out-dir DIR]
 //! [--reduce-budget N] [--no-ptxas] [--no-emu] [--require-ptxas] [--require-gpu] [--device N]
-//! [--gpu-timeout S] [--gpu-in-process]`: generate random
+//! [--gpu-timeout S] [--gpu-in-process] [--time-limit S]`: generate random
 //! valid modules (a kernel and 0 to `--funcs` device functions it calls) and check each through
 //! every stage of kir (see [`kir_harness::fuzz`]).
 //!
@@ -30,6 +30,8 @@
 //!   `DIR/case-SEED.kir`: a ready-to-run file with its `; run:` line. One line per failure and a
 //!   summary (cases, failures, tool crashes, checks run — ptxas, ptx-emu, GPU — emulator failures,
 //!   cases per second) go to stdout.
+//! - `--time-limit S` starts no case after S seconds; the summary then counts the cases that ran,
+//!   after a `time limit:` line saying how many of `--cases` that was.
 //! - Exit 0 when every case passes, 1 when any fails (or a required tool is missing), 3 when none
 //!   fails but NVIDIA's tools crashed on some (not kir's failure, but never silent), 2 on a usage
 //!   error. `--insts` above [`MAX_INSTS`] is a usage error naming the limit (a case's cost grows
@@ -100,6 +102,11 @@ pub struct Args {
     /// the campaign; for debugging the driver calls).
     #[arg(long)]
     pub gpu_in_process: bool,
+    /// Start no new case after this many seconds: the campaign ends with its summary of the cases
+    /// it ran (for a session on a lent GPU, or any run under a deadline; a case being reduced is
+    /// finished first).
+    #[arg(long, value_name = "SECONDS")]
+    pub time_limit: Option<f64>,
 }
 
 /// The GPU as the campaign uses it: in a worker process (the default) or in this one.
@@ -144,6 +151,9 @@ pub fn run(a: &Args) -> ExitCode {
             "--insts {}: at most {MAX_INSTS} instructions per kernel (the interpreter, ptxas and the reducer run on every case; larger kernels belong in benchmarks, not fuzzing)",
             a.insts
         ));
+    }
+    if a.time_limit.is_some_and(|t| !(t.is_finite() && t > 0.0)) {
+        return usage("--time-limit must be a positive number of seconds");
     }
     if a.funcs > MAX_FUNCS {
         return usage(format!("--funcs {}: at most {MAX_FUNCS} functions per module", a.funcs));
@@ -227,7 +237,17 @@ pub fn run(a: &Args) -> ExitCode {
     let start = Instant::now();
     let (mut failed, mut ptxas_runs, mut emu_runs, mut gpu_runs) = (0u64, 0u64, 0u64, 0u64);
     let (mut emu_failed, mut ptxas_crashed, mut driver_crashed) = (0u64, 0u64, 0u64);
+    let mut cases = 0u64;
     for i in 0..a.cases {
+        if a.time_limit.is_some_and(|t| start.elapsed().as_secs_f64() >= t) {
+            println!(
+                "time limit: {:.0} s reached after {i} of {} cases; no further case is started",
+                a.time_limit.unwrap_or(0.0),
+                a.cases
+            );
+            break;
+        }
+        cases += 1;
         let seed = a.seed.wrapping_add(i);
         let (m, named) = fuzz::generate_case(seed, &cfg);
         let mut ran = Ran::default();
@@ -305,10 +325,9 @@ pub fn run(a: &Args) -> ExitCode {
         String::new()
     };
     println!(
-        "fuzz: {} cases, {} passed, {failed} failed{crash_note}; ptxas ran on {ptxas_runs}{ptxas_note}, ptx-emu on {emu_runs}{emu_note}, GPU on {gpu_runs}{gpu_note}; {secs:.2} s ({:.1} cases/s)",
-        a.cases,
-        a.cases - failed - crashed,
-        if secs > 0.0 { a.cases as f64 / secs } else { 0.0 }
+        "fuzz: {cases} cases, {} passed, {failed} failed{crash_note}; ptxas ran on {ptxas_runs}{ptxas_note}, ptx-emu on {emu_runs}{emu_note}, GPU on {gpu_runs}{gpu_note}; {secs:.2} s ({:.1} cases/s)",
+        cases - failed - crashed,
+        if secs > 0.0 { cases as f64 / secs } else { 0.0 }
     );
     if failed > 0 {
         ExitCode::from(1)
