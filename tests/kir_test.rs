@@ -594,3 +594,18 @@ entry:
     let (code, stdout, stderr) = cli::kir_in_dir(&dir, &["test", "orphan.kir"], &[]);
     assert!(code != 0 && (stdout + &stderr).contains("orphan.kir:1"), "orphan: exit {code}");
 }
+
+/// `--passes P` runs the rows on another pipeline's output (the file row says which), `''` on the
+/// file as written, and a malformed pipeline is a usage error naming the passes there are.
+#[test]
+fn passes_chooses_the_pipeline_the_rows_test() {
+    for (p, shown) in [("fold,dce", "passes: fold,dce;"), ("", "passes: ;")] {
+        let (code, stdout, stderr) = kir_with_env(&["test", "-v", "--passes", p, "kernels/activations.kir"], &[]);
+        assert_eq!(code, 0, "--passes '{p}': {stdout}\n{stderr}");
+        let file_row = stdout.lines().find(|l| l.ends_with(")") && l.contains("kernels/activations.kir  (")).unwrap();
+        assert!(file_row.contains(shown), "--passes '{p}': {file_row}");
+    }
+    let (code, _, stderr) = kir_with_env(&["test", "--passes", "fold,nope", "kernels/activations.kir"], &[]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("error: --passes: unknown pass `nope` (available: inline, fold,"), "{stderr}");
+}

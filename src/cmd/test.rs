@@ -6,6 +6,7 @@
 //! progress), then a `tools: ...` line (the ptxas and the GPU used, or `ptxas: not found`,
 //! `GPU: none (WHY)`) and a final `N passed (M without expectation), N failed, N skipped` line (the
 //! parenthesis only when M > 0; `unverified` rows count as passed, or as failed with `--strict`).
+//! `--passes P` replaces the default pipeline (a malformed pipeline is a usage error, exit 2).
 //! The interpreter runs with race and uninitialized-read detection unless `--no-checks`; `--bless`
 //! writes `.npy` expectations and lists each file it wrote, except in files marked
 //! `; source: hardware` (recorded on a GPU: the specification), whose missing expectations only
@@ -58,6 +59,11 @@ pub struct Args {
     /// next machine with a GPU extends the recorded truth: docs/testing.md, "Hardware truth".
     #[arg(long)]
     pub record_gpu: bool,
+    /// The pass pipeline whose output the second interpreter run, the PTX emulator, ptxas and the
+    /// GPU get (default: the default pipeline, as `kir opt`; '' runs the files as written), e.g. to
+    /// try a pass on the whole kernel library before it joins the default.
+    #[arg(long, value_name = "PIPELINE")]
+    pub passes: Option<String>,
     /// Memory budget of the run: all buffers of the arguments together, and a launch's buffers
     /// with its race-detection shadow (default 8G; accepts 4096, 512M, 8G).
     #[arg(long, value_name = "BYTES")]
@@ -90,6 +96,12 @@ pub fn run(args: &Args) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if let Some(p) = &args.passes {
+        if let Err(e) = kir::passes::parse_pipeline(p) {
+            eprintln!("error: --passes: {e}");
+            return ExitCode::from(2);
+        }
+    }
     let require_gpu = args.require_gpu || std::env::var("KIR_REQUIRE_GPU").is_ok_and(|v| v == "1");
     // The GPU rows load kir's PTX file after file: in a worker process, so that a driver crash
     // fails a row instead of ending the run.
@@ -98,6 +110,9 @@ pub fn run(args: &Args) -> ExitCode {
         Err(_) => Context::detect(require_gpu),
     };
     ctx.checks = !args.no_checks;
+    if let Some(p) = &args.passes {
+        ctx.pipeline = p.clone();
+    }
     ctx.bless = args.bless;
     ctx.record_gpu = args.record_gpu;
     if let Some(fuel) = args.fuel {
