@@ -284,3 +284,33 @@ fn the_reducer_does_not_follow_a_crash() {
     let after = fuzz::module_insts(&small);
     assert!(after >= before / 2 && after < before, "{before} -> {after}");
 }
+
+/// `--time-limit` cuts a reduction short (a GPU reduction can take minutes: every candidate loads a
+/// module): the case is written as reduced so far, still failing, and the line says so.
+#[test]
+fn a_time_limit_cuts_a_reduction_short_and_keeps_the_failing_case() {
+    let dir = std::env::temp_dir().join(format!("kir-fuzz-time-reduce-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let (code, out, err) = cli::kir_with_env(
+        &[
+            "fuzz",
+            "--cases",
+            "10",
+            "--seed",
+            "1",
+            "--no-ptxas",
+            "--require-gpu",
+            "--time-limit",
+            "0.01",
+            "--out-dir",
+            dir.to_str().unwrap(),
+        ],
+        &[("KIR_CUDA_DRIVER", "emu"), ("KIR_CUDA_EMU_LOG", ""), ("KIR_CUDA_EMU_CRASH_ON_LOAD", "vote.sync")],
+    );
+    assert_eq!(code, 3, "{out}\n{err}");
+    assert!(out.contains(", stopped at --time-limit: "), "{out}");
+    assert!(out.contains("time limit: 0.01 s reached after 1 of 10 cases"), "{out}");
+    let kir = std::fs::read_to_string(dir.join("case-1.kir")).unwrap();
+    assert!(kir.contains("; failure: driver JIT crashed (SIGSEGV)") && kir.contains("vote."), "{kir}");
+    std::fs::remove_dir_all(&dir).ok();
+}

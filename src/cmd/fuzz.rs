@@ -31,7 +31,8 @@
 //!   summary (cases, failures, tool crashes, checks run — ptxas, ptx-emu, GPU — emulator failures,
 //!   cases per second) go to stdout.
 //! - `--time-limit S` starts no case after S seconds; the summary then counts the cases that ran,
-//!   after a `time limit:` line saying how many of `--cases` that was.
+//!   after a `time limit:` line saying how many of `--cases` that was. A reduction still running
+//!   at the limit stops there and writes the smallest failing module it has.
 //! - Exit 0 when every case passes, 1 when any fails (or a required tool is missing), 3 when none
 //!   fails but NVIDIA's tools crashed on some (not kir's failure, but never silent), 2 on a usage
 //!   error. `--insts` above [`MAX_INSTS`] is a usage error naming the limit (a case's cost grows
@@ -103,8 +104,8 @@ pub struct Args {
     #[arg(long)]
     pub gpu_in_process: bool,
     /// Start no new case after this many seconds: the campaign ends with its summary of the cases
-    /// it ran (for a session on a lent GPU, or any run under a deadline; a case being reduced is
-    /// finished first).
+    /// it ran (for a session on a lent GPU, or any run under a deadline); a reduction running at
+    /// the limit stops and writes the smallest failing case it has.
     #[arg(long, value_name = "SECONDS")]
     pub time_limit: Option<f64>,
 }
@@ -241,7 +242,7 @@ pub fn run(a: &Args) -> ExitCode {
     for i in 0..a.cases {
         if a.time_limit.is_some_and(|t| start.elapsed().as_secs_f64() >= t) {
             println!(
-                "time limit: {:.0} s reached after {i} of {} cases; no further case is started",
+                "time limit: {} s reached after {i} of {} cases; no further case is started",
                 a.time_limit.unwrap_or(0.0),
                 a.cases
             );
@@ -268,10 +269,16 @@ pub fn run(a: &Args) -> ExitCode {
         let crash = failure.kind.is_tool_crash();
         println!("{} case seed {seed}: {failure}", if crash { "CRASH" } else { "FAIL" });
         let mut check = |c: &kir::ir::Module| -> Option<fuzz::Failure> {
+            // Past the time limit every candidate counts as passing: the reducer keeps the
+            // smallest failing module found so far and finishes at once.
+            if a.time_limit.is_some_and(|t| start.elapsed().as_secs_f64() >= t) {
+                return None;
+            }
             let mut ran = Ran::default();
             fuzz::check_module(c, &named, &cfg, gpu.as_mut().map(|(g, s)| (g.exec(), *s)), &mut ran).err()
         };
         let (small, last, rs) = fuzz::reduce_module(&m, &failure.kind, &mut check, a.reduce_budget);
+        let cut_short = a.time_limit.is_some_and(|t| start.elapsed().as_secs_f64() >= t);
         let last = last.unwrap_or(failure.clone());
         let text = fuzz::repro_file(&small, seed, &last, &cfg, &named);
         let dir = std::path::Path::new(&a.out_dir);
@@ -286,12 +293,13 @@ pub fn run(a: &Args) -> ExitCode {
         match written {
             Ok(ptx_path) => {
                 println!(
-                    "  reduced from {} to {} instructions ({} blocks, {} functions) in {} checks: {}",
+                    "  reduced from {} to {} instructions ({} blocks, {} functions) in {} checks{}: {}",
                     fuzz::module_insts(&m),
                     fuzz::module_insts(&small),
                     small.bodies().map(|b| b.blocks.len()).sum::<usize>(),
                     small.funcs.len(),
                     rs.checks,
+                    if cut_short { ", stopped at --time-limit" } else { "" },
                     path.display()
                 );
                 if let Some(p) = ptx_path {
