@@ -31,28 +31,25 @@ fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
     p
 }
 
+/// `kir fuzz --cases 10 --seed 1 --no-ptxas --require-gpu EXTRA --out-dir DIR` on kir's emulated
+/// driver, whose JIT crashes (SIGSEGV) on every module with a `vote.sync`.
+fn campaign_on_a_jit_that_crashes_on_vote(dir: &std::path::Path, extra: &[&str]) -> (i32, String, String) {
+    let mut args = vec!["fuzz", "--cases", "10", "--seed", "1", "--no-ptxas", "--require-gpu"];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["--out-dir", dir.to_str().unwrap()]);
+    cli::kir_with_env(
+        &args,
+        &[("KIR_CUDA_DRIVER", "emu"), ("KIR_CUDA_EMU_LOG", ""), ("KIR_CUDA_EMU_CRASH_ON_LOAD", "vote.sync")],
+    )
+}
+
 /// The driver's JIT crashes (SIGSEGV) on every module with a `vote.sync`: those cases are CRASH
 /// lines with the PTX kept beside a reduced `.kir`, the others pass, the campaign finishes, and
 /// the exit status is 3 (NVIDIA's crash, not kir's failure, but not silent).
 #[test]
 fn a_driver_jit_crash_ends_the_worker_not_the_campaign() {
     let dir = temp_dir("jit");
-    let (code, out, err) = cli::kir_with_env(
-        &[
-            "fuzz",
-            "--cases",
-            "10",
-            "--seed",
-            "1",
-            "--no-ptxas",
-            "--require-gpu",
-            "--reduce-budget",
-            "40",
-            "--out-dir",
-            dir.to_str().unwrap(),
-        ],
-        &[("KIR_CUDA_DRIVER", "emu"), ("KIR_CUDA_EMU_LOG", ""), ("KIR_CUDA_EMU_CRASH_ON_LOAD", "vote.sync")],
-    );
+    let (code, out, err) = campaign_on_a_jit_that_crashes_on_vote(&dir, &["--reduce-budget", "40"]);
     assert_eq!(code, 3, "{out}\n{err}");
     assert!(out.contains("CRASH case seed 1: driver JIT crashed (SIGSEGV): kir's GPU worker process died while JIT-compiling the PTX module (cuModuleLoadDataEx)"), "{out}");
     assert!(!out.contains("FAIL"), "{out}");
@@ -289,24 +286,8 @@ fn the_reducer_does_not_follow_a_crash() {
 /// module): the case is written as reduced so far, still failing, and the line says so.
 #[test]
 fn a_time_limit_cuts_a_reduction_short_and_keeps_the_failing_case() {
-    let dir = std::env::temp_dir().join(format!("kir-fuzz-time-reduce-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let (code, out, err) = cli::kir_with_env(
-        &[
-            "fuzz",
-            "--cases",
-            "10",
-            "--seed",
-            "1",
-            "--no-ptxas",
-            "--require-gpu",
-            "--time-limit",
-            "0.01",
-            "--out-dir",
-            dir.to_str().unwrap(),
-        ],
-        &[("KIR_CUDA_DRIVER", "emu"), ("KIR_CUDA_EMU_LOG", ""), ("KIR_CUDA_EMU_CRASH_ON_LOAD", "vote.sync")],
-    );
+    let dir = temp_dir("time-reduce");
+    let (code, out, err) = campaign_on_a_jit_that_crashes_on_vote(&dir, &["--time-limit", "0.01"]);
     assert_eq!(code, 3, "{out}\n{err}");
     assert!(out.contains(", stopped at --time-limit: "), "{out}");
     assert!(out.contains("time limit: 0.01 s reached after 1 of 10 cases"), "{out}");

@@ -442,13 +442,7 @@ impl<'a> KernelEmitter<'a> {
     /// The PTX name of the `.const` variable holding NaN constant `bits` of float type `ty` for
     /// this body (one per body, so that two bodies never declare the same symbol).
     pub fn nan_symbol(&self, ty: kir_ir::ScalarType, bits: u64) -> String {
-        let t = match ty {
-            kir_ir::ScalarType::F64 => "f64",
-            kir_ir::ScalarType::F32 => "f32",
-            kir_ir::ScalarType::BF16 => "bf16",
-            _ => "f16",
-        };
-        format!("{}$nan${t}${bits:X}", self.body_symbol())
+        format!("{}$nan${}${bits:X}", self.body_symbol(), crate::imm::fty(ty))
     }
 
     /// A fresh register holding NaN constant `c`, loaded from its `.const` variable (declared by

@@ -32,6 +32,16 @@ fn reg_bits(c: Constant) -> u64 {
     }
 }
 
+/// The PTX type suffix of a float type (`f16`, `bf16`, `f32`, `f64`).
+pub fn fty(s: ScalarType) -> &'static str {
+    match s {
+        S::F16 => "f16",
+        S::BF16 => "bf16",
+        S::F32 => "f32",
+        _ => "f64",
+    }
+}
+
 /// Immediate text where PTX instructions take one: integers, f32 and f64. `None` for pred, f16
 /// and bf16, which must be materialized with [`raw_imm`] and a `mov`.
 pub fn imm_text(c: Constant) -> Option<String> {

@@ -29,7 +29,7 @@
 //!   located diagnostic, never a panic or wrong code.
 
 use crate::emit::KernelEmitter;
-pub use crate::imm::{imm_text, param_type, raw_imm, takes_imm, Imm, SrcText};
+pub use crate::imm::{fty, imm_text, param_type, raw_imm, takes_imm, Imm, SrcText};
 use crate::regs::{Reg, RegClass};
 use crate::SmVersion;
 use kir_ir::{
@@ -94,15 +94,6 @@ fn mty(s: ScalarType) -> &'static str {
 /// Whether `o` is a NaN float constant ([`crate::imm::is_float_nan`]).
 fn is_nan_const(o: Operand) -> bool {
     matches!(o, Operand::Const(c) if crate::imm::is_float_nan(c))
-}
-
-fn fty(s: ScalarType) -> &'static str {
-    match s {
-        S::F16 => "f16",
-        S::BF16 => "bf16",
-        S::F32 => "f32",
-        _ => "f64",
-    }
 }
 
 /// `.rn`, `.rz`, ... for a non-integral rounding (integral ones map to their plain counterpart).

@@ -225,6 +225,15 @@ impl Parser {
         }
     }
 
+    /// The number after `.align` (token `at`): a power of two up to 4096.
+    fn alignment(&mut self, at: &Token) -> Result<u32, ParseError> {
+        let a = self.int("an alignment")?;
+        if !a.is_power_of_two() || a > 4096 {
+            return Err(err(at, format!("alignment {a} is not a power of two up to 4096")));
+        }
+        Ok(a as u32)
+    }
+
     /// Skips the rest of the source line of token `line` (for `.loc`/`.file`-style directives
     /// that end without `;`).
     fn skip_line(&mut self, line: u32) {
@@ -680,13 +689,7 @@ impl Parser {
         loop {
             let t = self.next("a type")?;
             match &t.tok {
-                Tok::Dot(d) if d == "align" => {
-                    let a = self.int("an alignment")?;
-                    if !(a as u32).is_power_of_two() || a > 4096 {
-                        return Err(err(&t, format!("alignment {a} is not a power of two up to 4096")));
-                    }
-                    align = a as u32;
-                }
+                Tok::Dot(d) if d == "align" => align = self.alignment(&t)?,
                 Tok::Dot(d) if d == "v2" || d == "v4" || d == "v8" => vec = d[1..].parse().unwrap_or(1),
                 Tok::Dot(d) => match scalar_type(d) {
                     Some(s) if s != ScalarType::Pred => {
@@ -735,13 +738,7 @@ impl Parser {
         loop {
             let t = self.next("a type")?;
             match &t.tok {
-                Tok::Dot(d) if d == "align" => {
-                    let a = self.int("an alignment")?;
-                    if !a.is_power_of_two() || a > 4096 {
-                        return Err(err(&t, format!("alignment {a} is not a power of two up to 4096")));
-                    }
-                    align = a as u32;
-                }
+                Tok::Dot(d) if d == "align" => align = self.alignment(&t)?,
                 Tok::Dot(d) if matches!(d.as_str(), "v2" | "v4" | "v8") => {
                     return Err(err(&t, "vector-typed `.const` variables are not supported by the emulator"));
                 }

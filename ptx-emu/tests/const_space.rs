@@ -35,67 +35,53 @@ fn u64_at(b: &[u8], o: usize) -> u64 {
 
 /// The NaN constants as kir's emitter writes them, each loaded and fed to an instruction; the
 /// kernel `regs` computes the same from `mov` immediates in registers (the reference).
-const NANS: &str = r#"
-.const .align 8 .b64 kir_nan_f64_7FF8000000000001 = 0x7FF8000000000001;
+fn nans() -> String {
+    // One body, two ways of getting the NaNs into %fd15, %f3 and %h2.
+    let kernel = |name: &str, get: &str| {
+        format!(
+            r#"
+.visible .entry {name}(.param .u64 out)
+{{
+    .reg .b16 %h<4>;
+    .reg .f32 %f<8>;
+    .reg .f64 %fd<16>;
+    .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [out];
+    cvta.to.global.u64 %rd2, %rd1;
+{get}
+    mov.f64 %fd1, 0d3FF0000000000000;
+    sub.rn.f64 %fd2, %fd1, %fd15;
+    sub.rn.f64 %fd3, %fd15, %fd1;
+    neg.f32 %f4, %f3;
+    cvt.f32.f16 %f5, %h2;
+    st.global.f64 [%rd2], %fd15;
+    st.global.f64 [%rd2+8], %fd2;
+    st.global.f64 [%rd2+16], %fd3;
+    st.global.f32 [%rd2+24], %f3;
+    st.global.f32 [%rd2+28], %f4;
+    st.global.f32 [%rd2+32], %f5;
+    st.global.b16 [%rd2+36], %h2;
+    ret;
+}}
+"#
+        )
+    };
+    let decls = ".const .align 8 .b64 kir_nan_f64_7FF8000000000001 = 0x7FF8000000000001;
 .const .align 4 .b32 kir_nan_f32_7FC00001 = 0x7FC00001;
 .const .align 2 .b16 kir_nan_f16_7E01 = 0x7E01;
-
-.visible .entry nans(.param .u64 out)
-{
-    .reg .b16 %h<4>;
-    .reg .f32 %f<8>;
-    .reg .f64 %fd<16>;
-    .reg .b64 %rd<4>;
-    ld.param.u64 %rd1, [out];
-    cvta.to.global.u64 %rd2, %rd1;
-	ld.const.f64 %fd15, [kir_nan_f64_7FF8000000000001];
-	ld.const.f32 %f3, [kir_nan_f32_7FC00001];
-	ld.const.b16 %h2, [kir_nan_f16_7E01];
-    mov.f64 %fd1, 0d3FF0000000000000;
-    sub.rn.f64 %fd2, %fd1, %fd15;
-    sub.rn.f64 %fd3, %fd15, %fd1;
-    neg.f32 %f4, %f3;
-    cvt.f32.f16 %f5, %h2;
-    st.global.f64 [%rd2], %fd15;
-    st.global.f64 [%rd2+8], %fd2;
-    st.global.f64 [%rd2+16], %fd3;
-    st.global.f32 [%rd2+24], %f3;
-    st.global.f32 [%rd2+28], %f4;
-    st.global.f32 [%rd2+32], %f5;
-    st.global.b16 [%rd2+36], %h2;
-    ret;
-}
-
-.visible .entry regs(.param .u64 out)
-{
-    .reg .b16 %h<4>;
-    .reg .f32 %f<8>;
-    .reg .f64 %fd<16>;
-    .reg .b64 %rd<4>;
-    ld.param.u64 %rd1, [out];
-    cvta.to.global.u64 %rd2, %rd1;
-    mov.b64 %fd15, 0x7FF8000000000001;
+";
+    let loads = "\tld.const.f64 %fd15, [kir_nan_f64_7FF8000000000001];
+\tld.const.f32 %f3, [kir_nan_f32_7FC00001];
+\tld.const.b16 %h2, [kir_nan_f16_7E01];";
+    let movs = "    mov.b64 %fd15, 0x7FF8000000000001;
     mov.b32 %f3, 0x7FC00001;
-    mov.b16 %h2, 0x7E01;
-    mov.f64 %fd1, 0d3FF0000000000000;
-    sub.rn.f64 %fd2, %fd1, %fd15;
-    sub.rn.f64 %fd3, %fd15, %fd1;
-    neg.f32 %f4, %f3;
-    cvt.f32.f16 %f5, %h2;
-    st.global.f64 [%rd2], %fd15;
-    st.global.f64 [%rd2+8], %fd2;
-    st.global.f64 [%rd2+16], %fd3;
-    st.global.f32 [%rd2+24], %f3;
-    st.global.f32 [%rd2+28], %f4;
-    st.global.f32 [%rd2+32], %f5;
-    st.global.b16 [%rd2+36], %h2;
-    ret;
+    mov.b16 %h2, 0x7E01;";
+    format!("{decls}{}{}", kernel("nans", loads), kernel("regs", movs))
 }
-"#;
 
 #[test]
 fn nan_constants_load_bit_for_bit() {
-    let m = module(NANS);
+    let m = module(&nans());
     let got = run(&m, "nans", 1, 40, &[]);
     // Plain loads keep the payloads.
     assert_eq!(u64_at(&got, 0), 0x7FF8_0000_0000_0001);

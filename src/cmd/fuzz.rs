@@ -239,8 +239,9 @@ pub fn run(a: &Args) -> ExitCode {
     let (mut failed, mut ptxas_runs, mut emu_runs, mut gpu_runs) = (0u64, 0u64, 0u64, 0u64);
     let (mut emu_failed, mut ptxas_crashed, mut driver_crashed) = (0u64, 0u64, 0u64);
     let mut cases = 0u64;
+    let past_time_limit = || a.time_limit.is_some_and(|t| start.elapsed().as_secs_f64() >= t);
     for i in 0..a.cases {
-        if a.time_limit.is_some_and(|t| start.elapsed().as_secs_f64() >= t) {
+        if past_time_limit() {
             println!(
                 "time limit: {} s reached after {i} of {} cases; no further case is started",
                 a.time_limit.unwrap_or(0.0),
@@ -271,14 +272,14 @@ pub fn run(a: &Args) -> ExitCode {
         let mut check = |c: &kir::ir::Module| -> Option<fuzz::Failure> {
             // Past the time limit every candidate counts as passing: the reducer keeps the
             // smallest failing module found so far and finishes at once.
-            if a.time_limit.is_some_and(|t| start.elapsed().as_secs_f64() >= t) {
+            if past_time_limit() {
                 return None;
             }
             let mut ran = Ran::default();
             fuzz::check_module(c, &named, &cfg, gpu.as_mut().map(|(g, s)| (g.exec(), *s)), &mut ran).err()
         };
         let (small, last, rs) = fuzz::reduce_module(&m, &failure.kind, &mut check, a.reduce_budget);
-        let cut_short = a.time_limit.is_some_and(|t| start.elapsed().as_secs_f64() >= t);
+        let cut_short = past_time_limit();
         let last = last.unwrap_or(failure.clone());
         let text = fuzz::repro_file(&small, seed, &last, &cfg, &named);
         let dir = std::path::Path::new(&a.out_dir);
