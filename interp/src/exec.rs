@@ -55,7 +55,8 @@
 //!   out: call-free kernels pay nothing per instruction for calls.
 
 use crate::error::{coords, FaultKind, InterpError};
-use crate::mem::{self, tag, AccessFault, Conflict, GlobalMem};
+use crate::mem::{self, AccessFault, GlobalMem};
+use crate::race::{self, tag, Conflict, Kind};
 use crate::prog::{MemAccess, Prog, XEdge, XInst, XOp, XTerm, EXIT, NO_SLOT};
 use crate::{Options, Stats};
 use kir_ir::eval;
@@ -185,7 +186,7 @@ pub(crate) struct Worker {
     exit_block: Vec<[u32; 32]>,
     state: Vec<WarpState>,
     shared: Vec<u8>,
-    /// Shared-memory race shadow: two tags per granule, each declaration's granules from
+    /// Shared-memory race shadow: [`race::WORDS`] words per granule, each declaration's granules from
     /// `sh_race_start[decl]`.
     sh_race: Vec<u64>,
     sh_race_start: Vec<usize>,
@@ -222,6 +223,9 @@ pub(crate) struct Worker {
 
 /// Set in an `sh_init` byte read uninitialized in this barrier interval (above any generation).
 const PENDING: u32 = 1 << 31;
+/// Set with [`PENDING`] once the thread that read the byte uninitialized has written it itself:
+/// the byte reads as initialized, and another thread's write still races with the read.
+const OWN_WRITE: u32 = 1 << 30;
 /// At most this many uninitialized reads wait for their interval's end (later ones are not
 /// remembered: the first is reported anyway when nobody writes its slot).
 const MAX_PENDING: usize = 4096;
@@ -235,9 +239,12 @@ struct PendingRead {
     tid: u32,
     /// The reading instruction.
     span: Span,
-    /// The uninitialized-read fault as reported if no other thread writes the slot (built for
-    /// the first pending read only: only that one is ever reported as such).
-    err: Option<Box<InterpError>>,
+    /// The read was an atomic's (another atomic's later write does not race with it).
+    atomic: bool,
+    /// The uninitialized-read fault as reported if no other thread writes the slot, and the slot
+    /// as messages name it (built for the first pending read only: only that one is ever
+    /// reported).
+    err: Option<Box<(InterpError, String)>>,
 }
 
 /// What a warp does next after running.
@@ -304,7 +311,7 @@ impl Worker {
             exit_block: vec![[EXIT; 32]; cx.nwarps],
             state: vec![WarpState::Done; cx.nwarps],
             shared: vec![0; cx.shared_total],
-            sh_race: if races { vec![0; 2 * granules] } else { vec![] },
+            sh_race: if races { vec![0; race::WORDS * granules] } else { vec![] },
             sh_race_start,
             sh_init: if uninit { vec![0; cx.shared_total] } else { vec![] },
             sh_pending: Vec::new(),
@@ -356,9 +363,7 @@ impl Worker {
                         Ok(Stop::Done) => WarpState::Done,
                         Err(e) => {
                             let e = self.with_call_chain(cx, w, e);
-                            // A fault after an unresolved uninitialized read reports the read: it
-                            // came first (and the value it read may be the cause).
-                            return Err(self.take_pending().unwrap_or(e));
+                            return Err(self.fault_while_reads_pending(cx, e));
                         }
                     };
                 }
@@ -373,7 +378,7 @@ impl Worker {
             }) && (!self.calls || (0..cx.nwarps).all(|w| self.same_path(wb, w)));
             if !ok {
                 let e = self.barrier_divergence(cx, wb);
-                return Err(self.take_pending().unwrap_or(e));
+                return Err(self.fault_while_reads_pending(cx, e));
             }
             // The interval ends: an uninitialized read nobody wrote is what it looks like.
             if let Some(e) = self.take_pending() {
@@ -467,7 +472,30 @@ impl Worker {
     fn take_pending(&mut self) -> Option<InterpError> {
         let first = self.sh_pending.first_mut()?.err.take();
         self.sh_pending.clear();
-        first.map(|e| *e)
+        first.map(|e| e.0)
+    }
+
+    /// Fault `e` stopped the block while reads of uninitialized shared memory were pending. A
+    /// race is reported as it is; any other fault keeps its own report, with the first pending
+    /// read labelled as a possible cause: the interval did not end, so whether another thread
+    /// would have written the slot (a missing barrier) or none would (an uninitialized read) is
+    /// not known, and neither is claimed.
+    fn fault_while_reads_pending(&mut self, cx: &LaunchCtx, e: InterpError) -> InterpError {
+        let first = self.sh_pending.first_mut().map(|p| (p.tid, p.span, p.atomic, p.err.take()));
+        self.sh_pending.clear();
+        let Some((tid, span, atomic, Some(err))) = first else { return e };
+        if e.fault_kind() == Some(FaultKind::DataRace) {
+            return e;
+        }
+        let who = format!("thread {}", coords(cx.tid_of(tid)));
+        let what = if atomic { "updated atomically" } else { "read" };
+        let e = if span.is_dummy() { e } else { e.with_label(span, format!("{who} {what} uninitialized shared memory here")) };
+        e.with_note(format!(
+            "earlier in this barrier interval {who} {what} {} before any thread of the block wrote it; the run stopped here, so \
+             whether another thread writes it before the next barrier (a missing barrier) or none does (an uninitialized read) \
+             is unknown; the value read may be the cause of this fault",
+            err.1
+        ))
     }
 
     /// `e` with the call chain of warp `w` when it is inside a function: a note naming the
@@ -995,16 +1023,17 @@ impl Worker {
                     let tags = &race[r];
                     for l in lanes(mask) {
                         let me = tag::make(cx.global.race_base + self.linear + 1, self.epoch, (w * 32 + l) as u64);
-                        if let Some(c) = mem::global_access(
+                        if let Some(c) = race::global_access(
                             tags,
                             bytes[l],
                             acc.size,
                             cx.global.race_shift,
                             cx.global.race_base,
                             me,
-                            false,
+                            Kind::Read,
+                            acc.site,
                         ) {
-                            return Err(self.race_error(cx, w, l, inst, acc, r, bytes[l], false, c));
+                            return Err(self.race_error(cx, w, l, inst, acc, r, bytes[l], Kind::Read, c));
                         }
                     }
                     let vals = cx.global.load_lanes(r, &bytes, acc.size);
@@ -1026,16 +1055,17 @@ impl Worker {
                     let tags = &race[r];
                     for l in lanes(mask) {
                         let me = tag::make(cx.global.race_base + self.linear + 1, self.epoch, (w * 32 + l) as u64);
-                        if let Some(c) = mem::global_access(
+                        if let Some(c) = race::global_access(
                             tags,
                             bytes[l],
                             acc.size,
                             cx.global.race_shift,
                             cx.global.race_base,
                             me,
-                            true,
+                            Kind::Write,
+                            acc.site,
                         ) {
-                            return Err(self.race_error(cx, w, l, inst, acc, r, bytes[l], true, c));
+                            return Err(self.race_error(cx, w, l, inst, acc, r, bytes[l], Kind::Write, c));
                         }
                         self.stats.global_bytes_written += acc.size as u64;
                         cx.global.store(r, bytes[l], acc.size, self.regs[a2][l]);
@@ -1054,8 +1084,10 @@ impl Worker {
                     for l in lanes(mask) {
                         let me = tag::make(self.gen as u64, self.epoch, (w * 32 + l) as u64);
                         let first = self.sh_race_start[r] + (bytes[l] >> shift);
-                        if let Some(c) = mem::shared_access(&mut self.sh_race, first, acc.size, shift, me, false) {
-                            return Err(self.race_error(cx, w, l, inst, acc, r, bytes[l], false, c));
+                        if let Some(c) =
+                            race::shared_access(&mut self.sh_race, first, acc.size, shift, me, Kind::Read, acc.site)
+                        {
+                            return Err(self.race_error(cx, w, l, inst, acc, r, bytes[l], Kind::Read, c));
                         }
                     }
                     let vals = mem::read_lanes(&self.shared, cx.shared_start[r], &bytes, acc.size);
@@ -1076,8 +1108,10 @@ impl Worker {
                     for l in lanes(mask) {
                         let me = tag::make(self.gen as u64, self.epoch, (w * 32 + l) as u64);
                         let first = self.sh_race_start[r] + (bytes[l] >> shift);
-                        if let Some(c) = mem::shared_access(&mut self.sh_race, first, acc.size, shift, me, true) {
-                            return Err(self.race_error(cx, w, l, inst, acc, r, bytes[l], true, c));
+                        if let Some(c) =
+                            race::shared_access(&mut self.sh_race, first, acc.size, shift, me, Kind::Write, acc.site)
+                        {
+                            return Err(self.race_error(cx, w, l, inst, acc, r, bytes[l], Kind::Write, c));
                         }
                         let v = self.regs[a2][l];
                         mem::write_le(&mut self.shared, start + bytes[l], acc.size, v);
@@ -1304,20 +1338,18 @@ impl Worker {
         match acc.space {
             AddrSpace::Global => {
                 if let Some(race) = &cx.global.race {
-                    if !matches!(kind, Access::Rmw(..) | Access::Cas(..)) {
-                        let me = tag::make(cx.global.race_base + self.linear + 1, self.epoch, tid);
-                        let write = matches!(kind, Access::Write(_));
-                        if let Some(c) = mem::global_access(
-                            &race[region],
-                            byte,
-                            size,
-                            cx.global.race_shift,
-                            cx.global.race_base,
-                            me,
-                            write,
-                        ) {
-                            return Err(self.race_error(cx, w, l, inst, acc, region, byte, write, c));
-                        }
+                    let me = tag::make(cx.global.race_base + self.linear + 1, self.epoch, tid);
+                    if let Some(c) = race::global_access(
+                        &race[region],
+                        byte,
+                        size,
+                        cx.global.race_shift,
+                        cx.global.race_base,
+                        me,
+                        kind.race_kind(),
+                        acc.site,
+                    ) {
+                        return Err(self.race_error(cx, w, l, inst, acc, region, byte, kind.race_kind(), c));
                     }
                 }
                 match kind {
@@ -1345,30 +1377,43 @@ impl Worker {
                 let reads = !matches!(kind, Access::Write(_));
                 if reads && !self.sh_init.is_empty() {
                     let gen = self.gen;
-                    if let Some(k) = (0..size as usize).find(|k| self.sh_init[at + k] != gen) {
+                    let written = |b: u32| b == gen || b == gen | PENDING | OWN_WRITE;
+                    if let Some(k) = (0..size as usize).find(|k| !written(self.sh_init[at + k])) {
                         // Not judged yet: another thread may still write the slot in this
                         // barrier interval, which makes this read a race.
-                        self.uninit_read(cx, w, inst, region, byte, k, tid as u32, size);
+                        let atomic = kind.race_kind() == Kind::Atomic;
+                        self.uninit_read(cx, w, inst, region, byte, k, tid as u32, size, atomic);
                     }
                 }
-                if !self.sh_race.is_empty() && !matches!(kind, Access::Rmw(..) | Access::Cas(..)) {
+                // A write to a slot another thread read uninitialized in this interval is the
+                // missing barrier, reported as the race between those two (whatever --races says).
+                let writes = !matches!(kind, Access::Read);
+                let mut self_read = false;
+                if writes && !self.sh_pending.is_empty() {
+                    let gen = self.gen;
+                    if self.sh_init[at..at + size as usize].iter().any(|&b| b & !OWN_WRITE == gen | PENDING) {
+                        let atomic = kind.race_kind() == Kind::Atomic;
+                        self.write_after_uninit_read(cx, w, l, inst, acc, region, byte, at, atomic)?;
+                        self_read = true;
+                    }
+                }
+                if !self.sh_race.is_empty() {
                     let me = tag::make(self.gen as u64, self.epoch, tid);
-                    let write = matches!(kind, Access::Write(_));
                     let shift = cx.prog.race_shift[1];
                     let first = self.sh_race_start[region] + (byte >> shift);
-                    if let Some(c) = mem::shared_access(&mut self.sh_race, first, size, shift, me, write) {
-                        return Err(self.race_error(cx, w, l, inst, acc, region, byte, write, c));
-                    }
-                }
-                let writes = !matches!(kind, Access::Read);
-                if writes && !self.sh_pending.is_empty() {
-                    let pend = self.gen | PENDING;
-                    if self.sh_init[at..at + size as usize].contains(&pend) {
-                        return Err(self.write_after_uninit_read(cx, w, l, inst, acc, region, byte, at));
+                    if let Some(c) =
+                        race::shared_access(&mut self.sh_race, first, size, shift, me, kind.race_kind(), acc.site)
+                    {
+                        return Err(self.race_error(cx, w, l, inst, acc, region, byte, kind.race_kind(), c));
                     }
                 }
                 if writes && !self.sh_init.is_empty() {
-                    self.sh_init[at..at + size as usize].fill(self.gen);
+                    // A slot its own reader writes stays pending (another thread's later write
+                    // races with the read), but reads as initialized from now on.
+                    let gen = self.gen;
+                    for b in &mut self.sh_init[at..at + size as usize] {
+                        *b = if self_read && *b & !OWN_WRITE == gen | PENDING { gen | PENDING | OWN_WRITE } else { gen };
+                    }
                 }
                 match kind {
                     Access::Read => Ok(mem::read_le(&self.shared, at, size)),
@@ -1401,6 +1446,7 @@ impl Worker {
         k: usize,
         tid: u32,
         size: u32,
+        atomic: bool,
     ) {
         if self.sh_pending.len() >= MAX_PENDING {
             return;
@@ -1409,28 +1455,29 @@ impl Worker {
         let err = self.sh_pending.is_empty().then(|| {
             let name = &cx.shared_names[region];
             let elem = byte / size as usize;
-            let e = InterpError::fault(
-                FaultKind::UninitializedRead,
-                format!("read of uninitialized shared memory `@{name}[{elem}]` (byte {})", byte + k),
-            )
-            .at(inst.span, "reads memory no thread of this block has written")
-            .in_thread(self.ctaid, cx.tid_of(tid))
-            .with_note("no thread of the block writes it before the next barrier (or the block's end) either")
-            .with_note("shared memory starts undefined on the GPU; write it before reading it");
-            Box::new(self.with_call_chain(cx, w, e))
+            let slot = format!("`@{name}[{elem}]` (byte {})", byte + k);
+            let e = InterpError::fault(FaultKind::UninitializedRead, format!("read of uninitialized shared memory {slot}"))
+                .at(inst.span, "reads memory no thread of this block has written")
+                .in_thread(self.ctaid, cx.tid_of(tid))
+                .with_note(
+                    "no other thread of the block writes it before the next barrier (or the block's end) either",
+                )
+                .with_note("shared memory starts undefined on the GPU; write it before reading it");
+            Box::new((self.with_call_chain(cx, w, e), slot))
         });
-        let pend = self.gen | PENDING;
+        let (gen, pend) = (self.gen, self.gen | PENDING);
         for b in &mut self.sh_init[at..at + size as usize] {
-            if *b != self.gen {
+            if *b != gen && *b != pend | OWN_WRITE {
                 *b = pend;
             }
         }
-        self.sh_pending.push(PendingRead { at, size, tid, span: inst.span, err });
+        self.sh_pending.push(PendingRead { at, size, tid, span: inst.span, atomic, err });
     }
 
     /// Lane `l` of warp `w` writes shared bytes of which some were read uninitialized in this
     /// barrier interval: a race with the first such reader that is another thread (the
-    /// interpreter ran the read first), or the reader's own uninitialized read.
+    /// interpreter ran the read first). `Ok` when every such read is this thread's own: those
+    /// reads stay pending (judged at the interval's end, or when another thread writes the slot).
     #[cold]
     #[inline(never)]
     #[allow(clippy::too_many_arguments)]
@@ -1444,16 +1491,16 @@ impl Worker {
         region: usize,
         byte: usize,
         at: usize,
-    ) -> InterpError {
+        atomic: bool,
+    ) -> Result<(), InterpError> {
         let me = (w * 32 + l) as u32;
         let end = at + acc.size as usize;
         let overlapping = |p: &&PendingRead| p.at < end && at < p.at + p.size as usize;
-        let Some(r) = self.sh_pending.iter().filter(overlapping).find(|p| p.tid != me) else {
-            // Only this thread read it before writing it: an uninitialized read (the first
-            // pending one, which came first).
-            return self.take_pending().unwrap_or_else(|| InterpError::internal("pending read without its fault"));
+        let racing = |p: &&PendingRead| p.tid != me && !(p.atomic && atomic);
+        let Some(r) = self.sh_pending.iter().filter(overlapping).find(racing) else {
+            return Ok(());
         };
-        let (reader, read_span) = (cx.tid_of(r.tid), r.span);
+        let (reader, read_span, read_atomic) = (cx.tid_of(r.tid), r.span, r.atomic);
         let writer = cx.tid_of(me);
         self.sh_pending.clear();
         let elem = byte / acc.size as usize;
@@ -1462,19 +1509,26 @@ impl Worker {
         let mut e = InterpError::fault(
             FaultKind::DataRace,
             format!(
-                "data race on {} element {elem} (byte {byte}): {rd} read it before {wr} of this block wrote it, with no barrier between them",
+                "data race on {} element {elem} (byte {byte}): {rd} {} it before {wr} of this block {} it, with no barrier between them",
                 Self::region_name(cx, acc, region),
+                if read_atomic { "updated" } else { "read" },
+                if atomic { "updated" } else { "wrote" },
             ),
         )
-        .at(inst.span, format!("{wr} writes it here"))
+        .at(inst.span, format!("{wr} {} it here", if atomic { "updates" } else { "writes" }))
         .in_thread(self.ctaid, writer);
         if !read_span.is_dummy() {
-            e = e.with_label(read_span, format!("{rd} read it here first, uninitialized"));
+            let how = if read_atomic { "updated it atomically" } else { "read it" };
+            e = e.with_label(read_span, format!("{rd} {how} here first, uninitialized"));
         }
-        e.with_note(format!(
-            "the interpreter ran the read first; on a GPU either may come first, so {rd} reads garbage or {wr}'s value"
-        ))
-        .with_note("add a barrier between the write and the read (all threads write, `barrier`, then read)")
+        if read_atomic || atomic {
+            e = e.with_note("a plain access and an atomic to the same location race unless a barrier orders them (PTX memory model)");
+        }
+        Err(e
+            .with_note(format!(
+                "the interpreter ran the read first; on a GPU either may come first, so {rd} reads garbage or {wr}'s value"
+            ))
+            .with_note("add a barrier between the write and the read (all threads write, `barrier`, then read)"))
     }
 
     fn region_name(cx: &LaunchCtx, acc: &MemAccess, region: usize) -> String {
@@ -1544,6 +1598,9 @@ impl Worker {
         e.in_thread(self.ctaid, thread)
     }
 
+    /// The data race between this lane's access of `kind` and the earlier access `c` of another
+    /// thread: both threads, both instructions (the other's when its site is known) and the
+    /// location.
     #[allow(clippy::too_many_arguments)]
     fn race_error(
         &self,
@@ -1554,17 +1611,13 @@ impl Worker {
         acc: &MemAccess,
         region: usize,
         byte: usize,
-        write: bool,
+        kind: Kind,
         c: Conflict,
     ) -> InterpError {
         let elem = byte / acc.size as usize;
         let other_tid = tag::tid(c.other);
-        let same_block = tag::block(c.other)
-            == tag::block(tag::make(
-                if acc.space == AddrSpace::Global { cx.global.race_base + self.linear + 1 } else { self.gen as u64 },
-                0,
-                0,
-            ));
+        let my_block = if acc.space == AddrSpace::Global { cx.global.race_base + self.linear + 1 } else { self.gen as u64 };
+        let same_block = tag::block(c.other) == tag::block(tag::make(my_block, 0, 0));
         let who = if other_tid == tag::MULTI {
             "several other threads of this block".to_string()
         } else if same_block {
@@ -1573,20 +1626,58 @@ impl Worker {
             let other_block = tag::block(c.other).wrapping_sub(1 + cx.global.race_base);
             format!("thread {} of block {}", coords(cx.tid_of(other_tid as u32)), coords(cx.ctaid_of(other_block)))
         };
-        let other_did = if c.other_wrote { "wrote" } else { "read" };
+        let other_did = match c.other_kind {
+            Kind::Read => "read",
+            Kind::Write => "wrote",
+            Kind::Atomic => "updated",
+        };
+        let this_does = match kind {
+            Kind::Read => "this thread reads it",
+            Kind::Write => "this thread writes it",
+            Kind::Atomic => "this thread's atomic updates it",
+        };
+        let atomically = if c.other_kind == Kind::Atomic { " atomically" } else { "" };
         let since =
             if same_block { "since the last barrier" } else { "in the same launch (blocks cannot synchronize)" };
-        InterpError::fault(
+        let mut e = InterpError::fault(
             FaultKind::DataRace,
             format!(
-                "data race on {} element {elem} (byte {byte}): this thread {} it, and {who} {other_did} it {since}",
+                "data race on {} element {elem} (byte {byte}): {this_does}, and {who} {other_did} it{atomically} {since}",
                 Self::region_name(cx, acc, region),
-                if write { "writes" } else { "reads" },
             ),
         )
-        .at(inst.span, if write { "racing write" } else { "racing read" })
-        .in_thread(self.ctaid, cx.tid_of((w * 32 + l) as u32))
-        .with_note("separate the accesses with a barrier, or use atomics")
+        .at(
+            inst.span,
+            match kind {
+                Kind::Read => "racing read",
+                Kind::Write => "racing write",
+                Kind::Atomic => "racing atomic",
+            },
+        )
+        .in_thread(self.ctaid, cx.tid_of((w * 32 + l) as u32));
+        if let Some(&(body, span)) = c.site.and_then(|s| cx.prog.race_sites.get(s as usize)) {
+            let one = if other_tid == tag::MULTI { " (one of them)" } else { "" };
+            let within = match cx.progs.get(body as usize) {
+                Some(p) if body != 0 => format!(" in `@{}`", p.name),
+                _ => String::new(),
+            };
+            let text = format!("{who} {other_did} it{atomically} here{one}{within}");
+            e = if span == inst.span {
+                e.with_note(format!("the other access is this same instruction: {text}"))
+            } else {
+                e.with_label(span, text)
+            };
+        }
+        let involves_atomic = kind == Kind::Atomic || c.other_kind == Kind::Atomic;
+        match (involves_atomic, same_block) {
+            (false, _) => e.with_note("separate the accesses with a barrier, or use atomics"),
+            (true, true) => e
+                .with_note("a plain access and an atomic to the same location race unless a barrier orders them (PTX memory model)")
+                .with_note("separate them with a barrier, or make both atomic (read with `atom.add` of 0, write with `atom.exch`)"),
+            (true, false) => e
+                .with_note("a plain access and an atomic to the same location race unless a barrier orders them (PTX memory model), and no barrier orders two blocks")
+                .with_note("make both atomic (read with `atom.add` of 0, write with `atom.exch`)"),
+        }
     }
 }
 
@@ -1635,6 +1726,17 @@ enum Access {
     Write(u64),
     Rmw(AtomicOp, u64),
     Cas(u64, u64),
+}
+
+impl Access {
+    /// What race detection sees of the access.
+    fn race_kind(self) -> Kind {
+        match self {
+            Access::Read => Kind::Read,
+            Access::Write(_) => Kind::Write,
+            Access::Rmw(..) | Access::Cas(..) => Kind::Atomic,
+        }
+    }
 }
 
 /// The new value of an atomic read-modify-write in memory `space`; arithmetic comes from

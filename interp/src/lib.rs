@@ -80,6 +80,7 @@ mod mem;
 pub mod npy;
 pub mod outputs;
 mod prog;
+mod race;
 
 pub use buffer::Buffer;
 pub use error::{ErrorKind, FaultKind, InterpError};
@@ -421,8 +422,9 @@ fn launch_impl(
             "--races supports at most {MAX_RACE_BYTES} bytes of buffers per launch, given {total_global}"
         )));
     }
-    // The shadow of race detection: 16 bytes per granule (the smallest global access size).
-    let shadow = if opts.races { (total_global >> prog.race_shift[0]).saturating_mul(16) } else { 0 };
+    // The shadow of race detection: `race::WORDS` words per granule (the smallest global access
+    // size).
+    let shadow = if opts.races { (total_global >> prog.race_shift[0]).saturating_mul(8 * race::WORDS as u64) } else { 0 };
     check_memory(total_global.saturating_add(shadow), "the launch's buffers and race-detection shadow")
         .map_err(InterpError::invalid)?;
 

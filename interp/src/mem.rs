@@ -10,17 +10,14 @@
 //! - Global memory is accessed with relaxed atomic loads and stores of the element's width, so
 //!   blocks running on different host threads never cause undefined behaviour in the interpreter,
 //!   even when the kernel has a cross-block data race (whose outcome is then the kernel's bug).
-//! - Race shadows record, per granule (the smallest load/store size of the kernel in that memory
-//!   space, see `Prog::race_shift`; every byte of a granule is always accessed together, so this is
-//!   exactly per-byte tracking), the last writer and the last reader(s) as a tag
-//!   `block(24) | epoch(24) | thread(16)`; operations on the global shadow use sequentially
-//!   consistent swaps so that of two conflicting accesses from different blocks running at the
-//!   same time at least one sees the other. Global shadows are pooled across launches without
+//! - Race shadows ([`crate::race`] says what they hold and the rule that judges them) have
+//!   [`race::WORDS`] words per granule. Global shadows are pooled across launches without
 //!   clearing: a launch numbers its blocks after those of the launches that used the shadow before
 //!   ([`GlobalMem::race_base`]), and tags numbered at or below its base are stale (empty). A
 //!   shadow is cleared only when the 24-bit block numbers would run out; a fresh one is zeroed
 //!   pages from the allocator (calloc); a shadow the system refuses is an error, not an abort.
 
+use crate::race::{self, tag};
 use kir_ir::types::ScalarType;
 use std::sync::atomic::{AtomicU16, AtomicU32, AtomicU64, AtomicU8, Ordering};
 
@@ -172,7 +169,7 @@ pub(crate) struct Region {
 pub(crate) struct GlobalMem {
     pub regions: Vec<Region>,
     pub lens: Vec<u64>,
-    /// Per region, two tags per granule (write, read) when race detection is on.
+    /// Per region, [`race::WORDS`] words per granule when race detection is on.
     pub race: Option<Vec<Vec<AtomicU64>>>,
     /// log2 of the granule of `race`.
     pub race_shift: u32,
@@ -190,7 +187,7 @@ unsafe impl Send for GlobalMem {}
 
 impl GlobalMem {
     /// Views `bufs` (each must be 8-byte aligned or empty) as global memory.
-    /// With `races`, the shadow has two tags per granule of `1 << race_shift` bytes, for a launch
+    /// With `races`, the shadow has [`race::WORDS`] words per granule of `1 << race_shift` bytes, for a launch
     /// of `nblocks` blocks.
     /// Fails (naming the size) when the system refuses the memory of a shadow.
     pub fn new(bufs: &mut [&mut [u8]], races: bool, race_shift: u32, nblocks: u64) -> Result<GlobalMem, String> {
@@ -203,7 +200,7 @@ impl GlobalMem {
         } else {
             let mut taken: Vec<(Vec<AtomicU64>, u64)> = regions
                 .iter()
-                .map(|r| shadow_take(2 * (r.len as usize).div_ceil(1 << race_shift)))
+                .map(|r| shadow_take(race::WORDS * (r.len as usize).div_ceil(1 << race_shift)))
                 .collect::<Result<_, _>>()?;
             race_base = taken.iter().map(|t| t.1).max().unwrap_or(0);
             if race_base + nblocks > tag::BLOCK_MAX {
@@ -356,137 +353,6 @@ fn zeroed_atomics(n: usize) -> Result<Vec<AtomicU64>, String> {
         return Err(refused());
     }
     Ok(unsafe { Vec::from_raw_parts(ptr, n, n) })
-}
-
-/// Race tags.
-pub(crate) mod tag {
-    /// Thread field meaning "several threads of that block and epoch read it".
-    pub const MULTI: u64 = 0xffff;
-    /// Largest block number.
-    pub const BLOCK_MAX: u64 = 0xff_ffff;
-    pub fn make(block: u64, epoch: u64, tid: u64) -> u64 {
-        ((block & 0xff_ffff) << 40) | ((epoch & 0xff_ffff) << 16) | (tid & 0xffff)
-    }
-    pub fn block(t: u64) -> u64 {
-        t >> 40
-    }
-    pub fn segment(t: u64) -> u64 {
-        t >> 16
-    }
-    pub fn tid(t: u64) -> u64 {
-        t & 0xffff
-    }
-}
-
-/// The other side of a detected race.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Conflict {
-    /// The other access was a write (else a read).
-    pub other_wrote: bool,
-    /// Tag of the other access (thread field may be [`tag::MULTI`]).
-    pub other: u64,
-}
-
-/// Whether an earlier access tagged `old` conflicts with the current thread `me`.
-/// `cross_block`: accesses from other blocks conflict (global memory); otherwise they are stale.
-#[inline]
-fn conflicts(old: u64, me: u64, cross_block: bool) -> bool {
-    if old == 0 {
-        return false;
-    }
-    if tag::block(old) != tag::block(me) {
-        return cross_block;
-    }
-    tag::segment(old) == tag::segment(me) && tag::tid(old) != tag::tid(me)
-}
-
-/// New read tag after `me` reads a byte whose read tag was `old`.
-#[inline]
-fn merged_read(old: u64, me: u64) -> u64 {
-    if old != 0 && tag::segment(old) == tag::segment(me) && tag::tid(old) != tag::tid(me) {
-        (tag::segment(me) << 16) | tag::MULTI
-    } else {
-        me
-    }
-}
-
-/// Race bookkeeping on global memory (two atomic tags per granule of `1 << shift` bytes: write,
-/// read) for an access of `size` bytes at `byte`, both multiples of the granule. Tags of blocks
-/// numbered at or below `base` are stale (from earlier launches).
-#[inline]
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn global_access(
-    tags: &[AtomicU64],
-    byte: usize,
-    size: u32,
-    shift: u32,
-    base: u64,
-    me: u64,
-    write: bool,
-) -> Option<Conflict> {
-    let mut found = None;
-    // With base 0 the shadow is clean and every tag is this launch's (even block number 0, which
-    // a launch of 2^24 blocks or more reaches by wrapping).
-    let conflicts = |old: u64, me: u64, cross: bool| (base == 0 || tag::block(old) > base) && conflicts(old, me, cross);
-    for b in byte >> shift..(byte + size as usize) >> shift {
-        let (w, r) = (&tags[2 * b], &tags[2 * b + 1]);
-        if write {
-            let old_w = w.swap(me, Ordering::SeqCst);
-            let old_r = r.load(Ordering::SeqCst);
-            if found.is_none() {
-                if conflicts(old_w, me, true) {
-                    found = Some(Conflict { other_wrote: true, other: old_w });
-                } else if conflicts(old_r, me, true) {
-                    found = Some(Conflict { other_wrote: false, other: old_r });
-                }
-            }
-        } else {
-            let old_r = r.swap(me, Ordering::SeqCst);
-            let m = merged_read(old_r, me);
-            if m != me {
-                r.store(m, Ordering::SeqCst);
-            }
-            let old_w = w.load(Ordering::SeqCst);
-            if found.is_none() && conflicts(old_w, me, true) {
-                found = Some(Conflict { other_wrote: true, other: old_w });
-            }
-        }
-    }
-    found
-}
-
-/// Race bookkeeping on one block's shared memory (tags of other generations are stale): granules
-/// `first..first + (size >> shift)` of the shadow.
-pub(crate) fn shared_access(
-    tags: &mut [u64],
-    first: usize,
-    size: u32,
-    shift: u32,
-    me: u64,
-    write: bool,
-) -> Option<Conflict> {
-    let mut found = None;
-    for b in first..first + (size >> shift) as usize {
-        let old_w = tags[2 * b];
-        let old_r = tags[2 * b + 1];
-        if write {
-            tags[2 * b] = me;
-            if found.is_none() {
-                if conflicts(old_w, me, false) {
-                    found = Some(Conflict { other_wrote: true, other: old_w });
-                } else if conflicts(old_r, me, false) {
-                    found = Some(Conflict { other_wrote: false, other: old_r });
-                }
-            }
-        } else {
-            let stale = old_r == 0 || tag::block(old_r) != tag::block(me);
-            tags[2 * b + 1] = if stale { me } else { merged_read(old_r, me) };
-            if found.is_none() && conflicts(old_w, me, false) {
-                found = Some(Conflict { other_wrote: true, other: old_w });
-            }
-        }
-    }
-    found
 }
 
 /// Reads `size` little-endian bytes of `mem` at `byte` (in bounds by construction).

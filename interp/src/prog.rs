@@ -50,6 +50,8 @@ pub(crate) struct MemAccess {
     pub idx_ty: ScalarType,
     /// `64 - bits` of a signed index type (the shift that sign-extends it), 0 for unsigned.
     pub idx_shift: u32,
+    /// This instruction's index in the launch's [`Prog::race_sites`] (set by [`Progs::build`]).
+    pub site: u32,
 }
 
 #[derive(Clone, Debug)]
@@ -146,10 +148,14 @@ pub(crate) struct Prog {
     /// Whether any instruction touches shared memory.
     pub uses_shared: bool,
     /// log2 of the race-shadow granule of global and of shared memory: the smallest element size
-    /// of a load or store there (8 bytes when there is none). Every such access is aligned to its
+    /// of a load, store or atomic there (8 bytes when there is none). Every such access is aligned to its
     /// size, a multiple of the granule, so all bytes of a granule are always accessed together and
     /// one shadow entry per granule records exactly what one per byte would.
     pub race_shift: [u32; 2],
+    /// The kernel's: every memory instruction of the launch (kernel and functions), each with the
+    /// index of its body in [`Progs::progs`] and its span; [`MemAccess::site`] indexes it, so a
+    /// race report can point at the other access's instruction.
+    pub race_sites: Vec<(u32, Span)>,
 }
 
 fn malformed(span: Span, msg: impl Into<String>) -> InterpError {
@@ -255,7 +261,7 @@ impl Prog {
                     let (space, elem) = ptr_of(d.args[0])?;
                     let idx_ty = int_of(d.args[1])?;
                     let idx_shift = if idx_ty.is_signed_int() { 64 - idx_ty.bits() } else { 0 };
-                    Ok(MemAccess { space, elem, size: elem.bytes(), idx_ty, idx_shift })
+                    Ok(MemAccess { space, elem, size: elem.bytes(), idx_ty, idx_shift, site: 0 })
                 };
                 let op = match &d.op {
                     op if op.is_pure() => XOp::Pure(*op),
@@ -291,7 +297,7 @@ impl Prog {
                         )
                     }
                 };
-                if let XOp::Load(m) | XOp::Store(m) = &op {
+                if let XOp::Load(m) | XOp::Store(m) | XOp::Atomic(_, m) | XOp::Cas(m) = &op {
                     let sh = &mut race_shift[(m.space == AddrSpace::Shared) as usize];
                     *sh = (*sh).min(m.size.trailing_zeros());
                 }
@@ -381,6 +387,7 @@ impl Prog {
             global_atomics,
             uses_shared,
             race_shift,
+            race_sites: Vec::new(),
         })
     }
 }
@@ -462,7 +469,17 @@ impl Progs {
             shared |= p.uses_shared;
             shift = [shift[0].min(p.race_shift[0]), shift[1].min(p.race_shift[1])];
         }
+        let mut sites = Vec::new();
+        for (body, p) in progs.iter_mut().enumerate() {
+            for inst in p.blocks.iter_mut().flat_map(|b| &mut b.insts) {
+                if let XOp::Load(m) | XOp::Store(m) | XOp::Atomic(_, m) | XOp::Cas(m) = &mut inst.op {
+                    m.site = sites.len() as u32;
+                    sites.push((body as u32, inst.span));
+                }
+            }
+        }
         let k = &mut progs[0];
+        k.race_sites = sites;
         k.global_atomics = atomics;
         k.uses_shared = shared;
         k.race_shift = shift;
