@@ -197,3 +197,95 @@ fn a_read_nobody_writes_in_its_interval_stays_uninitialized() {
         assert_eq!(e.thread, Some([0, 0, 0]));
     }
 }
+
+/// Runs one-block kernel `src` (parameter `%out: ptr<global, u32>` of 64 elements) with 64 threads.
+fn run_src(src: &str, opts: &Options) -> Result<(), kir_interp::InterpError> {
+    let m = kir_ir::parse(src).unwrap_or_else(|d| panic!("{d:?}"));
+    let mut bufs = vec![u32s(64)];
+    launch(&m.kernels[0], &LaunchConfig::linear(1, 64), &[Arg::Buffer(0)], &mut bufs, opts).map(|_| ())
+}
+
+/// Issue 38, item 2: GPUVerify's 32 x 8 transpose without its barrier, with both checks on (as
+/// `kir test` runs it), is a race naming both threads, whatever the host threads: never the
+/// uninitialized read it used to be (whose note claimed no thread writes the slot, while a thread
+/// of warp 1 does).
+#[test]
+fn a_cross_warp_missing_barrier_is_never_an_uninitialized_read() {
+    let m = fault_kernel("cross_warp_missing_barrier");
+    let cfg = LaunchConfig { grid: [1, 1, 1], block: [32, 8, 1], ..LaunchConfig::linear(1, 1) };
+    let mut errs = vec![];
+    for (races, uninit) in [(true, true), (false, true), (true, false)] {
+        for threads in [Some(1), Some(3)] {
+            let opts = Options { races, uninit, threads, ..Options::default() };
+            let mut bufs = vec![f32s(1024), f32s(1024)];
+            let e = launch(&m.kernels[0], &cfg, &[Arg::Buffer(0), Arg::Buffer(1)], &mut bufs, &opts).unwrap_err();
+            assert_eq!(e.fault_kind(), Some(FaultKind::DataRace), "races {races}, uninit {uninit}: {e}");
+            // Both threads are named: the faulting one in the coordinates, the other in the message
+            // and a label at its instruction.
+            assert!(e.message.contains("thread ("), "{e}");
+            assert_eq!(e.labels.len(), 1, "{e:?}");
+            errs.push((races, uninit, e));
+        }
+    }
+    for w in errs.windows(2) {
+        if (w[0].0, w[0].1) == (w[1].0, w[1].1) {
+            assert_eq!(w[0].2, w[1].2, "host threads changed the report");
+        }
+    }
+    // Only the uninitialized-read check: the race across warps, reader (1, 0) of warp 0, writer
+    // (0, 1) of warp 1.
+    let e = &errs[2].2;
+    assert_eq!(e.thread, Some([0, 1, 0]), "{e}");
+    assert!(e.message.contains("thread (1, 0, 0) read it before thread (0, 1, 0) of this block wrote it"), "{e}");
+}
+
+/// A fault that stops the block while an uninitialized read is pending keeps its own report: the
+/// interval did not end, so the read is labelled as a possible cause, with no claim that no thread
+/// writes the slot.
+#[test]
+fn a_fault_before_the_interval_ends_does_not_claim_an_uninitialized_read() {
+    // Thread 0 reads tile[40] (written later by thread 40, of warp 1) and stores to out[v + 100]:
+    // out of bounds (64 elements) whatever it read.
+    let src = "kernel @k(%out: ptr<global, u32>) {\n  shared @tile: u32[64]\nentry:\n  %t = tid.x : u32\n  %sh = addr @tile\n  %z = eq.u32 %t, 0\n  br %z, peek, fill\npeek:\n  %v = load %sh[40]\n  %i = add.u32 %v, 100\n  store %out[%i], %v\n  jmp fill\nfill:\n  store %sh[%t], %t\n  ret\n}\n";
+    let opts = Options { uninit: true, ..Options::default() };
+    let e = run_src(src, &opts).unwrap_err();
+    assert_eq!(e.fault_kind(), Some(FaultKind::OutOfBounds), "{e}");
+    assert_eq!(e.labels.len(), 1, "{e:?}");
+    assert_eq!(e.labels[0].1, "thread (0, 0, 0) read uninitialized shared memory here");
+    let note = e.notes.iter().find(|n| n.contains("earlier in this barrier interval")).expect("a note on the read");
+    assert!(note.contains("`@tile[40]`") && note.contains("is unknown"), "{note}");
+    assert!(!e.notes.iter().any(|n| n.contains("writes it before the next barrier (or the block's end) either")));
+}
+
+/// Atomics on shared memory nobody initialized do not race with each other: the report is the
+/// uninitialized read (at the interval's end), not a race between two atomics. A plain write by
+/// another thread in the same interval is a race with the first atomic.
+#[test]
+fn atomics_on_uninitialized_shared_memory_are_uninitialized_reads_not_races() {
+    let body = |extra: &str| {
+        format!(
+            "kernel @k(%out: ptr<global, u32>) {{\n  shared @bins: u32[2]\nentry:\n  %t = tid.x : u32\n  %sh = addr @bins\n  %b = and.u32 %t, 1\n  %o = atom.add %sh[%b], 1\n{extra}  barrier\n  %v = load %sh[%b]\n  store %out[%t], %v\n  ret\n}}\n"
+        )
+    };
+    for races in [false, true] {
+        let opts = Options { uninit: true, races, ..Options::default() };
+        let e = run_src(&body(""), &opts).unwrap_err();
+        assert_eq!(e.fault_kind(), Some(FaultKind::UninitializedRead), "races {races}: {e}");
+        assert!(e.message.contains("`@bins[0]`"), "{e}");
+        assert_eq!(e.thread, Some([0, 0, 0]));
+        let e = run_src(&body("  %z = eq.u32 %t, 33\n  br %z, put, go\nput:\n  store %sh[1], 0\n  jmp go\ngo:\n"), &opts)
+            .unwrap_err();
+        assert_eq!(e.fault_kind(), Some(FaultKind::DataRace), "races {races}: {e}");
+        assert_eq!(e.thread, Some([33, 0, 0]), "{e}");
+    }
+}
+
+/// A thread that reads a slot uninitialized and then writes it itself leaves the read pending: a
+/// later write by another thread in the same interval is the race with that read.
+#[test]
+fn a_readers_own_write_keeps_its_read_pending() {
+    let src = "kernel @k(%out: ptr<global, u32>) {\n  shared @tile: u32[64]\nentry:\n  %t = tid.x : u32\n  %sh = addr @tile\n  %z = eq.u32 %t, 0\n  br %z, own, next\nown:\n  %v = load %sh[5]\n  store %sh[5], 1\n  store %out[0], %v\n  jmp next\nnext:\n  %f = eq.u32 %t, 37\n  br %f, other, done\nother:\n  store %sh[5], 2\n  jmp done\ndone:\n  ret\n}\n";
+    let e = run_src(src, &Options { uninit: true, ..Options::default() }).unwrap_err();
+    assert_eq!(e.fault_kind(), Some(FaultKind::DataRace), "{e}");
+    assert!(e.message.contains("thread (0, 0, 0) read it before thread (37, 0, 0) of this block wrote it"), "{e}");
+}

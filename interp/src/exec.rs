@@ -1661,11 +1661,10 @@ impl Worker {
                 Some(p) if body != 0 => format!(" in `@{}`", p.name),
                 _ => String::new(),
             };
-            let text = format!("{who} {other_did} it{atomically} here{one}{within}");
             e = if span == inst.span {
-                e.with_note(format!("the other access is this same instruction: {text}"))
+                e.with_note(format!("{who} {other_did} it{atomically} with this same instruction{one}"))
             } else {
-                e.with_label(span, text)
+                e.with_label(span, format!("{who} {other_did} it{atomically} here{one}{within}"))
             };
         }
         let involves_atomic = kind == Kind::Atomic || c.other_kind == Kind::Atomic;

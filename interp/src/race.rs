@@ -15,19 +15,20 @@
 //! Guarantees:
 //! - Per granule (the smallest access size of the kernel in that memory space, see
 //!   `Prog::race_shift`; every byte of a granule is always accessed together, so this is exactly
-//!   per-byte tracking) the shadow holds [`WORDS`] words: the *write* tag (the last plain writer,
-//!   or the atomic updaters since the last plain write), the *read* tag (the last plain reader,
-//!   or [`tag::MULTI`] when several threads read in the same segment), and for each the
-//!   instruction that made it ([`site_word`]).
-//! - A tag is `block(24) | epoch(24) | atomic(1) | thread(15)`: block and epoch (barrier
-//!   intervals completed by the block) form the *segment*; accesses of one segment by different
-//!   threads are unordered.
+//!   per-byte tracking) the shadow holds [`WORDS`] words: three tags, the last plain *write*, the
+//!   plain *reads* and the *atomics* (the last thread, or [`tag::MULTI`] when several threads of
+//!   one segment did that), and for each the instruction that made it ([`site_word`]).
+//! - A tag is `block(24) | epoch(24) | thread(16)`: block and epoch (barrier intervals completed
+//!   by the block) form the *segment*; accesses of one segment by different threads are unordered,
+//!   and so, in global memory, are accesses of different blocks.
 //! - [`judge`] is the one definition of the rule: [`global_access`] (atomic words, blocks running
 //!   on several host threads) and [`shared_access`] (one block's plain words) both apply it. It
 //!   reports a conflict only with an access that really happened in the same segment (or, in
 //!   global memory, in another block of this launch): never a false race. Like every last-access
-//!   shadow it keeps one writer and one reader (or "several") per granule, so when three or more
-//!   accesses meet in one segment the pair it names is one of the racing pairs.
+//!   shadow it keeps one writer, one reader and one atomic updater (or "several") per granule, so
+//!   when more accesses meet in one segment the pair it names is one of the racing pairs, and an
+//!   access of an earlier segment can be forgotten when its block's later accesses of the same
+//!   kind replace it (races across blocks are found as far as the last accesses show them).
 //! - The site of the other access (an index into the launch's table of memory instructions) is
 //!   reported only when the site word still belongs to the tag that conflicted (a fingerprint of
 //!   the tag is stored with it): with blocks racing on several host threads a site could
@@ -35,15 +36,13 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Shadow words per granule: write tag, read tag, write site, read site.
-pub(crate) const WORDS: usize = 4;
+/// Shadow words per granule: the write, read and atomic tags, then their sites.
+pub(crate) const WORDS: usize = 6;
 
 /// Race tags.
 pub(crate) mod tag {
     /// Thread field meaning "several threads of that segment".
-    pub const MULTI: u64 = 0x7fff;
-    /// Set in a write tag made by atomics (plain writes leave it clear).
-    pub const ATOMIC: u64 = 0x8000;
+    pub const MULTI: u64 = 0xffff;
     /// Largest block number.
     pub const BLOCK_MAX: u64 = 0xff_ffff;
     pub fn make(block: u64, epoch: u64, tid: u64) -> u64 {
@@ -55,12 +54,8 @@ pub(crate) mod tag {
     pub fn segment(t: u64) -> u64 {
         t >> 16
     }
-    /// The thread (or [`MULTI`]), without the atomic bit.
     pub fn tid(t: u64) -> u64 {
         t & MULTI
-    }
-    pub fn is_atomic(t: u64) -> bool {
-        t & ATOMIC != 0
     }
 }
 
@@ -71,6 +66,18 @@ pub(crate) enum Kind {
     Write,
     /// `atom.*` or `atom.cas`: reads and writes, atomically.
     Atomic,
+}
+
+impl Kind {
+    /// The shadow word of this kind's tag (its site is [`Kind::COUNT`] words later).
+    fn slot(self) -> usize {
+        match self {
+            Kind::Write => 0,
+            Kind::Read => 1,
+            Kind::Atomic => 2,
+        }
+    }
+    const COUNT: usize = 3;
 }
 
 /// The other side of a detected race.
@@ -116,67 +123,52 @@ fn unordered(old: u64, me: u64, cross_block: bool) -> bool {
 }
 
 /// `old` merged with `me`'s access into one tag: `me` when `old` is empty, of another segment or
-/// `me`'s own; else "several threads" of the segment ([`tag::MULTI`]), keeping `flag`.
+/// `me`'s own; else "several threads" of the segment ([`tag::MULTI`]).
 #[inline]
-fn merged(old: u64, me: u64, flag: u64) -> u64 {
+fn merged(old: u64, me: u64) -> u64 {
     if old != 0 && tag::segment(old) == tag::segment(me) && tag::tid(old) != tag::tid(me) {
-        (tag::segment(me) << 16) | tag::MULTI | flag
+        (tag::segment(me) << 16) | tag::MULTI
     } else {
-        me | flag
+        me
     }
 }
 
-/// The verdict on one access of `kind` by `me` (a tag without the atomic bit) against a granule's
-/// write tag `w` and read tag `r`, of which only those `live` (of this launch) count; `cross_block`:
-/// other blocks' accesses are unordered (global memory). Returns the new write and read tags and
-/// the conflict, if any (the write side first: it is the one that made the location's value).
+/// The tag of `kind`'s slot after `me`'s access of that kind, given the slot's tag `old`: the
+/// last writer; readers and atomic updaters accumulate within a segment.
 #[inline]
-pub(crate) fn judge(kind: Kind, w: u64, r: u64, me: u64, cross_block: bool, live: impl Fn(u64) -> bool) -> Verdict {
-    let against_w = live(w) && unordered(w, me, cross_block);
-    let against_r = live(r) && unordered(r, me, cross_block);
-    let with_w = Conflict { other_kind: if tag::is_atomic(w) { Kind::Atomic } else { Kind::Write }, other: w, site: None };
-    let with_r = Conflict { other_kind: Kind::Read, other: r, site: None };
-    // A stale tag is of another segment, so `merged` and the segment tests below ignore it.
-    let (new_w, new_r, conflict) = match kind {
-        Kind::Read => (w, merged(r, me, 0), against_w.then_some(with_w)),
-        Kind::Write => (me, r, if against_w { Some(with_w) } else { against_r.then_some(with_r) }),
-        Kind::Atomic => {
-            let same_segment = live(w) && tag::segment(w) == tag::segment(me);
-            let new_w = if same_segment && !tag::is_atomic(w) && tag::tid(w) == tag::tid(me) {
-                // This thread's own plain write stays: it races with more than its atomic would.
-                w
-            } else if same_segment && tag::is_atomic(w) {
-                merged(w, me, tag::ATOMIC)
-            } else {
-                me | tag::ATOMIC
-            };
-            let plain_w = against_w && !tag::is_atomic(w);
-            (new_w, r, if plain_w { Some(with_w) } else { against_r.then_some(with_r) })
-        }
-    };
-    Verdict { w: new_w, r: new_r, conflict }
-}
-
-/// What [`judge`] decided.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Verdict {
-    /// The granule's new write and read tags.
-    pub w: u64,
-    pub r: u64,
-    pub conflict: Option<Conflict>,
-}
-
-impl Verdict {
-    /// The conflict is with the read tag (so its site is the read site).
-    fn from_read(&self) -> bool {
-        self.conflict.is_some_and(|c| c.other_kind == Kind::Read)
+fn updated(kind: Kind, old: u64, me: u64) -> u64 {
+    match kind {
+        Kind::Write => me,
+        Kind::Read | Kind::Atomic => merged(old, me),
     }
+}
+
+/// The kinds of earlier access that race with an access of `kind` from another thread, in the
+/// order a conflict is reported (a write first: it made the location's value).
+fn racing(kind: Kind) -> &'static [Kind] {
+    match kind {
+        Kind::Read => &[Kind::Write, Kind::Atomic],
+        Kind::Write => &[Kind::Write, Kind::Atomic, Kind::Read],
+        Kind::Atomic => &[Kind::Write, Kind::Read],
+    }
+}
+
+/// The verdict on an access of `kind` by `me` against a granule's tags (`tags[k.slot()]` for each
+/// kind `k`), of which only those `live` (of this launch) count; `cross_block`: other blocks'
+/// accesses are unordered (global memory). The first earlier access that races with it, if any.
+#[inline]
+pub(crate) fn judge(kind: Kind, tags: [u64; 3], me: u64, cross_block: bool, live: impl Fn(u64) -> bool) -> Option<Conflict> {
+    racing(kind).iter().find_map(|&k| {
+        let old = tags[k.slot()];
+        (live(old) && unordered(old, me, cross_block)).then_some(Conflict { other_kind: k, other: old, site: None })
+    })
 }
 
 /// Race bookkeeping on global memory for an access of `size` bytes at `byte` (both multiples of
 /// the granule `1 << shift`) by `me` at instruction `site`. Tags of blocks numbered at or below
-/// `base` are stale (from earlier launches). Tags are updated with compare-and-swap, so of two
-/// conflicting accesses from blocks running at the same time at least one sees the other.
+/// `base` are stale (from earlier launches). Each access first updates its own kind's tag
+/// (compare-and-swap), then reads the others, all sequentially consistent: of two conflicting
+/// accesses from blocks running at the same time, at least one sees the other.
 #[allow(clippy::too_many_arguments)]
 #[inline]
 pub(crate) fn global_access(
@@ -195,39 +187,27 @@ pub(crate) fn global_access(
     let mut found = None;
     for g in byte >> shift..(byte + size as usize) >> shift {
         let words = &shadow[WORDS * g..WORDS * g + WORDS];
-        let (wt, rt, ws, rs) = (&words[0], &words[1], &words[2], &words[3]);
         // Site words before the tags: a site word read this early still carries the fingerprint
         // of the tag it belongs to, checked when it is reported.
-        let (w_site, r_site) = (ws.load(Ordering::SeqCst), rs.load(Ordering::SeqCst));
-        let r_now = rt.load(Ordering::SeqCst);
-        // The write tag by compare-and-swap (its new value depends on the old one for atomics).
-        let mut verdict = judge(kind, 0, r_now, me, true, live);
-        let old_w = wt
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |w| {
-                verdict = judge(kind, w, r_now, me, true, live);
-                (verdict.w != w).then_some(verdict.w)
+        let sites: [u64; 3] = std::array::from_fn(|i| words[Kind::COUNT + i].load(Ordering::SeqCst));
+        let own = kind.slot();
+        let mut new = 0;
+        let old_own = words[own]
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |old| {
+                new = updated(kind, old, me);
+                (new != old).then_some(new)
             })
-            .unwrap_or_else(|w| w);
-        if verdict.w != old_w {
-            ws.store(site_word(site, verdict.w), Ordering::SeqCst);
-        }
-        if kind == Kind::Read {
-            let mut new_r = 0;
-            let old_r = rt
-                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |r| {
-                    new_r = merged(r, me, 0);
-                    (new_r != r).then_some(new_r)
-                })
-                .unwrap_or_else(|r| r);
-            if new_r != old_r {
-                rs.store(site_word(site, new_r), Ordering::SeqCst);
-            }
+            .unwrap_or_else(|old| old);
+        if new != old_own {
+            words[Kind::COUNT + own].store(site_word(site, new), Ordering::SeqCst);
         }
         if found.is_none() {
-            if let Some(mut c) = verdict.conflict {
-                c.site = site_of(if verdict.from_read() { r_site } else { w_site }, c.other);
-                found = Some(c);
-            }
+            let tags: [u64; 3] =
+                std::array::from_fn(|i| if i == own { old_own } else { words[i].load(Ordering::SeqCst) });
+            found = judge(kind, tags, me, true, live).map(|mut c| {
+                c.site = site_of(sites[c.other_kind.slot()], c.other);
+                c
+            });
         }
     }
     found
@@ -247,20 +227,17 @@ pub(crate) fn shared_access(
     let mut found = None;
     for g in first..first + (size >> shift) as usize {
         let s = &mut words[WORDS * g..WORDS * g + WORDS];
-        let v = judge(kind, s[0], s[1], me, false, |t| t != 0);
         if found.is_none() {
-            if let Some(mut c) = v.conflict {
-                c.site = site_of(if v.from_read() { s[3] } else { s[2] }, c.other);
-                found = Some(c);
-            }
+            found = judge(kind, [s[0], s[1], s[2]], me, false, |t| t != 0).map(|mut c| {
+                c.site = site_of(s[Kind::COUNT + c.other_kind.slot()], c.other);
+                c
+            });
         }
-        if v.w != s[0] {
-            s[0] = v.w;
-            s[2] = site_word(site, v.w);
-        }
-        if v.r != s[1] {
-            s[1] = v.r;
-            s[3] = site_word(site, v.r);
+        let own = kind.slot();
+        let new = updated(kind, s[own], me);
+        if new != s[own] {
+            s[own] = new;
+            s[Kind::COUNT + own] = site_word(site, new);
         }
     }
     found
@@ -337,7 +314,7 @@ mod tests {
         let (a, b) = (tag::make(5, 0, 1), tag::make(6, 9, 1));
         assert!(global_access(&shadow, 0, 4, 2, 4, a, Kind::Atomic, 1).is_none());
         let c = global_access(&shadow, 0, 4, 2, 4, b, Kind::Write, 2).unwrap();
-        assert_eq!((c.other_kind, c.other, c.site), (Kind::Atomic, a | tag::ATOMIC, Some(1)));
+        assert_eq!((c.other_kind, c.other, c.site), (Kind::Atomic, a, Some(1)));
         // A later launch numbered from base 6: block 5's and 6's tags are stale.
         assert!(global_access(&shadow, 0, 4, 2, 6, tag::make(7, 0, 3), Kind::Read, 3).is_none());
         // ... but block 7's read is not: block 8's atomic races with it.
@@ -348,5 +325,18 @@ mod tests {
         assert!(global_access(&shadow, 4, 4, 2, 6, tag::make(9, 0, 3), Kind::Atomic, 5).is_none());
         let c = global_access(&shadow, 4, 4, 2, 6, tag::make(9, 0, 4), Kind::Read, 6).unwrap();
         assert_eq!((c.other_kind, c.site), (Kind::Atomic, Some(5)));
+    }
+
+    /// A plain write that a barrier orders before its own block's atomics still races with
+    /// another block's atomic: the atomics do not replace it.
+    #[test]
+    fn a_write_ordered_in_its_block_still_races_with_other_blocks() {
+        let shadow: Vec<AtomicU64> = (0..WORDS).map(|_| AtomicU64::new(0)).collect();
+        let access = |block, epoch, tid, kind| global_access(&shadow, 0, 4, 2, 0, tag::make(block, epoch, tid), kind, 0);
+        assert!(access(1, 0, 0, Kind::Write).is_none());
+        assert!(access(1, 1, 0, Kind::Atomic).is_none());
+        assert!(access(1, 1, 1, Kind::Atomic).is_none());
+        let c = access(2, 0, 0, Kind::Atomic).unwrap();
+        assert_eq!((c.other_kind, c.other), (Kind::Write, tag::make(1, 0, 0)));
     }
 }
