@@ -19,11 +19,17 @@
 //!   lane by lane in lane order, so which lane faults and the message are those of the per-lane
 //!   rules. Race bookkeeping and stores still happen lane by lane in lane order.
 //! - An uninitialized shared read is judged at the end of its barrier interval: when another
-//!   thread of the block writes the slot before the next barrier, that write is a data race
-//!   (a missing barrier) naming the reader and the writer, their threads and instructions; when the
-//!   interval ends (barrier, block end) without such a write, or a thread writes only what it itself
-//!   read, or any other fault comes first, the first uninitialized read is reported. At most 4096
-//!   reads wait per interval; the verdict depends only on the fixed schedule.
+//!   thread of the block writes the slot before the next barrier (from any warp: every warp runs
+//!   until the barrier before the interval ends), that write is a data race (a missing barrier)
+//!   naming the reader and the writer, their threads and instructions — unless both are atomics,
+//!   which never race; when the interval really ends (a barrier completes, the block ends) with no
+//!   such write, the first uninitialized read is reported (a thread that writes what it itself read
+//!   leaves its read waiting). A fault that stops the block first is reported as itself, with the
+//!   first pending read labelled as a possible cause and no verdict on it. At most 4096 reads wait
+//!   per interval; the verdict depends only on the fixed schedule.
+//! - Race detection (`Options::races`) judges every load, store and atomic by `crate::race`'s
+//!   rule (PTX's: plain vs plain with a write, plain vs atomic); a race report names both threads,
+//!   both instructions (the other's from the shadow's site words) and the location.
 //! - Every failure is a typed [`InterpError`] with the block and thread coordinates and the span of
 //!   the instruction; nothing here panics on any kernel [`Prog::new`] accepted.
 //!

@@ -39,6 +39,9 @@
 //!   a kernel with any atomic on global memory runs its blocks one at a time in block-index order.
 //!   `atom.add` on floats rounds to nearest with the H100's subnormal and NaN rules, which differ
 //!   between global and shared memory (see `exec::atom_add`).
+//! - Data races (`--races`) follow the PTX memory model: a plain write races with any unordered
+//!   access of another thread, and a plain access with an unordered atomic; atomics never race
+//!   with each other ([`race`] states the rule and what the shadow keeps).
 //! - Faults ([`FaultKind`]) are typed errors with block/thread coordinates and the instruction's
 //!   span (inside a function: the function's instruction, with a note and labels naming the call
 //!   sites); invalid launches and interpreter bugs are other [`ErrorKind`]s. Nothing panics.
@@ -53,8 +56,9 @@
 //!   (and float atomic sums, which depend on order) are reproducible too;
 //! - when several blocks fail, the error of the lowest block index is reported.
 //!
-//! What is NOT deterministic: a cross-block data race (one block writing bytes another block reads
-//! or writes, without atomics) is the kernel's bug: its outcome may depend on host scheduling, and
+//! What is NOT deterministic: a cross-block data race (a plain write in one block and any access
+//! in another, or a plain access and an atomic in different blocks: the rule is in [`race`]) is
+//! the kernel's bug: its outcome may depend on host scheduling, and
 //! `--races` reports it (which pair of threads is named may vary). When a multi-block launch runs out
 //! of fuel, whether it fails is deterministic (the total count of thread-instructions is), but the
 //! instruction named may vary with more than one host thread.
@@ -64,7 +68,7 @@
 //! [`Options::warp_fuel`] the instructions of one warp in one block (default [`DEFAULT_WARP_FUEL`]),
 //! so a spinning thread is reported in about a second; buffers are
 //! capped at [`MAX_BUFFER_BYTES`] each (and [`MAX_RACE_BYTES`] in total with `--races`, whose
-//! shadow takes 16 bytes per granule of 1 to 8 bytes), shared memory at [`MAX_SHARED_BYTES`] per
+//! shadow takes 48 bytes per granule of 1 to 8 bytes), shared memory at [`MAX_SHARED_BYTES`] per
 //! block, a block's register file (with the call frames of the deepest call chain) at
 //! [`MAX_REGISTER_BYTES`]. One memory budget per run
 //! ([`max_memory`], default [`DEFAULT_MAX_MEMORY`], `--max-memory`) bounds the arguments' buffers
@@ -80,7 +84,7 @@ mod mem;
 pub mod npy;
 pub mod outputs;
 mod prog;
-mod race;
+pub(crate) mod race;
 
 pub use buffer::Buffer;
 pub use error::{ErrorKind, FaultKind, InterpError};
@@ -126,8 +130,9 @@ pub fn check_memory(bytes: u64, what: &str) -> Result<(), String> {
     }
     Ok(())
 }
-/// Largest total of global buffers with race detection on (256 MiB; the shadow is up to 16x that:
-/// 16 bytes per granule, the smallest global load/store size of the kernel).
+/// Largest total of global buffers with race detection on (256 MiB; the shadow is up to 48x that:
+/// 48 bytes per granule, the smallest global access size of the kernel; the memory budget,
+/// [`max_memory`], bounds buffers and shadow together).
 pub const MAX_RACE_BYTES: u64 = 1 << 28;
 /// Largest shared memory per block (227 KiB, as on sm_90).
 pub const MAX_SHARED_BYTES: u64 = 227 * 1024;
