@@ -14,6 +14,7 @@
 
 use crate::float::{self, Arith, FTy, Rnd};
 use crate::int;
+use crate::order::{self, F64OperandOrder};
 use crate::prog::*;
 use crate::{EmuError, FaultKind, LaunchConfig, Stats};
 use std::sync::atomic::{AtomicU16, AtomicU32, AtomicU64, AtomicU8, Ordering::Relaxed};
@@ -92,6 +93,8 @@ pub struct LaunchCtx<'a> {
     pub fuel: u64,
     /// Instructions one warp may execute in one block.
     pub warp_fuel: u64,
+    /// The order of f64 instructions' commutative operands ([`crate::order`]).
+    pub f64_order: F64OperandOrder,
     pub fuel_used: AtomicU64,
     /// Lowest index of a block that failed so far: blocks above it stop early.
     pub first_fail: AtomicU64,
@@ -1611,23 +1614,26 @@ impl Worker {
                         Arith::Div => map2!(|a, b| canon32(f32::from_bits(a as u32) / f32::from_bits(b as u32))),
                     }
                 } else {
+                    let f64_order = cx.f64_order;
                     map2!(|a, b| {
                         let (a, b) = (pre(t, ftz, a), pre(t, ftz, b));
-                        let v = float::arith(t, op, rnd, a, b);
-                        post_exact(t, ftz, sat, rnd, v, || float::arith(t, op, Rnd::Z, a, b))
+                        let v = order::arith(f64_order, t, op, rnd, a, b);
+                        post_exact(t, ftz, sat, rnd, v, || order::arith(f64_order, t, op, Rnd::Z, a, b))
                     })
                 }
             }
             Op::Fma { t, rnd, ftz, sat, neg_product, neg_addend } => {
                 let (np, nc) = (if neg_product { t.sign_bit() } else { 0 }, if neg_addend { t.sign_bit() } else { 0 });
+                let f64_order = cx.f64_order;
                 map3!(|a, b, c| {
                     let (a, b, c) = (pre(t, ftz, a) ^ np, pre(t, ftz, b), pre(t, ftz, c) ^ nc);
-                    let v = float::fma(t, rnd, a, b, c);
-                    post_exact(t, ftz, sat, rnd, v, || float::fma(t, Rnd::Z, a, b, c))
+                    let v = order::fma(f64_order, t, rnd, a, b, c);
+                    post_exact(t, ftz, sat, rnd, v, || order::fma(f64_order, t, Rnd::Z, a, b, c))
                 })
             }
             Op::FMinMax { t, max, ftz } => {
-                map2!(|a, b| post(t, ftz, false, float::minmax(t, max, pre(t, ftz, a), pre(t, ftz, b))))
+                let f64_order = cx.f64_order;
+                map2!(|a, b| post(t, ftz, false, order::minmax(f64_order, t, max, pre(t, ftz, a), pre(t, ftz, b))))
             }
             Op::FAbs { t, ftz } => map1!(|a| post(t, ftz, false, pre(t, ftz, a) & !t.sign_bit())),
             Op::FNeg { t, ftz } => map1!(|a| post(t, ftz, false, pre(t, ftz, a) ^ t.sign_bit())),

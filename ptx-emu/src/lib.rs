@@ -62,6 +62,8 @@
 //!   a time in block-index order, so atomics are deterministic too). With several failing blocks
 //!   the lowest block index's error is reported.
 //! - Fuel: at most [`Options::fuel`] thread-instructions per launch.
+//! - f64 instructions see their commutative operands in PTX order, unless
+//!   [`Options::f64_operand_order`] asks for the order ptxas may also choose ([`order`]).
 //! - An entry with `.reqntid x[, y[, z]]` runs only with exactly that block shape (omitted
 //!   dimensions 1); one with `.maxntid x[, y[, z]]` only with at most `x * y * z` threads per block;
 //!   any other is an invalid launch, as the CUDA driver refuses it.
@@ -77,12 +79,14 @@ mod int;
 mod lex;
 mod memory;
 pub mod mufu;
+pub mod order;
 mod parse;
 mod prog;
 mod scope;
 
 pub use error::{EmuError, ErrorKind, FaultKind, ParseError};
 pub use memory::{BufferId, Memory, GLOBAL_BASE, GUARD_BYTES, MAX_BUFFER_BYTES};
+pub use order::F64OperandOrder;
 
 /// Default fuel: 2^32 thread-instructions per launch.
 pub const DEFAULT_FUEL: u64 = 1 << 32;
@@ -131,11 +135,19 @@ pub struct Options {
     /// Host threads for blocks; `None` uses rayon's global pool. Clamped to the cores and the
     /// blocks ([`effective_threads`]).
     pub threads: Option<usize>,
+    /// The order of the commutative operands of f64 instructions, which decides which of two NaN
+    /// operands wins ([`order`]): PTX order (the default), or swapped as ptxas may swap them.
+    pub f64_operand_order: F64OperandOrder,
 }
 
 impl Default for Options {
     fn default() -> Options {
-        Options { fuel: DEFAULT_FUEL, warp_fuel: DEFAULT_WARP_FUEL, threads: None }
+        Options {
+            fuel: DEFAULT_FUEL,
+            warp_fuel: DEFAULT_WARP_FUEL,
+            threads: None,
+            f64_operand_order: F64OperandOrder::Ptx,
+        }
     }
 }
 
@@ -438,6 +450,7 @@ pub fn launch(
         shared_bytes: shared_bytes as u32,
         fuel: opts.fuel,
         warp_fuel: opts.warp_fuel,
+        f64_order: opts.f64_operand_order,
         fuel_used: AtomicU64::new(0),
         first_fail: AtomicU64::new(u64::MAX),
     };

@@ -25,10 +25,14 @@
 //!   (`CUDA_ERROR_ILLEGAL_ADDRESS`, `CUDA_ERROR_MISALIGNED_ADDRESS`, `CUDA_ERROR_LAUNCH_FAILED` or
 //!   `CUDA_ERROR_LAUNCH_TIMEOUT`) with the emulator's message, for the rest of the process — a
 //!   program that works against this driver after a fault would not work on a GPU.
+//! - Kernels run with the emulator's options, except what the environment sets at `cuInit` (an
+//!   unusable value makes `cuInit` fail): each launch's fuel (`KIR_CUDA_EMU_FUEL`) and the order
+//!   in which f64 instructions see their commutative operands (`KIR_CUDA_EMU_F64_OPERAND_ORDER`:
+//!   `ptx`, the default, or `swapped`, the other order ptxas may choose: `kir_ptx_emu::order`).
 
 use crate::device;
 use crate::types::*;
-use kir_ptx_emu::{Arg, BufferId, ErrorKind, FaultKind, LaunchConfig, Memory, Module, Options};
+use kir_ptx_emu::{Arg, BufferId, ErrorKind, F64OperandOrder, FaultKind, LaunchConfig, Memory, Module, Options};
 use std::collections::{HashMap, HashSet};
 use std::ffi::c_int;
 use std::sync::Arc;
@@ -117,6 +121,8 @@ pub struct State {
     sticky: Option<Fail>,
     /// Fuel of each launch (`KIR_CUDA_EMU_FUEL`, default the emulator's).
     fuel: u64,
+    /// The order of f64 instructions' commutative operands (`KIR_CUDA_EMU_F64_OPERAND_ORDER`).
+    f64_order: F64OperandOrder,
 }
 
 impl Default for State {
@@ -137,6 +143,19 @@ fn fuel_from(var: Option<&str>) -> R<u64> {
     }
 }
 
+/// The order in which f64 instructions see their commutative operands:
+/// `KIR_CUDA_EMU_F64_OPERAND_ORDER` = `ptx` (the default) or `swapped`, the other order ptxas may
+/// choose for them (`kir_ptx_emu::order`); any other value makes `cuInit` fail.
+fn f64_order_from(var: Option<&str>) -> R<F64OperandOrder> {
+    match var.map(str::trim) {
+        None | Some("") => Ok(F64OperandOrder::Ptx),
+        Some(v) => match F64OperandOrder::from_name(v) {
+            Some(order) => Ok(order),
+            None => invalid(format!("KIR_CUDA_EMU_F64_OPERAND_ORDER={v} is neither `ptx` nor `swapped`")),
+        },
+    }
+}
+
 impl State {
     pub fn new() -> State {
         State {
@@ -151,6 +170,7 @@ impl State {
             events: HashMap::new(),
             sticky: None,
             fuel: kir_ptx_emu::DEFAULT_FUEL,
+            f64_order: F64OperandOrder::Ptx,
         }
     }
 
@@ -166,6 +186,7 @@ impl State {
             return invalid(format!("cuInit takes flags 0, given {flags}"));
         }
         self.fuel = fuel_from(std::env::var("KIR_CUDA_EMU_FUEL").ok().as_deref())?;
+        self.f64_order = f64_order_from(std::env::var("KIR_CUDA_EMU_F64_OPERAND_ORDER").ok().as_deref())?;
         self.initialized = true;
         Ok(())
     }
@@ -667,6 +688,7 @@ impl State {
         } else {
             Options::default().with_fuel(self.fuel)
         };
+        let opts = Options { f64_operand_order: self.f64_order, ..opts };
         match kir_ptx_emu::launch(&emu_module, &entry_name, &cfg, &args, &mut self.mem, &opts) {
             Ok(_) => Ok(()),
             Err(e) => match e.kind {
@@ -840,7 +862,58 @@ mod tests {
         }
     }
 
+    #[test]
+    fn the_f64_operand_order_comes_from_the_environment_and_a_bad_value_is_an_error() {
+        assert_eq!(super::f64_order_from(None), Ok(F64OperandOrder::Ptx));
+        assert_eq!(super::f64_order_from(Some("")), Ok(F64OperandOrder::Ptx));
+        assert_eq!(super::f64_order_from(Some("ptx")), Ok(F64OperandOrder::Ptx));
+        assert_eq!(super::f64_order_from(Some(" swapped ")), Ok(F64OperandOrder::Swapped));
+        for bad in ["Swapped", "1", "reversed"] {
+            let e = super::f64_order_from(Some(bad)).unwrap_err();
+            assert_eq!(e.code, crate::types::CUDA_ERROR_INVALID_VALUE);
+            assert!(e.message.contains("KIR_CUDA_EMU_F64_OPERAND_ORDER") && e.message.contains(bad), "{}", e.message);
+        }
+    }
+
     use super::*;
+
+    /// `d[0] = s[0] + s[1]` in f64, as written (no ordering of NaNs by the emitter).
+    const ADD_F64: &str = r#"
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry add(.param .u64 add_param_0)
+{
+    .reg .f64 %fd<4>; .reg .b64 %rd<2>;
+    ld.param.u64 %rd1, [add_param_0];
+    ld.global.f64 %fd1, [%rd1];
+    ld.global.f64 %fd2, [%rd1+8];
+    add.rn.f64 %fd3, %fd1, %fd2;
+    st.global.f64 [%rd1+16], %fd3;
+    ret;
+}
+"#;
+
+    /// Launches use the driver's f64 operand order: of two NaNs, `add a, b` returns b's in PTX
+    /// order and a's swapped.
+    #[test]
+    fn launches_run_in_the_drivers_f64_operand_order() {
+        let (a, b) = (0x7ff8_0000_0000_0001u64, 0xfff8_0000_0000_0002u64);
+        for (order, want) in [(F64OperandOrder::Ptx, b), (F64OperandOrder::Swapped, a)] {
+            let (mut s, c) = ready();
+            s.f64_order = order;
+            let m = s.module_load(c, ADD_F64.as_bytes()).unwrap();
+            let f = s.get_function(c, m, "add").unwrap();
+            let buf = s.alloc(c, 24).unwrap();
+            let bytes: Vec<u8> = [a, b, 0].iter().flat_map(|v| v.to_le_bytes()).collect();
+            s.copy_htod(c, buf, &bytes, 0).unwrap();
+            let shape = Shape { grid: [1, 1, 1], block: [1, 1, 1], dynamic_shared: 0 };
+            s.launch(c, f, shape, 0, vec![buf.to_le_bytes().to_vec()]).unwrap();
+            let mut out = [0u8; 8];
+            s.copy_dtoh(c, &mut out, buf + 16, 0).unwrap();
+            assert_eq!(u64::from_le_bytes(out), want, "{order:?}");
+        }
+    }
 
     const COPY: &str = r#"
 .version 8.0
