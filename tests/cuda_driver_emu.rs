@@ -2,8 +2,9 @@
 //! API) against kir's emulated CUDA driver (`KIR_CUDA_DRIVER=emu`, the `kir-cuda-emu` cdylib over
 //! the PTX emulator). Through the real `kir` binary: `kir devices`, `kir diff --against gpu` (f16,
 //! u8 and u16 scalars, dynamic shared memory, a graph with a temporary and a buffer passed twice,
-//! `--time`), `kir test --require-gpu kernels/`, `kir fuzz --require-gpu`, and a driver selection
-//! that cannot be honoured.
+//! `--time`), `kir test --require-gpu kernels/`, `kir test` of f64 ops on two NaNs in both f64
+//! operand orders (`KIR_CUDA_EMU_F64_OPERAND_ORDER`), `kir fuzz --require-gpu`, and a driver
+//! selection that cannot be honoured.
 //! Through the runner's API (one process, as the driver's faults are sticky for a process): a module
 //! the driver rejects (its JIT log), a launch with too many threads per block, an out-of-bounds
 //! kernel (a launch failure that names the buffer, not a hang).
@@ -190,6 +191,31 @@ fn kir_test_require_gpu_passes_every_kernel_on_the_emulated_gpu() {
     assert!(out.lines().filter(|l| l.ends_with(" gpu")).all(|l| l.contains("] ok    ")), "{out}");
     let summary = out.lines().last().unwrap();
     assert!(summary.ends_with(", 0 failed, 0 skipped"), "{summary}");
+}
+
+/// f64 ops on two NaNs of different payloads give kir's rule on the emulated GPU whatever order
+/// ptxas would give their commutative operands: `kir test` of such a kernel passes with the
+/// emulated driver running them in PTX order and swapped (`KIR_CUDA_EMU_F64_OPERAND_ORDER`; PTX
+/// that leaves the order to ptxas fails swapped: tests/f64_nan_order.rs and the driver's
+/// `launches_run_in_the_drivers_f64_operand_order`). An unknown order makes `cuInit` fail.
+#[test]
+fn kir_test_of_two_nan_f64_ops_passes_in_either_f64_operand_order() {
+    let file = "tests/kir_test_cases/f64_two_nans.kir";
+    let with_order = |order: &str| {
+        cli::kir_with_env(
+            &["test", "--require-gpu", file],
+            &[("KIR_CUDA_DRIVER", "emu"), ("KIR_CUDA_EMU_LOG", ""), ("KIR_CUDA_EMU_F64_OPERAND_ORDER", order)],
+        )
+    };
+    for order in ["ptx", "swapped"] {
+        let (code, out, err) = with_order(order);
+        assert_eq!(code, 0, "{order}:\n{out}\n{err}");
+        assert!(out.lines().any(|l| l.contains("] ok    ") && l.ends_with(" gpu")), "{order}:\n{out}");
+        assert!(out.ends_with("4 passed, 0 failed, 0 skipped\n"), "{order}:\n{out}");
+    }
+    let (code, out, err) = with_order("reversed");
+    assert_eq!(code, 1, "{out}\n{err}");
+    assert!(out.contains("KIR_CUDA_EMU_F64_OPERAND_ORDER=reversed is neither `ptx` nor `swapped`"), "{out}\n{err}");
 }
 
 #[test]

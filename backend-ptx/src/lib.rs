@@ -38,6 +38,9 @@
 //!   constant is computed explicitly (`testp`, `selp`): ptxas encodes a constant as the machine
 //!   instruction's later operand, which the H100 lets win over a NaN value (see [`lower`]).
 //!   `tests/hardware/h100/nan_constants/` holds what the GPU computes.
+//! - An f64 `add`/`sub`/`mul`/`min`/`max`/`fma` with two operands that may hold different NaNs
+//!   first replaces `a` by the NaN kir's order makes win (`testp`, `selp`: [`nan_order`]), so the
+//!   result does not depend on the order in which ptxas puts commutative operands.
 //!
 //! Tools: [`tools`] finds and runs `ptxas` (installed by `scripts/setup-tools.sh`); [`gpu`] lists
 //! CUDA devices and runs kernels through the driver API (cudarc, loaded dynamically: without a
@@ -53,6 +56,7 @@ pub mod emit;
 pub mod gpu;
 pub mod imm;
 pub mod lower;
+pub mod nan_order;
 pub mod nvrtc;
 pub mod pcopy;
 pub mod regs;

@@ -18,6 +18,19 @@
 //! - Float `min`/`max` use PTX's `min`/`max` (a NaN operand is ignored; two NaNs give the
 //!   canonical NaN for f16/bf16/f32 and the second operand's NaN, quieted, for f64, as the H100
 //!   computes it: docs/language.md, "NaN and signed zero"). `cvt.sat` to a float adds `+0.0` after clamping so `-0.0` becomes `+0.0`.
+//! - Which NaN an f64 op returns does not depend on ptxas's operand order. The H100 returns the
+//!   later machine operand's NaN and ptxas may swap commutative operands (`add`, `mul`, `min`,
+//!   `max`, `fma`'s multiplicands; `sub a, b` becomes `(-b) + a`), so an f64
+//!   `add`/`sub`/`mul`/`min`/`max`/`fma` with two operands that may hold different NaNs is
+//!   emitted with `a` replaced by `a'` ([`crate::nan_order`]): `add`/`sub`/`mul`:
+//!   `testp.notanumber.f64 p, b; selp.f64 a', b, a, p; op d, a', b`; `min`/`max`: the test on `a`;
+//!   `fma`: `a' = isnan(b) ? b : isnan(c) ? c : a`. A NaN then sits in every machine operand that
+//!   could win, or in none but one. Cost: a `testp` and a `selp` per choice, two for such an
+//!   `add`/`sub`/`mul`/`min`/`max`, up to four for `fma`; none where non-NaN constants leave one
+//!   operand that can be NaN, where the operands are one value, where a NaN constant is taken
+//!   unconditionally (`add %x, K` is `add K, K`), or for f16/bf16/f32, whose NaN results are
+//!   canonical. An op whose first operand is an f64 NaN constant is computed explicitly
+//!   (`leading_nan_bin`, `leading_nan_fma`).
 //! - Shifts use PTX's clamping of the amount, which is kir's rule (amounts >= width shift everything
 //!   out). 8-bit integers are computed in 32-bit registers and re-extended after each op that can
 //!   carry bits out of the low byte.
@@ -30,6 +43,7 @@
 
 use crate::emit::KernelEmitter;
 pub use crate::imm::{fty, imm_text, param_type, raw_imm, takes_imm, Imm, SrcText};
+use crate::nan_order::{self, Plan, Step, When};
 use crate::regs::{Reg, RegClass};
 use crate::SmVersion;
 use kir_ir::{
@@ -89,11 +103,6 @@ fn mty(s: ScalarType) -> &'static str {
         S::F64 => "f64",
         _ => bty(s),
     }
-}
-
-/// Whether `o` is a NaN float constant ([`crate::imm::is_float_nan`]).
-fn is_nan_const(o: Operand) -> bool {
-    matches!(o, Operand::Const(c) if crate::imm::is_float_nan(c))
 }
 
 /// `.rn`, `.rz`, ... for a non-integral rounding (integral ones map to their plain counterpart).
@@ -585,14 +594,17 @@ impl KernelEmitter<'_> {
 
     #[allow(clippy::too_many_arguments)]
     fn float_bin(&mut self, i: InstId, op: BinOp, s: ScalarType, fl: FloatFlags, a: Operand, b: Operand, d: Reg) {
-        if s == S::F64
-            && is_nan_const(a)
-            && matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Min | BinOp::Max)
-        {
+        let plan = if s == S::F64 { nan_order::bin_plan(op, a, b) } else { Plan::AsWritten };
+        if plan == Plan::LeadingNanConst {
             return self.leading_nan_bin(op, a, b, d);
         }
         match op {
             BinOp::Min | BinOp::Max => {
+                if let Plan::ReplaceA(steps) = &plan {
+                    let y = self.reg(b);
+                    let x = self.nan_order_a(&[a, b], &[None, Some(y)], steps);
+                    return self.ins(format_args!("{}.f64 {d}, {x}, {y}", op.name()));
+                }
                 let x = self.reg(a);
                 let y = if is16f(s) { SrcText::Reg(self.reg(b)) } else { self.op(b) };
                 let f = if fl.ftz && s == S::F32 { ".ftz" } else { "" };
@@ -620,6 +632,11 @@ impl KernelEmitter<'_> {
             BinOp::Mul => "mul",
             _ => "div",
         };
+        if let Plan::ReplaceA(steps) = &plan {
+            let y = self.reg(b);
+            let x = self.nan_order_a(&[a, b], &[None, Some(y)], steps);
+            return self.ins(format_args!("{name}{}.f64 {d}, {x}, {y}", rnd(r)));
+        }
         if !is16f(s) {
             let x = self.reg(a);
             let y = self.op(b);
@@ -663,6 +680,38 @@ impl KernelEmitter<'_> {
         self.ins(format_args!("add.rn.f64 {d}, {t}, {t}"));
     }
 
+    /// The register holding `a'` of a [`Plan::ReplaceA`] for the f64 op on `ops` (`a` first): the
+    /// operand of the first of `steps` that applies, else `a`; `regs[i]` holds `ops[i]` for the
+    /// operands the op itself reads from registers (`a`'s register is made here, and only when
+    /// some step may leave `a` in place or tests it). Emitted from the last step to the first,
+    /// each a `testp.notanumber.f64` and a `selp.f64` (an unconditional step: nothing), so the
+    /// first step's choice is made last and wins.
+    fn nan_order_a(&mut self, ops: &[Operand], regs: &[Option<Reg>], steps: &[Step]) -> Reg {
+        let operand = |this: &mut Self, i: usize| regs[i].unwrap_or_else(|| this.reg(ops[i]));
+        let mut cur: Option<Reg> = None;
+        for step in steps.iter().rev() {
+            let take = operand(self, step.take);
+            match step.when {
+                When::Always => cur = Some(take),
+                When::NaN(t) => {
+                    let tested = operand(self, t);
+                    let keep = match cur {
+                        Some(r) => r,
+                        None => operand(self, 0),
+                    };
+                    let (p, out) = (self.fresh(RegClass::Pred), self.fresh(RegClass::F64));
+                    self.ins(format_args!("testp.notanumber.f64 {p}, {tested}"));
+                    self.ins(format_args!("selp.f64 {out}, {take}, {keep}, {p}"));
+                    cur = Some(out);
+                }
+            }
+        }
+        match cur {
+            Some(r) => r,
+            None => operand(self, 0),
+        }
+    }
+
     /// `fma K, y, z` with `K` an f64 NaN constant (see [`Self::leading_nan_bin`]): the first NaN
     /// of `y`, `z`, `K` (kir's order for `fma`: `b`, `c`, then `a`), quieted.
     fn leading_nan_fma(&mut self, a: &[Operand], d: Reg) {
@@ -685,10 +734,18 @@ impl KernelEmitter<'_> {
         if s == S::F64 && fl.ftz {
             return self.unsupported(i, "PTX has no .ftz for f64");
         }
-        if !is16f(s) {
-            if s == S::F64 && is_nan_const(a[0]) {
-                return self.leading_nan_fma(a, d);
+        if s == S::F64 {
+            match nan_order::fma_plan(a[0], a[1], a[2]) {
+                Plan::LeadingNanConst => return self.leading_nan_fma(a, d),
+                Plan::ReplaceA(steps) => {
+                    let (y, z) = (self.reg(a[1]), self.reg(a[2]));
+                    let x = self.nan_order_a(a, &[None, Some(y), Some(z)], &steps);
+                    return self.ins(format_args!("fma{}.f64 {d}, {x}, {y}, {z}", rnd(r)));
+                }
+                Plan::AsWritten => {}
             }
+        }
+        if !is16f(s) {
             let x = self.reg(a[0]);
             let y = self.op(a[1]);
             let z = self.op(a[2]);
