@@ -1623,8 +1623,11 @@ impl Worker {
         let elem = byte / acc.size as usize;
         let other_tid = tag::tid(c.other);
         let my_block = if acc.space == AddrSpace::Global { cx.global.race_base + self.linear + 1 } else { self.gen as u64 };
-        let same_block = tag::block(c.other) == tag::block(tag::make(my_block, 0, 0));
-        let who = if other_tid == tag::MULTI {
+        let several_blocks = other_tid == tag::MULTI_BLOCKS;
+        let same_block = !several_blocks && tag::block(c.other) == tag::block(tag::make(my_block, 0, 0));
+        let who = if several_blocks {
+            "threads of several blocks".to_string()
+        } else if other_tid == tag::MULTI {
             "several other threads of this block".to_string()
         } else if same_block {
             format!("thread {} of this block", coords(cx.tid_of(other_tid as u32)))
@@ -1662,7 +1665,7 @@ impl Worker {
         )
         .in_thread(self.ctaid, cx.tid_of((w * 32 + l) as u32));
         if let Some(&(body, span)) = c.site.and_then(|s| cx.prog.race_sites.get(s as usize)) {
-            let one = if other_tid == tag::MULTI { " (one of them)" } else { "" };
+            let one = if other_tid == tag::MULTI || several_blocks { " (one of them)" } else { "" };
             let within = match cx.progs.get(body as usize) {
                 Some(p) if body != 0 => format!(" in `@{}`", p.name),
                 _ => String::new(),

@@ -43,6 +43,9 @@ pub(crate) const WORDS: usize = 6;
 pub(crate) mod tag {
     /// Thread field meaning "several threads of that segment".
     pub const MULTI: u64 = 0xffff;
+    /// Thread field meaning "threads of several blocks of this launch" (global memory only; the
+    /// block field is one of them, so the tag is as live as theirs).
+    pub const MULTI_BLOCKS: u64 = 0xfffe;
     /// Largest block number.
     pub const BLOCK_MAX: u64 = 0xff_ffff;
     pub fn make(block: u64, epoch: u64, tid: u64) -> u64 {
@@ -116,30 +119,44 @@ fn unordered(old: u64, me: u64, cross_block: bool) -> bool {
     if old == 0 {
         return false;
     }
+    if tag::tid(old) == tag::MULTI_BLOCKS {
+        // At least two blocks: whatever block `me` is in, one of them is another.
+        return cross_block;
+    }
     if tag::block(old) != tag::block(me) {
         return cross_block;
     }
     tag::segment(old) == tag::segment(me) && tag::tid(old) != tag::tid(me)
 }
 
-/// `old` merged with `me`'s access into one tag: `me` when `old` is empty, of another segment or
-/// `me`'s own; else "several threads" of the segment ([`tag::MULTI`]).
+/// `old` (live or not, see `live`) merged with `me`'s access into one tag: "threads of several
+/// blocks" ([`tag::MULTI_BLOCKS`]) when `cross_block` and `old` is another block's of this launch
+/// (or already several blocks': blocks are never ordered, so that stays true for the whole
+/// launch); "several threads" of the segment ([`tag::MULTI`]) when `old` is another thread's of
+/// `me`'s segment; else `me` (an access of an earlier segment of `me`'s block is ordered before
+/// every later access of the block, and `me` stands for it against other blocks).
 #[inline]
-fn merged(old: u64, me: u64) -> u64 {
-    if old != 0 && tag::segment(old) == tag::segment(me) && tag::tid(old) != tag::tid(me) {
-        (tag::segment(me) << 16) | tag::MULTI
+fn merged(old: u64, me: u64, cross_block: bool, live: impl Fn(u64) -> bool) -> u64 {
+    let several = |field: u64| (tag::segment(me) << 16) | field;
+    if !live(old) {
+        me
+    } else if cross_block && (tag::tid(old) == tag::MULTI_BLOCKS || tag::block(old) != tag::block(me)) {
+        several(tag::MULTI_BLOCKS)
+    } else if tag::segment(old) == tag::segment(me) && tag::tid(old) != tag::tid(me) {
+        several(tag::MULTI)
     } else {
         me
     }
 }
 
 /// The tag of `kind`'s slot after `me`'s access of that kind, given the slot's tag `old`: the
-/// last writer; readers and atomic updaters accumulate within a segment.
+/// last writer (a second writer from another block or thread is a race, reported); readers and
+/// atomic updaters accumulate (see [`merged`]).
 #[inline]
-fn updated(kind: Kind, old: u64, me: u64) -> u64 {
+fn updated(kind: Kind, old: u64, me: u64, cross_block: bool, live: impl Fn(u64) -> bool) -> u64 {
     match kind {
         Kind::Write => me,
-        Kind::Read | Kind::Atomic => merged(old, me),
+        Kind::Read | Kind::Atomic => merged(old, me, cross_block, live),
     }
 }
 
@@ -194,7 +211,7 @@ pub(crate) fn global_access(
         let mut new = 0;
         let old_own = words[own]
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |old| {
-                new = updated(kind, old, me);
+                new = updated(kind, old, me, true, live);
                 (new != old).then_some(new)
             })
             .unwrap_or_else(|old| old);
@@ -234,7 +251,7 @@ pub(crate) fn shared_access(
             });
         }
         let own = kind.slot();
-        let new = updated(kind, s[own], me);
+        let new = updated(kind, s[own], me, false, |t| t != 0);
         if new != s[own] {
             s[own] = new;
             s[Kind::COUNT + own] = site_word(site, new);
@@ -325,6 +342,20 @@ mod tests {
         assert!(global_access(&shadow, 4, 4, 2, 6, tag::make(9, 0, 3), Kind::Atomic, 5).is_none());
         let c = global_access(&shadow, 4, 4, 2, 6, tag::make(9, 0, 4), Kind::Read, 6).unwrap();
         assert_eq!((c.other_kind, c.site), (Kind::Atomic, Some(5)));
+    }
+
+    /// Reads (and atomics) of several blocks are remembered as such: a later write (atomic
+    /// update) from one of those blocks, in a later segment, still races with the other block's.
+    #[test]
+    fn accesses_of_several_blocks_stay_unordered_for_the_launch() {
+        for (first, then) in [(Kind::Read, Kind::Write), (Kind::Read, Kind::Atomic), (Kind::Atomic, Kind::Write)] {
+            let shadow: Vec<AtomicU64> = (0..WORDS).map(|_| AtomicU64::new(0)).collect();
+            let access = |block, epoch, tid, kind| global_access(&shadow, 0, 4, 2, 0, tag::make(block, epoch, tid), kind, 0);
+            assert!(access(1, 0, 63, first).is_none());
+            assert!(access(2, 0, 47, first).is_none());
+            let c = access(2, 1, 14, then).unwrap_or_else(|| panic!("{first:?} then {then:?}"));
+            assert_eq!((c.other_kind, tag::tid(c.other)), (first, tag::MULTI_BLOCKS));
+        }
     }
 
     /// A plain write that a barrier orders before its own block's atomics still races with
