@@ -484,6 +484,28 @@ fn run_directive(
         },
     };
 
+    // No `tol=` and approximate ops in a kernel: the interpreter's per-element error enclosures
+    // judge the other engines (`crate::enclosure`); a graph keeps the derived tolerance.
+    let enclosures = match (d.tol, cmp_tol, launch_of(optimized, d)) {
+        (None, t, Launch::Kernel { name, cfg }) if t != Tolerance::Exact => {
+            match crate::enclosure::run_enclosed(module, name, &cfg, &before.inputs(), &opts) {
+                Ok((_, enc)) => Some(enc),
+                Err(e) => return emit(fail(format!("the run with error enclosures failed: {e}"))),
+            }
+        }
+        _ => None,
+    };
+    let judge = |other: &[Buffer], compared: &[bool]| -> Result<String, String> {
+        match &enclosures {
+            Some(enc) => crate::enclosure::judge(&before.names, &before.buffers, other, enc, compared, sources)
+                .map(|note| format!("matches the interpreter {note}")),
+            None => match first_difference_in(&before, other, cmp_tol, tol_source, compared) {
+                Some(msg) => Err(msg),
+                None => Ok(format!("matches the interpreter (tol {cmp_tol}, {tol_source})")),
+            },
+        }
+    };
+
     // The PTX emulator (never skipped) and the GPU run the optimized module on the inputs the
     // interpreter started from.
     let (launch, inputs) = (launch_of(optimized, d), before.inputs());
@@ -497,9 +519,9 @@ fn run_directive(
                 Err(msg) => (Outcome::Fail(format!("the PTX emulator does not reproduce the hardware: {msg}")), None),
             }
         }
-        Ok(emu_buffers) => match first_difference(&before, &emu_buffers, cmp_tol, tol_source) {
-            Some(msg) => (Outcome::Fail(msg), None),
-            None => (Outcome::Ok, Some(format!("matches the interpreter (tol {cmp_tol}, {tol_source})"))),
+        Ok(emu_buffers) => match judge(&emu_buffers, &vec![true; emu_buffers.len()]) {
+            Err(msg) => (Outcome::Fail(msg), None),
+            Ok(note) => (Outcome::Ok, Some(note)),
         },
     };
     emit(Row { label: emu_label, outcome, note });
@@ -559,15 +581,12 @@ fn run_directive(
         return emit(Row { label: gpu_label, outcome: Outcome::Fail(msg), note: None });
     }
     let compared: Vec<bool> = before.names.iter().map(|n| !unordered(n)).collect();
-    if let Some(msg) = first_difference_in(&before, &gpu_buffers, cmp_tol, tol_source, &compared) {
-        return emit(Row { label: gpu_label, outcome: Outcome::Fail(msg), note: None });
-    }
+    let matched = match judge(&gpu_buffers, &compared) {
+        Err(msg) => return emit(Row { label: gpu_label, outcome: Outcome::Fail(msg), note: None }),
+        Ok(note) => note,
+    };
     if d.order_dependent.is_empty() {
-        return emit(Row {
-            label: gpu_label,
-            outcome: Outcome::Ok,
-            note: Some(format!("matches the interpreter (tol {cmp_tol}, {tol_source})")),
-        });
+        return emit(Row { label: gpu_label, outcome: Outcome::Ok, note: Some(matched) });
     }
     // Unverified when every buffer the kernel may write is order-dependent: nothing it computed
     // was compared.
@@ -590,9 +609,7 @@ fn run_directive(
         Row {
             label: gpu_label,
             outcome: Outcome::Ok,
-            note: Some(format!(
-                "matches the interpreter (tol {cmp_tol}, {tol_source}); order-dependent, not compared: {skipped}"
-            )),
+            note: Some(format!("{matched}; order-dependent, not compared: {skipped}")),
         }
     };
     emit(row);
@@ -970,13 +987,8 @@ fn hardware_expectation(
     }
 }
 
-/// The first buffer of `other` that differs from the interpreter's `reference` under `tol`, as a
-/// message naming it and its first differing elements.
-fn first_difference(reference: &Outputs, other: &[Buffer], tol: Tolerance, tol_source: &str) -> Option<String> {
-    first_difference_in(reference, other, tol, tol_source, &vec![true; reference.buffers.len()])
-}
 
-/// [`first_difference`] over the buffers `compared` marks.
+/// The first buffer among those `compared` marks that differs from the interpreter's beyond `tol`.
 fn first_difference_in(
     reference: &Outputs,
     other: &[Buffer],

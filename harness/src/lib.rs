@@ -15,11 +15,14 @@
 //!   emulator), [`gpu_exec`] (a GPU, through the CUDA driver) and [`isolate`] (GPU runs in a worker
 //!   process, `kir __gpu-worker`, so a driver crash is an error); [`ptx_args`] binds `kir run
 //!   FILE.ptx` arguments to a PTX entry's parameters.
+//! - [`enclosure`]: judging other engines by the interpreter's per-element error enclosures (runs
+//!   without `tol=`).
 //! - [`fuzz`]: random-kernel differential fuzzing and test-case reduction (`kir fuzz`).
 //! - [`walk`] (finding `.kir` files) and [`files`] (atomic writes, safe reads).
 pub mod compare;
 pub mod directives;
 pub mod emu_exec;
+pub mod enclosure;
 pub mod engine;
 pub mod files;
 pub mod filetest;

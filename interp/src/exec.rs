@@ -62,6 +62,7 @@
 
 use crate::error::{coords, FaultKind, InterpError};
 use crate::mem::{self, AccessFault, GlobalMem};
+use crate::enclose::{self, Enc, EncShared, MemEnc, Unusable, Why};
 use crate::race::{self, tag, Conflict, Kind};
 use crate::prog::{MemAccess, Prog, XEdge, XInst, XOp, XTerm, EXIT, NO_SLOT};
 use crate::{Options, Stats};
@@ -109,6 +110,8 @@ pub(crate) struct LaunchCtx<'a> {
     /// Register slots per warp: the kernel's and its deepest chain of call frames.
     pub stride: usize,
     pub global: &'a GlobalMem,
+    /// Enclosure tracking ([`crate::launch_enclosed`]): what the blocks share.
+    pub enc: Option<&'a EncShared>,
     pub opts: &'a Options,
     pub grid: [u32; 3],
     pub block: [u32; 3],
@@ -203,6 +206,10 @@ pub(crate) struct Worker {
     /// they ran (at most [`MAX_PENDING`]): a race if another thread writes the slot before the
     /// next barrier, an uninitialized read if the interval ends without.
     sh_pending: Vec<PendingRead>,
+    /// With enclosure tracking: the enclosure of every register row's lanes (same rows as
+    /// `regs`), and of the block's shared memory.
+    enc: Vec<[Enc; 32]>,
+    sh_enc: MemEnc,
     /// Where the registers of the body the running warp executes start: `w * stride` in the
     /// kernel, the innermost frame's `base` in a function. Set by `run_warp`, read by `exec`.
     cur_base: usize,
@@ -321,6 +328,8 @@ impl Worker {
             sh_race_start,
             sh_init: if uninit { vec![0; cx.shared_total] } else { vec![] },
             sh_pending: Vec::new(),
+            enc: if cx.enc.is_some() { vec![[Enc::Exact; 32]; stride * cx.nwarps] } else { vec![] },
+            sh_enc: MemEnc::default(),
             cur_base: 0,
             calls: cx.progs.len() > 1,
             gen: 0,
@@ -352,6 +361,10 @@ impl Worker {
             self.shared.fill(0);
         }
         self.sh_pending.clear();
+        if !self.enc.is_empty() {
+            self.enc.fill([Enc::Exact; 32]);
+            self.sh_enc.clear();
+        }
         for w in 0..cx.nwarps {
             self.stacks[w].clear();
             self.frames[w].clear();
@@ -645,16 +658,18 @@ impl Worker {
     #[inline]
     fn run_warp(&mut self, cx: &LaunchCtx, w: usize) -> Result<Stop, InterpError> {
         // A kernel without calls runs a copy of the loop with the frame bookkeeping compiled out.
-        if !self.calls {
-            self.run_warp_in::<false>(cx, w)
-        } else {
-            self.run_warp_in::<true>(cx, w)
+        match (self.calls, !self.enc.is_empty()) {
+            (false, false) => self.run_warp_in::<false, false>(cx, w),
+            (true, false) => self.run_warp_in::<true, false>(cx, w),
+            (false, true) => self.run_warp_in::<false, true>(cx, w),
+            (true, true) => self.run_warp_in::<true, true>(cx, w),
         }
     }
 
     /// Runs warp `w` until it finishes or reaches a barrier. `CALLS` is false only when the launch
     /// has no functions (then the warp never has a frame, and the loop is the call-free one).
-    fn run_warp_in<const CALLS: bool>(&mut self, cx: &LaunchCtx, w: usize) -> Result<Stop, InterpError> {
+    /// `ENC`: enclosures are tracked ([`crate::enclose`]) alongside the values.
+    fn run_warp_in<const CALLS: bool, const ENC: bool>(&mut self, cx: &LaunchCtx, w: usize) -> Result<Stop, InterpError> {
         let mut prog = cx.prog;
         self.cur_base = w * self.stride;
         'warp: loop {
@@ -710,6 +725,9 @@ impl Worker {
                         return Ok(Stop::Barrier(pid, cur, ip as u32));
                     }
                     self.exec::<CALLS>(cx, w, mask, inst)?;
+                    if ENC {
+                        self.enc_inst(cx, mask, inst);
+                    }
                     ip += 1;
                 }
                 self.charge(cx, n, blk.term_span, w, mask)?;
@@ -740,6 +758,11 @@ impl Worker {
                             for l in lanes(mask) {
                                 self.regs[res][l] = self.regs[src][l];
                             }
+                            if ENC {
+                                for l in lanes(mask) {
+                                    self.enc[res][l] = self.enc[src][l];
+                                }
+                            }
                         }
                         let floor = f.floor;
                         for e in &mut self.stacks[w][floor..] {
@@ -750,9 +773,15 @@ impl Worker {
                     }
                     XTerm::Jmp(edge) => {
                         self.moves(base, edge, mask);
+                        if ENC {
+                            self.enc_moves(base, edge, mask);
+                        }
                         Some(edge.block)
                     }
                     XTerm::Br { cond, then_, else_ } => {
+                        if ENC {
+                            self.enc_branch(cx, base + *cond as usize, mask, blk.term_span, then_, else_, base);
+                        }
                         let c = &self.regs[base + *cond as usize];
                         let mut taken = 0u32;
                         for (l, v) in c.iter().enumerate() {
@@ -831,11 +860,222 @@ impl Worker {
         for (&p, &a) in callee.params.iter().zip(&call.args) {
             self.regs[new_base + p as usize] = self.regs[base + a as usize];
         }
+        if !self.enc.is_empty() {
+            for &(slot, _) in &callee.consts {
+                self.enc[new_base + slot as usize] = [Enc::Exact; 32];
+            }
+            for (&p, &a) in callee.params.iter().zip(&call.args) {
+                self.enc[new_base + p as usize] = self.enc[base + a as usize];
+            }
+        }
         let res = if res == NO_SLOT { usize::MAX } else { base + res as usize };
         let floor = self.stacks[w].len();
         self.frames[w].push(Frame { prog: call.callee, base: new_base, floor, mask, res, call: site });
         self.stacks[w].push(Entry { block: 0, ip: 0, mask, rpc: EXIT });
         Ok(())
+    }
+
+    /// [`Self::moves`] for the enclosures.
+    fn enc_moves(&mut self, base: usize, edge: &XEdge, mask: u32) {
+        if edge.moves.is_empty() {
+            return;
+        }
+        let srcs: Vec<[Enc; 32]> = edge.moves.iter().map(|&(_, s)| self.enc[base + s as usize]).collect();
+        for (&(d, _), src) in edge.moves.iter().zip(srcs) {
+            let dst = &mut self.enc[base + d as usize];
+            for l in lanes(mask) {
+                dst[l] = src[l];
+            }
+        }
+    }
+
+    /// A branch on row `cond` for the lanes in `mask`, with enclosures: a condition the
+    /// approximate ops' errors can change makes the launch's enclosures unusable; the edges' moves.
+    #[allow(clippy::too_many_arguments)]
+    fn enc_branch(&mut self, cx: &LaunchCtx, cond: usize, mask: u32, span: Span, then_: &XEdge, else_: &XEdge, base: usize) {
+        if let Some(e) = lanes(mask).map(|l| self.enc[cond][l]).find(|e| !e.is_exact()) {
+            self.enc_unusable(cx, span, "a branch condition", e);
+        }
+        let c = &self.regs[cond];
+        let mut taken = 0u32;
+        for l in lanes(mask) {
+            taken |= ((c[l] & 1) as u32) << l;
+        }
+        self.enc_moves(base, then_, taken);
+        self.enc_moves(base, else_, mask & !taken);
+    }
+
+    /// Records that `what` at `at` used a value with enclosure `e` (not exact).
+    #[cold]
+    fn enc_unusable(&self, cx: &LaunchCtx, at: Span, what: &'static str, e: Enc) {
+        let cause = match e {
+            Enc::Unknown { at, why } => (at, why),
+            Enc::Range { origin, .. } => (origin, Why::Inexact),
+            Enc::Exact => return,
+        };
+        if let Some(shared) = cx.enc {
+            shared.unusable(Unusable { at, what, cause });
+        }
+    }
+
+    /// The first non-exact enclosure of row `row` among the lanes of `mask`.
+    fn enc_inexact(&self, row: usize, mask: u32) -> Option<Enc> {
+        lanes(mask).map(|l| self.enc[row][l]).find(|e| !e.is_exact())
+    }
+
+    /// The enclosures of instruction `inst`'s result, run by the lanes in `mask` of the running warp
+    /// (after [`Self::exec`] computed its values): pure ops by [`enclose::pure`], memory through
+    /// the memories' enclosures; an address, atomic operand, shuffle lane or vote predicate whose
+    /// enclosure is not exact makes the launch's enclosures unusable.
+    fn enc_inst(&mut self, cx: &LaunchCtx, mask: u32, inst: &XInst) {
+        let base = self.cur_base;
+        let [a0, a1, a2, a3] = inst.args.map(|a| base + a as usize);
+        let res = (inst.res != NO_SLOT).then(|| base + inst.res as usize);
+        let set_exact = |s: &mut Self| {
+            if let Some(r) = res {
+                for l in lanes(mask) {
+                    s.enc[r][l] = Enc::Exact;
+                }
+            }
+        };
+        match &inst.op {
+            XOp::Pure(op) => {
+                let Some(r) = res else { return };
+                let n = inst.nargs as usize;
+                let rows = [a0, a1, a2];
+                let inexact = (0..n).any(|i| self.enc_inexact(rows[i], mask).is_some());
+                if !inexact && !op.is_approx() {
+                    return set_exact(self);
+                }
+                for l in lanes(mask) {
+                    let args: [u64; 3] = std::array::from_fn(|i| if i < n { self.regs[rows[i]][l] } else { 0 });
+                    let encs: [Enc; 3] = std::array::from_fn(|i| if i < n { self.enc[rows[i]][l] } else { Enc::Exact });
+                    let e = enclose::pure(op, &args[..n], &encs[..n], self.regs[r][l], inst.span);
+                    self.enc[r][l] = e;
+                }
+            }
+            XOp::Special(_) | XOp::SharedAddr(_) => set_exact(self),
+            XOp::Copy => {
+                if let Some(r) = res {
+                    for l in lanes(mask) {
+                        self.enc[r][l] = self.enc[a0][l];
+                    }
+                }
+            }
+            XOp::Offset { .. } => {
+                for row in [a0, a1] {
+                    if let Some(e) = self.enc_inexact(row, mask) {
+                        self.enc_unusable(cx, inst.span, "an address", e);
+                    }
+                }
+                set_exact(self);
+            }
+            XOp::Load(acc) | XOp::Store(acc) | XOp::Atomic(_, acc) | XOp::Cas(acc) => {
+                for row in [a0, a1] {
+                    if let Some(e) = self.enc_inexact(row, mask) {
+                        self.enc_unusable(cx, inst.span, "an address", e);
+                    }
+                }
+                for l in lanes(mask) {
+                    let Some((region, byte)) = self.locate_lane(cx, acc, self.regs[a0][l], self.regs[a1][l]) else {
+                        continue;
+                    };
+                    let global = acc.space == AddrSpace::Global;
+                    let key = if global { byte } else { cx.shared_start[region] + byte };
+                    let with_mem = |s: &mut Self, f: &mut dyn FnMut(&mut MemEnc) -> Enc| -> Enc {
+                        if global {
+                            match cx.enc.and_then(|e| e.global.get(region)) {
+                                Some(m) => f(&mut m.lock().unwrap_or_else(|p| p.into_inner())),
+                                None => Enc::Exact,
+                            }
+                        } else {
+                            f(&mut s.sh_enc)
+                        }
+                    };
+                    match &inst.op {
+                        XOp::Load(_) => {
+                            let e = with_mem(self, &mut |m| m.load(key, acc.size));
+                            let e = match e {
+                                Enc::Unknown { at, why } if at.is_dummy() => Enc::Unknown { at: inst.span, why },
+                                e => e,
+                            };
+                            if let Some(r) = res {
+                                self.enc[r][l] = e;
+                            }
+                        }
+                        XOp::Store(_) => {
+                            let v = self.enc[a2][l];
+                            with_mem(self, &mut |m| {
+                                m.store(key, acc.size, v);
+                                Enc::Exact
+                            });
+                        }
+                        _ => {
+                            let operands = [self.enc[a2][l], if matches!(inst.op, XOp::Cas(_)) { self.enc[a3][l] } else { Enc::Exact }];
+                            let old = with_mem(self, &mut |m| {
+                                let old = m.load(key, acc.size);
+                                m.store(key, acc.size, Enc::Exact);
+                                old
+                            });
+                            for e in operands.into_iter().chain([old]) {
+                                if !e.is_exact() {
+                                    let e = match e {
+                                        Enc::Unknown { at, why } if at.is_dummy() => Enc::Unknown { at: inst.span, why },
+                                        e => e,
+                                    };
+                                    self.enc_unusable(cx, inst.span, "an atomic", e);
+                                }
+                            }
+                            if let Some(r) = res {
+                                self.enc[r][l] = Enc::Exact;
+                            }
+                        }
+                    }
+                }
+            }
+            XOp::Shfl(mode) => {
+                for row in [a1, a2] {
+                    if let Some(e) = self.enc_inexact(row, mask) {
+                        self.enc_unusable(cx, inst.span, "a shuffle's lane or mask", e);
+                    }
+                }
+                let Some(r) = res else { return };
+                let src = self.enc[a0];
+                for l in lanes(mask) {
+                    let b = (self.regs[a1][l] & 31) as i64;
+                    let lane = l as i64;
+                    let j = match mode {
+                        ShflMode::Up if lane - b >= 0 => lane - b,
+                        ShflMode::Down if lane + b <= 31 => lane + b,
+                        ShflMode::Bfly => lane ^ b,
+                        ShflMode::Idx => b,
+                        _ => lane,
+                    };
+                    self.enc[r][l] = src[j as usize];
+                }
+            }
+            XOp::Vote(_) => {
+                // The ballot reads the member lanes' predicates: any of them inexact decides it.
+                let members = self.regs[a1][mask.trailing_zeros() as usize & 31] as u32;
+                for row in [a0, a1] {
+                    if let Some(e) = self.enc_inexact(row, members | mask) {
+                        self.enc_unusable(cx, inst.span, "a vote", e);
+                    }
+                }
+                set_exact(self);
+            }
+            XOp::Barrier | XOp::Call(_) => {}
+        }
+    }
+
+    /// Where lane's access `(ptr, idx)` lands (it ran, so it is in bounds).
+    fn locate_lane(&self, cx: &LaunchCtx, acc: &MemAccess, ptr: u64, idx: u64) -> Option<(usize, usize)> {
+        let lens: &[u64] = match acc.space {
+            AddrSpace::Global => &cx.global.lens,
+            AddrSpace::Shared => &cx.shared_lens,
+        };
+        mem::locate_fast(ptr, idx, acc.idx_shift, acc.size, lens)
+            .or_else(|| mem::locate(ptr, mem::index_value(acc.idx_ty, idx), acc.size, lens).ok())
     }
 
     /// Parallel copy of an edge's arguments onto the target's parameters, for the lanes in `mask`.

@@ -227,7 +227,7 @@ pub fn run_graph(
     let result = (|| {
         let mut stats = GraphStats::default();
         for pl in &plan.launches {
-            let s = crate::launch_impl(m, pl.kernel, &pl.cfg, &pl.args, &mut all, opts)
+            let s = crate::launch_impl(m, pl.kernel, &pl.cfg, &pl.args, &mut all, opts, None)
                 .map_err(|e| e.with_note(pl.where_(g)))?;
             stats.launches += 1;
             stats.total = stats.total.add(s);

@@ -85,6 +85,7 @@ pub mod npy;
 pub mod outputs;
 mod prog;
 pub(crate) mod race;
+pub mod enclose;
 
 pub use buffer::Buffer;
 pub use error::{ErrorKind, FaultKind, InterpError};
@@ -353,7 +354,24 @@ pub fn launch_verified(
     buffers: &mut [Buffer],
     opts: &Options,
 ) -> Result<Stats, InterpError> {
-    launch_impl(kernel.module(), kernel.kernel(), cfg, args, buffers, opts)
+    launch_impl(kernel.module(), kernel.kernel(), cfg, args, buffers, opts, None)
+}
+
+/// [`launch_verified`] that also computes, for every value, an enclosure of every result the
+/// hardware may produce given its approximate ops' measured error bounds ([`enclose`]): the
+/// enclosures of the buffers' elements that are not exact, and whether the enclosures hold at all
+/// ([`enclose::Enclosures::unusable`]). Blocks run one at a time; slower than a plain launch, which
+/// pays nothing for this.
+pub fn launch_enclosed(
+    kernel: kir_ir::verify::VerifiedKernel<'_>,
+    cfg: &LaunchConfig,
+    args: &[Arg],
+    buffers: &mut [Buffer],
+    opts: &Options,
+) -> Result<(Stats, enclose::Enclosures), InterpError> {
+    let shared = enclose::EncShared::new(buffers.len());
+    let stats = launch_impl(kernel.module(), kernel.kernel(), cfg, args, buffers, opts, Some(&shared))?;
+    Ok((stats, shared.into_enclosures()))
 }
 
 /// Launches `kernel`, a kernel of `m`.
@@ -364,6 +382,7 @@ fn launch_impl(
     args: &[Arg],
     buffers: &mut [Buffer],
     opts: &Options,
+    enc: Option<&enclose::EncShared>,
 ) -> Result<Stats, InterpError> {
     check_shape(cfg)?;
     check_reqntid(kernel, cfg)?;
@@ -470,6 +489,7 @@ fn launch_impl(
             progs: &progs.progs,
             stride: progs.stride,
             global: &global,
+            enc,
             opts,
             grid: cfg.grid,
             block: cfg.block,
@@ -515,7 +535,7 @@ pub fn effective_threads(requested: usize, nblocks: u64) -> usize {
 
 fn run_blocks(cx: &LaunchCtx, cfg: &LaunchConfig) -> Result<Stats, InterpError> {
     let nblocks = cfg.grid.iter().map(|&g| g as u64).product::<u64>();
-    let sequential = cx.prog.global_atomics || nblocks == 1 || cx.opts.threads == Some(1);
+    let sequential = cx.prog.global_atomics || nblocks == 1 || cx.opts.threads == Some(1) || cx.enc.is_some();
     let mut stats = if sequential {
         let mut w = Worker::new(cx);
         for b in 0..nblocks {

@@ -174,7 +174,13 @@ fn racing(kind: Kind) -> &'static [Kind] {
 /// kind `k`), of which only those `live` (of this launch) count; `cross_block`: other blocks'
 /// accesses are unordered (global memory). The first earlier access that races with it, if any.
 #[inline]
-pub(crate) fn judge(kind: Kind, tags: [u64; 3], me: u64, cross_block: bool, live: impl Fn(u64) -> bool) -> Option<Conflict> {
+pub(crate) fn judge(
+    kind: Kind,
+    tags: [u64; 3],
+    me: u64,
+    cross_block: bool,
+    live: impl Fn(u64) -> bool,
+) -> Option<Conflict> {
     racing(kind).iter().find_map(|&k| {
         let old = tags[k.slot()];
         (live(old) && unordered(old, me, cross_block)).then_some(Conflict { other_kind: k, other: old, site: None })
@@ -273,9 +279,10 @@ mod tests {
     /// Runs accesses `(thread, kind)` on one granule in order; the index of the first that races.
     fn first_race(accesses: &[(u64, Kind)]) -> Option<usize> {
         let mut words = [0u64; WORDS];
-        accesses.iter().enumerate().find_map(|(i, &(tid, kind))| {
-            shared_access(&mut words, 0, 4, 2, t(tid), kind, i as u32).map(|_| i)
-        })
+        accesses
+            .iter()
+            .enumerate()
+            .find_map(|(i, &(tid, kind))| shared_access(&mut words, 0, 4, 2, t(tid), kind, i as u32).map(|_| i))
     }
 
     /// The PTX rule, pair by pair: plain-vs-plain with a write, and plain-vs-atomic either way,
@@ -350,7 +357,8 @@ mod tests {
     fn accesses_of_several_blocks_stay_unordered_for_the_launch() {
         for (first, then) in [(Kind::Read, Kind::Write), (Kind::Read, Kind::Atomic), (Kind::Atomic, Kind::Write)] {
             let shadow: Vec<AtomicU64> = (0..WORDS).map(|_| AtomicU64::new(0)).collect();
-            let access = |block, epoch, tid, kind| global_access(&shadow, 0, 4, 2, 0, tag::make(block, epoch, tid), kind, 0);
+            let access =
+                |block, epoch, tid, kind| global_access(&shadow, 0, 4, 2, 0, tag::make(block, epoch, tid), kind, 0);
             assert!(access(1, 0, 63, first).is_none());
             assert!(access(2, 0, 47, first).is_none());
             let c = access(2, 1, 14, then).unwrap_or_else(|| panic!("{first:?} then {then:?}"));
@@ -363,7 +371,8 @@ mod tests {
     #[test]
     fn a_write_ordered_in_its_block_still_races_with_other_blocks() {
         let shadow: Vec<AtomicU64> = (0..WORDS).map(|_| AtomicU64::new(0)).collect();
-        let access = |block, epoch, tid, kind| global_access(&shadow, 0, 4, 2, 0, tag::make(block, epoch, tid), kind, 0);
+        let access =
+            |block, epoch, tid, kind| global_access(&shadow, 0, 4, 2, 0, tag::make(block, epoch, tid), kind, 0);
         assert!(access(1, 0, 0, Kind::Write).is_none());
         assert!(access(1, 1, 0, Kind::Atomic).is_none());
         assert!(access(1, 1, 1, Kind::Atomic).is_none());

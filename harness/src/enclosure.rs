@@ -1,0 +1,179 @@
+//! Judging another engine's buffers by the interpreter's per-element error enclosures
+//! (`kir_interp::enclose`), the comparison of a run that gives no `tol=` and contains approximate
+//! ops.
+//!
+//! Guarantees:
+//! - An element passes when its bits equal the interpreter's, or when the interpreter's enclosure
+//!   of it is a range and the value lies in it numerically (`-0 == +0`; a NaN never lies in a
+//!   range). Nothing else passes: an element whose enclosure is exact must match bit for bit, and
+//!   one whose enclosure is unknown — or any differing element of a launch whose enclosures are
+//!   unusable (an uncertain branch, address, atomic, vote or shuffle lane) — fails with the reason
+//!   and the advice to give an explicit `tol=`.
+//! - Messages show, for the reported element, the enclosure, its width in ulp, the approximate op
+//!   it started from and the exact op that amplified it (`file:line:col` and the instruction's
+//!   text); a passing comparison's note shows the widest enclosure it used.
+
+use crate::engine::{EngineError, Inputs};
+use kir_interp::enclose::{Enc, Enclosures};
+use kir_interp::{Buffer, LaunchConfig, Options};
+use kir_ir::diag::SourceMap;
+use kir_ir::eval::{ulp_of, Fmt};
+use kir_ir::verify::Verified;
+use kir_ir::Span;
+
+/// Runs kernel `name` of `module` in the interpreter with enclosures, on copies of `inputs`.
+pub fn run_enclosed(
+    module: &Verified,
+    name: &str,
+    cfg: &LaunchConfig,
+    inputs: &Inputs<'_>,
+    opts: &Options,
+) -> Result<(Vec<Buffer>, Enclosures), EngineError> {
+    let k = module.verified_kernel(name).ok_or_else(|| EngineError::Target(format!("no kernel `@{name}`")))?;
+    let mut buffers = inputs.buffers.to_vec();
+    let (_, enc) = kir_interp::launch_enclosed(k, cfg, inputs.args, &mut buffers, opts)?;
+    Ok((buffers, enc))
+}
+
+/// `file:line:col` and the source text of the instruction at `s`.
+fn site(sources: &SourceMap, s: Span) -> String {
+    let text = sources
+        .locate(s)
+        .and_then(|(i, r)| sources.files.get(i).and_then(|f| f.text.get(r)))
+        .map(|t| t.split('\n').next().unwrap_or("").trim().to_string())
+        .unwrap_or_default();
+    let pos = sources.position(s).unwrap_or_else(|| "?".into());
+    if text.is_empty() {
+        pos
+    } else {
+        format!("`{text}` at {pos}")
+    }
+}
+
+/// The enclosure of element `index` of buffer `b` (entries in byte order).
+fn element_enc(entries: &[(usize, u32, Enc)], index: usize, size: usize) -> Enc {
+    let byte = index * size;
+    match entries.binary_search_by_key(&byte, |e| e.0) {
+        Ok(i) if entries[i].1 as usize == size => entries[i].2,
+        Ok(_) => Enc::Unknown { at: Span::DUMMY, why: kir_interp::enclose::Why::Bits },
+        Err(_) => Enc::Exact,
+    }
+}
+
+/// Width of a range in ulp of its larger end.
+fn width_ulps(f: Fmt, lo: u64, hi: u64) -> f64 {
+    let (l, h) = (f.to_f64(lo), f.to_f64(hi));
+    let u = ulp_of(f, l.abs().max(h.abs()));
+    if u > 0.0 {
+        (h - l) / u
+    } else {
+        0.0
+    }
+}
+
+/// How a range is described: `[lo, hi] (±N ulp: from SITE, amplified by SITE)`.
+fn describe_range(f: Fmt, lo: u64, hi: u64, origin: Span, amp: Span, sources: &SourceMap) -> String {
+    let show = |b: u64| {
+        let x = f.to_f64(b);
+        if f == Fmt::F64 {
+            format!("{x:e}")
+        } else {
+            format!("{:e}", x as f32)
+        }
+    };
+    let mut s = format!(
+        "[{}, {}] (±{:.0} ulp: from {}",
+        show(lo),
+        show(hi),
+        (width_ulps(f, lo, hi) / 2.0).ceil(),
+        site(sources, origin)
+    );
+    if !amp.is_dummy() {
+        s.push_str(&format!(", amplified by {}", site(sources, amp)));
+    }
+    s.push(')');
+    s
+}
+
+/// Judges `other` (buffers of another engine) by the interpreter's `reference` buffers and their
+/// enclosures `enc`, skipping buffers not marked in `compared`. `Ok` with a note on the widest
+/// enclosure used, or the first failure.
+pub fn judge(
+    names: &[String],
+    reference: &[Buffer],
+    other: &[Buffer],
+    enc: &Enclosures,
+    compared: &[bool],
+    sources: &SourceMap,
+) -> Result<String, String> {
+    if other.len() != reference.len() {
+        return Err(format!("{} buffers came back, expected {}", other.len(), reference.len()));
+    }
+    let mut widest: Option<(f64, String)> = None;
+    let mut inexact = 0usize;
+    for (i, (a, b)) in reference.iter().zip(other).enumerate() {
+        if !compared.get(i).copied().unwrap_or(true) {
+            continue;
+        }
+        if a.elem != b.elem || a.bytes.len() != b.bytes.len() {
+            return Err(format!("buffer `{}` came back with another type or length", names[i]));
+        }
+        let size = a.elem.bytes() as usize;
+        let entries: &[(usize, u32, Enc)] = enc.buffers.get(i).map_or(&[], |v| v.as_slice());
+        let fmt = Fmt::of(a.elem);
+        for j in 0..a.len() {
+            let (x, y) = (a.get_bits(j), b.get_bits(j));
+            let e = element_enc(entries, j, size);
+            if !e.is_exact() {
+                inexact += 1;
+            }
+            if x == y {
+                continue;
+            }
+            let render = |bits: u64| crate::compare::render_element(a.elem, bits);
+            let head = format!(
+                "buffer `{}` element {j}: the interpreter computed {}, this engine {}",
+                names[i],
+                render(x),
+                render(y)
+            );
+            if let Some(u) = &enc.unusable {
+                return Err(format!(
+                    "{head}, and no enclosure of this launch holds for sure: {} at {} uses {} ({}); give the directive an explicit `tol=`",
+                    u.what,
+                    sources.position(u.at).unwrap_or_else(|| "?".into()),
+                    u.cause.1.describe(),
+                    site(sources, u.cause.0)
+                ));
+            }
+            match (e, fmt) {
+                (Enc::Range { lo, hi, origin, amp }, Some(f)) => {
+                    let (l, h, v) = (f.to_f64(lo), f.to_f64(hi), f.to_f64(y));
+                    let range = describe_range(f, lo, hi, origin, amp, sources);
+                    if !(l <= v && v <= h) {
+                        return Err(format!("{head}, outside its enclosure {range}"));
+                    }
+                    let w = width_ulps(f, lo, hi);
+                    if widest.as_ref().is_none_or(|(ww, _)| w > *ww) {
+                        widest = Some((w, format!("`{}`[{j}] {range}", names[i])));
+                    }
+                }
+                (Enc::Unknown { at, why }, _) => {
+                    let at = if at.is_dummy() { "?".to_string() } else { site(sources, at) };
+                    return Err(format!(
+                        "{head}, and its enclosure is unknown: {} ({at}); give the directive an explicit `tol=`",
+                        why.describe()
+                    ));
+                }
+                _ => {
+                    return Err(format!("{head}; its enclosure is exact (no approximate op's error reaches it)"));
+                }
+            }
+        }
+    }
+    Ok(match widest {
+        None if inexact == 0 => "bit-identical; no approximate op's error reaches an output".into(),
+        None => format!("bit-identical ({inexact} elements had enclosures)"),
+        Some((_, w)) => format!("within per-element enclosures ({inexact} elements inexact; widest used: {w})"),
+    })
+}
