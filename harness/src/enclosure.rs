@@ -95,8 +95,89 @@ fn describe_range(f: Fmt, lo: u64, hi: u64, origin: Span, amp: Span, sources: &S
     s
 }
 
+/// What [`judge_buffer`] found in a buffer that matches: how many elements had a non-exact
+/// enclosure, and the widest enclosure an element needed (width in ulp, description).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct BufferMatch {
+    pub inexact: usize,
+    pub widest: Option<(f64, String)>,
+}
+
+impl BufferMatch {
+    /// `bit-identical ...` or `within per-element enclosures (...)`.
+    pub fn describe(&self) -> String {
+        match &self.widest {
+            None if self.inexact == 0 => "bit-identical; no approximate op's error reaches it".into(),
+            None => format!("bit-identical ({} elements had enclosures)", self.inexact),
+            Some((_, w)) => format!("within per-element enclosures ({} elements inexact; widest used: {w})", self.inexact),
+        }
+    }
+}
+
+/// Judges buffer `b` of another engine by the interpreter's `a` (named `name`) and its
+/// non-exact element enclosures `entries` (byte order), in a launch whose enclosures are unusable
+/// for `unusable`, if so. The first element that fails, as a message.
+pub fn judge_buffer(
+    name: &str,
+    a: &Buffer,
+    b: &Buffer,
+    entries: &[(usize, u32, Enc)],
+    unusable: Option<&kir_interp::enclose::Unusable>,
+    sources: &SourceMap,
+) -> Result<BufferMatch, String> {
+    if a.elem != b.elem || a.bytes.len() != b.bytes.len() {
+        return Err(format!("buffer `{name}` came back with another type or length"));
+    }
+    let size = a.elem.bytes() as usize;
+    let fmt = Fmt::of(a.elem);
+    let mut found = BufferMatch::default();
+    for j in 0..a.len() {
+        let (x, y) = (a.get_bits(j), b.get_bits(j));
+        let e = element_enc(entries, j, size);
+        if !e.is_exact() {
+            found.inexact += 1;
+        }
+        if x == y {
+            continue;
+        }
+        let render = |bits: u64| crate::compare::render_element(a.elem, bits);
+        let head = format!("buffer `{name}` element {j}: the interpreter computed {}, this engine {}", render(x), render(y));
+        if let Some(u) = unusable {
+            return Err(format!(
+                "{head}, and no enclosure of this launch holds for sure: {} at {} uses {} ({}); give an explicit tolerance (`tol=`, `--tol`)",
+                u.what,
+                sources.position(u.at).unwrap_or_else(|| "?".into()),
+                u.cause.1.describe(),
+                site(sources, u.cause.0)
+            ));
+        }
+        match (e, fmt) {
+            (Enc::Range { lo, hi, origin, amp }, Some(f)) => {
+                let (l, h, v) = (f.to_f64(lo), f.to_f64(hi), f.to_f64(y));
+                let range = describe_range(f, lo, hi, origin, amp, sources);
+                if !(l <= v && v <= h) {
+                    return Err(format!("{head}, outside its enclosure {range}"));
+                }
+                let w = width_ulps(f, lo, hi);
+                if found.widest.as_ref().is_none_or(|(ww, _)| w > *ww) {
+                    found.widest = Some((w, format!("`{name}`[{j}] {range}")));
+                }
+            }
+            (Enc::Unknown { at, why }, _) => {
+                let at = if at.is_dummy() { "?".to_string() } else { site(sources, at) };
+                return Err(format!(
+                    "{head}, and its enclosure is unknown: {} ({at}); give an explicit tolerance (`tol=`, `--tol`)",
+                    why.describe()
+                ));
+            }
+            _ => return Err(format!("{head}; its enclosure is exact (no approximate op's error reaches it)")),
+        }
+    }
+    Ok(found)
+}
+
 /// Judges `other` (buffers of another engine) by the interpreter's `reference` buffers and their
-/// enclosures `enc`, skipping buffers not marked in `compared`. `Ok` with a note on the widest
+/// enclosures `enc`, skipping buffers not marked in `compared`: `Ok` with a note on the widest
 /// enclosure used, or the first failure.
 pub fn judge(
     names: &[String],
@@ -109,71 +190,19 @@ pub fn judge(
     if other.len() != reference.len() {
         return Err(format!("{} buffers came back, expected {}", other.len(), reference.len()));
     }
-    let mut widest: Option<(f64, String)> = None;
-    let mut inexact = 0usize;
+    let mut all = BufferMatch::default();
     for (i, (a, b)) in reference.iter().zip(other).enumerate() {
         if !compared.get(i).copied().unwrap_or(true) {
             continue;
         }
-        if a.elem != b.elem || a.bytes.len() != b.bytes.len() {
-            return Err(format!("buffer `{}` came back with another type or length", names[i]));
-        }
-        let size = a.elem.bytes() as usize;
         let entries: &[(usize, u32, Enc)] = enc.buffers.get(i).map_or(&[], |v| v.as_slice());
-        let fmt = Fmt::of(a.elem);
-        for j in 0..a.len() {
-            let (x, y) = (a.get_bits(j), b.get_bits(j));
-            let e = element_enc(entries, j, size);
-            if !e.is_exact() {
-                inexact += 1;
-            }
-            if x == y {
-                continue;
-            }
-            let render = |bits: u64| crate::compare::render_element(a.elem, bits);
-            let head = format!(
-                "buffer `{}` element {j}: the interpreter computed {}, this engine {}",
-                names[i],
-                render(x),
-                render(y)
-            );
-            if let Some(u) = &enc.unusable {
-                return Err(format!(
-                    "{head}, and no enclosure of this launch holds for sure: {} at {} uses {} ({}); give the directive an explicit `tol=`",
-                    u.what,
-                    sources.position(u.at).unwrap_or_else(|| "?".into()),
-                    u.cause.1.describe(),
-                    site(sources, u.cause.0)
-                ));
-            }
-            match (e, fmt) {
-                (Enc::Range { lo, hi, origin, amp }, Some(f)) => {
-                    let (l, h, v) = (f.to_f64(lo), f.to_f64(hi), f.to_f64(y));
-                    let range = describe_range(f, lo, hi, origin, amp, sources);
-                    if !(l <= v && v <= h) {
-                        return Err(format!("{head}, outside its enclosure {range}"));
-                    }
-                    let w = width_ulps(f, lo, hi);
-                    if widest.as_ref().is_none_or(|(ww, _)| w > *ww) {
-                        widest = Some((w, format!("`{}`[{j}] {range}", names[i])));
-                    }
-                }
-                (Enc::Unknown { at, why }, _) => {
-                    let at = if at.is_dummy() { "?".to_string() } else { site(sources, at) };
-                    return Err(format!(
-                        "{head}, and its enclosure is unknown: {} ({at}); give the directive an explicit `tol=`",
-                        why.describe()
-                    ));
-                }
-                _ => {
-                    return Err(format!("{head}; its enclosure is exact (no approximate op's error reaches it)"));
-                }
+        let m = judge_buffer(&names[i], a, b, entries, enc.unusable.as_ref(), sources)?;
+        all.inexact += m.inexact;
+        if let Some((w, d)) = m.widest {
+            if all.widest.as_ref().is_none_or(|(ww, _)| w > *ww) {
+                all.widest = Some((w, d));
             }
         }
     }
-    Ok(match widest {
-        None if inexact == 0 => "bit-identical; no approximate op's error reaches an output".into(),
-        None => format!("bit-identical ({inexact} elements had enclosures)"),
-        Some((_, w)) => format!("within per-element enclosures ({inexact} elements inexact; widest used: {w})"),
-    })
+    Ok(all.describe())
 }

@@ -179,6 +179,8 @@ pub fn run(a: &Args) -> ExitCode {
             (t, format!("derived: {d}"))
         }
     };
+    // Without --tol, a kernel's approximate ops are judged by per-element error enclosures.
+    let use_enclosures = a.tol.is_none() && tol != Tolerance::Exact && matches!(target, Target::Kernel { .. });
 
     // Every engine gets the same inputs; the buffers carry their parameters' names.
     let mut names = vec![String::new(); initial.len()];
@@ -204,13 +206,32 @@ pub fn run(a: &Args) -> ExitCode {
         Err(e) => return common::file_error(&loaded.path, e),
     };
     let stats = interpreter.last_stats().cloned().unwrap_or_default();
+    let enclosures = match (&launch, use_enclosures) {
+        (engine::Launch::Kernel { name, cfg }, true) => {
+            match kir_harness::enclosure::run_enclosed(m, name, cfg, &inputs, &a.launch.interp_options(false, false)) {
+                Ok((_, enc)) => Some(enc),
+                Err(e) => return common::file_error(&loaded.path, e),
+            }
+        }
+        _ => None,
+    };
+    let judging = Judging { tol, enclosures: enclosures.as_ref(), sources: &loaded.sources };
     println!("interpreter:");
     for ((name, bi), w) in buffer_params.iter().zip(&written) {
         if *w {
             println!("  %{name}: {}", kir::interp::outputs::summary(&interp[*bi]));
         }
     }
-    println!("tolerance: {tol} ({why})");
+    match &enclosures {
+        Some(e) => {
+            let n: usize = e.buffers.iter().map(Vec::len).sum();
+            println!(
+                "tolerance: per-element error enclosures ({why}; {n} elements inexact{})",
+                if e.unusable.is_some() { "; unusable, see below" } else { "" }
+            );
+        }
+        None => println!("tolerance: {tol} ({why})"),
+    }
 
     // The GPU, unless the emulator was asked for or there is none and none is required.
     let require = a.gpu.required();
@@ -241,7 +262,7 @@ pub fn run(a: &Args) -> ExitCode {
         }
     }
     let Some(mut runner) = runner else {
-        return against_emulator(a, &loaded, &launch, &inputs, &interp, &buffer_params, tol, no_gpu);
+        return against_emulator(a, &loaded, &launch, &inputs, &interp, &buffer_params, &judging, no_gpu);
     };
     let sm = match runner.compute_capability().map_err(|e| e.to_string()).and_then(gpu_exec::sm_for) {
         Ok(sm) => sm,
@@ -268,11 +289,11 @@ pub fn run(a: &Args) -> ExitCode {
     let device = runner.device_name().unwrap_or_else(|_| "?".into());
     let emulated = kir::ptx::gpu::is_emulated_device(&device);
     println!("GPU ({}, device {}: {device}{}):", sm.name(), a.gpu.device, if emulated { ", emulated" } else { "" });
-    let differing = report(&buffer_params, &interp, &gpu, tol, a.limit, "GPU");
+    let differing = report(&buffer_params, &interp, &gpu, &judging, a.limit, "GPU");
     if differing == 0 {
-        println!("diff: {} buffers compared, all match (tolerance {tol})", buffer_params.len());
+        println!("diff: {} buffers compared, all match ({})", buffer_params.len(), judging.name());
     } else {
-        println!("diff: {differing} of {} buffers differ (tolerance {tol})", buffer_params.len());
+        println!("diff: {differing} of {} buffers differ ({})", buffer_params.len(), judging.name());
     }
     if a.time {
         if let Target::Kernel { k, cfg } = &target {
@@ -318,7 +339,7 @@ fn against_emulator(
     inputs: &Inputs<'_>,
     interp: &[Buffer],
     buffer_params: &[(String, usize)],
-    tol: Tolerance,
+    judging: &Judging<'_>,
     no_gpu: Option<String>,
 ) -> ExitCode {
     let m = &loaded.module;
@@ -350,13 +371,30 @@ fn against_emulator(
         Some(why) => println!("ptx-emu ({} PTX; the default without a GPU: {why}):", emu_exec::EMU_SM.name()),
         None => println!("ptx-emu ({} PTX):", emu_exec::EMU_SM.name()),
     }
-    let differing = report(buffer_params, interp, &buffers, tol, a.limit, "ptx-emu");
+    let differing = report(buffer_params, interp, &buffers, judging, a.limit, "ptx-emu");
     if differing == 0 {
-        println!("diff: {} buffers compared, all match (tolerance {tol})", buffer_params.len());
+        println!("diff: {} buffers compared, all match ({})", buffer_params.len(), judging.name());
         ExitCode::SUCCESS
     } else {
-        println!("diff: {differing} of {} buffers differ (tolerance {tol})", buffer_params.len());
+        println!("diff: {differing} of {} buffers differ ({})", buffer_params.len(), judging.name());
         ExitCode::from(1)
+    }
+}
+
+/// How buffers are compared: a tolerance, or the interpreter's per-element enclosures.
+struct Judging<'a> {
+    tol: Tolerance,
+    enclosures: Option<&'a kir::interp::enclose::Enclosures>,
+    sources: &'a kir::ir::diag::SourceMap,
+}
+
+impl Judging<'_> {
+    /// `tolerance ulp:2` or `per-element enclosures`.
+    fn name(&self) -> String {
+        match self.enclosures {
+            Some(_) => "per-element error enclosures".into(),
+            None => format!("tolerance {}", self.tol),
+        }
     }
 }
 
@@ -366,14 +404,25 @@ fn report(
     params: &[(String, usize)],
     interp: &[Buffer],
     gpu: &[Buffer],
-    tol: Tolerance,
+    judging: &Judging<'_>,
     limit: usize,
     other: &str,
 ) -> usize {
     let mut differing = 0;
     for (name, bi) in params {
         let (x, y) = (&interp[*bi], &gpu[*bi]);
-        let c = compare_buffers(x, y, Strictness::Within(tol), limit);
+        if let Some(enc) = judging.enclosures {
+            let entries = enc.buffers.get(*bi).map_or(&[][..], |v| v.as_slice());
+            match kir_harness::enclosure::judge_buffer(name, x, y, entries, enc.unusable.as_ref(), judging.sources) {
+                Ok(m) => println!("  %{name}: match ({} {} elements, {})", x.len(), x.elem, m.describe()),
+                Err(msg) => {
+                    differing += 1;
+                    println!("  %{name}: DIFFERS: {}", msg.replace("this engine", other));
+                }
+            }
+            continue;
+        }
+        let c = compare_buffers(x, y, Strictness::Within(judging.tol), limit);
         let max = if x.elem.is_float() { format!(", max {} ulp", c.max_ulps) } else { String::new() };
         if let Some(s) = &c.structural {
             differing += 1;
