@@ -19,6 +19,7 @@
 //!   without `tol=`).
 //! - [`fuzz`]: random-kernel differential fuzzing and test-case reduction (`kir fuzz`).
 //! - [`walk`] (finding `.kir` files) and [`files`] (atomic writes, safe reads).
+//! - [`shard`]: splitting a run over machines (`kir test --partition K/N`, `kir fuzz --shard K/N`).
 pub mod compare;
 pub mod directives;
 pub mod emu_exec;
@@ -31,5 +32,6 @@ pub mod gpu_exec;
 pub mod isolate;
 pub mod kir_test;
 pub mod ptx_args;
+pub mod shard;
 pub mod tolerance;
 pub mod walk;

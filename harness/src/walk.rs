@@ -12,6 +12,12 @@
 //! - Deterministic order: directory entries sorted by name, depth first; explicit paths in the
 //!   order given. A directory entry that cannot be read is a [`Problem`] too.
 //! - An explicit path that does not exist is an error (`Err`), not a problem: it is a usage error.
+//! - Every file and problem has a key ([`Walk::key`], [`Problem::key`]) that names it the same
+//!   way whatever else the walk finds: its path relative to the directory argument it was found
+//!   under, components joined by `/` (`lib/softmax.kir` under `kernels/`), or, for a path given
+//!   explicitly, its file name (so `kir test kernels/x.kir` and `kir test kernels/` give
+//!   `x.kir` the same key). [`Walk::retain_keys`] keeps the files and problems of some keys:
+//!   `kir test --partition` ([`crate::shard`]).
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -21,6 +27,8 @@ use std::path::{Path, PathBuf};
 pub struct Problem {
     pub path: PathBuf,
     pub why: String,
+    /// Its key (see the module header).
+    pub key: String,
 }
 
 /// The files to test and the problems met on the way.
@@ -28,6 +36,38 @@ pub struct Problem {
 pub struct Walk {
     pub files: Vec<PathBuf>,
     pub problems: Vec<Problem>,
+    /// `keys[i]` is the key of `files[i]`.
+    keys: Vec<String>,
+}
+
+impl Walk {
+    /// The key of `files[i]` (see the module header).
+    pub fn key(&self, i: usize) -> &str {
+        &self.keys[i]
+    }
+
+    /// Keeps the files and problems whose key `keep` accepts, in their order.
+    pub fn retain_keys(&mut self, keep: impl Fn(&str) -> bool) {
+        let (mut files, mut keys) = (Vec::new(), Vec::new());
+        for (f, k) in self.files.drain(..).zip(self.keys.drain(..)) {
+            if keep(&k) {
+                files.push(f);
+                keys.push(k);
+            }
+        }
+        (self.files, self.keys) = (files, keys);
+        self.problems.retain(|p| keep(&p.key));
+    }
+}
+
+/// The key of `path`, met under the argument `root`.
+fn key_of(root: &Path, path: &Path) -> String {
+    match path.strip_prefix(root) {
+        Ok(rel) if !rel.as_os_str().is_empty() => {
+            rel.components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/")
+        }
+        _ => path.file_name().map_or_else(|| path.to_string_lossy(), |n| n.to_string_lossy()).into_owned(),
+    }
 }
 
 /// Why `path` (already known not to be a directory or a regular file) cannot be tested.
@@ -57,7 +97,7 @@ pub fn kir_files(paths: &[PathBuf]) -> Result<Walk, String> {
             let meta = match std::fs::metadata(&path) {
                 Ok(m) => m,
                 Err(_) => {
-                    walk.problems.push(Problem { why: not_a_file(&path), path });
+                    walk.problems.push(Problem { why: not_a_file(&path), key: key_of(root, &path), path });
                     continue;
                 }
             };
@@ -69,7 +109,8 @@ pub fn kir_files(paths: &[PathBuf]) -> Result<Walk, String> {
                 let entries = match std::fs::read_dir(&path) {
                     Ok(rd) => rd,
                     Err(e) => {
-                        walk.problems.push(Problem { path, why: format!("cannot read the directory: {e}") });
+                        let key = key_of(root, &path);
+                        walk.problems.push(Problem { path, why: format!("cannot read the directory: {e}"), key });
                         continue;
                     }
                 };
@@ -77,9 +118,11 @@ pub fn kir_files(paths: &[PathBuf]) -> Result<Walk, String> {
                 for entry in entries {
                     match entry {
                         Ok(e) => children.push(e.path()),
-                        Err(e) => walk
-                            .problems
-                            .push(Problem { path: path.clone(), why: format!("cannot read an entry: {e}") }),
+                        Err(e) => walk.problems.push(Problem {
+                            path: path.clone(),
+                            why: format!("cannot read an entry: {e}"),
+                            key: key_of(root, &path),
+                        }),
                     }
                 }
                 children.sort();
@@ -92,6 +135,7 @@ pub fn kir_files(paths: &[PathBuf]) -> Result<Walk, String> {
             } else if meta.is_file() {
                 let canonical = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
                 if seen_files.insert(canonical) {
+                    walk.keys.push(key_of(root, &path));
                     walk.files.push(path);
                 }
             } else {
@@ -100,7 +144,7 @@ pub fn kir_files(paths: &[PathBuf]) -> Result<Walk, String> {
                 } else {
                     not_a_file(&path)
                 };
-                walk.problems.push(Problem { path, why });
+                walk.problems.push(Problem { key: key_of(root, &path), path, why });
             }
         }
     }
@@ -129,7 +173,7 @@ mod tests {
         symlink("..", d.join("a/b/up")).unwrap();
         symlink("../..", d.join("a/b/upup")).unwrap();
         symlink("one.kir", d.join("a/same.kir")).unwrap();
-        let w = kir_files(&[d.clone()]).unwrap();
+        let w = kir_files(std::slice::from_ref(&d)).unwrap();
         assert_eq!(w.files, vec![d.join("a/b/two.kir"), d.join("a/one.kir")]);
         assert!(w.problems.is_empty(), "{:?}", w.problems);
         // The same root twice: still once.
@@ -144,19 +188,48 @@ mod tests {
         symlink("missing.kir", d.join("broken.kir")).unwrap();
         let fifo = d.join("pipe.kir");
         let made = std::process::Command::new("mkfifo").arg(&fifo).status().is_ok_and(|s| s.success());
-        let w = kir_files(&[d.clone()]).unwrap();
+        let w = kir_files(std::slice::from_ref(&d)).unwrap();
         assert_eq!(w.files, vec![d.join("good.kir")]);
         assert_eq!(
             w.problems[0],
-            Problem { path: d.join("broken.kir"), why: "dangling symbolic link (to missing.kir)".into() }
+            Problem {
+                path: d.join("broken.kir"),
+                why: "dangling symbolic link (to missing.kir)".into(),
+                key: "broken.kir".into()
+            }
         );
         if made {
             assert_eq!(w.problems[1].path, fifo);
             assert!(w.problems[1].why.starts_with("not a regular file"), "{:?}", w.problems);
-            let explicit = kir_files(&[fifo.clone()]).unwrap();
+            let explicit = kir_files(std::slice::from_ref(&fifo)).unwrap();
             assert!(explicit.files.is_empty() && explicit.problems.len() == 1);
         }
         assert!(kir_files(&[d.join("nope")]).unwrap_err().ends_with("nope: no such file or directory"));
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn keys_are_paths_below_the_argument_or_the_name_of_an_explicit_file() {
+        let d = scratch("keys");
+        std::fs::create_dir_all(d.join("lib")).unwrap();
+        std::fs::write(d.join("a.kir"), "").unwrap();
+        std::fs::write(d.join("lib/b.kir"), "").unwrap();
+        symlink("gone.kir", d.join("lib/c.kir")).unwrap();
+        let w = kir_files(std::slice::from_ref(&d)).unwrap();
+        assert_eq!((w.key(0), w.key(1), w.problems[0].key.as_str()), ("a.kir", "lib/b.kir", "lib/c.kir"));
+        // Another argument spelling of the same directory, and the file given alone.
+        let dotted = d.join(".").join("lib").join("..");
+        let w2 = kir_files(&[dotted]).unwrap();
+        assert_eq!((w2.key(0), w2.key(1)), ("a.kir", "lib/b.kir"));
+        assert_eq!(kir_files(&[d.join("lib/b.kir")]).unwrap().key(0), "b.kir");
+        // retain_keys keeps files and problems together, in order.
+        let mut w3 = w.clone();
+        w3.retain_keys(|k| k.starts_with("lib/"));
+        assert_eq!(w3.files, vec![d.join("lib/b.kir")]);
+        assert_eq!((w3.key(0), w3.problems.len()), ("lib/b.kir", 1));
+        let mut w4 = w.clone();
+        w4.retain_keys(|k| k == "a.kir");
+        assert_eq!((w4.files.len(), w4.key(0), w4.problems.len()), (1, "a.kir", 0));
         std::fs::remove_dir_all(&d).unwrap();
     }
 
@@ -169,7 +242,7 @@ mod tests {
         }
         std::fs::create_dir_all(&p).unwrap();
         std::fs::write(p.join("x.kir"), "").unwrap();
-        assert_eq!(kir_files(&[d.clone()]).unwrap().files, vec![p.join("x.kir")]);
+        assert_eq!(kir_files(std::slice::from_ref(&d)).unwrap().files, vec![p.join("x.kir")]);
         std::fs::remove_dir_all(&d).unwrap();
     }
 }

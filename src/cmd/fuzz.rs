@@ -1,6 +1,6 @@
 //! `kir fuzz [--cases N] [--seed S] [--insts N] [--funcs N] [--pipeline P] [--sm SM] [--out-dir DIR]
 //! [--reduce-budget N] [--no-ptxas] [--no-emu] [--require-ptxas] [--require-gpu] [--device N]
-//! [--gpu-timeout S] [--gpu-in-process] [--time-limit S]`: generate random
+//! [--gpu-timeout S] [--gpu-in-process] [--time-limit S] [--shard K/N]`: generate random
 //! valid modules (a kernel and 0 to `--funcs` device functions it calls) and check each through
 //! every stage of kir (see [`kir_harness::fuzz`]).
 //!
@@ -14,6 +14,11 @@
 //!   functions as `.func`s; when found), the PTX emulator runs the inlined kernel's PTX and agrees
 //!   with the interpreter (always, unless `--no-emu`), and the GPU agrees with the interpreter
 //!   (when there is one).
+//! - `--shard K/N` runs the K-th of N contiguous, disjoint ranges of the `--cases` case indices
+//!   ([`kir_harness::shard::Shard::cases`]), each case with the seed it has unsharded, so the N
+//!   shards together run exactly the cases of one unsharded run and a shard's failure is
+//!   reproduced by its seed alone; the first line names the shard's seeds, the summary ends with
+//!   `; shard K/N`, and `--time-limit` counts the shard's cases.
 //! - A missing `ptxas` or GPU is announced on stdout with a `skip:` line and the check is skipped;
 //!   a missing `ptxas` is an error (exit 1) with `--require-ptxas` or when `CI=true`, a missing
 //!   GPU with `--require-gpu` or `KIR_REQUIRE_GPU=1`.
@@ -108,6 +113,10 @@ pub struct Args {
     /// the limit stops and writes the smallest failing case it has.
     #[arg(long, value_name = "SECONDS")]
     pub time_limit: Option<f64>,
+    /// Run only shard K of N (1 <= K <= N): the K-th of N contiguous ranges of the cases, each
+    /// with its unsharded seed (docs/testing.md, "Running on several machines").
+    #[arg(long, value_name = "K/N", value_parser = kir_harness::shard::Shard::parse)]
+    pub shard: Option<kir_harness::shard::Shard>,
 }
 
 /// The GPU as the campaign uses it: in a worker process (the default) or in this one.
@@ -164,10 +173,24 @@ pub fn run(a: &Args) -> ExitCode {
     cfg.gen.max_funcs = a.funcs;
     cfg.pipeline = pipeline;
     cfg.emu = !a.no_emu;
+    // The case indices this run takes: all of them, or its shard's range.
+    let indices = a.shard.map_or(0..a.cases, |sh| sh.cases(a.cases));
+    let which = match a.shard {
+        None => format!("{} cases from seed {}", a.cases, a.seed),
+        Some(sh) if indices.is_empty() => {
+            format!("shard {sh}, 0 of {} cases from seed {} (no seed: more shards than cases)", a.cases, a.seed)
+        }
+        Some(sh) => format!(
+            "shard {sh}, {} of {} cases from seed {}: seeds {} to {}",
+            indices.end - indices.start,
+            a.cases,
+            a.seed,
+            a.seed.wrapping_add(indices.start),
+            a.seed.wrapping_add(indices.end - 1)
+        ),
+    };
     println!(
-        "kir fuzz: {} cases from seed {} (about {} instructions each, 0 to {} functions; pipeline {})",
-        a.cases,
-        a.seed,
+        "kir fuzz: {which} (about {} instructions each, 0 to {} functions; pipeline {})",
         a.insts,
         a.funcs,
         cfg.pipeline.spec()
@@ -240,12 +263,13 @@ pub fn run(a: &Args) -> ExitCode {
     let (mut emu_failed, mut ptxas_crashed, mut driver_crashed) = (0u64, 0u64, 0u64);
     let mut cases = 0u64;
     let past_time_limit = || a.time_limit.is_some_and(|t| start.elapsed().as_secs_f64() >= t);
-    for i in 0..a.cases {
+    for i in indices.clone() {
         if past_time_limit() {
             println!(
-                "time limit: {} s reached after {i} of {} cases; no further case is started",
+                "time limit: {} s reached after {} of {} cases; no further case is started",
                 a.time_limit.unwrap_or(0.0),
-                a.cases
+                i - indices.start,
+                indices.end - indices.start
             );
             break;
         }
@@ -333,8 +357,9 @@ pub fn run(a: &Args) -> ExitCode {
     } else {
         String::new()
     };
+    let shard_note = a.shard.map(|sh| format!("; shard {sh}")).unwrap_or_default();
     println!(
-        "fuzz: {cases} cases, {} passed, {failed} failed{crash_note}; ptxas ran on {ptxas_runs}{ptxas_note}, ptx-emu on {emu_runs}{emu_note}, GPU on {gpu_runs}{gpu_note}; {secs:.2} s ({:.1} cases/s)",
+        "fuzz: {cases} cases, {} passed, {failed} failed{crash_note}; ptxas ran on {ptxas_runs}{ptxas_note}, ptx-emu on {emu_runs}{emu_note}, GPU on {gpu_runs}{gpu_note}; {secs:.2} s ({:.1} cases/s){shard_note}",
         cases - failed - crashed,
         if secs > 0.0 { cases as f64 / secs } else { 0.0 }
     );

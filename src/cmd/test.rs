@@ -11,6 +11,13 @@
 //! writes `.npy` expectations and lists each file it wrote, except in files marked
 //! `; source: hardware` (recorded on a GPU: the specification), whose missing expectations only
 //! `--record-gpu` writes, from a real GPU.
+//! `--partition K/N` tests only the files of partition K of N ([`kir_harness::shard`]): a file's
+//! partition is the FNV-1a hash of its key — its path relative to the directory argument it was
+//! found under, or the name of a file given explicitly ([`kir_harness::walk`]) — modulo N, so the
+//! N partitions of one run together test every file exactly once, and a file stays in its
+//! partition when files are added or removed. The summary line then ends with
+//! `(partition K/N: F of T files)`; a partition may be empty (exit 0 when nothing failed). A
+//! malformed `K/N` is a usage error (exit 2).
 //! Exit 0 only when nothing failed and at least one file was found; a path that does not exist is
 //! an error. The walk ([`kir_harness::walk`]) follows no link into a cycle, tests each file once, and
 //! reports a dangling link or a non-regular `*.kir` (a FIFO would block) as a FAIL row by its own
@@ -68,6 +75,12 @@ pub struct Args {
     /// with its race-detection shadow (default 8G; accepts 4096, 512M, 8G).
     #[arg(long, value_name = "BYTES")]
     pub max_memory: Option<String>,
+    /// Test only partition K of N (1 <= K <= N): a file's partition is a hash of its path
+    /// relative to the directory argument, so N runs with K = 1..N test every file once, and a
+    /// file keeps its partition when others are added (docs/testing.md, "Running on several
+    /// machines").
+    #[arg(long, value_name = "K/N", value_parser = kir_harness::shard::Shard::parse)]
+    pub partition: Option<kir_harness::shard::Shard>,
 }
 
 pub fn run(args: &Args) -> ExitCode {
@@ -76,18 +89,22 @@ pub fn run(args: &Args) -> ExitCode {
     }
     let paths = if args.paths.is_empty() { vec!["kernels".to_string()] } else { args.paths.clone() };
     let roots: Vec<PathBuf> = paths.iter().map(PathBuf::from).collect();
-    let walk = match kir_harness::walk::kir_files(&roots) {
+    let mut walk = match kir_harness::walk::kir_files(&roots) {
         Ok(w) => w,
         Err(e) => {
             eprintln!("error: {e}");
             return ExitCode::from(2);
         }
     };
-    let files = walk.files;
-    if files.is_empty() && walk.problems.is_empty() {
+    if walk.files.is_empty() && walk.problems.is_empty() {
         eprintln!("error: no .kir files under {}", paths.join(", "));
         return ExitCode::from(2);
     }
+    let found = walk.files.len();
+    if let Some(part) = args.partition {
+        walk.retain_keys(|key| part.has_key(key));
+    }
+    let files = walk.files;
     // Per-file strictness from the nearest kir-test.toml, all read (and checked) before any test.
     let strict_by_config = match strict_by_config(&files) {
         Ok(s) => s,
@@ -189,10 +206,14 @@ pub fn run(args: &Args) -> ExitCode {
         println!("{verb}: wrote {b}");
     }
     println!("{}", ctx.tools_summary());
+    let partition = match args.partition {
+        Some(part) => format!(" (partition {part}: {n} of {found} files)"),
+        None => String::new(),
+    };
     if unverified > 0 {
-        println!("{passed} passed ({unverified} without expectation), {failed} failed, {skipped} skipped");
+        println!("{passed} passed ({unverified} without expectation), {failed} failed, {skipped} skipped{partition}");
     } else {
-        println!("{passed} passed, {failed} failed, {skipped} skipped");
+        println!("{passed} passed, {failed} failed, {skipped} skipped{partition}");
     }
     if failed > 0 {
         ExitCode::from(1)
