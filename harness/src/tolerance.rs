@@ -1,4 +1,6 @@
-//! The comparison tolerance a kernel's GPU results are held to when none is given: derived from the
+//! The comparison tolerance a graph's GPU results are held to when none is given (a kernel launch
+//! without `tol=` is judged by per-element error enclosures instead: [`crate::enclosure`]; this
+//! rule also decides whether a kernel has approximate ops at all): derived from the
 //! approximate ops (`Op::is_approx`) the kernel contains and their GPU error bounds as measured on
 //! an H100 over all 2^32 inputs (`kir_ir::eval::error_bound`, `kir_ir::eval::max_ulp_error`;
 //! hardware-truth `approx/mufu.json`, table in docs/language.md "Approximate ops").

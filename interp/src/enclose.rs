@@ -561,8 +561,20 @@ fn widen(op: &Op, f: Fmt, args: &[u64], encs: &[Enc], lo: u64, hi: u64) -> Resul
     };
     let (yl, yh) = (val(f, lo), val(f, hi));
     let tol = [yl, yh].iter().filter(|y| y.is_finite()).map(|&y| tol_at(y)).fold(0.0f64, f64::max);
-    let l = if yl.is_finite() { outward(f, yl - tol, true) } else { lo };
-    let h = if yh.is_finite() { outward(f, yh + tol, false) } else { hi };
+    let mut l = if yl.is_finite() { outward(f, yl - tol, true) } else { lo };
+    let mut h = if yh.is_finite() { outward(f, yh + tol, false) } else { hi };
+    // `.ftz`: the GPU may flush a result the evaluator rounds up to the smallest normal (2^23
+    // ulp apart): a range that comes that near zero holds zero too.
+    let ftz = matches!(op, Op::Bin(_, _, fl) | Op::Unary(_, _, fl) | Op::Fma(_, fl) if fl.ftz);
+    let tiny = 2f64.powi(-125);
+    if ftz && val(f, l) < tiny && val(f, h) > -tiny {
+        if val(f, l) > 0.0 {
+            l = 0;
+        }
+        if val(f, h) < 0.0 {
+            h = f.sign_bit();
+        }
+    }
     Ok((l, h))
 }
 
