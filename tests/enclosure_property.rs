@@ -11,7 +11,7 @@
 //!   here in f64 (`e' = |df/dv| e + bound(op) + 1 ulp` per op), plus 4 ulp.
 //! - Honesty: unknown enclosures are rare on these chains (they have no branch or comparison).
 
-use kir_harness::engine::{Engine, EmuProgram, Inputs, Launch, PtxEmulator};
+use kir_harness::engine::{EmuProgram, Engine, Inputs, Launch, PtxEmulator};
 use kir_interp::enclose::Enc;
 use kir_interp::{Arg, Buffer, LaunchConfig, Options};
 use kir_ir::types::Constant;
@@ -34,7 +34,10 @@ const STEPS: &[Step] = &[
     Step { kir: |k| format!("  %v{k} = sub.f32 %v{}, %x0\n", k - 1), model: |v, x| (v - x, 1.0, 0.0) },
     Step { kir: |k| format!("  %v{k} = mul.f32 %v{}, %x0\n", k - 1), model: |v, x| (v * x, x.abs(), 0.0) },
     Step { kir: |k| format!("  %v{k} = mul.f32 %v{}, 3.5\n", k - 1), model: |v, _| (v * 3.5, 3.5, 0.0) },
-    Step { kir: |k| format!("  %v{k} = fma.rn.f32 %v{}, %x0, 0.25\n", k - 1), model: |v, x| (v * x + 0.25, x.abs(), 0.0) },
+    Step {
+        kir: |k| format!("  %v{k} = fma.rn.f32 %v{}, %x0, 0.25\n", k - 1),
+        model: |v, x| (v * x + 0.25, x.abs(), 0.0),
+    },
     Step { kir: |k| format!("  %v{k} = mul.f32 %v{0}, %v{0}\n", k - 1), model: |v, _| (v * v, 2.0 * v.abs(), 0.0) },
     Step {
         kir: |k| format!("  %v{k} = ex2.approx.f32 %v{}\n", k - 1),
@@ -49,14 +52,24 @@ const STEPS: &[Step] = &[
         model: |v, _| (v.sin(), v.cos().abs(), kir_ir::eval::error_bound(&sin_op()).map_or(0.0, |b| b.abs)),
     },
     Step {
-        kir: |k| format!("  %a{k} = abs.f32 %v{p}\n  %b{k} = add.f32 %a{k}, 1.0\n  %v{k} = rsqrt.approx.f32 %b{k}\n", p = k - 1),
+        kir: |k| {
+            format!(
+                "  %a{k} = abs.f32 %v{p}\n  %b{k} = add.f32 %a{k}, 1.0\n  %v{k} = rsqrt.approx.f32 %b{k}\n",
+                p = k - 1
+            )
+        },
         model: |v, _| {
             let b = v.abs() + 1.0;
             (1.0 / b.sqrt(), 0.5 * b.powf(-1.5), 2.0 * ulp32(1.0 / b.sqrt()))
         },
     },
     Step {
-        kir: |k| format!("  %a{k} = abs.f32 %v{p}\n  %b{k} = add.f32 %a{k}, 1.0\n  %v{k} = lg2.approx.f32 %b{k}\n", p = k - 1),
+        kir: |k| {
+            format!(
+                "  %a{k} = abs.f32 %v{p}\n  %b{k} = add.f32 %a{k}, 1.0\n  %v{k} = lg2.approx.f32 %b{k}\n",
+                p = k - 1
+            )
+        },
         // lg2 near 1: the absolute bound 2^-22 holds on [0.5, 2], not 2 ulp.
         model: |v, _| {
             let b = v.abs() + 1.0;
@@ -64,7 +77,12 @@ const STEPS: &[Step] = &[
         },
     },
     Step {
-        kir: |k| format!("  %a{k} = abs.f32 %x0\n  %b{k} = add.f32 %a{k}, 1.0\n  %v{k} = div.approx.f32 %v{p}, %b{k}\n", p = k - 1),
+        kir: |k| {
+            format!(
+                "  %a{k} = abs.f32 %x0\n  %b{k} = add.f32 %a{k}, 1.0\n  %v{k} = div.approx.f32 %v{p}, %b{k}\n",
+                p = k - 1
+            )
+        },
         model: |v, x| (v / (x.abs() + 1.0), 1.0 / (x.abs() + 1.0), 2.0 * ulp32(v / (x.abs() + 1.0))),
     },
 ];
@@ -93,7 +111,8 @@ fn enclosures_hold_the_emulator_and_are_tight() {
         seed ^= seed << 17;
         seed
     };
-    let (mut elements, mut inexact, mut unknown, mut differing, mut widest_ratio) = (0usize, 0usize, 0usize, 0usize, 0f64);
+    let (mut elements, mut inexact, mut unknown, mut differing, mut widest_ratio) =
+        (0usize, 0usize, 0usize, 0usize, 0f64);
     for case in 0..120 {
         let len = 1 + (next() % 6) as usize;
         let chain: Vec<usize> = (0..len).map(|_| (next() % STEPS.len() as u64) as usize).collect();
@@ -133,10 +152,16 @@ fn enclosures_hold_the_emulator_and_are_tight() {
                     inexact += 1;
                     let (l, h) = (f32::from_bits(lo as u32) as f64, f32::from_bits(hi as u32) as f64);
                     let g = f32::from_bits(got as u32) as f64;
-                    assert!(want == got || (l <= g && g <= h), "case {case} element {i}: {g} outside [{l}, {h}]\n{src}");
+                    assert!(
+                        want == got || (l <= g && g <= h),
+                        "case {case} element {i}: {g} outside [{l}, {h}]\n{src}"
+                    );
                     let half = (h - l) / 2.0;
                     let allowed = 4.0 * err + 4.0 * ulp32(v);
-                    assert!(half <= allowed, "case {case} element {i}: half-width {half:e} > 4 x first-order {err:e} + 4 ulp\n{src}");
+                    assert!(
+                        half <= allowed,
+                        "case {case} element {i}: half-width {half:e} > 4 x first-order {err:e} + 4 ulp\n{src}"
+                    );
                     widest_ratio = widest_ratio.max(half / err.max(ulp32(v)));
                 }
                 Enc::Unknown { .. } => unknown += 1,

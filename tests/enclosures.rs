@@ -18,7 +18,8 @@ use std::path::{Path, PathBuf};
 /// A copy of `kernels/` (with `data/`, `lib/`, `kir-test.toml`) whose `; run:` lines have no
 /// `tol=`, in a fresh temporary directory.
 fn kernels_without_tol() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("kir-enclosures-{}-{:?}", std::process::id(), std::thread::current().id()));
+    let dir =
+        std::env::temp_dir().join(format!("kir-enclosures-{}-{:?}", std::process::id(), std::thread::current().id()));
     let _ = std::fs::remove_dir_all(&dir);
     copy_dir(Path::new("kernels"), &dir);
     for e in std::fs::read_dir(&dir).unwrap() {
@@ -77,13 +78,18 @@ fn library_kernels_pass_without_hand_written_tolerances() {
         }
         for r in rows(&p, None) {
             assert!(!matches!(r.outcome, Outcome::Fail(_)), "{}: {:?}", r.label, r.outcome);
-            if r.label.ends_with(" ptx-emu") && r.note.as_deref().is_some_and(|n| n.contains("within per-element enclosures")) {
+            if r.label.ends_with(" ptx-emu")
+                && r.note.as_deref().is_some_and(|n| n.contains("within per-element enclosures"))
+            {
                 enclosed.push(r.label.clone());
             }
         }
     }
     for name in APPROXIMATE {
-        assert!(enclosed.iter().any(|l| l.contains(&format!("{name}.kir"))), "{name}: no row judged by enclosures: {enclosed:?}");
+        assert!(
+            enclosed.iter().any(|l| l.contains(&format!("{name}.kir"))),
+            "{name}: no row judged by enclosures: {enclosed:?}"
+        );
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -273,8 +273,9 @@ fn atomics_on_uninitialized_shared_memory_are_uninitialized_reads_not_races() {
         assert_eq!(e.fault_kind(), Some(FaultKind::UninitializedRead), "races {races}: {e}");
         assert!(e.message.contains("`@bins[0]`"), "{e}");
         assert_eq!(e.thread, Some([0, 0, 0]));
-        let e = run_src(&body("  %z = eq.u32 %t, 33\n  br %z, put, go\nput:\n  store %sh[1], 0\n  jmp go\ngo:\n"), &opts)
-            .unwrap_err();
+        let e =
+            run_src(&body("  %z = eq.u32 %t, 33\n  br %z, put, go\nput:\n  store %sh[1], 0\n  jmp go\ngo:\n"), &opts)
+                .unwrap_err();
         assert_eq!(e.fault_kind(), Some(FaultKind::DataRace), "races {races}: {e}");
         assert_eq!(e.thread, Some([33, 0, 0]), "{e}");
     }

@@ -109,7 +109,9 @@ impl BufferMatch {
         match &self.widest {
             None if self.inexact == 0 => "bit-identical; no approximate op's error reaches it".into(),
             None => format!("bit-identical ({} elements had enclosures)", self.inexact),
-            Some((_, w)) => format!("within per-element enclosures ({} elements inexact; widest used: {w})", self.inexact),
+            Some((_, w)) => {
+                format!("within per-element enclosures ({} elements inexact; widest used: {w})", self.inexact)
+            }
         }
     }
 }
@@ -141,7 +143,8 @@ pub fn judge_buffer(
             continue;
         }
         let render = |bits: u64| crate::compare::render_element(a.elem, bits);
-        let head = format!("buffer `{name}` element {j}: the interpreter computed {}, this engine {}", render(x), render(y));
+        let head =
+            format!("buffer `{name}` element {j}: the interpreter computed {}, this engine {}", render(x), render(y));
         if let Some(u) = unusable {
             return Err(format!(
                 "{head}, and no enclosure of this launch holds for sure: {} at {} uses {} ({}); give an explicit tolerance (`tol=`, `--tol`)",

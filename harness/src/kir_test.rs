@@ -987,7 +987,6 @@ fn hardware_expectation(
     }
 }
 
-
 /// The first buffer among those `compared` marks that differs from the interpreter's beyond `tol`.
 fn first_difference_in(
     reference: &Outputs,

@@ -60,11 +60,11 @@
 //! - A launch without functions runs a copy of the warp loop with the frame bookkeeping compiled
 //!   out: call-free kernels pay nothing per instruction for calls.
 
+use crate::enclose::{self, Enc, EncShared, MemEnc, Unusable, Why};
 use crate::error::{coords, FaultKind, InterpError};
 use crate::mem::{self, AccessFault, GlobalMem};
-use crate::enclose::{self, Enc, EncShared, MemEnc, Unusable, Why};
-use crate::race::{self, tag, Conflict, Kind};
 use crate::prog::{MemAccess, Prog, XEdge, XInst, XOp, XTerm, EXIT, NO_SLOT};
+use crate::race::{self, tag, Conflict, Kind};
 use crate::{Options, Stats};
 use kir_ir::eval;
 use kir_ir::op::{AtomicOp, BinOp, FloatFlags, FloatMode, Op, Rounding, ShflMode, SpecialReg, VoteMode};
@@ -508,7 +508,11 @@ impl Worker {
         }
         let who = format!("thread {}", coords(cx.tid_of(tid)));
         let what = if atomic { "updated atomically" } else { "read" };
-        let e = if span.is_dummy() { e } else { e.with_label(span, format!("{who} {what} uninitialized shared memory here")) };
+        let e = if span.is_dummy() {
+            e
+        } else {
+            e.with_label(span, format!("{who} {what} uninitialized shared memory here"))
+        };
         e.with_note(format!(
             "earlier in this barrier interval {who} {what} {} before any thread of the block wrote it; the run stopped here, so \
              whether another thread writes it before the next barrier (a missing barrier) or none does (an uninitialized read) \
@@ -669,7 +673,11 @@ impl Worker {
     /// Runs warp `w` until it finishes or reaches a barrier. `CALLS` is false only when the launch
     /// has no functions (then the warp never has a frame, and the loop is the call-free one).
     /// `ENC`: enclosures are tracked ([`crate::enclose`]) alongside the values.
-    fn run_warp_in<const CALLS: bool, const ENC: bool>(&mut self, cx: &LaunchCtx, w: usize) -> Result<Stop, InterpError> {
+    fn run_warp_in<const CALLS: bool, const ENC: bool>(
+        &mut self,
+        cx: &LaunchCtx,
+        w: usize,
+    ) -> Result<Stop, InterpError> {
         let mut prog = cx.prog;
         self.cur_base = w * self.stride;
         'warp: loop {
@@ -892,7 +900,16 @@ impl Worker {
     /// A branch on row `cond` for the lanes in `mask`, with enclosures: a condition the
     /// approximate ops' errors can change makes the launch's enclosures unusable; the edges' moves.
     #[allow(clippy::too_many_arguments)]
-    fn enc_branch(&mut self, cx: &LaunchCtx, cond: usize, mask: u32, span: Span, then_: &XEdge, else_: &XEdge, base: usize) {
+    fn enc_branch(
+        &mut self,
+        cx: &LaunchCtx,
+        cond: usize,
+        mask: u32,
+        span: Span,
+        then_: &XEdge,
+        else_: &XEdge,
+        base: usize,
+    ) {
         if let Some(e) = lanes(mask).map(|l| self.enc[cond][l]).find(|e| !e.is_exact()) {
             self.enc_unusable(cx, span, "a branch condition", e);
         }
@@ -1011,7 +1028,10 @@ impl Worker {
                             });
                         }
                         _ => {
-                            let operands = [self.enc[a2][l], if matches!(inst.op, XOp::Cas(_)) { self.enc[a3][l] } else { Enc::Exact }];
+                            let operands = [
+                                self.enc[a2][l],
+                                if matches!(inst.op, XOp::Cas(_)) { self.enc[a3][l] } else { Enc::Exact },
+                            ];
                             let old = with_mem(self, &mut |m| {
                                 let old = m.load(key, acc.size);
                                 m.store(key, acc.size, Enc::Exact);
@@ -1020,7 +1040,9 @@ impl Worker {
                             for e in operands.into_iter().chain([old]) {
                                 if !e.is_exact() {
                                     let e = match e {
-                                        Enc::Unknown { at, why } if at.is_dummy() => Enc::Unknown { at: inst.span, why },
+                                        Enc::Unknown { at, why } if at.is_dummy() => {
+                                            Enc::Unknown { at: inst.span, why }
+                                        }
                                         e => e,
                                     };
                                     self.enc_unusable(cx, inst.span, "an atomic", e);
@@ -1658,7 +1680,8 @@ impl Worker {
                     // races with the read), but reads as initialized from now on.
                     let gen = self.gen;
                     for b in &mut self.sh_init[at..at + size as usize] {
-                        *b = if self_read && *b & !OWN_WRITE == gen | PENDING { gen | PENDING | OWN_WRITE } else { gen };
+                        *b =
+                            if self_read && *b & !OWN_WRITE == gen | PENDING { gen | PENDING | OWN_WRITE } else { gen };
                     }
                 }
                 match kind {
@@ -1702,13 +1725,14 @@ impl Worker {
             let name = &cx.shared_names[region];
             let elem = byte / size as usize;
             let slot = format!("`@{name}[{elem}]` (byte {})", byte + k);
-            let e = InterpError::fault(FaultKind::UninitializedRead, format!("read of uninitialized shared memory {slot}"))
-                .at(inst.span, "reads memory no thread of this block has written")
-                .in_thread(self.ctaid, cx.tid_of(tid))
-                .with_note(
-                    "no other thread of the block writes it before the next barrier (or the block's end) either",
-                )
-                .with_note("shared memory starts undefined on the GPU; write it before reading it");
+            let e =
+                InterpError::fault(FaultKind::UninitializedRead, format!("read of uninitialized shared memory {slot}"))
+                    .at(inst.span, "reads memory no thread of this block has written")
+                    .in_thread(self.ctaid, cx.tid_of(tid))
+                    .with_note(
+                        "no other thread of the block writes it before the next barrier (or the block's end) either",
+                    )
+                    .with_note("shared memory starts undefined on the GPU; write it before reading it");
             Box::new((self.with_call_chain(cx, w, e), slot))
         });
         let (gen, pend) = (self.gen, self.gen | PENDING);
@@ -1862,7 +1886,8 @@ impl Worker {
     ) -> InterpError {
         let elem = byte / acc.size as usize;
         let other_tid = tag::tid(c.other);
-        let my_block = if acc.space == AddrSpace::Global { cx.global.race_base + self.linear + 1 } else { self.gen as u64 };
+        let my_block =
+            if acc.space == AddrSpace::Global { cx.global.race_base + self.linear + 1 } else { self.gen as u64 };
         let several_blocks = other_tid == tag::MULTI_BLOCKS;
         let same_block = !several_blocks && tag::block(c.other) == tag::block(tag::make(my_block, 0, 0));
         let who = if several_blocks {

@@ -77,6 +77,7 @@
 
 pub mod args;
 pub mod buffer;
+pub mod enclose;
 pub mod error;
 pub mod exec;
 pub mod graph;
@@ -85,7 +86,6 @@ pub mod npy;
 pub mod outputs;
 mod prog;
 pub(crate) mod race;
-pub mod enclose;
 
 pub use buffer::Buffer;
 pub use error::{ErrorKind, FaultKind, InterpError};
@@ -448,7 +448,8 @@ fn launch_impl(
     }
     // The shadow of race detection: `race::WORDS` words per granule (the smallest global access
     // size).
-    let shadow = if opts.races { (total_global >> prog.race_shift[0]).saturating_mul(8 * race::WORDS as u64) } else { 0 };
+    let shadow =
+        if opts.races { (total_global >> prog.race_shift[0]).saturating_mul(8 * race::WORDS as u64) } else { 0 };
     check_memory(total_global.saturating_add(shadow), "the launch's buffers and race-detection shadow")
         .map_err(InterpError::invalid)?;
 
