@@ -1300,6 +1300,7 @@ impl Worker {
                             me,
                             Kind::Read,
                             acc.site,
+                            cx.global.race_sites_exact,
                         ) {
                             return Err(self.race_error(cx, w, l, inst, acc, r, bytes[l], Kind::Read, c));
                         }
@@ -1332,6 +1333,7 @@ impl Worker {
                             me,
                             Kind::Write,
                             acc.site,
+                            cx.global.race_sites_exact,
                         ) {
                             return Err(self.race_error(cx, w, l, inst, acc, r, bytes[l], Kind::Write, c));
                         }
@@ -1616,6 +1618,7 @@ impl Worker {
                         me,
                         kind.race_kind(),
                         acc.site,
+                        cx.global.race_sites_exact,
                     ) {
                         return Err(self.race_error(cx, w, l, inst, acc, region, byte, kind.race_kind(), c));
                     }

@@ -477,13 +477,14 @@ fn launch_impl(
                 None => &mut b.bytes[..],
             })
             .collect();
-        let global = mem::GlobalMem::new(
+        let mut global = mem::GlobalMem::new(
             &mut views,
             opts.races,
             prog.race_shift[0],
             cfg.grid.iter().map(|&g| g as u64).product(),
         )
         .map_err(InterpError::invalid)?;
+        global.race_sites_exact = runs_sequentially(prog, cfg, opts, enc.is_some());
         let fuel_used = AtomicU64::new(0);
         let cx = LaunchCtx {
             prog,
@@ -534,9 +535,16 @@ pub fn effective_threads(requested: usize, nblocks: u64) -> usize {
     requested.clamp(1, cores.max(1)).min(usize::try_from(nblocks).unwrap_or(usize::MAX)).max(1)
 }
 
+/// Whether a launch runs its blocks one at a time, in index order: kernels with global atomics
+/// (whose results depend on the order), one block, one host thread, enclosure tracking.
+fn runs_sequentially(prog: &prog::Prog, cfg: &LaunchConfig, opts: &Options, enclosures: bool) -> bool {
+    let nblocks = cfg.grid.iter().map(|&g| g as u64).product::<u64>();
+    prog.global_atomics || nblocks == 1 || opts.threads == Some(1) || enclosures
+}
+
 fn run_blocks(cx: &LaunchCtx, cfg: &LaunchConfig) -> Result<Stats, InterpError> {
     let nblocks = cfg.grid.iter().map(|&g| g as u64).product::<u64>();
-    let sequential = cx.prog.global_atomics || nblocks == 1 || cx.opts.threads == Some(1) || cx.enc.is_some();
+    let sequential = runs_sequentially(cx.prog, cfg, cx.opts, cx.enc.is_some());
     let mut stats = if sequential {
         let mut w = Worker::new(cx);
         for b in 0..nblocks {

@@ -178,6 +178,9 @@ pub(crate) struct GlobalMem {
     pub race_base: u64,
     /// What `race_base` the next launch on these shadows starts from.
     race_used: u64,
+    /// The launch's blocks run one at a time, so a race report may name the other access's
+    /// instruction from the shadow (see `crate::race`).
+    pub race_sites_exact: bool,
 }
 
 // SAFETY: every access through the raw pointers is an atomic load/store of an aligned element
@@ -219,7 +222,7 @@ impl GlobalMem {
             race_used = (race_base + nblocks).min(tag::BLOCK_MAX + 1);
             Some(taken.into_iter().map(|t| t.0).collect())
         };
-        Ok(GlobalMem { regions, lens, race, race_shift, race_base, race_used })
+        Ok(GlobalMem { regions, lens, race, race_shift, race_base, race_used, race_sites_exact: false })
     }
 
     /// Loads `size` bytes at `(region, byte)` as returned by [`locate`].

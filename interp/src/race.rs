@@ -17,7 +17,8 @@
 //!   `Prog::race_shift`; every byte of a granule is always accessed together, so this is exactly
 //!   per-byte tracking) the shadow holds [`WORDS`] words: three tags, the last plain *write*, the
 //!   plain *reads* and the *atomics* (the last thread, or [`tag::MULTI`] when several threads of
-//!   one segment did that), and for each the instruction that made it ([`site_word`]).
+//!   one segment did that), and one word packing, for each, the instruction that made it (21 bits
+//!   each: an index into the launch's memory instructions; the last value means unknown).
 //! - A tag is `block(24) | epoch(24) | thread(16)`: block and epoch (barrier intervals completed
 //!   by the block) form the *segment*; accesses of one segment by different threads are unordered,
 //!   and so, in global memory, are accesses of different blocks.
@@ -29,15 +30,19 @@
 //!   when more accesses meet in one segment the pair it names is one of the racing pairs, and an
 //!   access of an earlier segment can be forgotten when its block's later accesses of the same
 //!   kind replace it (races across blocks are found as far as the last accesses show them).
-//! - The site of the other access (an index into the launch's table of memory instructions) is
-//!   reported only when the site word still belongs to the tag that conflicted (a fingerprint of
-//!   the tag is stored with it): with blocks racing on several host threads a site could
-//!   otherwise be another access's.
+//! - The site of the other access is reported for shared memory always, and for global memory only
+//!   when the launch's blocks run one at a time (`sites_exact`): with blocks racing on several host
+//!   threads, a tag and its site are two words another block may change between, so a site could
+//!   be another access's — then the report names the other thread without its instruction.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Shadow words per granule: the write, read and atomic tags, then their sites.
-pub(crate) const WORDS: usize = 6;
+/// Shadow words per granule: the write, read and atomic tags, then their sites packed in one word.
+pub(crate) const WORDS: usize = 4;
+
+/// Bits of one site field in the site word (three fields: write, read, atomic).
+const SITE_BITS: u32 = 21;
+const SITE_UNKNOWN: u64 = (1 << SITE_BITS) - 1;
 
 /// Race tags.
 pub(crate) mod tag {
@@ -72,7 +77,7 @@ pub(crate) enum Kind {
 }
 
 impl Kind {
-    /// The shadow word of this kind's tag (its site is [`Kind::COUNT`] words later).
+    /// The shadow word of this kind's tag (and its field in the site word).
     fn slot(self) -> usize {
         match self {
             Kind::Write => 0,
@@ -80,7 +85,6 @@ impl Kind {
             Kind::Atomic => 2,
         }
     }
-    const COUNT: usize = 3;
 }
 
 /// The other side of a detected race.
@@ -94,21 +98,19 @@ pub(crate) struct Conflict {
     pub site: Option<u32>,
 }
 
-/// A site word: the instruction `site` that stored tag `t`, with a fingerprint of `t`.
+/// Site word `w` with slot `slot`'s field set to `site` (unknown when it does not fit).
 #[inline]
-pub(crate) fn site_word(site: u32, t: u64) -> u64 {
-    ((site as u64) << 32) | fingerprint(t)
+fn with_site(w: u64, slot: usize, site: u32) -> u64 {
+    let shift = SITE_BITS * slot as u32;
+    let v = (site as u64).min(SITE_UNKNOWN);
+    (w & !(SITE_UNKNOWN << shift)) | (v << shift)
 }
 
+/// The site in slot `slot`'s field of site word `w`, if known.
 #[inline]
-fn fingerprint(t: u64) -> u64 {
-    (t ^ (t >> 32)) & 0xffff_ffff
-}
-
-/// The site in word `w` if it was stored with tag `t`.
-#[inline]
-fn site_of(w: u64, t: u64) -> Option<u32> {
-    (w != 0 && w & 0xffff_ffff == fingerprint(t)).then_some((w >> 32) as u32)
+fn site_in(w: u64, slot: usize) -> Option<u32> {
+    let v = (w >> (SITE_BITS * slot as u32)) & SITE_UNKNOWN;
+    (v != SITE_UNKNOWN).then_some(v as u32)
 }
 
 /// Whether an earlier access tagged `old` (non-empty, of this launch) is unordered with the
@@ -189,9 +191,10 @@ pub(crate) fn judge(
 
 /// Race bookkeeping on global memory for an access of `size` bytes at `byte` (both multiples of
 /// the granule `1 << shift`) by `me` at instruction `site`. Tags of blocks numbered at or below
-/// `base` are stale (from earlier launches). Each access first updates its own kind's tag
-/// (compare-and-swap), then reads the others, all sequentially consistent: of two conflicting
-/// accesses from blocks running at the same time, at least one sees the other.
+/// `base` are stale (from earlier launches). Each access first swaps its own kind's tag, then
+/// reads the others, all sequentially consistent: of two conflicting accesses from blocks running
+/// at the same time, at least one sees the other. `sites_exact`: the blocks run one at a time, so
+/// sites are kept and reported.
 #[allow(clippy::too_many_arguments)]
 #[inline]
 pub(crate) fn global_access(
@@ -203,6 +206,7 @@ pub(crate) fn global_access(
     me: u64,
     kind: Kind,
     site: u32,
+    sites_exact: bool,
 ) -> Option<Conflict> {
     // With base 0 the shadow is clean and every tag is this launch's (even block number 0, which
     // a launch of 2^24 blocks or more reaches by wrapping).
@@ -210,25 +214,31 @@ pub(crate) fn global_access(
     let mut found = None;
     for g in byte >> shift..(byte + size as usize) >> shift {
         let words = &shadow[WORDS * g..WORDS * g + WORDS];
-        // Site words before the tags: a site word read this early still carries the fingerprint
-        // of the tag it belongs to, checked when it is reported.
-        let sites: [u64; 3] = std::array::from_fn(|i| words[Kind::COUNT + i].load(Ordering::SeqCst));
         let own = kind.slot();
-        let mut new = 0;
-        let old_own = words[own]
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |old| {
-                new = updated(kind, old, me, true, live);
-                (new != old).then_some(new)
-            })
-            .unwrap_or_else(|old| old);
-        if new != old_own {
-            words[Kind::COUNT + own].store(site_word(site, new), Ordering::SeqCst);
+        // Only a write can race with its own slot's earlier access: read that site before this
+        // access replaces it.
+        let own_site = if kind == Kind::Write { words[3].load(Ordering::Relaxed) } else { 0 };
+        // One atomic swap per access; readers and atomic updaters that merge with an earlier
+        // access store the merged tag after it (a concurrent access in between may be lost:
+        // a last-access shadow forgets too, and of two conflicting accesses one still sees the
+        // other).
+        let old_own = words[own].swap(me, Ordering::SeqCst);
+        let new = updated(kind, old_own, me, true, live);
+        if new != me {
+            words[own].store(new, Ordering::SeqCst);
+        }
+        if sites_exact && new != old_own {
+            // Blocks run one at a time: nothing else changes the word meanwhile.
+            let w = words[3].load(Ordering::Relaxed);
+            words[3].store(with_site(w, own, site), Ordering::Relaxed);
         }
         if found.is_none() {
             let tags: [u64; 3] =
                 std::array::from_fn(|i| if i == own { old_own } else { words[i].load(Ordering::SeqCst) });
             found = judge(kind, tags, me, true, live).map(|mut c| {
-                c.site = site_of(sites[c.other_kind.slot()], c.other);
+                let slot = c.other_kind.slot();
+                let w = if slot == own { own_site } else { words[3].load(Ordering::Relaxed) };
+                c.site = if sites_exact { site_in(w, slot) } else { None };
                 c
             });
         }
@@ -252,7 +262,7 @@ pub(crate) fn shared_access(
         let s = &mut words[WORDS * g..WORDS * g + WORDS];
         if found.is_none() {
             found = judge(kind, [s[0], s[1], s[2]], me, false, |t| t != 0).map(|mut c| {
-                c.site = site_of(s[Kind::COUNT + c.other_kind.slot()], c.other);
+                c.site = site_in(s[3], c.other_kind.slot());
                 c
             });
         }
@@ -260,7 +270,7 @@ pub(crate) fn shared_access(
         let new = updated(kind, s[own], me, false, |t| t != 0);
         if new != s[own] {
             s[own] = new;
-            s[Kind::COUNT + own] = site_word(site, new);
+            s[3] = with_site(s[3], own, site);
         }
     }
     found
@@ -336,18 +346,18 @@ mod tests {
     fn global_accesses_across_blocks_and_launches() {
         let shadow: Vec<AtomicU64> = (0..2 * WORDS).map(|_| AtomicU64::new(0)).collect();
         let (a, b) = (tag::make(5, 0, 1), tag::make(6, 9, 1));
-        assert!(global_access(&shadow, 0, 4, 2, 4, a, Kind::Atomic, 1).is_none());
-        let c = global_access(&shadow, 0, 4, 2, 4, b, Kind::Write, 2).unwrap();
+        assert!(global_access(&shadow, 0, 4, 2, 4, a, Kind::Atomic, 1, true).is_none());
+        let c = global_access(&shadow, 0, 4, 2, 4, b, Kind::Write, 2, true).unwrap();
         assert_eq!((c.other_kind, c.other, c.site), (Kind::Atomic, a, Some(1)));
         // A later launch numbered from base 6: block 5's and 6's tags are stale.
-        assert!(global_access(&shadow, 0, 4, 2, 6, tag::make(7, 0, 3), Kind::Read, 3).is_none());
+        assert!(global_access(&shadow, 0, 4, 2, 6, tag::make(7, 0, 3), Kind::Read, 3, true).is_none());
         // ... but block 7's read is not: block 8's atomic races with it.
-        let c = global_access(&shadow, 0, 4, 2, 6, tag::make(8, 0, 3), Kind::Atomic, 4).unwrap();
+        let c = global_access(&shadow, 0, 4, 2, 6, tag::make(8, 0, 3), Kind::Atomic, 4, true).unwrap();
         assert_eq!((c.other_kind, c.site), (Kind::Read, Some(3)));
         // Atomics of two blocks do not race; a plain read of another thread does.
-        assert!(global_access(&shadow, 4, 4, 2, 6, tag::make(8, 0, 3), Kind::Atomic, 4).is_none());
-        assert!(global_access(&shadow, 4, 4, 2, 6, tag::make(9, 0, 3), Kind::Atomic, 5).is_none());
-        let c = global_access(&shadow, 4, 4, 2, 6, tag::make(9, 0, 4), Kind::Read, 6).unwrap();
+        assert!(global_access(&shadow, 4, 4, 2, 6, tag::make(8, 0, 3), Kind::Atomic, 4, true).is_none());
+        assert!(global_access(&shadow, 4, 4, 2, 6, tag::make(9, 0, 3), Kind::Atomic, 5, true).is_none());
+        let c = global_access(&shadow, 4, 4, 2, 6, tag::make(9, 0, 4), Kind::Read, 6, true).unwrap();
         assert_eq!((c.other_kind, c.site), (Kind::Atomic, Some(5)));
     }
 
@@ -358,7 +368,7 @@ mod tests {
         for (first, then) in [(Kind::Read, Kind::Write), (Kind::Read, Kind::Atomic), (Kind::Atomic, Kind::Write)] {
             let shadow: Vec<AtomicU64> = (0..WORDS).map(|_| AtomicU64::new(0)).collect();
             let access =
-                |block, epoch, tid, kind| global_access(&shadow, 0, 4, 2, 0, tag::make(block, epoch, tid), kind, 0);
+                |block, epoch, tid, kind| global_access(&shadow, 0, 4, 2, 0, tag::make(block, epoch, tid), kind, 0, true);
             assert!(access(1, 0, 63, first).is_none());
             assert!(access(2, 0, 47, first).is_none());
             let c = access(2, 1, 14, then).unwrap_or_else(|| panic!("{first:?} then {then:?}"));
@@ -372,7 +382,7 @@ mod tests {
     fn a_write_ordered_in_its_block_still_races_with_other_blocks() {
         let shadow: Vec<AtomicU64> = (0..WORDS).map(|_| AtomicU64::new(0)).collect();
         let access =
-            |block, epoch, tid, kind| global_access(&shadow, 0, 4, 2, 0, tag::make(block, epoch, tid), kind, 0);
+            |block, epoch, tid, kind| global_access(&shadow, 0, 4, 2, 0, tag::make(block, epoch, tid), kind, 0, true);
         assert!(access(1, 0, 0, Kind::Write).is_none());
         assert!(access(1, 1, 0, Kind::Atomic).is_none());
         assert!(access(1, 1, 1, Kind::Atomic).is_none());
