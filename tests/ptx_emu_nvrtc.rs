@@ -471,7 +471,10 @@ fn nvrtc_tensor_core_and_cp_async_kernels_run_in_the_emulator() {
     assert!(ptx.contains("mma.sync.aligned.m16n8k16") && ptx.contains("cp.async.wait_group"), "{ptx}");
 
     // mma: random f16 A (16x16) and B (16x8), packed into each lane's fragments as the PTX ISA lays
-    // them out; D must be within the f32 summation bound of the exact C + A B.
+    // them out; D must be the emulator's tensor-core model for the PTX's target (compute_80 gives
+    // `.target sm_80`: the A100's rule) on the unpacked tiles, bit for bit.
+    let rule = emu::Module::parse(&ptx).unwrap_or_else(|e| panic!("{e}")).tensor_cores();
+    assert_eq!(rule, emu::TensorCores::Sm80, "NVRTC's compute_80 PTX runs with the sm_80 rule");
     let mut rng = kir_ir::generate::Rng::new(30);
     let mut h = || half::f16::from_f32((rng.below(2001) as f32 - 1000.0) / 256.0);
     let a: Vec<Vec<half::f16>> = (0..16).map(|_| (0..16).map(|_| h()).collect()).collect();
@@ -502,12 +505,11 @@ fn nvrtc_tensor_core_and_cp_async_kernels_run_in_the_emulator() {
         let (g, q) = (t / 4, t % 4);
         for i in 0..4 {
             let (r, n) = (g + 8 * (i / 2), 2 * q + i % 2);
-            let prods: Vec<f64> = (0..16).map(|k| a[r][k].to_f64() * b[k][n].to_f64()).collect();
-            let exact = c[r][n] as f64 + prods.iter().sum::<f64>();
-            let mag = c[r][n].abs() as f64 + prods.iter().map(|p| p.abs()).sum::<f64>();
-            let bound = 17.0 * f64::powi(2.0, -24) * mag;
-            let got = d[4 * t + i] as f64;
-            assert!((got - exact).abs() <= bound, "D({r}, {n}) = {got}, exact {exact} (bound {bound})");
+            let row: Vec<u32> = (0..16).map(|k| a[r][k].to_bits() as u32).collect();
+            let col: Vec<u32> = (0..16).map(|k| b[k][n].to_bits() as u32).collect();
+            let want = rule.dot(emu::tensor_core::Format::F16, &row, &col, c[r][n].to_bits());
+            let got = d[4 * t + i];
+            assert_eq!(got.to_bits(), want, "D({r}, {n}) = {got}, the model {}", f32::from_bits(want));
         }
     }
 

@@ -1000,6 +1000,8 @@ pub fn decode(raw: &RawInst, scopes: &Scopes, shared: &SharedInfo) -> Result<(In
         }
         "mma" => {
             // mma.sync.aligned.m16n8k{8,16}.row.col.f32.{f16,bf16}.{f16,bf16}.f32 d, a, b, c
+            // mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 d, a, b, c
+            use crate::tensor_core::Format;
             m.take("aligned");
             if !sync {
                 return Err(cx.err("`mma` must be `.sync.aligned`"));
@@ -1012,11 +1014,21 @@ pub fn decode(raw: &RawInst, scopes: &Scopes, shared: &SharedInfo) -> Result<(In
             if !m.take("row") || !m.take("col") {
                 return Err(cx.unsupported("`mma` layouts other than `.row.col`"));
             }
+            // `.tf32` is no scalar type: `.f32.tf32.tf32.f32` is matched as written.
+            let tf32 = k == 8 && m.list == ["f32", "tf32", "tf32", "f32"];
+            if tf32 {
+                m.list.clear();
+            }
             let tys = m.types();
-            let bf16 = match tys[..] {
-                [ScalarType::F32, ScalarType::F16, ScalarType::F16, ScalarType::F32] => false,
-                [ScalarType::F32, ScalarType::BF16, ScalarType::BF16, ScalarType::F32] => true,
-                _ => return Err(cx.unsupported("`mma` types other than `.f32.f16.f16.f32` and `.f32.bf16.bf16.f32`")),
+            let fmt = match tys[..] {
+                [ScalarType::F32, ScalarType::F16, ScalarType::F16, ScalarType::F32] => Format::F16,
+                [ScalarType::F32, ScalarType::BF16, ScalarType::BF16, ScalarType::F32] => Format::BF16,
+                [] if tf32 => Format::TF32,
+                _ => {
+                    return Err(cx.unsupported(
+                        "`mma` types other than `.f32.f16.f16.f32`, `.f32.bf16.bf16.f32` and (`.m16n8k8`) `.f32.tf32.tf32.f32`",
+                    ))
+                }
             };
             let ops = cx.arity(4)?;
             let regs = |o: &Operand, n: usize, what: &str| -> Result<Vec<RegId>, ParseError> {
@@ -1026,13 +1038,15 @@ pub fn decode(raw: &RawInst, scopes: &Scopes, shared: &SharedInfo) -> Result<(In
                     x => Err(cx.err_at(x.pos(), format!("`mma .m16n8k{k}` needs {n} registers for {what}"))),
                 }
             };
+            let (na, nb) =
+                if fmt == Format::TF32 { (k as usize / 2, k as usize / 4) } else { (k as usize / 4, k as usize / 8) };
             let d = regs(&ops[0], 4, "D")?;
             inst.dst.copy_from_slice(&d);
-            let mut wide = regs(&ops[1], k as usize / 4, "A")?;
-            wide.extend(regs(&ops[2], k as usize / 8, "B")?);
+            let mut wide = regs(&ops[1], na, "A")?;
+            wide.extend(regs(&ops[2], nb, "B")?);
             wide.extend(regs(&ops[3], 4, "C")?);
             inst.wide = Some(wide.into_boxed_slice());
-            Op::Mma { k, bf16 }
+            Op::Mma { k, fmt }
         }
         "wgmma" => {
             if !sync {

@@ -16,6 +16,7 @@ use crate::float::{self, Arith, FTy, Rnd};
 use crate::int;
 use crate::order::{self, F64OperandOrder};
 use crate::prog::*;
+use crate::tensor_core::{Format, TensorCores};
 use crate::{EmuError, FaultKind, LaunchConfig, Stats};
 use std::sync::atomic::{AtomicU16, AtomicU32, AtomicU64, AtomicU8, Ordering::Relaxed};
 
@@ -95,6 +96,8 @@ pub struct LaunchCtx<'a> {
     pub warp_fuel: u64,
     /// The order of f64 instructions' commutative operands ([`crate::order`]).
     pub f64_order: F64OperandOrder,
+    /// Whose arithmetic `mma.sync` and `wgmma` compute ([`crate::tensor_core`]).
+    pub tensor_cores: TensorCores,
     pub fuel_used: AtomicU64,
     /// Lowest index of a block that failed so far: blocks above it stop early.
     pub first_fail: AtomicU64,
@@ -1203,13 +1206,15 @@ impl Worker {
         Ok(())
     }
 
-    /// `mma.sync.aligned.m16n8k{8,16}.row.col.f32.{f16,bf16}.{f16,bf16}.f32` (PTX ISA, "Matrix
-    /// fragments for mma.m16n8k16 / mma.m16n8k8 with floating point type"): lane `t`, with
-    /// `g = t / 4` and `q = t % 4`, holds A's elements `(g | g + 8, 2q + j [+ 8])`, B's
-    /// `(2q + j [+ 8], g)` and C's / D's `(g | g + 8, 2q + j)`. Each D element is C plus the sum of
-    /// the k products, computed exactly and rounded once to f32 (round to nearest even): kir's
-    /// model, not the tensor core's own accumulation order, which the ISA does not specify. Every
-    /// non-exited lane of the warp must execute it.
+    /// `mma.sync.aligned.m16n8k{8,16}.row.col.f32.{f16,bf16}.{f16,bf16}.f32` and
+    /// `mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32` (PTX ISA, "Matrix fragments for
+    /// mma.m16n8k8" and "... mma.m16n8k16 with floating point type"): lane `t`, with `g = t / 4`
+    /// and `q = t % 4`, holds C's / D's elements `(g | g + 8, 2q + j)`; with f16/bf16, A's
+    /// `(g | g + 8, 2q + j [+ 8])` and B's `(2q + j [+ 8], g)`, two to a register, the lower
+    /// element in the low half; with tf32, A register `j` holds `(g + 8 (j % 2), q + 4 (j / 2))`
+    /// and B register `j` holds `(q + 4j, g)`. Each D element is [`TensorCores::dot`] of its row of
+    /// A, its column of B and its C, with the launch's tensor-core rule. Every non-exited lane of
+    /// the warp must execute it.
     #[allow(clippy::too_many_arguments)]
     fn mma(
         &mut self,
@@ -1219,36 +1224,41 @@ impl Worker {
         w: usize,
         exec: u32,
         k: u8,
-        bf16: bool,
+        fmt: Format,
     ) -> Result<(), EmuError> {
         self.whole_warp(cx, pc, w, exec, "mma.sync", true, "`.sync.aligned`: all 32 lanes must")?;
         let Some(regs) = inst.wide.as_deref() else { return Ok(()) };
         let k = k as usize;
-        let (na, nb) = (k / 4, k / 8);
-        let ty = if bf16 { crate::float::FTy::BF16 } else { crate::float::FTy::F16 };
-        let half = |v: u64, hi: bool| ty.to_f64(if hi { v >> 16 } else { v } & 0xffff);
-        let mut a = vec![[0f64; 16]; 16];
-        let mut b = vec![[0f64; 8]; 16];
-        let mut c = [[0f64; 8]; 16];
+        let tf32 = fmt == Format::TF32;
+        let (na, nb) = if tf32 { (k / 2, k / 4) } else { (k / 4, k / 8) };
+        // A row-major (16 x k), B column-major (8 columns of k), C 16 x 8; elements as bits.
+        let mut a = [[0u32; 16]; 16];
+        let mut b = [[0u32; 16]; 8];
+        let mut c = [[0u32; 8]; 16];
         for t in 0..32u32 {
             let (g, q) = ((t / 4) as usize, (t % 4) as usize);
             for j in 0..na {
                 let v = self.regs[self.ri(w, regs[j], t)];
-                for h in 0..2 {
-                    let row = g + 8 * (j % 2);
-                    let col = 2 * q + h + 8 * (j / 2);
-                    a[row][col] = half(v, h == 1);
+                if tf32 {
+                    a[g + 8 * (j % 2)][q + 4 * (j / 2)] = v as u32;
+                } else {
+                    for h in 0..2 {
+                        a[g + 8 * (j % 2)][2 * q + h + 8 * (j / 2)] = (v >> (16 * h)) as u32 & 0xffff;
+                    }
                 }
             }
             for j in 0..nb {
                 let v = self.regs[self.ri(w, regs[na + j], t)];
-                for h in 0..2 {
-                    b[2 * q + h + 8 * j][g] = half(v, h == 1);
+                if tf32 {
+                    b[g][q + 4 * j] = v as u32;
+                } else {
+                    for h in 0..2 {
+                        b[g][2 * q + h + 8 * j] = (v >> (16 * h)) as u32 & 0xffff;
+                    }
                 }
             }
             for i in 0..4 {
-                let v = self.regs[self.ri(w, regs[na + nb + i], t)];
-                c[g + 8 * (i / 2)][2 * q + (i % 2)] = f32::from_bits(v as u32) as f64;
+                c[g + 8 * (i / 2)][2 * q + (i % 2)] = self.regs[self.ri(w, regs[na + nb + i], t)] as u32;
             }
         }
         let mut out = [[0u64; 32]; 4];
@@ -1256,13 +1266,7 @@ impl Worker {
             let (g, q) = (t / 4, t % 4);
             for (i, o) in out.iter_mut().enumerate() {
                 let (row, col) = (g + 8 * (i / 2), 2 * q + (i % 2));
-                // Products of f16/bf16 are exact in f64; their sum with C is accumulated in f64
-                // (exact unless the magnitudes span more than 53 bits) and rounded once.
-                let mut acc = c[row][col];
-                for kk in 0..k {
-                    acc += a[row][kk] * b[kk][col];
-                }
-                o[t] = (acc as f32).to_bits() as u64;
+                o[t] = cx.tensor_cores.dot(fmt, &a[row][..k], &b[col][..k], c[row][col]) as u64;
             }
         }
         for (i, o) in out.iter().enumerate() {
@@ -1279,7 +1283,8 @@ impl Worker {
     /// same values). Operands are located by their matrix descriptors (start address, leading and
     /// stride byte offsets, swizzle mode): K-major ("row" A, "col" B; `imm-trans` 0) and MN-major
     /// (`imm-trans` 1) canonical layouts with 32/64/128-byte swizzling, and K-major without
-    /// swizzling. Each D element is the exact sum rounded once to f32, like `mma`. Faults: part of
+    /// swizzling. Each D element is [`TensorCores::dot`] of its 16 products and C (0 when scale-d
+    /// is false), like `mma`; scale-a/scale-b of -1 negate A's/B's elements. Faults: part of
     /// a warp, descriptors that differ between lanes, no `wgmma.fence` since the last wait, an
     /// unsupported layout.
     #[allow(clippy::too_many_arguments)]
@@ -1318,7 +1323,7 @@ impl Worker {
             let v = self.rd(cx, inst.src[2], w, 0) & 1 == 1;
             v != (inst.neg & 4 != 0)
         };
-        let ty = if bf16 { crate::float::FTy::BF16 } else { crate::float::FTy::F16 };
+        let fmt = if bf16 { Format::BF16 } else { Format::F16 };
         let wq = w % 4;
         // Byte address of element (mn, k) of an operand with descriptor `d`.
         let locate = |d: u64, mn: usize, k: usize, mn_major: bool| -> Result<u64, String> {
@@ -1354,7 +1359,9 @@ impl Worker {
             };
             Ok(a ^ sw)
         };
-        let mut a = [[0f64; 16]; 16];
+        // Elements as bits; a scale of -1 flips the sign bit (NaNs stay NaNs).
+        let sign = |neg: bool| if neg { 0x8000u32 } else { 0 };
+        let mut a = [[0u32; 16]; 16];
         for (r, row) in a.iter_mut().enumerate() {
             for (k, x) in row.iter_mut().enumerate() {
                 let addr = match locate(desc[0], 16 * wq + r, k, trans[0]) {
@@ -1362,10 +1369,10 @@ impl Worker {
                     Err(m) => return fail(self, 0, format!("`wgmma.mma_async` A: {m}")),
                 };
                 let acc = self.access(cx, Space::Shared, addr, 2, 2, false, pc, w, 0)?;
-                *x = ty.to_f64(self.load(cx, acc, 2)) * if neg[0] { -1.0 } else { 1.0 };
+                *x = self.load(cx, acc, 2) as u32 ^ sign(neg[0]);
             }
         }
-        let mut b = vec![[0f64; 16]; n];
+        let mut b = vec![[0u32; 16]; n];
         for (c, col) in b.iter_mut().enumerate() {
             for (k, x) in col.iter_mut().enumerate() {
                 let addr = match locate(desc[1], c, k, trans[1]) {
@@ -1373,7 +1380,7 @@ impl Worker {
                     Err(m) => return fail(self, 0, format!("`wgmma.mma_async` B: {m}")),
                 };
                 let acc = self.access(cx, Space::Shared, addr, 2, 2, false, pc, w, 0)?;
-                *x = ty.to_f64(self.load(cx, acc, 2)) * if neg[1] { -1.0 } else { 1.0 };
+                *x = self.load(cx, acc, 2) as u32 ^ sign(neg[1]);
             }
         }
         let Some(regs) = inst.wide.as_deref() else { return Ok(()) };
@@ -1383,12 +1390,9 @@ impl Worker {
             for (j, o) in outs.iter_mut().enumerate() {
                 let (c, i) = (j / 4, j % 4);
                 let (row, col) = (g + 8 * (i / 2), 8 * c + 2 * q + (i % 2));
-                let old = f32::from_bits(self.regs[self.ri(w, regs[j], t as u32)] as u32) as f64;
-                let mut acc = if scale_d { old } else { 0.0 };
-                for k in 0..16 {
-                    acc += a[row][k] * b[col][k];
-                }
-                o[t] = (acc as f32).to_bits() as u64;
+                let old = self.regs[self.ri(w, regs[j], t as u32)] as u32;
+                let c = if scale_d { old } else { 0 };
+                o[t] = cx.tensor_cores.dot(fmt, &a[row], &b[col], c) as u64;
             }
         }
         for (j, o) in outs.iter().enumerate() {
@@ -2028,7 +2032,7 @@ impl Worker {
                     self.groups[t as usize] += 1;
                 }
             }),
-            Op::Mma { k, bf16 } => self.mma(cx, inst, pc, w, exec, k, bf16)?,
+            Op::Mma { k, fmt } => self.mma(cx, inst, pc, w, exec, k, fmt)?,
             Op::Nop => {}
             Op::Bra { .. } | Op::Exit | Op::Trap | Op::Bar { .. } => unreachable!("handled by run_warp"),
         }

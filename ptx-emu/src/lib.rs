@@ -2,8 +2,8 @@
 //! over buffers in an emulated global memory, with runtime checks.
 //!
 //! It depends on no kir crate on purpose: every instruction's semantics are written here from the
-//! PTX ISA manual (8.x), so that running kir's PTX in it is an independent second opinion on kir's
-//! interpreter and backend. NVIDIA's own PTX (NVRTC output) is input too.
+//! PTX ISA manual (8.x) and, where it leaves them open, from measured hardware data, so that
+//! running kir's PTX in it is an independent second opinion on kir's interpreter and backend. NVIDIA's own PTX (NVRTC output) is input too.
 //!
 //! # Use
 //! ```
@@ -64,6 +64,9 @@
 //! - Fuel: at most [`Options::fuel`] thread-instructions per launch.
 //! - f64 instructions see their commutative operands in PTX order, unless
 //!   [`Options::f64_operand_order`] asks for the order ptxas may also choose ([`order`]).
+//! - `mma.sync` and `wgmma` compute as the tensor cores of one GPU generation do, bit for bit as
+//!   measured ([`tensor_core`]): [`Options::tensor_cores`] when set, else the rule of the module's
+//!   `.target` ([`Module::tensor_cores`]: the A100's below sm_90, the H100's from sm_90).
 //! - An entry with `.reqntid x[, y[, z]]` runs only with exactly that block shape (omitted
 //!   dimensions 1); one with `.maxntid x[, y[, z]]` only with at most `x * y * z` threads per block;
 //!   any other is an invalid launch, as the CUDA driver refuses it.
@@ -83,10 +86,12 @@ pub mod order;
 mod parse;
 mod prog;
 mod scope;
+pub mod tensor_core;
 
 pub use error::{EmuError, ErrorKind, FaultKind, ParseError};
 pub use memory::{BufferId, Memory, GLOBAL_BASE, GUARD_BYTES, MAX_BUFFER_BYTES};
 pub use order::F64OperandOrder;
+pub use tensor_core::TensorCores;
 
 /// Default fuel: 2^32 thread-instructions per launch.
 pub const DEFAULT_FUEL: u64 = 1 << 32;
@@ -138,6 +143,10 @@ pub struct Options {
     /// The order of the commutative operands of f64 instructions, which decides which of two NaN
     /// operands wins ([`order`]): PTX order (the default), or swapped as ptxas may swap them.
     pub f64_operand_order: F64OperandOrder,
+    /// Whose tensor-core arithmetic `mma.sync` and `wgmma` compute ([`tensor_core`]): `None` (the
+    /// default) takes it from the module's `.target` ([`Module::tensor_cores`]); `Some` is the
+    /// device the PTX runs on, whatever it was compiled for.
+    pub tensor_cores: Option<TensorCores>,
 }
 
 impl Default for Options {
@@ -147,6 +156,7 @@ impl Default for Options {
             warp_fuel: DEFAULT_WARP_FUEL,
             threads: None,
             f64_operand_order: F64OperandOrder::Ptx,
+            tensor_cores: None,
         }
     }
 }
@@ -291,6 +301,18 @@ impl Module {
         let program = parse::parse_program(text)?;
         let entries = program.kernels.iter().map(|k| k.info.clone()).collect();
         Ok(Module { entries, program })
+    }
+
+    /// The `XX` of the module's `.target sm_XX` (`sm_90a` gives 90), if it names one.
+    pub fn target_sm(&self) -> Option<u32> {
+        self.program.sm
+    }
+
+    /// The tensor-core rule of the module's `.target` ([`TensorCores::for_sm`]): the A100's for
+    /// targets below sm_90, the H100's for sm_90 and up and for a module without an `sm_` target.
+    /// [`Options::tensor_cores`] runs it as another device would.
+    pub fn tensor_cores(&self) -> TensorCores {
+        TensorCores::for_sm(self.program.sm.unwrap_or(90))
     }
 
     /// The module's entries, in text order.
@@ -451,6 +473,7 @@ pub fn launch(
         fuel: opts.fuel,
         warp_fuel: opts.warp_fuel,
         f64_order: opts.f64_operand_order,
+        tensor_cores: opts.tensor_cores.unwrap_or_else(|| module.tensor_cores()),
         fuel_used: AtomicU64::new(0),
         first_fail: AtomicU64::new(u64::MAX),
     };
@@ -533,5 +556,31 @@ mod thread_count_tests {
         assert_eq!(super::effective_threads(1_000, 1 << 40), cores);
         assert_eq!(super::effective_threads(0, 10), 1);
         assert_eq!(super::effective_threads(3, 1), 1);
+    }
+}
+
+#[cfg(test)]
+mod target_tests {
+    use super::{Module, TensorCores};
+
+    fn module(target: &str) -> Module {
+        Module::parse(&format!(
+            ".version 8.0\n.target {target}\n.address_size 64\n.visible .entry k()\n{{\n    ret;\n}}\n"
+        ))
+        .unwrap()
+    }
+
+    #[test]
+    fn the_target_names_the_tensor_core_rule() {
+        for (target, sm, rule) in [
+            ("sm_80", Some(80), TensorCores::Sm80),
+            ("sm_89", Some(89), TensorCores::Sm80),
+            ("sm_90a", Some(90), TensorCores::Sm90),
+            ("sm_86, debug", Some(86), TensorCores::Sm80),
+            ("sm_100a", Some(100), TensorCores::Sm90),
+        ] {
+            let m = module(target);
+            assert_eq!((m.target_sm(), m.tensor_cores()), (sm, rule), ".target {target}");
+        }
     }
 }

@@ -258,11 +258,16 @@ impl Parser {
                     }
                     "target" => {
                         self.pos += 1;
-                        self.ident("a target name")?;
+                        let mut names = vec![self.ident("a target name")?.0];
                         while self.is_punct(',') {
                             self.pos += 1;
-                            self.ident("a target name")?;
+                            names.push(self.ident("a target name")?.0);
                         }
+                        // `sm_90a` -> 90; other names (`texmode_independent`, `debug`) say nothing.
+                        prog.sm = names.iter().find_map(|n| {
+                            let d = n.strip_prefix("sm_")?;
+                            d.trim_end_matches(|c: char| c.is_ascii_alphabetic()).parse().ok()
+                        });
                     }
                     "address_size" => {
                         self.pos += 1;

@@ -388,11 +388,13 @@ pub enum Op {
         num: u8,
         trans: bool,
     },
-    /// `mma.sync.aligned.m16n8k{8,16}.row.col.f32.{f16,bf16}.{f16,bf16}.f32`: `dst` holds D's 4
-    /// registers, `wide` A's (`k / 4`), B's (`k / 8`) and C's (4) registers in that order.
+    /// `mma.sync.aligned.m16n8k{8,16}.row.col.f32.{f16,bf16}.{f16,bf16}.f32` and
+    /// `mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32`: `dst` holds D's 4 registers, `wide`
+    /// A's (f16/bf16: `k / 4`, tf32: `k / 2`), B's (`k / 8`, tf32: `k / 4`) and C's (4) registers
+    /// in that order.
     Mma {
         k: u8,
-        bf16: bool,
+        fmt: crate::tensor_core::Format,
     },
     /// `cp.async.{ca,cg}.shared.global [dst], [src], cp-size[, src-size]`: `base`/`offset` the
     /// shared destination, `src[0]` the global source register (`Src::Imm(0)` for none) with
@@ -516,4 +518,6 @@ impl std::fmt::Debug for ConstImage {
 #[derive(Clone, Debug, Default)]
 pub struct Program {
     pub kernels: Vec<Kernel>,
+    /// The `XX` of the module's `.target sm_XX[a]` (none without an `sm_` target).
+    pub sm: Option<u32>,
 }

@@ -29,6 +29,8 @@
 //!   unusable value makes `cuInit` fail): each launch's fuel (`KIR_CUDA_EMU_FUEL`) and the order
 //!   in which f64 instructions see their commutative operands (`KIR_CUDA_EMU_F64_OPERAND_ORDER`:
 //!   `ptx`, the default, or `swapped`, the other order ptxas may choose: `kir_ptx_emu::order`).
+//!   Tensor cores (`mma.sync`, `wgmma`) always compute as the device's, an sm_90's
+//!   (`kir_ptx_emu::TensorCores::Sm90`), whatever the module's `.target`.
 
 use crate::device;
 use crate::types::*;
@@ -688,7 +690,10 @@ impl State {
         } else {
             Options::default().with_fuel(self.fuel)
         };
-        let opts = Options { f64_operand_order: self.f64_order, ..opts };
+        // The emulated device is an sm_90: its tensor cores are the H100's, whatever `.target`
+        // the module was compiled for (an sm_80 module runs as an H100 would run it).
+        let opts =
+            Options { f64_operand_order: self.f64_order, tensor_cores: Some(kir_ptx_emu::TensorCores::Sm90), ..opts };
         match kir_ptx_emu::launch(&emu_module, &entry_name, &cfg, &args, &mut self.mem, &opts) {
             Ok(_) => Ok(()),
             Err(e) => match e.kind {
