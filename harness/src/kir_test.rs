@@ -487,6 +487,8 @@ fn run_directive(
     // No `tol=` and approximate ops in a kernel: the interpreter's per-element error enclosures
     // judge the other engines (`crate::enclosure`); a graph keeps the derived tolerance.
     let enclosures = match (d.tol, cmp_tol, launch_of(optimized, d)) {
+        // A recording judges the engines itself.
+        _ if judged_by_hardware => None,
         (None, t, Launch::Kernel { name, cfg }) if t != Tolerance::Exact => {
             match crate::enclosure::run_enclosed(module, name, &cfg, &before.inputs(), &opts) {
                 Ok((_, enc)) => Some(enc),
