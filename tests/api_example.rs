@@ -47,7 +47,7 @@ fn the_library_examples_use_only_kir() {
 
 /// The library is small (issue 29): its own dependencies are the core crates and `half`, and
 /// kir-backend-ptx comes without its default `gpu` feature (cudarc) unless `kir`'s `gpu` asks for
-/// it. (`cargo tree -p kir -e normal` shows the whole tree.)
+/// it, which also brings cudarc for `kir::bind::Gpu` (issue 41). (`cargo tree -p kir -e normal` shows the whole tree.)
 #[test]
 fn the_library_depends_on_the_core_crates_only() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -64,8 +64,13 @@ fn the_library_depends_on_the_core_crates_only() {
     };
     let mut deps = section("dependencies");
     deps.sort();
-    assert_eq!(deps, ["half", "kir-backend-ptx", "kir-interp", "kir-ir", "kir-passes"], "kir/Cargo.toml");
-    assert!(manifest.contains("gpu = [\"kir-backend-ptx/gpu\"]"), "kir's `gpu` feature forwards to kir-backend-ptx");
+    assert_eq!(deps, ["cudarc", "half", "kir-backend-ptx", "kir-interp", "kir-ir", "kir-passes"], "kir/Cargo.toml");
+    // cudarc only with `gpu` (kir::bind::Gpu's device buffers), which also turns on the runner.
+    assert!(manifest.contains("\ncudarc = { workspace = true, optional = true }\n"), "{manifest}");
+    assert!(
+        manifest.contains("gpu = [\"kir-backend-ptx/gpu\", \"dep:cudarc\"]"),
+        "kir's `gpu` feature forwards to kir-backend-ptx and brings cudarc"
+    );
     assert!(!manifest.contains("default = "), "kir has no default features");
     let workspace = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
     let line =

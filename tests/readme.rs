@@ -39,6 +39,10 @@ const NOT_RUN: &[(&str, &str)] = &[
     ("cargo build --release", "builds for minutes; the test runs the kir that `cargo test` built"),
     ("cargo install --path .", "builds for minutes and writes to ~/.cargo/bin"),
     (
+        "cargo test -p rust-app",
+        "builds the example crate with its own features (minutes); `cargo test --workspace` builds and runs its tests",
+    ),
+    (
         "export PATH=\"$PWD/target/release:$PATH\"",
         "changes the reader's shell; the test puts its own kir first on PATH",
     ),
