@@ -95,6 +95,22 @@ fn describe_range(f: Fmt, lo: u64, hi: u64, origin: Span, amp: Span, sources: &S
     s
 }
 
+/// An element of another engine that the enclosures do not accept: `decidable` when it lies
+/// outside a range or differs where the enclosure is exact (a real difference), not when its
+/// enclosure is unknown or the launch's enclosures are unusable (nothing can be said without an
+/// explicit tolerance).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Disagreement {
+    pub message: String,
+    pub decidable: bool,
+}
+
+impl std::fmt::Display for Disagreement {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
 /// What [`judge_buffer`] found in a buffer that matches: how many elements had a non-exact
 /// enclosure, and the widest enclosure an element needed (width in ulp, description).
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -126,9 +142,11 @@ pub fn judge_buffer(
     entries: &[(usize, u32, Enc)],
     unusable: Option<&kir_interp::enclose::Unusable>,
     sources: &SourceMap,
-) -> Result<BufferMatch, String> {
+) -> Result<BufferMatch, Disagreement> {
+    let real = |message: String| Disagreement { message, decidable: true };
+    let unknown = |message: String| Disagreement { message, decidable: false };
     if a.elem != b.elem || a.bytes.len() != b.bytes.len() {
-        return Err(format!("buffer `{name}` came back with another type or length"));
+        return Err(real(format!("buffer `{name}` came back with another type or length")));
     }
     let size = a.elem.bytes() as usize;
     let fmt = Fmt::of(a.elem);
@@ -146,20 +164,20 @@ pub fn judge_buffer(
         let head =
             format!("buffer `{name}` element {j}: the interpreter computed {}, this engine {}", render(x), render(y));
         if let Some(u) = unusable {
-            return Err(format!(
+            return Err(unknown(format!(
                 "{head}, and no enclosure of this launch holds for sure: {} at {} uses {} ({}); give an explicit tolerance (`tol=`, `--tol`)",
                 u.what,
                 sources.position(u.at).unwrap_or_else(|| "?".into()),
                 u.cause.1.describe(),
                 site(sources, u.cause.0)
-            ));
+            )));
         }
         match (e, fmt) {
             (Enc::Range { lo, hi, origin, amp }, Some(f)) => {
                 let (l, h, v) = (f.to_f64(lo), f.to_f64(hi), f.to_f64(y));
                 let range = describe_range(f, lo, hi, origin, amp, sources);
                 if !(l <= v && v <= h) {
-                    return Err(format!("{head}, outside its enclosure {range}"));
+                    return Err(real(format!("{head}, outside its enclosure {range}")));
                 }
                 let w = width_ulps(f, lo, hi);
                 if found.widest.as_ref().is_none_or(|(ww, _)| w > *ww) {
@@ -168,12 +186,12 @@ pub fn judge_buffer(
             }
             (Enc::Unknown { at, why }, _) => {
                 let at = if at.is_dummy() { "?".to_string() } else { site(sources, at) };
-                return Err(format!(
+                return Err(unknown(format!(
                     "{head}, and its enclosure is unknown: {} ({at}); give an explicit tolerance (`tol=`, `--tol`)",
                     why.describe()
-                ));
+                )));
             }
-            _ => return Err(format!("{head}; its enclosure is exact (no approximate op's error reaches it)")),
+            _ => return Err(real(format!("{head}; its enclosure is exact (no approximate op's error reaches it)"))),
         }
     }
     Ok(found)
@@ -199,7 +217,7 @@ pub fn judge(
             continue;
         }
         let entries: &[(usize, u32, Enc)] = enc.buffers.get(i).map_or(&[], |v| v.as_slice());
-        let m = judge_buffer(&names[i], a, b, entries, enc.unusable.as_ref(), sources)?;
+        let m = judge_buffer(&names[i], a, b, entries, enc.unusable.as_ref(), sources).map_err(|d| d.message)?;
         all.inexact += m.inexact;
         if let Some((w, d)) = m.widest {
             if all.widest.as_ref().is_none_or(|(ww, _)| w > *ww) {

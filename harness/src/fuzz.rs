@@ -192,8 +192,9 @@ pub fn gpu_failure(e: GpuError, ptx: &str, what: &str) -> Failure {
 
 /// How the PTX emulator's and the GPU's buffers are compared with the interpreter's: bit for bit
 /// (integers, NaN payloads, signed zeros) when the kernel has no approximate op — always for
-/// generated kernels, whose generator writes none unless [`GenConfig::allow_approx`] is set —
-/// else within the derived tolerance ([`crate::tolerance::derived_tolerance`]).
+/// generated kernels, whose generator writes none unless [`GenConfig::allow_approx`] is set
+/// (`kir fuzz --approx`) — else by the interpreter's per-element error enclosures
+/// ([`crate::enclosure`]; this derived tolerance only says that there are approximate ops).
 pub fn engine_strictness(k: &Kernel) -> Strictness {
     match crate::tolerance::derived_tolerance(k) {
         crate::directives::Tolerance::Exact => Strictness::Bitwise,
@@ -356,12 +357,50 @@ pub fn compare_all(k: &Kernel, bound: &args::Bound, a: &[Buffer], b: &[Buffer], 
     Ok(())
 }
 
+/// [`compare_all`] for another engine's buffers: by the interpreter's error enclosures when there
+/// are some (a difference they cannot decide marks the case `ran.unverified`), else per `s`.
+fn compare_engine(
+    k: &Kernel,
+    bound: &args::Bound,
+    reference: &[Buffer],
+    got: &[Buffer],
+    s: Strictness,
+    enclosures: Option<&kir_interp::enclose::Enclosures>,
+    ran: &mut Ran,
+) -> Result<(), String> {
+    let Some(enc) = enclosures else { return compare_all(k, bound, reference, got, s) };
+    let sources = kir_ir::diag::SourceMap::default();
+    for (pi, p) in k.params.iter().enumerate() {
+        let Some(bi) = bound.param_buffer[pi] else { continue };
+        let entries = enc.buffers.get(bi).map_or(&[][..], |v| v.as_slice());
+        let name = &k.value(*p).name;
+        match crate::enclosure::judge_buffer(name, &reference[bi], &got[bi], entries, enc.unusable.as_ref(), &sources) {
+            Ok(_) => {}
+            Err(d) if d.decidable => return Err(format!("%{name}: {d}")),
+            Err(_) => ran.unverified = true,
+        }
+    }
+    Ok(())
+}
+
+/// How the comparison of a failure's detail was made.
+fn judged_by(s: Strictness, enclosures: &Option<kir_interp::enclose::Enclosures>) -> String {
+    match enclosures {
+        Some(_) => "per-element error enclosures".into(),
+        None => strictness_words(s),
+    }
+}
+
 /// What [`check_kernel`] ran (checks that were skipped stay false).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Ran {
     pub ptxas: bool,
     pub emu: bool,
     pub gpu: bool,
+    /// Some element of the emulator or the GPU differed from the interpreter where its error
+    /// enclosure could not decide (an approximate op's error reached a comparison, conversion,
+    /// branch or address): the case is neither passed nor failed.
+    pub unverified: bool,
 }
 
 /// Every check of the module docs on kernel `k` (a module holding only `k`) with the case's
@@ -426,6 +465,19 @@ pub fn check_module(
     let (Some(fk), Some(fvk)) = (flat.kernels.first(), first_kernel(&flat)) else {
         return Err(Failure::new(FailureKind::Inline, "the inlined module has no kernel"));
     };
+    // Approximate ops: the other engines are judged by the interpreter's error enclosures.
+    let enclosures = match engine_strictness(fk) {
+        Strictness::Bitwise => None,
+        _ => {
+            let mut buffers = bound.buffers.clone();
+            let opts =
+                Options { races: true, uninit: true, threads: Some(1), ..Options::default() }.with_fuel(cfg.fuel);
+            match kir_interp::launch_enclosed(vk, &launch, &bound.args, &mut buffers, &opts) {
+                Ok((_, enc)) => Some(enc),
+                Err(e) => return Err(Failure::new(FailureKind::Interp("enclosures".into()), e.message)),
+            }
+        }
+    };
     if m.has_calls() {
         let got = interpret(fvk, &launch, &bound, cfg.fuel)
             .map_err(|f| Failure::new(FailureKind::InlineChangedResult, format!("the inlined kernel faults: {f}")))?;
@@ -481,8 +533,11 @@ pub fn check_module(
         let got = emulate_in(Some(&flat), fk, ptx, &launch, &bound, cfg.fuel.saturating_mul(EMU_FUEL_FACTOR))?;
         ran.emu = true;
         let s = engine_strictness(fk);
-        compare_all(k, &bound, &reference, &got, s).map_err(|e| {
-            Failure::new(FailureKind::EmuMismatch, format!("interpreter vs ptx-emu ({}): {e}", strictness_words(s)))
+        compare_engine(k, &bound, &reference, &got, s, enclosures.as_ref(), ran).map_err(|e| {
+            Failure::new(
+                FailureKind::EmuMismatch,
+                format!("interpreter vs ptx-emu ({}): {e}", judged_by(s, &enclosures)),
+            )
         })?;
     }
     if let Some((runner, sm)) = gpu {
@@ -492,17 +547,17 @@ pub fn check_module(
         let got = run_on_gpu(Gpu::with_sm(&mut *runner, &flat, sm), &fk.name, &launch, &inputs, "")?;
         ran.gpu = true;
         let s = engine_strictness(fk);
-        compare_all(k, &bound, &reference, &got, s).map_err(|e| {
-            Failure::new(FailureKind::GpuMismatch, format!("interpreter vs GPU ({}): {e}", strictness_words(s)))
+        compare_engine(k, &bound, &reference, &got, s, enclosures.as_ref(), ran).map_err(|e| {
+            Failure::new(FailureKind::GpuMismatch, format!("interpreter vs GPU ({}): {e}", judged_by(s, &enclosures)))
         })?;
         if m.has_calls() && !emulated {
             // On hardware, also the functions as `.func`s, really called (the emulated driver's
             // PTX emulator has no `call`).
             let got = run_on_gpu(Gpu::with_sm(runner, &verified, sm), &k.name, &launch, &inputs, "with calls")?;
-            compare_all(k, &bound, &reference, &got, s).map_err(|e| {
+            compare_engine(k, &bound, &reference, &got, s, enclosures.as_ref(), ran).map_err(|e| {
                 Failure::new(
                     FailureKind::GpuMismatch,
-                    format!("interpreter vs GPU, with calls ({}): {e}", strictness_words(s)),
+                    format!("interpreter vs GPU, with calls ({}): {e}", judged_by(s, &enclosures)),
                 )
             })?;
         }

@@ -415,9 +415,9 @@ fn report(
             let entries = enc.buffers.get(*bi).map_or(&[][..], |v| v.as_slice());
             match kir_harness::enclosure::judge_buffer(name, x, y, entries, enc.unusable.as_ref(), judging.sources) {
                 Ok(m) => println!("  %{name}: match ({} {} elements, {})", x.len(), x.elem, m.describe()),
-                Err(msg) => {
+                Err(d) => {
                     differing += 1;
-                    println!("  %{name}: DIFFERS: {}", msg.replace("this engine", other));
+                    println!("  %{name}: DIFFERS: {}", d.message.replace("this engine", other));
                 }
             }
             continue;
