@@ -47,13 +47,11 @@ const FORMS_A: [&str; 3] = ["%xv", "2.5", "0d7ff8000000000005"];
 const FORMS_B: [&str; 5] = ["%xv", "%yv", "2.5", "0d7ff8000000000005", "0dfff0000000000006"];
 const FORMS_C: [&str; 6] = ["%xv", "%yv", "%zv", "2.5", "0d7ff8000000000005", "0dfff0000000000006"];
 
-/// One kernel per op and operand forms: `out[i] = op(forms)` on the bits of `x[i]`, `y[i]`, `z[i]`.
-fn kernels() -> (String, Vec<String>) {
-    let mut src = String::new();
-    let mut names = Vec::new();
-    let mut add = |name: String, inst: String| {
-        src.push_str(&format!(
-            "kernel @{name}(%x: ptr<global, u64>, %y: ptr<global, u64>, %z: ptr<global, u64>, %out: ptr<global, u64>) {{
+/// A kernel `@name` computing `out[i] = inst` on the f64 bits of `x[i]`, `y[i]`, `z[i]` (as `%xv`,
+/// `%yv`, `%zv`), `inst` defining nothing but the text after `%r = `.
+fn kernel_text(name: &str, inst: &str) -> String {
+    format!(
+        "kernel @{name}(%x: ptr<global, u64>, %y: ptr<global, u64>, %z: ptr<global, u64>, %out: ptr<global, u64>) {{
 entry:
   %i = global_id.x
   %xb = load %x[%i]
@@ -67,9 +65,16 @@ entry:
   store %out[%i], %rb
   ret
 }}
-
 "
-        ));
+    )
+}
+
+/// One kernel per op and operand forms: `out[i] = op(forms)` on the bits of `x[i]`, `y[i]`, `z[i]`.
+fn kernels() -> (String, Vec<String>) {
+    let mut src = String::new();
+    let mut names = Vec::new();
+    let mut add = |name: String, inst: String| {
+        src.push_str(&kernel_text(&name, &inst));
         names.push(name);
     };
     let mut n = 0;
@@ -209,25 +214,7 @@ fn plain_ptx_two_nans_depend_on_the_operand_order() {
         ("fma", "fma.rn.f64 %fd4, %fd1, %fd2, %fd3"),
     ];
     let emu = kir_ptx_emu::Module::parse(&plain_ptx(&ops)).unwrap_or_else(|e| panic!("{e}"));
-    let kir_src = |inst: &str| {
-        format!(
-            "kernel @k(%x: ptr<global, u64>, %y: ptr<global, u64>, %z: ptr<global, u64>, %out: ptr<global, u64>) {{
-entry:
-  %i = global_id.x
-  %xb = load %x[%i]
-  %yb = load %y[%i]
-  %zb = load %z[%i]
-  %xv = bitcast.f64.u64 %xb
-  %yv = bitcast.f64.u64 %yb
-  %zv = bitcast.f64.u64 %zb
-  %r = {inst}
-  %rb = bitcast.u64.f64 %r
-  store %out[%i], %rb
-  ret
-}}
-"
-        )
-    };
+    let kir_src = |inst: &str| kernel_text("k", inst);
     let ins = inputs();
     for (name, _) in ops {
         let inst = match name {
