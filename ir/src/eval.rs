@@ -19,14 +19,18 @@
 //!   Approximate ops are defined as the correctly rounded exact function (module `approx`);
 //!   [`max_ulp_error`] and [`error_bound`] give how far the GPU may be from that.
 //! - Integer division by zero gives all ones (what NVIDIA GPUs compute; PTX leaves it unspecified).
+//! - Tensor-core dot products ([`dot`], module `tensor_core`) follow the block-FMA model measured
+//!   on A100, H100, H200 and B200 (truncating, not correctly rounded), per [`TensorCoreRule`].
 
 mod approx;
 mod cvt;
 pub mod float;
 mod int;
+pub mod tensor_core;
 
 pub use approx::{ulp_of, ErrorBound};
 pub use float::{Fmt, Mode};
+pub use tensor_core::{dot, TensorCoreInput, TensorCoreRule};
 
 use crate::op::{BinOp, CmpOp, FloatFlags, FloatMode, Op, Rounding, UnOp};
 use crate::types::{Constant, ScalarType, Type};
