@@ -14,10 +14,11 @@
 //!   text); a passing comparison's note shows the widest enclosure it used.
 
 use crate::engine::{EngineError, Inputs};
+use kir_interp::enclose::ulp_of;
 use kir_interp::enclose::{Enc, Enclosures};
 use kir_interp::{Buffer, LaunchConfig, Options};
 use kir_ir::diag::SourceMap;
-use kir_ir::eval::{ulp_of, Fmt};
+use kir_ir::eval::Fmt;
 use kir_ir::verify::Verified;
 use kir_ir::Span;
 
@@ -151,6 +152,8 @@ pub fn judge_buffer(
     let size = a.elem.bytes() as usize;
     let fmt = Fmt::of(a.elem);
     let mut found = BufferMatch::default();
+    // The widest range an element needed: (width, element, lo, hi, origin, amplifier).
+    let mut widest: Option<(f64, usize, u64, u64, Span, Span)> = None;
     for j in 0..a.len() {
         let (x, y) = (a.get_bits(j), b.get_bits(j));
         let e = element_enc(entries, j, size);
@@ -160,12 +163,14 @@ pub fn judge_buffer(
         if x == y {
             continue;
         }
-        let render = |bits: u64| crate::compare::render_element(a.elem, bits);
-        let head =
-            format!("buffer `{name}` element {j}: the interpreter computed {}, this engine {}", render(x), render(y));
+        let head = || {
+            let render = |bits: u64| crate::compare::render_element(a.elem, bits);
+            format!("buffer `{name}` element {j}: the interpreter computed {}, this engine {}", render(x), render(y))
+        };
         if let Some(u) = unusable {
             return Err(unknown(format!(
-                "{head}, and no enclosure of this launch holds for sure: {} at {} uses {} ({}); give an explicit tolerance (`tol=`, `--tol`)",
+                "{}, and no enclosure of this launch holds for sure: {} at {} uses {} ({}); give an explicit tolerance (`tol=`, `--tol`)",
+                head(),
                 u.what,
                 sources.position(u.at).unwrap_or_else(|| "?".into()),
                 u.cause.1.describe(),
@@ -175,24 +180,30 @@ pub fn judge_buffer(
         match (e, fmt) {
             (Enc::Range { lo, hi, origin, amp }, Some(f)) => {
                 let (l, h, v) = (f.to_f64(lo), f.to_f64(hi), f.to_f64(y));
-                let range = describe_range(f, lo, hi, origin, amp, sources);
                 if !(l <= v && v <= h) {
-                    return Err(real(format!("{head}, outside its enclosure {range}")));
+                    let range = describe_range(f, lo, hi, origin, amp, sources);
+                    return Err(real(format!("{}, outside its enclosure {range}", head())));
                 }
                 let w = width_ulps(f, lo, hi);
-                if found.widest.as_ref().is_none_or(|(ww, _)| w > *ww) {
-                    found.widest = Some((w, format!("`{name}`[{j}] {range}")));
+                if widest.is_none_or(|(ww, ..)| w > ww) {
+                    widest = Some((w, j, lo, hi, origin, amp));
                 }
             }
             (Enc::Unknown { at, why }, _) => {
                 let at = if at.is_dummy() { "?".to_string() } else { site(sources, at) };
                 return Err(unknown(format!(
-                    "{head}, and its enclosure is unknown: {} ({at}); give an explicit tolerance (`tol=`, `--tol`)",
+                    "{}, and its enclosure is unknown: {} ({at}); give an explicit tolerance (`tol=`, `--tol`)",
+                    head(),
                     why.describe()
                 )));
             }
-            _ => return Err(real(format!("{head}; its enclosure is exact (no approximate op's error reaches it)"))),
+            _ => {
+                return Err(real(format!("{}; its enclosure is exact (no approximate op's error reaches it)", head())))
+            }
         }
+    }
+    if let (Some((w, j, lo, hi, origin, amp)), Some(f)) = (widest, fmt) {
+        found.widest = Some((w, format!("`{name}`[{j}] {}", describe_range(f, lo, hi, origin, amp, sources))));
     }
     Ok(found)
 }

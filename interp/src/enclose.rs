@@ -22,7 +22,7 @@
 //!   path); `amp` the last exact op that widened a range by 4x or more (in units in the last
 //!   place), e.g. a subtraction that cancels or a multiplication by a large factor.
 
-use kir_ir::eval::{self, ulp_of, Fmt};
+use kir_ir::eval::{self, Fmt};
 use kir_ir::op::{BinOp, CmpOp, Op, UnOp};
 use kir_ir::types::ScalarType;
 use kir_ir::Span;
@@ -200,8 +200,35 @@ fn fmt_of(ty: ScalarType) -> Option<Fmt> {
 }
 
 /// Numeric value of bits of format `f`.
+#[inline]
 fn val(f: Fmt, bits: u64) -> f64 {
-    f.to_f64(bits)
+    match f {
+        Fmt::F32 => f32::from_bits(bits as u32) as f64,
+        Fmt::F64 => f64::from_bits(bits),
+        _ => f.to_f64(bits),
+    }
+}
+
+/// `kir_ir::eval::ulp_of` without its logarithm: the spacing of format `f` around `|y|`, from the
+/// exponent bits of `y` (this runs for every lane of every inexact op).
+pub fn ulp_of(f: Fmt, y: f64) -> f64 {
+    let (p, emin) = match f {
+        Fmt::F16 => (11, -14),
+        Fmt::BF16 => (8, -126),
+        Fmt::F32 => (24, -126),
+        Fmt::F64 => (53, -1022),
+    };
+    let biased = ((y.abs().to_bits() >> 52) & 0x7ff) as i32;
+    if biased == 0x7ff {
+        return f64::INFINITY;
+    }
+    let e = (biased - 1023).max(emin);
+    let k = e - (p - 1);
+    if k >= -1022 {
+        f64::from_bits(((k + 1023) as u64) << 52)
+    } else {
+        2f64.powi(k)
+    }
 }
 
 /// Width of `[lo, hi]` in units in the last place at its larger end.
@@ -310,11 +337,27 @@ fn spans_zero(ty: ScalarType, v: u64, e: &Enc) -> bool {
     lo != hi && val(f, lo) <= 0.0 && val(f, hi) >= 0.0
 }
 
+/// The results of an op at the corners of its operands' box (at most 8: three operands).
+struct Corners {
+    vals: [u64; 8],
+    len: usize,
+}
+
+impl std::ops::Deref for Corners {
+    type Target = [u64];
+    fn deref(&self) -> &[u64] {
+        &self.vals[..self.len]
+    }
+}
+
 /// `op` at every corner of its operands' enclosures (a point operand has one corner).
-fn corner_results(op: &Op, args: &[u64], encs: &[Enc]) -> Vec<u64> {
-    let n = args.len();
-    let ends: Vec<(u64, u64)> = args.iter().zip(encs).map(|(&a, e)| e.ends(a)).collect();
-    let mut out = Vec::with_capacity(1 << n);
+fn corner_results(op: &Op, args: &[u64], encs: &[Enc]) -> Corners {
+    let n = args.len().min(3);
+    let mut ends = [(0u64, 0u64); 3];
+    for i in 0..n {
+        ends[i] = encs[i].ends(args[i]);
+    }
+    let mut out = Corners { vals: [0; 8], len: 0 };
     let mut x = [0u64; 3];
     for mask in 0..1u32 << n {
         if (0..n).any(|i| mask >> i & 1 == 1 && ends[i].0 == ends[i].1) {
@@ -323,7 +366,8 @@ fn corner_results(op: &Op, args: &[u64], encs: &[Enc]) -> Vec<u64> {
         for i in 0..n {
             x[i] = if mask >> i & 1 == 1 { ends[i].1 } else { ends[i].0 };
         }
-        out.push(eval::eval(op, &x[..n]));
+        out.vals[out.len] = eval::eval(op, &x[..n]);
+        out.len += 1;
     }
     out
 }
@@ -345,7 +389,7 @@ fn monotone(op: &Op, ty: ScalarType, args: &[u64], encs: &[Enc], value: u64, at:
     }
     let mut lo = value;
     let mut hi = value;
-    for &r in &rs {
+    for &r in rs.iter() {
         if less(f, r, lo) {
             lo = r;
         }
@@ -702,6 +746,16 @@ mod tests {
         let z = range(-1e-3, 1e-3);
         let r = pure(&div, &[f32b(1.0), f32b(0.0)], &[Enc::Exact, z], f32b(f32::INFINITY), AT);
         assert_eq!(r, Enc::Unknown { at: AT, why: Why::Pole });
+    }
+
+    /// The fast `ulp_of` is kir_ir's.
+    #[test]
+    fn ulp_of_agrees_with_the_evaluators() {
+        for f in [Fmt::F16, Fmt::BF16, Fmt::F32, Fmt::F64] {
+            for y in [0.0, 1e-40, 1e-8, 0.3, 1.0, 1.5, 2.0, 3.9e5, -7.25, 1e30, 6.0e4, 1e300] {
+                assert_eq!(ulp_of(f, y), eval::ulp_of(f, y), "{f:?} {y}");
+            }
+        }
     }
 
     /// `sin`/`cos` outside the domain their bound was measured on (|x| <= 100 pi) are unknown (and
