@@ -367,8 +367,9 @@ mod tests {
     fn accesses_of_several_blocks_stay_unordered_for_the_launch() {
         for (first, then) in [(Kind::Read, Kind::Write), (Kind::Read, Kind::Atomic), (Kind::Atomic, Kind::Write)] {
             let shadow: Vec<AtomicU64> = (0..WORDS).map(|_| AtomicU64::new(0)).collect();
-            let access =
-                |block, epoch, tid, kind| global_access(&shadow, 0, 4, 2, 0, tag::make(block, epoch, tid), kind, 0, true);
+            let access = |block, epoch, tid, kind| {
+                global_access(&shadow, 0, 4, 2, 0, tag::make(block, epoch, tid), kind, 0, true)
+            };
             assert!(access(1, 0, 63, first).is_none());
             assert!(access(2, 0, 47, first).is_none());
             let c = access(2, 1, 14, then).unwrap_or_else(|| panic!("{first:?} then {then:?}"));
