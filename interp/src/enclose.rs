@@ -104,9 +104,9 @@ pub struct Enclosures {
 pub(crate) struct MemEnc(std::collections::BTreeMap<usize, (u32, Enc)>);
 
 impl MemEnc {
-    /// The enclosure of a load of `size` bytes at `byte` (exact when nothing overlaps; unknown
-    /// when a store of another shape overlaps it).
-    pub fn load(&self, byte: usize, size: u32) -> Enc {
+    /// The enclosure of a load of `size` bytes at `byte` by instruction `at` (exact when nothing
+    /// overlaps; unknown, at `at`, when a store of another shape overlaps it).
+    pub fn load(&self, byte: usize, size: u32, at: Span) -> Enc {
         let mut it = self.0.range(byte.saturating_sub(7)..byte + size as usize);
         let mut found = Enc::Exact;
         for (&b, &(sz, e)) in &mut it {
@@ -116,7 +116,7 @@ impl MemEnc {
             if b == byte && sz == size {
                 found = e;
             } else {
-                return Enc::Unknown { at: Span::DUMMY, why: Why::Bits };
+                return Enc::Unknown { at, why: Why::Bits };
             }
         }
         found

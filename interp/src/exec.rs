@@ -780,15 +780,14 @@ impl Worker {
                         None
                     }
                     XTerm::Jmp(edge) => {
-                        self.moves(base, edge, mask);
-                        if ENC {
-                            self.enc_moves(base, edge, mask);
-                        }
+                        self.edge_moves::<ENC>(base, edge, mask);
                         Some(edge.block)
                     }
                     XTerm::Br { cond, then_, else_ } => {
                         if ENC {
-                            self.enc_branch(cx, base + *cond as usize, mask, blk.term_span, then_, else_, base);
+                            if let Some(e) = self.enc_inexact(base + *cond as usize, mask) {
+                                self.enc_unusable(cx, blk.term_span, "a branch condition", e);
+                            }
                         }
                         let c = &self.regs[base + *cond as usize];
                         let mut taken = 0u32;
@@ -799,11 +798,11 @@ impl Worker {
                         let not_taken = mask & !taken;
                         if not_taken == 0 || taken == 0 {
                             let edge = if not_taken == 0 { then_ } else { else_ };
-                            self.moves(base, edge, mask);
+                            self.edge_moves::<ENC>(base, edge, mask);
                             Some(edge.block)
                         } else {
-                            self.moves(base, then_, taken);
-                            self.moves(base, else_, not_taken);
+                            self.edge_moves::<ENC>(base, then_, taken);
+                            self.edge_moves::<ENC>(base, else_, not_taken);
                             if then_.block == else_.block {
                                 Some(then_.block)
                             } else {
@@ -897,33 +896,16 @@ impl Worker {
         }
     }
 
-    /// A branch on row `cond` for the lanes in `mask`, with enclosures: a condition the
-    /// approximate ops' errors can change makes the launch's enclosures unusable; the edges' moves.
-    #[allow(clippy::too_many_arguments)]
-    fn enc_branch(
-        &mut self,
-        cx: &LaunchCtx,
-        cond: usize,
-        mask: u32,
-        span: Span,
-        then_: &XEdge,
-        else_: &XEdge,
-        base: usize,
-    ) {
-        if let Some(e) = lanes(mask).map(|l| self.enc[cond][l]).find(|e| !e.is_exact()) {
-            self.enc_unusable(cx, span, "a branch condition", e);
+    /// [`Self::moves`], and with `ENC` the same for the enclosures.
+    #[inline]
+    fn edge_moves<const ENC: bool>(&mut self, base: usize, edge: &XEdge, mask: u32) {
+        self.moves(base, edge, mask);
+        if ENC {
+            self.enc_moves(base, edge, mask);
         }
-        let c = &self.regs[cond];
-        let mut taken = 0u32;
-        for l in lanes(mask) {
-            taken |= ((c[l] & 1) as u32) << l;
-        }
-        self.enc_moves(base, then_, taken);
-        self.enc_moves(base, else_, mask & !taken);
     }
 
-    /// Records that `what` at `at` used a value with enclosure `e` (not exact).
-    #[cold]
+    /// Records that `what` at `at` used a value with enclosure `e` (nothing when `e` is exact).
     fn enc_unusable(&self, cx: &LaunchCtx, at: Span, what: &'static str, e: Enc) {
         let cause = match e {
             Enc::Unknown { at, why } => (at, why),
@@ -1011,11 +993,7 @@ impl Worker {
                     };
                     match &inst.op {
                         XOp::Load(_) => {
-                            let e = with_mem(self, &mut |m| m.load(key, acc.size));
-                            let e = match e {
-                                Enc::Unknown { at, why } if at.is_dummy() => Enc::Unknown { at: inst.span, why },
-                                e => e,
-                            };
+                            let e = with_mem(self, &mut |m| m.load(key, acc.size, inst.span));
                             if let Some(r) = res {
                                 self.enc[r][l] = e;
                             }
@@ -1033,20 +1011,12 @@ impl Worker {
                                 if matches!(inst.op, XOp::Cas(_)) { self.enc[a3][l] } else { Enc::Exact },
                             ];
                             let old = with_mem(self, &mut |m| {
-                                let old = m.load(key, acc.size);
+                                let old = m.load(key, acc.size, inst.span);
                                 m.store(key, acc.size, Enc::Exact);
                                 old
                             });
                             for e in operands.into_iter().chain([old]) {
-                                if !e.is_exact() {
-                                    let e = match e {
-                                        Enc::Unknown { at, why } if at.is_dummy() => {
-                                            Enc::Unknown { at: inst.span, why }
-                                        }
-                                        e => e,
-                                    };
-                                    self.enc_unusable(cx, inst.span, "an atomic", e);
-                                }
+                                self.enc_unusable(cx, inst.span, "an atomic", e);
                             }
                             if let Some(r) = res {
                                 self.enc[r][l] = Enc::Exact;
@@ -1064,16 +1034,7 @@ impl Worker {
                 let Some(r) = res else { return };
                 let src = self.enc[a0];
                 for l in lanes(mask) {
-                    let b = (self.regs[a1][l] & 31) as i64;
-                    let lane = l as i64;
-                    let j = match mode {
-                        ShflMode::Up if lane - b >= 0 => lane - b,
-                        ShflMode::Down if lane + b <= 31 => lane + b,
-                        ShflMode::Bfly => lane ^ b,
-                        ShflMode::Idx => b,
-                        _ => lane,
-                    };
-                    self.enc[r][l] = src[j as usize];
+                    self.enc[r][l] = src[shfl_source(*mode, l, self.regs[a1][l])];
                 }
             }
             XOp::Vote(_) => {
@@ -1096,7 +1057,7 @@ impl Worker {
             AddrSpace::Global => &cx.global.lens,
             AddrSpace::Shared => &cx.shared_lens,
         };
-        mem::locate_fast(ptr, idx, acc.idx_shift, acc.size, lens)
+        mem::locate_fast(ptr, idx, acc.idx_shift as u32, acc.size, lens)
             .or_else(|| mem::locate(ptr, mem::index_value(acc.idx_ty, idx), acc.size, lens).ok())
     }
 
@@ -1205,7 +1166,9 @@ impl Worker {
             }
             XOp::Load(acc) if acc.space == AddrSpace::Global && cx.global.race.is_none() => {
                 let (ptrs, idxs) = (&self.regs[a0], &self.regs[a1]);
-                if let Some((r, bytes)) = mem::locate_warp(ptrs, idxs, mask, acc.idx_shift, acc.size, &cx.global.lens) {
+                if let Some((r, bytes)) =
+                    mem::locate_warp(ptrs, idxs, mask, acc.idx_shift as u32, acc.size, &cx.global.lens)
+                {
                     let vals = cx.global.load_lanes(r, &bytes, acc.size);
                     self.stats.global_bytes_read += acc.size as u64 * mask.count_ones() as u64;
                     self.write_res(base, inst.res, mask, &vals);
@@ -1213,7 +1176,7 @@ impl Worker {
                 }
                 let mut vals = [0u64; 32];
                 for l in lanes(mask) {
-                    match mem::locate_fast(ptrs[l], idxs[l], acc.idx_shift, acc.size, &cx.global.lens) {
+                    match mem::locate_fast(ptrs[l], idxs[l], acc.idx_shift as u32, acc.size, &cx.global.lens) {
                         Some((r, byte)) => vals[l] = cx.global.load(r, byte, acc.size),
                         None => {
                             let (p, i) = (ptrs[l], idxs[l]);
@@ -1227,13 +1190,15 @@ impl Worker {
             }
             XOp::Store(acc) if acc.space == AddrSpace::Global && cx.global.race.is_none() => {
                 let (ptrs, idxs, v) = (&self.regs[a0], &self.regs[a1], &self.regs[a2]);
-                if let Some((r, bytes)) = mem::locate_warp(ptrs, idxs, mask, acc.idx_shift, acc.size, &cx.global.lens) {
+                if let Some((r, bytes)) =
+                    mem::locate_warp(ptrs, idxs, mask, acc.idx_shift as u32, acc.size, &cx.global.lens)
+                {
                     cx.global.store_lanes(r, &bytes, acc.size, mask, v);
                     self.stats.global_bytes_written += acc.size as u64 * mask.count_ones() as u64;
                     return Ok(());
                 }
                 for l in lanes(mask) {
-                    match mem::locate_fast(ptrs[l], idxs[l], acc.idx_shift, acc.size, &cx.global.lens) {
+                    match mem::locate_fast(ptrs[l], idxs[l], acc.idx_shift as u32, acc.size, &cx.global.lens) {
                         Some((r, byte)) => cx.global.store(r, byte, acc.size, v[l]),
                         None => {
                             let (p, i, x) = (ptrs[l], idxs[l], v[l]);
@@ -1246,14 +1211,16 @@ impl Worker {
             }
             XOp::Load(acc) if acc.space == AddrSpace::Shared && self.sh_race.is_empty() && self.sh_init.is_empty() => {
                 let (ptrs, idxs) = (&self.regs[a0], &self.regs[a1]);
-                if let Some((r, bytes)) = mem::locate_warp(ptrs, idxs, mask, acc.idx_shift, acc.size, &cx.shared_lens) {
+                if let Some((r, bytes)) =
+                    mem::locate_warp(ptrs, idxs, mask, acc.idx_shift as u32, acc.size, &cx.shared_lens)
+                {
                     let vals = mem::read_lanes(&self.shared, cx.shared_start[r], &bytes, acc.size);
                     self.write_res(base, inst.res, mask, &vals);
                     return Ok(());
                 }
                 let mut vals = [0u64; 32];
                 for l in lanes(mask) {
-                    match mem::locate_fast(ptrs[l], idxs[l], acc.idx_shift, acc.size, &cx.shared_lens) {
+                    match mem::locate_fast(ptrs[l], idxs[l], acc.idx_shift as u32, acc.size, &cx.shared_lens) {
                         Some((r, byte)) => vals[l] = mem::read_le(&self.shared, cx.shared_start[r] + byte, acc.size),
                         None => {
                             let (p, i) = (ptrs[l], idxs[l]);
@@ -1266,12 +1233,14 @@ impl Worker {
             }
             XOp::Store(acc) if acc.space == AddrSpace::Shared && self.sh_race.is_empty() && self.sh_init.is_empty() => {
                 let (ptrs, idxs, v) = (&self.regs[a0], &self.regs[a1], &self.regs[a2]);
-                if let Some((r, bytes)) = mem::locate_warp(ptrs, idxs, mask, acc.idx_shift, acc.size, &cx.shared_lens) {
+                if let Some((r, bytes)) =
+                    mem::locate_warp(ptrs, idxs, mask, acc.idx_shift as u32, acc.size, &cx.shared_lens)
+                {
                     mem::write_lanes(&mut self.shared, cx.shared_start[r], &bytes, acc.size, mask, v);
                     return Ok(());
                 }
                 for l in lanes(mask) {
-                    match mem::locate_fast(ptrs[l], idxs[l], acc.idx_shift, acc.size, &cx.shared_lens) {
+                    match mem::locate_fast(ptrs[l], idxs[l], acc.idx_shift as u32, acc.size, &cx.shared_lens) {
                         Some((r, byte)) => mem::write_le(&mut self.shared, cx.shared_start[r] + byte, acc.size, v[l]),
                         None => {
                             let (p, i, x) = (ptrs[l], idxs[l], v[l]);
@@ -1285,9 +1254,10 @@ impl Worker {
             // per-lane path) the race bookkeeping and the access.
             XOp::Load(acc) if acc.space == AddrSpace::Global => {
                 let (ptrs, idxs) = (&self.regs[a0], &self.regs[a1]);
-                if let (Some((r, bytes)), Some(race)) =
-                    (mem::locate_warp(ptrs, idxs, mask, acc.idx_shift, acc.size, &cx.global.lens), &cx.global.race)
-                {
+                if let (Some((r, bytes)), Some(race)) = (
+                    mem::locate_warp(ptrs, idxs, mask, acc.idx_shift as u32, acc.size, &cx.global.lens),
+                    &cx.global.race,
+                ) {
                     let tags = &race[r];
                     for l in lanes(mask) {
                         let me = tag::make(cx.global.race_base + self.linear + 1, self.epoch, (w * 32 + l) as u64);
@@ -1318,9 +1288,10 @@ impl Worker {
             }
             XOp::Store(acc) if acc.space == AddrSpace::Global => {
                 let (ptrs, idxs) = (&self.regs[a0], &self.regs[a1]);
-                if let (Some((r, bytes)), Some(race)) =
-                    (mem::locate_warp(ptrs, idxs, mask, acc.idx_shift, acc.size, &cx.global.lens), &cx.global.race)
-                {
+                if let (Some((r, bytes)), Some(race)) = (
+                    mem::locate_warp(ptrs, idxs, mask, acc.idx_shift as u32, acc.size, &cx.global.lens),
+                    &cx.global.race,
+                ) {
                     let tags = &race[r];
                     for l in lanes(mask) {
                         let me = tag::make(cx.global.race_base + self.linear + 1, self.epoch, (w * 32 + l) as u64);
@@ -1349,7 +1320,9 @@ impl Worker {
             }
             XOp::Load(acc) if acc.space == AddrSpace::Shared && self.sh_init.is_empty() => {
                 let (ptrs, idxs) = (&self.regs[a0], &self.regs[a1]);
-                if let Some((r, bytes)) = mem::locate_warp(ptrs, idxs, mask, acc.idx_shift, acc.size, &cx.shared_lens) {
+                if let Some((r, bytes)) =
+                    mem::locate_warp(ptrs, idxs, mask, acc.idx_shift as u32, acc.size, &cx.shared_lens)
+                {
                     let shift = cx.prog.race_shift[1];
                     for l in lanes(mask) {
                         let me = tag::make(self.gen as u64, self.epoch, (w * 32 + l) as u64);
@@ -1372,7 +1345,9 @@ impl Worker {
             }
             XOp::Store(acc) if acc.space == AddrSpace::Shared && self.sh_init.is_empty() => {
                 let (ptrs, idxs) = (&self.regs[a0], &self.regs[a1]);
-                if let Some((r, bytes)) = mem::locate_warp(ptrs, idxs, mask, acc.idx_shift, acc.size, &cx.shared_lens) {
+                if let Some((r, bytes)) =
+                    mem::locate_warp(ptrs, idxs, mask, acc.idx_shift as u32, acc.size, &cx.shared_lens)
+                {
                     let shift = cx.prog.race_shift[1];
                     let start = cx.shared_start[r];
                     for l in lanes(mask) {
@@ -1449,15 +1424,7 @@ impl Worker {
                 let (v, b) = (self.regs[a0], self.regs[a1]);
                 let mut vals = [0u64; 32];
                 for l in lanes(mask) {
-                    let bval = (b[l] & 31) as i64;
-                    let lane = l as i64;
-                    let (j, ok) = match mode {
-                        ShflMode::Up => (lane - bval, lane - bval >= 0),
-                        ShflMode::Down => (lane + bval, lane + bval <= 31),
-                        ShflMode::Bfly => (lane ^ bval, true),
-                        ShflMode::Idx => (bval, true),
-                    };
-                    let j = if ok { j as usize } else { l };
+                    let j = shfl_source(*mode, l, b[l]);
                     if members & (1 << j) == 0 {
                         let (_, where_) = self.lane_location(cx, w, j);
                         return Err(InterpError::fault(
@@ -1592,7 +1559,7 @@ impl Worker {
             AddrSpace::Global => &cx.global.lens,
             AddrSpace::Shared => &cx.shared_lens,
         };
-        let (region, byte) = match mem::locate_fast(ptr, idx_bits, acc.idx_shift, size, lens) {
+        let (region, byte) = match mem::locate_fast(ptr, idx_bits, acc.idx_shift as u32, size, lens) {
             Some(x) => x,
             None => {
                 // The fast path declines faults and index arithmetic that wraps modulo 2^64; the
@@ -1954,6 +1921,23 @@ impl Worker {
                 .with_note("a plain access and an atomic to the same location race unless a barrier orders them (PTX memory model), and no barrier orders two blocks")
                 .with_note("make both atomic (read with `atom.add` of 0, write with `atom.exch`)"),
         }
+    }
+}
+
+/// The lane lane `l` of a `shfl` in `mode` with lane/delta operand `b` reads: PTX's arithmetic for
+/// width 32 (the operand's low 5 bits; `up`/`down` out of range read the own lane).
+fn shfl_source(mode: ShflMode, l: usize, b: u64) -> usize {
+    let (lane, b) = (l as i64, (b & 31) as i64);
+    let j = match mode {
+        ShflMode::Up => lane - b,
+        ShflMode::Down => lane + b,
+        ShflMode::Bfly => lane ^ b,
+        ShflMode::Idx => b,
+    };
+    if (0..32).contains(&j) {
+        j as usize
+    } else {
+        l
     }
 }
 

@@ -48,8 +48,10 @@ pub(crate) struct MemAccess {
     pub size: u32,
     /// Type of the index operand (sign-extended when signed).
     pub idx_ty: ScalarType,
-    /// `64 - bits` of a signed index type (the shift that sign-extends it), 0 for unsigned.
-    pub idx_shift: u32,
+    /// `64 - bits` of a signed index type (the shift that sign-extends it), 0 for unsigned. A
+    /// byte, so that with [`MemAccess::site`] the access stays 12 bytes (instructions are the
+    /// interpreter's hot data).
+    pub idx_shift: u8,
     /// This instruction's index in the launch's [`Prog::race_sites`] (set by [`Progs::build`]).
     pub site: u32,
 }
@@ -260,7 +262,7 @@ impl Prog {
                 let mem = |d: &kir_ir::InstData| -> Result<MemAccess, InterpError> {
                     let (space, elem) = ptr_of(d.args[0])?;
                     let idx_ty = int_of(d.args[1])?;
-                    let idx_shift = if idx_ty.is_signed_int() { 64 - idx_ty.bits() } else { 0 };
+                    let idx_shift = if idx_ty.is_signed_int() { 64 - idx_ty.bits() as u8 } else { 0 };
                     Ok(MemAccess { space, elem, size: elem.bytes(), idx_ty, idx_shift, site: 0 })
                 };
                 let op = match &d.op {
@@ -543,5 +545,16 @@ entry:
         let slots = |n: &str| p.progs.iter().find(|x| x.name == n).unwrap().nslots;
         // k -> mid -> leaf is deeper than k -> leaf.
         assert_eq!(p.stride, slots("k") + slots("mid") + slots("leaf"));
+    }
+}
+
+#[cfg(test)]
+mod size_tests {
+    /// Instructions are the interpreter's hot data: a memory access's race site must not grow them
+    /// (48 bytes, as before sites existed).
+    #[test]
+    fn instructions_stay_small() {
+        assert_eq!(std::mem::size_of::<super::MemAccess>(), 12);
+        assert_eq!(std::mem::size_of::<super::XInst>(), 48);
     }
 }
