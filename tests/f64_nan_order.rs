@@ -130,6 +130,21 @@ fn first_difference(ins: &[Vec<u64>; 3], want: &[u64], got: &[u64]) -> Option<St
     })
 }
 
+/// `out` after kernel `name` of `module` ran in kir's interpreter on the inputs `ins`.
+fn interpret(module: &Module, name: &str, ins: &[Vec<u64>; 3]) -> Vec<u64> {
+    let out = module
+        .kernel(name)
+        .unwrap()
+        .launch((N as u32).div_ceil(BLOCK), BLOCK)
+        .arg("x", &ins[0])
+        .arg("y", &ins[1])
+        .arg("z", &ins[2])
+        .arg("out", vec![0u64; N])
+        .run()
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    out.read::<u64>("out").unwrap()
+}
+
 #[test]
 fn kirs_f64_nans_are_the_interpreters_in_either_operand_order() {
     let (src, names) = kernels();
@@ -139,16 +154,7 @@ fn kirs_f64_nans_are_the_interpreters_in_either_operand_order() {
     let ins = inputs();
     let mut failures = Vec::new();
     for name in &names {
-        let k = module.kernel(name).unwrap();
-        let out = k
-            .launch((N as u32).div_ceil(BLOCK), BLOCK)
-            .arg("x", &ins[0])
-            .arg("y", &ins[1])
-            .arg("z", &ins[2])
-            .arg("out", vec![0u64; N])
-            .run()
-            .unwrap_or_else(|e| panic!("{name}: {e}"));
-        let want = out.read::<u64>("out").unwrap();
+        let want = interpret(&module, name, &ins);
         for order in [F64OperandOrder::Ptx, F64OperandOrder::Swapped] {
             let got = emulate(&emu, &ptx_entry_name(name), &ins, order);
             if let Some(d) = first_difference(&ins, &want, &got) {
@@ -222,18 +228,7 @@ fn plain_ptx_two_nans_depend_on_the_operand_order() {
             op => format!("{op}.f64 %xv, %yv"),
         };
         let module = Module::parse(&kir_src(&inst)).unwrap();
-        let want = module
-            .kernel("k")
-            .unwrap()
-            .launch((N as u32).div_ceil(BLOCK), BLOCK)
-            .arg("x", &ins[0])
-            .arg("y", &ins[1])
-            .arg("z", &ins[2])
-            .arg("out", vec![0u64; N])
-            .run()
-            .unwrap()
-            .read::<u64>("out")
-            .unwrap();
+        let want = interpret(&module, "k", &ins);
         let entry = format!("k_{name}");
         let ptx_order = emulate(&emu, &entry, &ins, F64OperandOrder::Ptx);
         let swapped = emulate(&emu, &entry, &ins, F64OperandOrder::Swapped);

@@ -317,6 +317,12 @@ fn first_error(d: &[kir_ir::Diagnostic]) -> String {
     d.iter().find(|d| d.is_error()).map(|d| d.message.clone()).unwrap_or_default()
 }
 
+/// The interpreter's options for a case: race and uninitialized-read detection, one host thread
+/// (so a cross-block race names the same threads every time), `fuel`.
+fn interp_options(fuel: u64) -> Options {
+    Options { races: true, uninit: true, threads: Some(1), ..Options::default() }.with_fuel(fuel)
+}
+
 /// Runs `k` in the interpreter on fresh copies of `bound`'s buffers, with race and
 /// uninitialized-read detection; its calls run as written, with a call stack.
 pub fn interpret(
@@ -326,8 +332,7 @@ pub fn interpret(
     fuel: u64,
 ) -> Result<Vec<Buffer>, Failure> {
     let mut buffers = bound.buffers.clone();
-    let opts = Options { races: true, uninit: true, threads: Some(1), ..Options::default() }.with_fuel(fuel);
-    match kir_interp::launch_verified(k, cfg, &bound.args, &mut buffers, &opts) {
+    match kir_interp::launch_verified(k, cfg, &bound.args, &mut buffers, &interp_options(fuel)) {
         Ok(_) => Ok(buffers),
         Err(e) => {
             let kind = match e.kind {
@@ -470,9 +475,7 @@ pub fn check_module(
         Strictness::Bitwise => None,
         _ => {
             let mut buffers = bound.buffers.clone();
-            let opts =
-                Options { races: true, uninit: true, threads: Some(1), ..Options::default() }.with_fuel(cfg.fuel);
-            match kir_interp::launch_enclosed(vk, &launch, &bound.args, &mut buffers, &opts) {
+            match kir_interp::launch_enclosed(vk, &launch, &bound.args, &mut buffers, &interp_options(cfg.fuel)) {
                 Ok((_, enc)) => Some(enc),
                 Err(e) => return Err(Failure::new(FailureKind::Interp("enclosures".into()), e.message)),
             }
