@@ -17,7 +17,7 @@
 //!   unknown type, an unexpected modifier, an unknown mode word, a wrong number of parts).
 
 use crate::op::*;
-use crate::types::{ScalarType, Type};
+use crate::types::{ScalarType, Type, VecWidth};
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 use std::fmt;
@@ -56,6 +56,31 @@ words_by_name! {
     CmpOp => CmpOp::ALL,
     ShflMode => ShflMode::ALL,
     VoteMode => VoteMode::ALL,
+    VecWidth => VecWidth::ALL,
+    LdmatrixNum => LdmatrixNum::ALL,
+    CpAsyncSize => CpAsyncSize::ALL,
+}
+
+/// The input formats of `mma.m16n8k16`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MmaK16(pub MmaKind);
+
+/// The input formats of `mma.m16n8k8`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MmaK8(pub MmaKind);
+
+impl Word for MmaK16 {
+    const VALUES: &'static [Self] = &[MmaK16(MmaKind::F16), MmaK16(MmaKind::Bf16)];
+    fn word(self) -> &'static str {
+        self.0.name()
+    }
+}
+
+impl Word for MmaK8 {
+    const VALUES: &'static [Self] = &[MmaK8(MmaKind::Tf32)];
+    fn word(self) -> &'static str {
+        self.0.name()
+    }
 }
 
 /// The binary ops spelled by one word: all but `mul.hi`, a family of its own (it takes no float
@@ -193,6 +218,9 @@ pub enum Shape {
     Flag(&'static str),
     /// Nothing: the pointer type comes from the instruction's annotation ([`Fields::ptr`]).
     Annotated,
+    /// A word of the set ([`Fields::word`]), then the flag word or nothing ([`Fields::flag`]):
+    /// `ldmatrix.x4[.trans]`.
+    ModeFlag(WordSet, &'static str),
 }
 
 /// What a mnemonic spells besides its family. Each shape reads and writes only its own fields.
@@ -436,6 +464,104 @@ pub static FAMILIES: &[Family] = &[
         |f| Op::Vote(pick(f.word)),
         |op| if let Op::Vote(m) = *op { Fields::word(m) } else { None },
     ),
+    // Vectors.
+    family(
+        &["vec"],
+        Shape::Fixed(&[Slot::Mode(WordSet::of::<VecWidth>("vector width")), Slot::Ty]),
+        |f| Op::VecBuild(pick(f.word), f.ty),
+        |op| match *op {
+            Op::VecBuild(w, ty) => Some(Fields { word: index(w)?, ty, ..Fields::NONE }),
+            _ => None,
+        },
+    ),
+    family(
+        &["extract"],
+        Shape::Fixed(&[Slot::Mode(WordSet::of::<VecWidth>("vector width")), Slot::Ty]),
+        |f| Op::VecExtract(pick(f.word), f.ty),
+        |op| match *op {
+            Op::VecExtract(w, ty) => Some(Fields { word: index(w)?, ty, ..Fields::NONE }),
+            _ => None,
+        },
+    ),
+    family(
+        &["insert"],
+        Shape::Fixed(&[Slot::Mode(WordSet::of::<VecWidth>("vector width")), Slot::Ty]),
+        |f| Op::VecInsert(pick(f.word), f.ty),
+        |op| match *op {
+            Op::VecInsert(w, ty) => Some(Fields { word: index(w)?, ty, ..Fields::NONE }),
+            _ => None,
+        },
+    ),
+    family(
+        &["load", "v2"],
+        BARE,
+        |_| Op::LoadVec(VecWidth::V2),
+        |op| if let Op::LoadVec(VecWidth::V2) = op { Fields::NO_FIELDS } else { None },
+    ),
+    family(
+        &["load", "v4"],
+        BARE,
+        |_| Op::LoadVec(VecWidth::V4),
+        |op| if let Op::LoadVec(VecWidth::V4) = op { Fields::NO_FIELDS } else { None },
+    ),
+    family(
+        &["store", "v2"],
+        BARE,
+        |_| Op::StoreVec(VecWidth::V2),
+        |op| if let Op::StoreVec(VecWidth::V2) = op { Fields::NO_FIELDS } else { None },
+    ),
+    family(
+        &["store", "v4"],
+        BARE,
+        |_| Op::StoreVec(VecWidth::V4),
+        |op| if let Op::StoreVec(VecWidth::V4) = op { Fields::NO_FIELDS } else { None },
+    ),
+    // Tensor cores and asynchronous copies.
+    family(
+        &["mma", "m16n8k16"],
+        Shape::Fixed(&[Slot::Mode(WordSet::of::<MmaK16>("`mma.m16n8k16` input type"))]),
+        |f| Op::Mma(pick::<MmaK16>(f.word).0),
+        |op| match *op {
+            Op::Mma(k @ (MmaKind::F16 | MmaKind::Bf16)) => Fields::word(MmaK16(k)),
+            _ => None,
+        },
+    ),
+    family(
+        &["mma", "m16n8k8"],
+        Shape::Fixed(&[Slot::Mode(WordSet::of::<MmaK8>("`mma.m16n8k8` input type"))]),
+        |f| Op::Mma(pick::<MmaK8>(f.word).0),
+        |op| match *op {
+            Op::Mma(k @ MmaKind::Tf32) => Fields::word(MmaK8(k)),
+            _ => None,
+        },
+    ),
+    family(
+        &["ldmatrix"],
+        Shape::ModeFlag(WordSet::of::<LdmatrixNum>("matrix count"), "trans"),
+        |f| Op::Ldmatrix(pick(f.word), f.flag),
+        |op| match *op {
+            Op::Ldmatrix(n, trans) => Some(Fields { word: index(n)?, flag: trans, ..Fields::NONE }),
+            _ => None,
+        },
+    ),
+    family(
+        &["cp", "async"],
+        Shape::Fixed(&[Slot::Mode(WordSet::of::<CpAsyncSize>("copy size in bytes"))]),
+        |f| Op::CpAsync(pick(f.word)),
+        |op| if let Op::CpAsync(n) = *op { Fields::word(n) } else { None },
+    ),
+    family(
+        &["cp", "async", "commit"],
+        BARE,
+        |_| Op::CpAsyncCommit,
+        |op| if let Op::CpAsyncCommit = op { Fields::NO_FIELDS } else { None },
+    ),
+    family(
+        &["cp", "async", "wait"],
+        BARE,
+        |_| Op::CpAsyncWait,
+        |op| if let Op::CpAsyncWait = op { Fields::NO_FIELDS } else { None },
+    ),
 ];
 
 impl Family {
@@ -536,6 +662,20 @@ impl Family {
                 }
                 _ => exact_len(1)?,
             },
+            Shape::ModeFlag(set, word) => {
+                let Some((first, rest)) = tail.split_first() else {
+                    return Err(format!("`{m}` needs a {} ({})", set.what, one_of(set.words(), "`")));
+                };
+                f.word = set.find(first).ok_or_else(|| {
+                    format!("unknown {} `{first}` (expected {})", set.what, one_of(set.words(), ""))
+                })?;
+                match rest {
+                    [] => {}
+                    [w] if *w == word => f.flag = true,
+                    [w] => return Err(unexpected(w)),
+                    _ => return Err(format!("`{m}` has unexpected modifiers")),
+                }
+            }
             Shape::Annotated => {
                 exact_len(0)?;
                 match annot {
@@ -608,6 +748,12 @@ impl Family {
                 push(f.from.name());
             }
             Shape::Flag(word) => {
+                if f.flag {
+                    push(word)
+                }
+            }
+            Shape::ModeFlag(set, word) => {
+                push((set.word)(f.word));
                 if f.flag {
                     push(word)
                 }

@@ -19,8 +19,17 @@
 //! - `PtrOffset`: `[ptr, index]` (elements). `PtrOffsetBytes`: `[ptr, bytes]`. `PtrCast`: `[ptr]`.
 //!   `SharedAddr`: none (names a shared declaration).
 //! - `Barrier`: none. `Shfl`: `[value, lane_or_delta, member_mask]`. `Vote`: `[pred, member_mask]`.
+//! - `VecBuild`: one operand per element. `VecExtract`: `[vector, lane]`. `VecInsert`:
+//!   `[vector, lane, element]`; `lane` is a constant below the width (the verifier's rule).
+//! - `LoadVec`: `[ptr, index]`. `StoreVec`: `[ptr, index, vector]`. `Ldmatrix`: `[ptr, index]`
+//!   (shared memory; the address of this lane's row). `index` counts scalar elements, as for `Load`.
+//! - `Mma`: `[a, b, c]` (fragments, [`MmaKind`]). `CpAsync`: `[dst, dst_index, src, src_index,
+//!   src_bytes]` (shared ← global). `CpAsyncCommit`: none. `CpAsyncWait`: `[n]`, a constant.
+//!
+//! [`Op::address_operands`] names the written operands that are addresses `%p[%i]` (each two
+//! operands of the instruction).
 
-use crate::types::{ScalarType, Type};
+use crate::types::{ScalarType, Type, VecWidth};
 
 /// A dimension of the thread/block index space.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -442,6 +451,116 @@ impl VoteMode {
     }
 }
 
+/// The shape and input format of a warp-level tensor-core `mma`. The accumulator and result are
+/// always four `f32` per lane (`vec<4, f32>`); A is `vec<4, u32>` and B `vec<2, u32>` per lane, laid
+/// out as PTX's `mma.sync.aligned.*.row.col` fragments (docs/language.md, "Tensor cores").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MmaKind {
+    /// `mma.m16n8k16.f16`: f16 inputs, two per `u32` (the lower-numbered element in the low half).
+    F16,
+    /// `mma.m16n8k16.bf16`: bf16 inputs, two per `u32`.
+    Bf16,
+    /// `mma.m16n8k8.tf32`: tf32 inputs, one per `u32` (an f32 bit pattern; the 13 low fraction bits
+    /// are ignored).
+    Tf32,
+}
+
+impl MmaKind {
+    pub const ALL: [MmaKind; 3] = [MmaKind::F16, MmaKind::Bf16, MmaKind::Tf32];
+    /// The input format word of the mnemonic.
+    pub fn name(self) -> &'static str {
+        match self {
+            MmaKind::F16 => "f16",
+            MmaKind::Bf16 => "bf16",
+            MmaKind::Tf32 => "tf32",
+        }
+    }
+    /// The shape word of the mnemonic (`m16n8k16` or `m16n8k8`).
+    pub fn shape(self) -> &'static str {
+        match self {
+            MmaKind::F16 | MmaKind::Bf16 => "m16n8k16",
+            MmaKind::Tf32 => "m16n8k8",
+        }
+    }
+    /// The reduction depth k of one instruction.
+    pub fn k(self) -> usize {
+        match self {
+            MmaKind::F16 | MmaKind::Bf16 => 16,
+            MmaKind::Tf32 => 8,
+        }
+    }
+    /// The operand types: A, B, C (the result is C's type).
+    pub fn fragment_types(self) -> [Type; 3] {
+        [
+            Type::Vec(VecWidth::V4, ScalarType::U32),
+            Type::Vec(VecWidth::V2, ScalarType::U32),
+            Type::Vec(VecWidth::V4, ScalarType::F32),
+        ]
+    }
+}
+
+/// How many 8×8 matrices of 16-bit elements one `ldmatrix` loads (`.x1`, `.x2`, `.x4`): the
+/// result is one `u32` per matrix and lane.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LdmatrixNum {
+    X1,
+    X2,
+    X4,
+}
+
+impl LdmatrixNum {
+    pub const ALL: [LdmatrixNum; 3] = [LdmatrixNum::X1, LdmatrixNum::X2, LdmatrixNum::X4];
+    pub fn name(self) -> &'static str {
+        match self {
+            LdmatrixNum::X1 => "x1",
+            LdmatrixNum::X2 => "x2",
+            LdmatrixNum::X4 => "x4",
+        }
+    }
+    /// The number of matrices.
+    pub fn count(self) -> usize {
+        match self {
+            LdmatrixNum::X1 => 1,
+            LdmatrixNum::X2 => 2,
+            LdmatrixNum::X4 => 4,
+        }
+    }
+    /// The result type: `u32`, `vec<2, u32>` or `vec<4, u32>`.
+    pub fn result_type(self) -> Type {
+        match self {
+            LdmatrixNum::X1 => Type::U32,
+            LdmatrixNum::X2 => Type::Vec(VecWidth::V2, ScalarType::U32),
+            LdmatrixNum::X4 => Type::Vec(VecWidth::V4, ScalarType::U32),
+        }
+    }
+}
+
+/// The size of one `cp.async` copy: 4, 8 or 16 bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CpAsyncSize {
+    B4,
+    B8,
+    B16,
+}
+
+impl CpAsyncSize {
+    pub const ALL: [CpAsyncSize; 3] = [CpAsyncSize::B4, CpAsyncSize::B8, CpAsyncSize::B16];
+    pub fn name(self) -> &'static str {
+        match self {
+            CpAsyncSize::B4 => "4",
+            CpAsyncSize::B8 => "8",
+            CpAsyncSize::B16 => "16",
+        }
+    }
+    pub fn bytes(self) -> u32 {
+        match self {
+            CpAsyncSize::B4 => 4,
+            CpAsyncSize::B8 => 8,
+            CpAsyncSize::B16 => 16,
+        }
+    }
+}
+
 /// What an instruction does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Op {
@@ -494,6 +613,30 @@ pub enum Op {
     /// result types are the callee's, which the op does not know: [`Op::signature`] and
     /// [`Op::arity`] describe no operands, and the verifier checks calls against the callee.
     Call(u32),
+    /// `vec.vN.T a, b[, c, d]`: the vector of its operands (element 0 first).
+    VecBuild(VecWidth, ScalarType),
+    /// `extract.vN.T v, lane`: element `lane` (a constant) of a vector.
+    VecExtract(VecWidth, ScalarType),
+    /// `insert.vN.T v, lane, x`: the vector with element `lane` (a constant) replaced by `x`.
+    VecInsert(VecWidth, ScalarType),
+    /// `load.vN p[i]`: the N elements at index `i` of `p` as one access, aligned to its size.
+    LoadVec(VecWidth),
+    /// `store.vN p[i], v`: writes the N elements of `v` at index `i` of `p` as one access.
+    StoreVec(VecWidth),
+    /// `mma.SHAPE.T a, b, c`: the warp's tensor-core product `D = A·B + C` (all 32 lanes, converged).
+    Mma(MmaKind),
+    /// `ldmatrix.xN[.trans] p[i]`: the warp loads N 8×8 matrices of 16-bit elements from shared
+    /// memory; each of the first 8·N lanes gives the address of one 16-byte row.
+    Ldmatrix(LdmatrixNum, bool),
+    /// `cp.async.N dst[i], src[j], n`: starts copying N bytes from global to shared memory, of
+    /// which the first `n` come from `src` and the rest are zeros; complete after a
+    /// `cp.async.wait` that covers its group.
+    CpAsync(CpAsyncSize),
+    /// `cp.async.commit`: closes the thread's group of started copies.
+    CpAsyncCommit,
+    /// `cp.async.wait n`: waits until at most `n` (a constant) of the thread's committed groups
+    /// are still in flight.
+    CpAsyncWait,
 }
 
 /// What an op needs of its operands and gives as its result, where the op alone determines it.
@@ -520,11 +663,16 @@ impl Op {
             || matches!(self, Op::PtrOffset | Op::PtrOffsetBytes | Op::PtrCast(_) | Op::SharedAddr(_) | Op::Special(_))
     }
 
-    /// Whether the op is a pure function of its operands (evaluated by [`crate::eval`]).
+    /// Whether the op is a pure function of its operands: the scalar ones, evaluated by
+    /// [`crate::eval`] (what constant folding folds), and the vector element ops
+    /// (`vec`/`extract`/`insert`, which only move bits).
     pub fn is_pure(&self) -> bool {
         matches!(
             self,
-            Op::Mov(_)
+            Op::VecBuild(..)
+                | Op::VecExtract(..)
+                | Op::VecInsert(..)
+                | Op::Mov(_)
                 | Op::Bin(..)
                 | Op::MulWide(_)
                 | Op::Mad(_)
@@ -542,8 +690,44 @@ impl Op {
     pub fn has_side_effects(&self) -> bool {
         matches!(
             self,
-            Op::Store | Op::Atomic(_) | Op::AtomicCas | Op::Barrier | Op::Shfl(..) | Op::Vote(_) | Op::Call(_)
+            Op::Store
+                | Op::Atomic(_)
+                | Op::AtomicCas
+                | Op::Barrier
+                | Op::Shfl(..)
+                | Op::Vote(_)
+                | Op::Call(_)
+                | Op::StoreVec(_)
+                | Op::Mma(_)
+                | Op::Ldmatrix(..)
+                | Op::CpAsync(_)
+                | Op::CpAsyncCommit
+                | Op::CpAsyncWait
         )
+    }
+
+    /// Whether the op computes on vectors only by moving bits (`vec`, `extract`, `insert`): pure,
+    /// but not evaluated by [`crate::eval`], whose values are scalars.
+    pub fn is_vector_move(&self) -> bool {
+        matches!(self, Op::VecBuild(..) | Op::VecExtract(..) | Op::VecInsert(..))
+    }
+
+    /// The positions, among the operands as written, that are addresses `%p[%i]` (each is two
+    /// operands of the instruction: the pointer and the index).
+    pub fn address_operands(&self) -> &'static [usize] {
+        match self {
+            Op::Load | Op::Store | Op::Atomic(_) | Op::AtomicCas | Op::LoadVec(_) | Op::StoreVec(_) | Op::Ldmatrix(..) => {
+                &[0]
+            }
+            Op::CpAsync(_) => &[0, 1],
+            _ => &[],
+        }
+    }
+
+    /// Whether the op needs the whole warp, converged, to execute (like a full-mask collective):
+    /// `mma` and `ldmatrix`.
+    pub fn needs_whole_warp(&self) -> bool {
+        matches!(self, Op::Mma(_) | Op::Ldmatrix(..))
     }
 
     /// Whether the op is an approximation whose GPU result may differ from the exact one.
@@ -554,21 +738,24 @@ impl Op {
         }
     }
 
-    /// Whether the op is a warp collective (shuffle or vote).
+    /// Whether the op is a warp collective (shuffle, vote, and the whole-warp `mma` and `ldmatrix`).
     pub fn is_warp_collective(&self) -> bool {
-        matches!(self, Op::Shfl(..) | Op::Vote(_))
+        matches!(self, Op::Shfl(..) | Op::Vote(_) | Op::Mma(_) | Op::Ldmatrix(..))
     }
 
     /// Number of operands the op takes (for `Call`, 0: a call takes as many as its callee has
     /// parameters, which only the module knows).
     pub fn arity(&self) -> usize {
         match self {
-            Op::Special(_) | Op::SharedAddr(_) | Op::Barrier | Op::Call(_) => 0,
-            Op::Mov(_) | Op::Unary(..) | Op::Cvt { .. } | Op::Bitcast { .. } | Op::PtrCast(_) => 1,
+            Op::Special(_) | Op::SharedAddr(_) | Op::Barrier | Op::Call(_) | Op::CpAsyncCommit => 0,
+            Op::Mov(_) | Op::Unary(..) | Op::Cvt { .. } | Op::Bitcast { .. } | Op::PtrCast(_) | Op::CpAsyncWait => 1,
             Op::Bin(..) | Op::MulWide(_) | Op::Cmp(..) | Op::Load | Op::PtrOffset | Op::PtrOffsetBytes => 2,
-            Op::Vote(_) => 2,
+            Op::Vote(_) | Op::VecExtract(..) | Op::LoadVec(_) | Op::Ldmatrix(..) => 2,
             Op::Mad(_) | Op::Fma(..) | Op::Select(_) | Op::Store | Op::Atomic(_) | Op::Shfl(..) => 3,
+            Op::VecInsert(..) | Op::StoreVec(_) | Op::Mma(_) => 3,
             Op::AtomicCas => 4,
+            Op::CpAsync(_) => 5,
+            Op::VecBuild(w, _) => w.len(),
         }
     }
 
@@ -610,6 +797,22 @@ impl Op {
                 let r = if *mode == VoteMode::Ballot { Type::U32 } else { Type::PRED };
                 (smallvec::smallvec![Some(Type::PRED), Some(Type::U32)], Some(r), true)
             }
+            Op::VecBuild(w, ty) => (smallvec::smallvec![Some(t(*ty)); w.len()], Some(Type::Vec(*w, *ty)), true),
+            Op::VecExtract(w, ty) => (smallvec::smallvec![Some(Type::Vec(*w, *ty)), Some(Type::U32)], Some(t(*ty)), true),
+            Op::VecInsert(w, ty) => {
+                let v = Type::Vec(*w, *ty);
+                (smallvec::smallvec![Some(v), Some(Type::U32), Some(t(*ty))], Some(v), true)
+            }
+            Op::LoadVec(_) => (smallvec::smallvec![None, None], None, true),
+            Op::StoreVec(_) => (smallvec::smallvec![None, None, None], None, false),
+            Op::Mma(kind) => {
+                let [a, b, c] = kind.fragment_types();
+                (smallvec::smallvec![Some(a), Some(b), Some(c)], Some(c), true)
+            }
+            Op::Ldmatrix(num, _) => (smallvec::smallvec![None, None], Some(num.result_type()), true),
+            Op::CpAsync(_) => (smallvec::smallvec![None, None, None, None, Some(Type::U32)], None, false),
+            Op::CpAsyncCommit => (smallvec::smallvec![], None, false),
+            Op::CpAsyncWait => (smallvec::smallvec![Some(Type::U32)], None, false),
         };
         Signature { args, result, has_result }
     }
@@ -725,5 +928,21 @@ pub fn all_ops() -> Vec<Op> {
         Op::Vote(VoteMode::Any),
         Op::Vote(VoteMode::Ballot),
     ]);
+    for t in S::ALL {
+        for w in VecWidth::ALL {
+            if Type::vec(w.len() as u64, t).is_ok() {
+                ops.extend([Op::VecBuild(w, t), Op::VecExtract(w, t), Op::VecInsert(w, t)]);
+            }
+        }
+    }
+    for w in VecWidth::ALL {
+        ops.extend([Op::LoadVec(w), Op::StoreVec(w)]);
+    }
+    ops.extend(MmaKind::ALL.map(Op::Mma));
+    for n in LdmatrixNum::ALL {
+        ops.extend([Op::Ldmatrix(n, false), Op::Ldmatrix(n, true)]);
+    }
+    ops.extend(CpAsyncSize::ALL.map(Op::CpAsync));
+    ops.extend([Op::CpAsyncCommit, Op::CpAsyncWait]);
     ops
 }

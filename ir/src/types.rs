@@ -182,12 +182,51 @@ impl fmt::Display for AddrSpace {
     }
 }
 
+/// The number of elements of a vector type: 2 or 4.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum VecWidth {
+    V2,
+    V4,
+}
+
+impl VecWidth {
+    pub const ALL: [VecWidth; 2] = [VecWidth::V2, VecWidth::V4];
+    /// The number of elements.
+    pub fn len(self) -> usize {
+        match self {
+            VecWidth::V2 => 2,
+            VecWidth::V4 => 4,
+        }
+    }
+    /// The width with `n` elements.
+    pub fn of(n: u64) -> Option<VecWidth> {
+        match n {
+            2 => Some(VecWidth::V2),
+            4 => Some(VecWidth::V4),
+            _ => None,
+        }
+    }
+    /// `v2` or `v4`, as mnemonics spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            VecWidth::V2 => "v2",
+            VecWidth::V4 => "v4",
+        }
+    }
+}
+
+/// The largest vector in bits (a 16-byte access; PTX's `.v4.b32` / `.v2.b64`).
+pub const MAX_VEC_BITS: u32 = 128;
+
 /// The type of an SSA value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Type {
     Scalar(ScalarType),
     /// A 64-bit byte address into `space`, whose elements have type `elem` (never `pred`).
     Ptr(AddrSpace, ScalarType),
+    /// `vec<N, T>`: N (2 or 4) elements of scalar type `T` (never `pred`), at most 128 bits in all
+    /// ([`Type::vec`] is the checked constructor). Element 0 is the lowest in memory.
+    Vec(VecWidth, ScalarType),
 }
 
 impl Type {
@@ -200,8 +239,34 @@ impl Type {
     pub fn scalar(self) -> Option<ScalarType> {
         match self {
             Type::Scalar(s) => Some(s),
-            Type::Ptr(..) => None,
+            Type::Ptr(..) | Type::Vec(..) => None,
         }
+    }
+
+    /// `vec<n, elem>` when it is a valid vector type: 2 or 4 elements of a non-`pred` scalar, at
+    /// most [`MAX_VEC_BITS`] in all; the error says which rule it breaks.
+    pub fn vec(n: u64, elem: ScalarType) -> Result<Type, String> {
+        let w = VecWidth::of(n).ok_or_else(|| format!("a vector has 2 or 4 elements, not {n}"))?;
+        if elem.is_pred() {
+            return Err("vectors of `pred` are not allowed".into());
+        }
+        let bits = elem.bits() * n as u32;
+        if bits > MAX_VEC_BITS {
+            return Err(format!("`vec<{n}, {elem}>` is {bits} bits; vectors are at most {MAX_VEC_BITS} bits (16 bytes)"));
+        }
+        Ok(Type::Vec(w, elem))
+    }
+
+    /// The width and element type of a vector type.
+    pub fn vector(self) -> Option<(VecWidth, ScalarType)> {
+        match self {
+            Type::Vec(w, e) => Some((w, e)),
+            _ => None,
+        }
+    }
+
+    pub fn is_vec(self) -> bool {
+        matches!(self, Type::Vec(..))
     }
 
     pub fn is_ptr(self) -> bool {
@@ -212,15 +277,16 @@ impl Type {
     pub fn pointee(self) -> Option<(AddrSpace, ScalarType)> {
         match self {
             Type::Ptr(space, elem) => Some((space, elem)),
-            Type::Scalar(_) => None,
+            Type::Scalar(_) | Type::Vec(..) => None,
         }
     }
 
-    /// Width in bits of a value of this type (pointers are 64-bit).
+    /// Width in bits of a value of this type (pointers are 64-bit; a vector is all its elements).
     pub fn bits(self) -> u32 {
         match self {
             Type::Scalar(s) => s.bits(),
             Type::Ptr(..) => 64,
+            Type::Vec(w, e) => e.bits() * w.len() as u32,
         }
     }
 }
@@ -236,6 +302,7 @@ impl fmt::Display for Type {
         match self {
             Type::Scalar(s) => write!(f, "{s}"),
             Type::Ptr(space, elem) => write!(f, "ptr<{space}, {elem}>"),
+            Type::Vec(w, elem) => write!(f, "vec<{}, {elem}>", w.len()),
         }
     }
 }

@@ -83,6 +83,21 @@ fn random_constant(c: &mut Chooser, ty: ScalarType) -> Constant {
     Constant::from_bits(ty, bits)
 }
 
+/// A value of vector type `t` from the pool, or a new `vec` of constants appended to block `b`.
+fn vector_operand(c: &mut Chooser, k: &mut Kernel, b: BlockId, t: Type, pool: &mut Vec<Val>, counter: &mut usize) -> Operand {
+    let cands: Vec<&Val> = pool.iter().filter(|v| v.ty == t).collect();
+    if !cands.is_empty() && c.coin() {
+        return Operand::Value(cands[c.below(cands.len())].id);
+    }
+    let (w, e) = t.vector().expect("a vector type");
+    let elems: Vec<Operand> = (0..w.len()).map(|_| Operand::Const(random_constant(c, e))).collect();
+    *counter += 1;
+    let id = k.append_inst(b, Op::VecBuild(w, e), elems, Some((format!("v{counter}").into(), t)), Span::DUMMY);
+    let r = k.inst(id).result.expect("a result");
+    pool.push(Val { id: r, ty: t });
+    Operand::Value(r)
+}
+
 /// Builds a kernel that exercises every op kind, in a shape the parser accepts (names unique,
 /// every operand typed by its position).
 fn generate(c: &mut Chooser, kernel_name: &str) -> Kernel {
@@ -162,10 +177,36 @@ fn generate(c: &mut Chooser, kernel_name: &str) -> Kernel {
                     Some(*t)
                 }
                 Op::SharedAddr(_) => Some(sptr_ty),
+                Op::LoadVec(_) | Op::StoreVec(_) | Op::Ldmatrix(..) | Op::CpAsync(_) => {
+                    // Syntactic only: every address is the global pointer.
+                    for _ in op.address_operands() {
+                        args.push(Operand::Value(gptr));
+                        args.push(operand(c, ScalarType::U64, &pool));
+                    }
+                    match op {
+                        Op::StoreVec(w) => {
+                            args.push(vector_operand(c, &mut k, b, Type::Vec(w, ScalarType::F32), &mut pool, &mut counter));
+                            None
+                        }
+                        Op::LoadVec(w) => Some(Type::Vec(w, ScalarType::F32)),
+                        Op::CpAsync(_) => {
+                            args.push(operand(c, ScalarType::U32, &pool));
+                            None
+                        }
+                        _ => sig.result,
+                    }
+                }
                 _ => {
                     for a in &sig.args {
-                        let want = a.and_then(Type::scalar).unwrap_or(ScalarType::U32);
-                        args.push(operand(c, want, &pool));
+                        match a {
+                            Some(t @ Type::Vec(..)) => {
+                                args.push(vector_operand(c, &mut k, b, *t, &mut pool, &mut counter));
+                            }
+                            _ => {
+                                let want = a.and_then(Type::scalar).unwrap_or(ScalarType::U32);
+                                args.push(operand(c, want, &pool));
+                            }
+                        }
                     }
                     sig.result
                 }

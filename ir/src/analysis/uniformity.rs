@@ -944,7 +944,7 @@ fn pointer_objects(k: &Kernel, cfg: &Cfg, inst_block: &HashMap<InstId, BlockId>)
     let by_type = |t: Type| match t {
         Type::Ptr(AddrSpace::Global, _) => Some(MemObject::Global),
         Type::Ptr(AddrSpace::Shared, _) => Some(MemObject::SharedAny),
-        Type::Scalar(_) => None,
+        Type::Scalar(_) | Type::Vec(..) => None,
     };
     let reachable = |b: BlockId| b.index() < cfg.len() && cfg.is_reachable(b);
     let roots = reachable_pointer_roots(k, cfg);
@@ -1191,7 +1191,7 @@ impl Reach {
                                 None => match k.value_type(p) {
                                     Type::Ptr(AddrSpace::Global, _) => MemObject::Global,
                                     Type::Ptr(AddrSpace::Shared, _) => MemObject::SharedAny,
-                                    Type::Scalar(_) => continue,
+                                    Type::Scalar(_) | Type::Vec(..) => continue,
                                 },
                             };
                             r.writes_global |= o == MemObject::Global;

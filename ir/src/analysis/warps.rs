@@ -1,7 +1,7 @@
 //! Whole warps: the launch precondition of warp collectives.
 //!
 //! A `shfl` or `vote` whose member mask is the constant full mask `0xffffffff` names all 32 lanes
-//! of its warp. In a block whose thread count is not a multiple of 32 the last warp is partial,
+//! of its warp; `mma` and `ldmatrix` always do (PTX's `.sync.aligned` on the whole warp). In a block whose thread count is not a multiple of 32 the last warp is partial,
 //! and the mask names lanes that do not exist: the collective faults (the interpreter and the PTX
 //! emulator) or is undefined (the GPU), whatever the control flow. Barrier verification proves
 //! only that the lanes of a warp reach such a collective together; that the warp has 32 lanes is
@@ -36,11 +36,16 @@ pub struct WarpCollective<'a> {
     pub mnemonic: String,
     pub span: Span,
     pub mask: Option<u32>,
+    /// An op that always needs the whole warp (`mma`, `ldmatrix`), whatever any mask.
+    pub whole_warp_op: bool,
 }
 
 impl WarpCollective<'_> {
     /// `member mask 0xffffffff names all 32 lanes of a warp`, or why another mask needs them.
     pub fn why(&self) -> String {
+        if self.whole_warp_op {
+            return "needs all 32 lanes of a warp".into();
+        }
         match self.mask {
             Some(u32::MAX) => "with member mask 0xffffffff names all 32 lanes of a warp".into(),
             Some(m) => format!("with member mask {m:#010x} is verified for warps of 32 lanes only (no `reqntid`)"),
@@ -89,8 +94,12 @@ impl WholeWarpsViolation<'_> {
          for that shape)";
 }
 
-/// Whether a `shfl` / `vote` instruction's member mask is the constant full mask.
+/// Whether a `shfl` / `vote` instruction's member mask is the constant full mask, or the op always
+/// runs on the whole warp (`mma`, `ldmatrix`: [`Op::needs_whole_warp`]).
 pub fn is_full_mask_collective(op: Op, args: &[Operand]) -> bool {
+    if op.needs_whole_warp() {
+        return true;
+    }
     let mask = match op {
         Op::Shfl(..) => args.get(2),
         Op::Vote(_) => args.get(1),
@@ -110,11 +119,13 @@ fn first_in(body: &Kernel, any_mask: bool) -> Option<WarpCollective<'_>> {
             return None;
         }
         let at = if matches!(inst.op, Op::Shfl(..)) { 2 } else { 1 };
+        let whole_warp_op = inst.op.needs_whole_warp();
         let mask = match inst.args.get(at) {
+            _ if whole_warp_op => Some(u32::MAX),
             Some(Operand::Const(c)) => Some(c.bits as u32),
             _ => None,
         };
-        Some(WarpCollective { body, inst: i, mnemonic: inst.op.mnemonic(), span: inst.span, mask })
+        Some(WarpCollective { body, inst: i, mnemonic: inst.op.mnemonic(), span: inst.span, mask, whole_warp_op })
     })
 }
 

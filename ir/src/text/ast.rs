@@ -29,6 +29,8 @@ pub enum AstType {
     Named(Spanned<AstStr>),
     /// `ptr<space, elem>`.
     Ptr { space: Spanned<AstStr>, elem: Spanned<AstStr> },
+    /// `vec<len, elem>`; `span` covers the whole type.
+    Vec { len: Spanned<AstStr>, elem: Spanned<AstStr>, span: Span },
 }
 
 impl AstType {
@@ -36,6 +38,7 @@ impl AstType {
         match self {
             AstType::Named(n) => n.span,
             AstType::Ptr { space, elem } => space.span.to(elem.span),
+            AstType::Vec { span, .. } => *span,
         }
     }
 }

@@ -319,6 +319,13 @@ fn literal_arg(lit: &AstOperand, span: Span, ty: Option<Type>, errs: &mut Vec<Di
     };
     let ty = match ty {
         Some(Type::Scalar(s)) => s,
+        Some(t @ Type::Vec(..)) => {
+            errs.push(
+                Diagnostic::error(format!("a literal cannot be passed as a vector (`{t}`)"))
+                    .at(span, "kernel parameters are scalars or pointers"),
+            );
+            return None;
+        }
         Some(t @ Type::Ptr(..)) => {
             errs.push(
                 Diagnostic::error(format!("a literal cannot be passed as a buffer (`{t}`)"))

@@ -150,7 +150,7 @@ pub(crate) fn lower_type_in(t: &AstType, errs: &mut Vec<Diagnostic>, cx: &TypeCo
             let mut d = Diagnostic::error(format!("unknown type `{}`", n.node)).at(n.span, "not a type");
             if cx.list_types {
                 d = d.with_note(
-                    "types are pred, u8, u16, u32, u64, s8, s16, s32, s64, f16, bf16, f32, f64, ptr<global|shared, T>",
+                    "types are pred, u8, u16, u32, u64, s8, s16, s32, s64, f16, bf16, f32, f64, ptr<global|shared, T>, vec<2|4, T>",
                 );
             }
             errs.push(d);
@@ -174,6 +174,17 @@ pub(crate) fn lower_type_in(t: &AstType, errs: &mut Vec<Diagnostic>, cx: &TypeCo
                 return None;
             }
             Some(Type::Ptr(sp?, el?))
+        }
+        AstType::Vec { len, elem, span } => {
+            let el = scalar(elem, errs)?;
+            let n: u64 = len.node.parse().unwrap_or(0);
+            match Type::vec(n, el) {
+                Ok(t) => Some(t),
+                Err(msg) => {
+                    errs.push(Diagnostic::error(msg).at(*span, "not a vector type"));
+                    None
+                }
+            }
         }
     }
 }

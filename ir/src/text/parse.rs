@@ -773,6 +773,8 @@ impl<'a, 'e> KernelLowering<'a, 'e> {
         let (_, elem) = ptr.pointee()?;
         match p.op {
             Op::Load | Op::Atomic(_) | Op::AtomicCas => Some(Type::Scalar(elem)),
+            // A vector type that is not valid (`vec<4, f64>`) is the verifier's to report.
+            Op::LoadVec(w) => Some(Type::Vec(w, elem)),
             Op::PtrOffset | Op::PtrOffsetBytes => Some(ptr),
             _ => None,
         }
@@ -792,7 +794,7 @@ impl<'a, 'e> KernelLowering<'a, 'e> {
             },
             AstOperand::Indexed(..) => {
                 self.errs.push(
-                    Diagnostic::error("indexed operand `%p[i]` is only allowed as the address of load, store and atom")
+                    Diagnostic::error("indexed operand `%p[i]` is only allowed as the address of a memory op (load, store, atom, ldmatrix, cp.async)")
                         .at(o.span, "here"),
                 );
                 None
@@ -837,14 +839,18 @@ impl<'a, 'e> KernelLowering<'a, 'e> {
         if let Op::Call(_) = op {
             return self.lower_call_args(args);
         }
-        let is_mem = matches!(op, Op::Load | Op::Store | Op::Atomic(_) | Op::AtomicCas);
-        let expected_count = if is_mem { op.arity() - 1 } else { op.arity() };
+        let addresses = op.address_operands();
+        let is_mem = !addresses.is_empty();
+        let expected_count = op.arity() - addresses.len();
         if args.len() != expected_count {
             let what = match op {
                 Op::Load => "`load %p[%i]`".to_string(),
                 Op::Store => "`store %p[%i], %v`".to_string(),
                 Op::Atomic(_) => format!("`{mnemonic} %p[%i], %v`"),
                 Op::AtomicCas => "`atom.cas %p[%i], %cmp, %new`".to_string(),
+                Op::LoadVec(_) | Op::Ldmatrix(..) => format!("`{mnemonic} %p[%i]`"),
+                Op::StoreVec(_) => format!("`{mnemonic} %p[%i], %v`"),
+                Op::CpAsync(_) => format!("`{mnemonic} %shared[%i], %global[%j], %src_bytes`"),
                 _ => format!("{expected_count} operand{}", if expected_count == 1 { "" } else { "s" }),
             };
             self.errs.push(
@@ -860,26 +866,39 @@ impl<'a, 'e> KernelLowering<'a, 'e> {
         let sig = op.signature();
         let mut out: smallvec::SmallVec<[Option<Operand>; 4]> = smallvec::SmallVec::new();
         if is_mem {
-            let (ptr_name, index) = match &args[0].node {
-                AstOperand::Indexed(p, i) => (p.clone(), Some(&**i)),
-                AstOperand::Value(p) => (p.clone(), None),
-                _ => {
-                    self.errs.push(
-                        Diagnostic::error(format!("`{mnemonic}` needs an address `%p[%i]`"))
-                            .at(args[0].span, "not an address"),
-                    );
-                    return Args::new();
+            let mut elem = None;
+            for (n, a) in args.iter().enumerate() {
+                if !addresses.contains(&n) {
+                    // Literals after the address are typed by its element (a stored value), or by
+                    // the op (`cp.async`'s source size).
+                    let expected = match op {
+                        Op::CpAsync(_) => Some(ScalarType::U32),
+                        Op::StoreVec(_) => None,
+                        _ => elem,
+                    };
+                    out.push(self.lower_operand(a, expected));
+                    continue;
                 }
-            };
-            let ptr = self.lower_operand(&Spanned { node: AstOperand::Value(ptr_name), span: args[0].span }, None);
-            let idx = match index {
-                Some(i) => self.lower_operand(i, Some(ScalarType::U64)),
-                None => Some(Operand::Const(Constant::u64(0))),
-            };
-            let elem = ptr.and_then(|p| self.kernel.operand_type(p).pointee()).map(|(_, e)| e);
-            out.extend([ptr, idx]);
-            for a in &args[1..] {
-                out.push(self.lower_operand(a, elem));
+                let (ptr_name, index) = match &a.node {
+                    AstOperand::Indexed(p, i) => (p.clone(), Some(&**i)),
+                    AstOperand::Value(p) => (p.clone(), None),
+                    _ => {
+                        self.errs.push(
+                            Diagnostic::error(format!("`{mnemonic}` needs an address `%p[%i]`"))
+                                .at(a.span, "not an address"),
+                        );
+                        return Args::new();
+                    }
+                };
+                let ptr = self.lower_operand(&Spanned { node: AstOperand::Value(ptr_name), span: a.span }, None);
+                let idx = match index {
+                    Some(i) => self.lower_operand(i, Some(ScalarType::U64)),
+                    None => Some(Operand::Const(Constant::u64(0))),
+                };
+                if n == 0 {
+                    elem = ptr.and_then(|p| self.kernel.operand_type(p).pointee()).map(|(_, e)| e);
+                }
+                out.extend([ptr, idx]);
             }
         } else {
             for (i, a) in args.iter().enumerate() {

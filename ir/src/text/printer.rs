@@ -189,10 +189,23 @@ pub fn print_inst(k: &Kernel, i: InstId) -> String {
         let _ = write!(s, "%{} = ", k.value(r).name);
     }
     s.push_str(&d.op.mnemonic());
+    let addresses = d.op.address_operands();
     let ops: Vec<String> = match &d.op {
-        Op::Load | Op::Store | Op::Atomic(_) | Op::AtomicCas if d.args.len() >= 2 => {
-            let mut v = vec![format!("{}[{}]", print_operand(k, d.args[0]), print_operand(k, d.args[1]))];
-            v.extend(d.args[2..].iter().map(|a| print_operand(k, *a)));
+        _ if !addresses.is_empty() && d.args.len() == d.op.arity() => {
+            // Written operand `n` is an address when `addresses` names it: two instruction operands.
+            let mut v = vec![];
+            let mut at = 0;
+            let mut n = 0;
+            while at < d.args.len() {
+                if addresses.contains(&n) && at + 1 < d.args.len() {
+                    v.push(format!("{}[{}]", print_operand(k, d.args[at]), print_operand(k, d.args[at + 1])));
+                    at += 2;
+                } else {
+                    v.push(print_operand(k, d.args[at]));
+                    at += 1;
+                }
+                n += 1;
+            }
             v
         }
         Op::SharedAddr(idx) => {

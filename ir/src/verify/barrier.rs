@@ -320,7 +320,7 @@ fn divergent_sites(k: &Kernel, u: &Uniformity) -> Vec<Site> {
             };
             let what = match &inst.op {
                 Op::Barrier if level >= Level::WarpUniform => What::Barrier,
-                Op::Shfl(..) | Op::Vote(_)
+                Op::Shfl(..) | Op::Vote(_) | Op::Mma(_) | Op::Ldmatrix(..)
                     if level == Level::Varying
                         && crate::analysis::warps::is_full_mask_collective(inst.op, &inst.args) =>
                 {

@@ -140,7 +140,7 @@ use crate::ir::*;
 use crate::op::*;
 use crate::span::Span;
 use crate::text::printer::{print_constant, print_inst};
-use crate::types::{AddrSpace, Constant, ScalarType, Type};
+use crate::types::{AddrSpace, Constant, ScalarType, Type, VecWidth};
 use rustc_hash::FxHashMap as HashMap;
 
 pub(crate) mod barrier;
@@ -166,6 +166,8 @@ pub fn param_bytes(ty: Type) -> u64 {
         Type::Ptr(..) => 8,
         Type::Scalar(ScalarType::Pred) => 1,
         Type::Scalar(s) => s.bytes() as u64,
+        // Not a valid parameter type (the verifier says so); its size for the running total.
+        Type::Vec(..) => (ty.bits() / 8) as u64,
     }
 }
 
@@ -686,6 +688,21 @@ impl<'a> Verifier<'a> {
                 continue;
             }
             let vd = &k.values[vi];
+            if let Type::Vec(w, el) = vd.ty {
+                if let Err(msg) = Type::vec(w.len() as u64, el) {
+                    let d = Diagnostic::error(format!("`%{}` has type `{}`: {msg}", vd.name, vd.ty));
+                    self.report(d, Entity::Value(ValueId(vi as u32)), "defined here");
+                }
+                let crosses = match vd.def {
+                    ValueDef::Param(_) => Some(if k.is_func() { "function parameters" } else { "kernel parameters" }),
+                    _ => None,
+                };
+                if let Some(what) = crosses {
+                    let d = Diagnostic::error(format!("`%{}` has type `{}`: {what} cannot be vectors", vd.name, vd.ty))
+                        .with_note("pass a pointer and load the vector with `load.v2`/`load.v4`, or pass its elements");
+                    self.report(d, Entity::Value(ValueId(vi as u32)), "defined here");
+                }
+            }
             if let Type::Ptr(_, ScalarType::Pred) = vd.ty {
                 let d = Diagnostic::error(format!(
                     "`%{}` has type `{}`: pointers to `pred` are not allowed",
@@ -1047,6 +1064,78 @@ impl<'a> Verifier<'a> {
         // Op-specific operand rules and the result type the op produces.
         let produced: Option<Type> = match &inst.op {
             Op::Load | Op::Store | Op::Atomic(_) | Op::AtomicCas => self.check_memory(e, m, &inst.op, &inst.args, &tys),
+            Op::VecExtract(w, _) | Op::VecInsert(w, _) => {
+                self.expect_lane(e, m, inst.args[1], *w);
+                sig.result
+            }
+            Op::LoadVec(w) | Op::StoreVec(w) => self.check_vector_memory(e, m, *w, &inst.args, &tys),
+            Op::Ldmatrix(..) => {
+                if let Some((space, elem)) = self.expect_pointer(e, m, inst.args[0], tys[0], "address") {
+                    self.expect_int(e, m, inst.args[1], tys[1], "index");
+                    if space != AddrSpace::Shared || elem.bits() != 16 {
+                        let d = self.def_label_ptr(
+                            Diagnostic::error(format!(
+                                "`{m}` reads rows of 16-bit elements from shared memory, but its address has type `{}`",
+                                Type::Ptr(space, elem)
+                            ))
+                            .with_note("the address is a `ptr<shared, T>` with T one of f16, bf16, u16, s16"),
+                            inst.args[0],
+                        );
+                        self.report(d, e, "not a 16-bit shared pointer");
+                    } else {
+                        self.check_static_alignment(e, m, inst.args[0], inst.args[1], elem, 16);
+                    }
+                }
+                sig.result
+            }
+            Op::CpAsync(size) => {
+                let dst = self.expect_pointer(e, m, inst.args[0], tys[0], "destination");
+                self.expect_int(e, m, inst.args[1], tys[1], "destination index");
+                let src = self.expect_pointer(e, m, inst.args[2], tys[2], "source");
+                self.expect_int(e, m, inst.args[3], tys[3], "source index");
+                let bytes = size.bytes();
+                for (p, idx, want, what) in [(dst, 1, AddrSpace::Shared, "destination"), (src, 3, AddrSpace::Global, "source")] {
+                    let Some((space, elem)) = p else { continue };
+                    if space != want {
+                        let d = self.def_label_ptr(
+                            Diagnostic::error(format!(
+                                "`{m}` copies from global to shared memory, but its {what} points to {space} memory"
+                            )),
+                            inst.args[idx - 1],
+                        );
+                        self.report(d, e, format!("the {what} must be a `ptr<{want}, T>`"));
+                    } else if elem.bytes() > bytes {
+                        let d = Diagnostic::error(format!(
+                            "`{m}` copies {bytes} bytes, less than one `{elem}` element of its {what}"
+                        ));
+                        self.report(d, e, "copy smaller than an element");
+                    } else {
+                        self.check_static_alignment(e, m, inst.args[idx - 1], inst.args[idx], elem, bytes);
+                    }
+                }
+                if let Operand::Const(c) = inst.args[4] {
+                    if c.bits > bytes as u64 {
+                        let d = Diagnostic::error(format!(
+                            "`{m}` copies {bytes} bytes, but its source size is {}",
+                            c.bits
+                        ))
+                        .with_note("the source size is how many of the bytes come from global memory (the rest are zeros): 0 to the copy size");
+                        self.report(d, e, "source size too large");
+                    }
+                }
+                None
+            }
+            Op::CpAsyncWait => {
+                if !matches!(inst.args[0], Operand::Const(_)) {
+                    let d = Diagnostic::error(format!(
+                        "`{m}` takes a constant number of groups, but {} is not a constant",
+                        self.quoted_operand(inst.args[0])
+                    ))
+                    .with_note("write `cp.async.wait 0` to wait for every committed copy");
+                    self.report(d, e, "not a constant");
+                }
+                None
+            }
             Op::PtrOffset | Op::PtrOffsetBytes => {
                 let p = self.expect_pointer(e, m, inst.args[0], tys[0], "operand 1");
                 self.expect_int(
@@ -1293,6 +1382,11 @@ impl<'a> Verifier<'a> {
                     self.no_flags(e, m, *flags);
                 }
             }
+            Op::VecBuild(w, ty) | Op::VecExtract(w, ty) | Op::VecInsert(w, ty) => {
+                if let Err(msg) = Type::vec(w.len() as u64, *ty) {
+                    reject(self, format!("`{m}`: {msg}"), "vectors have 2 or 4 elements of a scalar type other than `pred`, 16 bytes at most");
+                }
+            }
             Op::MulWide(ty) => {
                 if ty.widened().is_none() {
                     reject(
@@ -1420,7 +1514,14 @@ impl<'a> Verifier<'a> {
             | Op::SharedAddr(_)
             | Op::Barrier
             | Op::Call(_)
-            | Op::Vote(_) => {}
+            | Op::Vote(_)
+            | Op::LoadVec(_)
+            | Op::StoreVec(_)
+            | Op::Mma(_)
+            | Op::Ldmatrix(..)
+            | Op::CpAsync(_)
+            | Op::CpAsyncCommit
+            | Op::CpAsyncWait => {}
         }
     }
 
@@ -1569,6 +1670,100 @@ impl<'a> Verifier<'a> {
         match op {
             Op::Store => None,
             _ => Some(Type::Scalar(elem)),
+        }
+    }
+
+    /// The lane of `extract`/`insert`: a constant below the vector's width.
+    fn expect_lane(&mut self, e: Entity, m: &Op, a: Operand, w: VecWidth) {
+        match a {
+            Operand::Const(c) if c.bits < w.len() as u64 => {}
+            Operand::Const(c) => {
+                let d = Diagnostic::error(format!(
+                    "`{m}` has lane {}, but a `{}` vector has lanes 0 to {}",
+                    c.bits,
+                    w.name(),
+                    w.len() - 1
+                ));
+                self.report(d, e, "lane out of range");
+            }
+            Operand::Value(_) => {
+                let d = self.def_label(
+                    Diagnostic::error(format!(
+                        "the lane of `{m}` must be a constant, but {} is a value",
+                        self.quoted_operand(a)
+                    )),
+                    a,
+                )
+                .with_note("a vector's elements live in separate registers: the lane is fixed when the kernel is compiled");
+                self.report(d, e, "lane is not a constant");
+            }
+        }
+    }
+
+    /// `load.vN` / `store.vN`: an address, an integer index, a valid vector of the pointee, the
+    /// stored value of that type, and the alignment where it is known statically.
+    fn check_vector_memory(&mut self, e: Entity, m: &Op, w: VecWidth, args: &[Operand], tys: &[Option<Type>]) -> Option<Type> {
+        let p = self.expect_pointer(e, m, args[0], tys[0], "address");
+        self.expect_int(e, m, args[1], tys[1], "index");
+        let (space, elem) = p?;
+        let vt = match Type::vec(w.len() as u64, elem) {
+            Ok(t) => t,
+            Err(msg) => {
+                let d = self.def_label_ptr(
+                    Diagnostic::error(format!("`{m}` through a `{}`: {msg}", Type::Ptr(space, elem))),
+                    args[0],
+                );
+                self.report(d, e, "no such vector access");
+                return None;
+            }
+        };
+        if let (Some(&a), Some(Some(have))) = (args.get(2), tys.get(2)) {
+            if *have != vt {
+                let d = self.def_label(
+                    Diagnostic::error(format!(
+                        "type mismatch: `{m}` through a `{}` stores a `{vt}`, but {} has type `{have}`",
+                        Type::Ptr(space, elem),
+                        self.quoted_operand(a)
+                    )),
+                    a,
+                );
+                self.report(d, e, format!("stored value has type `{have}`, expected `{vt}`"));
+            }
+        }
+        self.check_static_alignment(e, m, args[0], args[1], elem, vt.bits() / 8);
+        (matches!(m, Op::LoadVec(_))).then_some(vt)
+    }
+
+    /// A vector access of `bytes` bytes at `ptr[index]`: rejected when its misalignment is known
+    /// statically — a constant index that is not a multiple of the access, or a pointer taken
+    /// straight from `addr @decl` whose declaration is aligned to less than the access. (Other
+    /// misalignment is a fault at run time.)
+    fn check_static_alignment(&mut self, e: Entity, m: &Op, ptr: Operand, index: Operand, elem: ScalarType, bytes: u32) {
+        let k = self.k;
+        if let Operand::Const(c) = index {
+            let off = (c.as_i128() * elem.bytes() as i128).rem_euclid(bytes as i128);
+            if off != 0 {
+                let d = Diagnostic::error(format!(
+                    "misaligned `{m}`: index {} is byte offset {} from the pointer, not a multiple of the {bytes}-byte access",
+                    c.as_i128(),
+                    c.as_i128() * elem.bytes() as i128
+                ))
+                .with_note(format!("a {bytes}-byte access needs an index that is a multiple of {}", bytes / elem.bytes()));
+                self.report(d, e, "misaligned");
+                return;
+            }
+        }
+        let Operand::Value(v) = ptr else { return };
+        let Some(ValueDef::Inst(def)) = k.values.get(v.index()).map(|vd| vd.def) else { return };
+        let Some(Op::SharedAddr(idx)) = k.insts.get(def.index()).map(|d| d.op) else { return };
+        let Some(decl) = k.shared.get(idx as usize) else { return };
+        if decl.align < bytes {
+            let d = Diagnostic::error(format!(
+                "misaligned `{m}`: `@{}` is aligned to {} bytes, but the access needs {bytes}",
+                decl.name, decl.align
+            ))
+            .with_label(decl.span, format!("declare it `align {bytes}`"));
+            self.report(d, e, format!("{bytes}-byte access"));
         }
     }
 
