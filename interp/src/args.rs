@@ -229,6 +229,8 @@ pub fn materialize(spec: &ArgSpec, ty: Type, base_dir: Option<&Path>) -> Result<
             Err(format!("a {ty} needs a buffer (rand:, zeros:, @file.npy...), not the number `{text}`"))
         }
         (_, Type::Scalar(t)) => Err(format!("a {t} scalar needs a number, not a buffer")),
+        // The verifier refuses vector parameters; a caller that binds one anyway gets an error.
+        (_, Type::Vec(..)) => Err(format!("a {ty} cannot be passed to a launch (vectors are not parameters)")),
         (_, Type::Ptr(AddrSpace::Shared, _)) => Err(format!("a {ty} cannot be passed to a launch")),
         (ArgSpec::Npy(path), Type::Ptr(_, elem)) => {
             let full = match base_dir {

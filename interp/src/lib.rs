@@ -325,6 +325,12 @@ fn check_args(kernel: &Kernel, args: &[Arg], buffers: &[Buffer]) -> Result<(Vec<
                 names[*i].push(format!("%{name}"));
                 bits.push(mem::make_ptr(*i as u32 + 1, 0));
             }
+            (Type::Vec(..), _) => {
+                return Err(InterpError::invalid(format!(
+                    "parameter %{name} is a {}; vectors cannot be kernel parameters (run `kir check`)",
+                    v.ty
+                )))
+            }
             (Type::Ptr(..), Arg::Scalar(c)) => {
                 return Err(InterpError::invalid(format!(
                     "argument %{name} must be a buffer ({}), given a {} scalar",
