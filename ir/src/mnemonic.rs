@@ -666,9 +666,9 @@ impl Family {
                 let Some((first, rest)) = tail.split_first() else {
                     return Err(format!("`{m}` needs a {} ({})", set.what, one_of(set.words(), "`")));
                 };
-                f.word = set.find(first).ok_or_else(|| {
-                    format!("unknown {} `{first}` (expected {})", set.what, one_of(set.words(), ""))
-                })?;
+                f.word = set
+                    .find(first)
+                    .ok_or_else(|| format!("unknown {} `{first}` (expected {})", set.what, one_of(set.words(), "")))?;
                 match rest {
                     [] => {}
                     [w] if *w == word => f.flag = true,

@@ -716,9 +716,13 @@ impl Op {
     /// operands of the instruction: the pointer and the index).
     pub fn address_operands(&self) -> &'static [usize] {
         match self {
-            Op::Load | Op::Store | Op::Atomic(_) | Op::AtomicCas | Op::LoadVec(_) | Op::StoreVec(_) | Op::Ldmatrix(..) => {
-                &[0]
-            }
+            Op::Load
+            | Op::Store
+            | Op::Atomic(_)
+            | Op::AtomicCas
+            | Op::LoadVec(_)
+            | Op::StoreVec(_)
+            | Op::Ldmatrix(..) => &[0],
             Op::CpAsync(_) => &[0, 1],
             _ => &[],
         }
@@ -798,7 +802,9 @@ impl Op {
                 (smallvec::smallvec![Some(Type::PRED), Some(Type::U32)], Some(r), true)
             }
             Op::VecBuild(w, ty) => (smallvec::smallvec![Some(t(*ty)); w.len()], Some(Type::Vec(*w, *ty)), true),
-            Op::VecExtract(w, ty) => (smallvec::smallvec![Some(Type::Vec(*w, *ty)), Some(Type::U32)], Some(t(*ty)), true),
+            Op::VecExtract(w, ty) => {
+                (smallvec::smallvec![Some(Type::Vec(*w, *ty)), Some(Type::U32)], Some(t(*ty)), true)
+            }
             Op::VecInsert(w, ty) => {
                 let v = Type::Vec(*w, *ty);
                 (smallvec::smallvec![Some(v), Some(Type::U32), Some(t(*ty))], Some(v), true)

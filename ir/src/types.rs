@@ -252,7 +252,9 @@ impl Type {
         }
         let bits = elem.bits() * n as u32;
         if bits > MAX_VEC_BITS {
-            return Err(format!("`vec<{n}, {elem}>` is {bits} bits; vectors are at most {MAX_VEC_BITS} bits (16 bytes)"));
+            return Err(format!(
+                "`vec<{n}, {elem}>` is {bits} bits; vectors are at most {MAX_VEC_BITS} bits (16 bytes)"
+            ));
         }
         Ok(Type::Vec(w, elem))
     }

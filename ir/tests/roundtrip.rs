@@ -84,7 +84,14 @@ fn random_constant(c: &mut Chooser, ty: ScalarType) -> Constant {
 }
 
 /// A value of vector type `t` from the pool, or a new `vec` of constants appended to block `b`.
-fn vector_operand(c: &mut Chooser, k: &mut Kernel, b: BlockId, t: Type, pool: &mut Vec<Val>, counter: &mut usize) -> Operand {
+fn vector_operand(
+    c: &mut Chooser,
+    k: &mut Kernel,
+    b: BlockId,
+    t: Type,
+    pool: &mut Vec<Val>,
+    counter: &mut usize,
+) -> Operand {
     let cands: Vec<&Val> = pool.iter().filter(|v| v.ty == t).collect();
     if !cands.is_empty() && c.coin() {
         return Operand::Value(cands[c.below(cands.len())].id);
@@ -185,7 +192,14 @@ fn generate(c: &mut Chooser, kernel_name: &str) -> Kernel {
                     }
                     match op {
                         Op::StoreVec(w) => {
-                            args.push(vector_operand(c, &mut k, b, Type::Vec(w, ScalarType::F32), &mut pool, &mut counter));
+                            args.push(vector_operand(
+                                c,
+                                &mut k,
+                                b,
+                                Type::Vec(w, ScalarType::F32),
+                                &mut pool,
+                                &mut counter,
+                            ));
                             None
                         }
                         Op::LoadVec(w) => Some(Type::Vec(w, ScalarType::F32)),

@@ -107,6 +107,9 @@ pub enum Reason {
     Barrier(String),
     SharedMemory(String),
     WarpCollective(String),
+    /// A vector access or async copy: several elements per thread, which the index proof does not
+    /// cover.
+    VectorMemory(String),
     Atomic {
         kernel: String,
         buffer: String,
@@ -156,7 +159,10 @@ impl fmt::Display for Reason {
             }
             Reason::Barrier(k) => write!(f, "barrier: @{k} synchronizes its block"),
             Reason::SharedMemory(k) => write!(f, "shared memory: @{k} uses shared memory"),
-            Reason::WarpCollective(k) => write!(f, "warp collective: @{k} uses shfl or vote"),
+            Reason::WarpCollective(k) => write!(f, "warp collective: @{k} uses shfl, vote, mma or ldmatrix"),
+            Reason::VectorMemory(k) => {
+                write!(f, "vector memory: @{k} uses load.vN, store.vN or cp.async (several elements per thread)")
+            }
             Reason::Atomic { kernel, buffer } => write!(f, "atomic: @{kernel} uses atomics on %{buffer}"),
             Reason::DerivedPointer { kernel, buffer } => {
                 write!(
@@ -655,6 +661,9 @@ fn plan(m: &Module, li: &Launch, lj: &Launch, reasons: &mut Vec<Reason>) -> Opti
         }
         if ops.iter().any(|o| o.is_warp_collective()) {
             reasons.push(Reason::WarpCollective(k.name.clone()));
+        }
+        if ops.iter().any(|o| matches!(o, Op::LoadVec(_) | Op::StoreVec(_) | Op::CpAsync(_))) {
+            reasons.push(Reason::VectorMemory(k.name.clone()));
         }
     }
     let ep = kir_ir::analysis::effects::launch_effects(m, li);

@@ -138,8 +138,10 @@ fn shape(
             }
         }
         size += blk.insts.len();
-        has_sync |=
-            blk.insts.iter().any(|&i| matches!(k.inst(i).op, Op::Barrier | Op::Shfl(..) | Op::Vote(_) | Op::Call(_)));
+        has_sync |= blk.insts.iter().any(|&i| {
+            let op = k.inst(i).op;
+            matches!(op, Op::Barrier | Op::Call(_)) || op.is_warp_collective()
+        });
     }
     let mut entry = None;
     for &p in cfg.preds(header) {

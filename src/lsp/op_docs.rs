@@ -201,6 +201,16 @@ fn key_of(op: &Op) -> (String, Option<bool>) {
         Op::Call(_) => ("call".into(), None),
         Op::Shfl(..) => ("shfl".into(), None),
         Op::Vote(m) => (format!("vote.{}", m.name()), None),
+        Op::VecBuild(..) => ("vec".into(), None),
+        Op::VecExtract(..) => ("extract".into(), None),
+        Op::VecInsert(..) => ("insert".into(), None),
+        Op::LoadVec(_) => ("load.v4".into(), None),
+        Op::StoreVec(_) => ("store.v4".into(), None),
+        Op::Mma(_) => ("mma".into(), None),
+        Op::Ldmatrix(..) => ("ldmatrix".into(), None),
+        Op::CpAsync(_) => ("cp.async".into(), None),
+        Op::CpAsyncCommit => ("cp.async.commit".into(), None),
+        Op::CpAsyncWait => ("cp.async.wait".into(), None),
     }
 }
 

@@ -34,11 +34,24 @@ pub fn param_access(k: &Kernel) -> Vec<ParamAccess> {
     for i in k.blocks.iter().flat_map(|b| &b.insts) {
         let Some(d) = k.insts.get(i.index()) else { continue };
         let (read, write, atomic) = match d.op {
-            Op::Load => (true, false, false),
-            Op::Store => (false, true, false),
+            Op::Load | Op::LoadVec(_) | Op::Ldmatrix(..) => (true, false, false),
+            Op::Store | Op::StoreVec(_) => (false, true, false),
             Op::Atomic(_) | Op::AtomicCas => (true, true, true),
             // A function may do anything through the pointers it is passed.
             Op::Call(_) => (true, true, true),
+            // `cp.async` writes its first (shared) address and reads its second (global) one.
+            Op::CpAsync(_) => {
+                for (at, read, write) in [(0, false, true), (2, true, false)] {
+                    let Some(p) = d.args.get(at).and_then(|a| a.as_value()) else { continue };
+                    for &o in origin.get(p.index()).into_iter().flatten() {
+                        if let Some(a) = acc.get_mut(o as usize) {
+                            a.read |= read;
+                            a.write |= write;
+                        }
+                    }
+                }
+                continue;
+            }
             _ => continue,
         };
         let pointers: &[Operand] = if matches!(d.op, Op::Call(_)) { &d.args } else { &d.args[..d.args.len().min(1)] };

@@ -456,8 +456,7 @@ impl Uniformity {
         u.irreducible = forest.is_irreducible();
         u.ptr_obj = pointer_objects(k, cfg, &u.inst_block);
         // Reach walks the CFG once per memory access.
-        let accesses =
-            k.insts.iter().filter(|i| matches!(i.op, Op::Load | Op::Store | Op::Atomic(_) | Op::AtomicCas)).count();
+        let accesses = k.insts.iter().filter(|i| !i.op.address_operands().is_empty()).count();
         if !u.spend((accesses as u64 + 1) * nb as u64) {
             return u.give_up(cfg);
         }
@@ -708,7 +707,9 @@ impl Uniformity {
             // What the callee computes is not analysed here (barrier verification analyses an
             // inlined copy instead): conservatively varying.
             Op::Call(_) => (Level::Varying, Some(ValueReason::Call)),
-            Op::Load => {
+            // Each lane holds its own part of the warp's matrices.
+            Op::Mma(_) | Op::Ldmatrix(..) => (Level::Varying, Some(ValueReason::Collective)),
+            Op::Load | Op::LoadVec(_) => {
                 let addr = self.max_operands(&inst.args, b);
                 if addr.0 == Level::Varying || self.load_is_stable(i) {
                     addr
@@ -1179,7 +1180,15 @@ impl Reach {
                         r.writes_global |= o == MemObject::Global;
                         r.writes.push(Access { inst: i, block: b, pos, obj: o, elems: elems() });
                     }
+                    // Several elements (`elems` knows one): the whole object. An async copy writes
+                    // its destination later, at a wait: counting it from the copy on covers that.
+                    Op::StoreVec(_) | Op::CpAsync(_) => {
+                        let o = target();
+                        r.writes_global |= o == MemObject::Global;
+                        r.writes.push(Access { inst: i, block: b, pos, obj: o, elems: None });
+                    }
                     Op::Load => r.loads.push(Access { inst: i, block: b, pos, obj: target(), elems: elems() }),
+                    Op::LoadVec(_) => r.loads.push(Access { inst: i, block: b, pos, obj: target(), elems: None }),
                     Op::Call(_) => {
                         // A function reaches memory only through the pointers it is passed (it
                         // declares no shared memory and no op makes a pointer from an integer):

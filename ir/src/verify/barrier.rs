@@ -756,6 +756,10 @@ fn explain(
                 "some threads of the block may not reach this barrier".to_string()
             },
         ),
+        What::Collective if inst.op.needs_whole_warp() => (
+            format!("`{mnemonic}` must be executed by all 32 lanes of the warp together"),
+            "some lanes of the warp may not reach this collective".to_string(),
+        ),
         What::Collective => (
             format!("`{mnemonic}` with member mask 0xffffffff must be executed by all 32 lanes of the warp together"),
             "some lanes of the warp may not reach this collective".to_string(),
@@ -845,7 +849,7 @@ fn explain(
              a loop that threads leave after different numbers of iterations",
         ),
         What::Collective => d.with_note(
-            "a shuffle or vote with the full member mask needs all 32 lanes of the warp: it must post-dominate every \
+            "a shuffle or vote with the full member mask (and every `mma` and `ldmatrix`) needs all 32 lanes of the warp: it must post-dominate every \
              branch whose condition may differ between lanes of a warp; a condition is the same in all lanes of a warp \
              when it is computed only from uniform values, `warpid`, full-mask votes and `shfl.idx` from a warp-uniform \
              lane, or, in a kernel declaring `reqntid` with an x size that is a multiple of 32, from `tid.x >> 5` and `tid.y`",

@@ -1094,7 +1094,9 @@ impl<'a> Verifier<'a> {
                 let src = self.expect_pointer(e, m, inst.args[2], tys[2], "source");
                 self.expect_int(e, m, inst.args[3], tys[3], "source index");
                 let bytes = size.bytes();
-                for (p, idx, want, what) in [(dst, 1, AddrSpace::Shared, "destination"), (src, 3, AddrSpace::Global, "source")] {
+                for (p, idx, want, what) in
+                    [(dst, 1, AddrSpace::Shared, "destination"), (src, 3, AddrSpace::Global, "source")]
+                {
                     let Some((space, elem)) = p else { continue };
                     if space != want {
                         let d = self.def_label_ptr(
@@ -1384,7 +1386,11 @@ impl<'a> Verifier<'a> {
             }
             Op::VecBuild(w, ty) | Op::VecExtract(w, ty) | Op::VecInsert(w, ty) => {
                 if let Err(msg) = Type::vec(w.len() as u64, *ty) {
-                    reject(self, format!("`{m}`: {msg}"), "vectors have 2 or 4 elements of a scalar type other than `pred`, 16 bytes at most");
+                    reject(
+                        self,
+                        format!("`{m}`: {msg}"),
+                        "vectors have 2 or 4 elements of a scalar type other than `pred`, 16 bytes at most",
+                    );
                 }
             }
             Op::MulWide(ty) => {
@@ -1687,14 +1693,17 @@ impl<'a> Verifier<'a> {
                 self.report(d, e, "lane out of range");
             }
             Operand::Value(_) => {
-                let d = self.def_label(
-                    Diagnostic::error(format!(
-                        "the lane of `{m}` must be a constant, but {} is a value",
-                        self.quoted_operand(a)
-                    )),
-                    a,
-                )
-                .with_note("a vector's elements live in separate registers: the lane is fixed when the kernel is compiled");
+                let d = self
+                    .def_label(
+                        Diagnostic::error(format!(
+                            "the lane of `{m}` must be a constant, but {} is a value",
+                            self.quoted_operand(a)
+                        )),
+                        a,
+                    )
+                    .with_note(
+                        "a vector's elements live in separate registers: the lane is fixed when the kernel is compiled",
+                    );
                 self.report(d, e, "lane is not a constant");
             }
         }
@@ -1702,7 +1711,14 @@ impl<'a> Verifier<'a> {
 
     /// `load.vN` / `store.vN`: an address, an integer index, a valid vector of the pointee, the
     /// stored value of that type, and the alignment where it is known statically.
-    fn check_vector_memory(&mut self, e: Entity, m: &Op, w: VecWidth, args: &[Operand], tys: &[Option<Type>]) -> Option<Type> {
+    fn check_vector_memory(
+        &mut self,
+        e: Entity,
+        m: &Op,
+        w: VecWidth,
+        args: &[Operand],
+        tys: &[Option<Type>],
+    ) -> Option<Type> {
         let p = self.expect_pointer(e, m, args[0], tys[0], "address");
         self.expect_int(e, m, args[1], tys[1], "index");
         let (space, elem) = p?;
@@ -1738,7 +1754,15 @@ impl<'a> Verifier<'a> {
     /// statically — a constant index that is not a multiple of the access, or a pointer taken
     /// straight from `addr @decl` whose declaration is aligned to less than the access. (Other
     /// misalignment is a fault at run time.)
-    fn check_static_alignment(&mut self, e: Entity, m: &Op, ptr: Operand, index: Operand, elem: ScalarType, bytes: u32) {
+    fn check_static_alignment(
+        &mut self,
+        e: Entity,
+        m: &Op,
+        ptr: Operand,
+        index: Operand,
+        elem: ScalarType,
+        bytes: u32,
+    ) {
         let k = self.k;
         if let Operand::Const(c) = index {
             let off = (c.as_i128() * elem.bytes() as i128).rem_euclid(bytes as i128);
