@@ -152,12 +152,28 @@ fn at_call(d: Diagnostic, span: kir_ir::Span) -> Diagnostic {
 }
 
 /// The `.param` type of a function parameter or result: `.b32` up to 32 bits (narrower types
-/// promoted), `.b64` for 64-bit types and pointers.
-pub fn abi_param_type(ty: Type) -> &'static str {
+/// promoted), `.b64` for 64-bit types and pointers; `None` for vectors, which the backend does not
+/// pass to or from functions (see [`vector_abi_error`]).
+pub fn abi_param_type(ty: Type) -> Option<&'static str> {
     use ScalarType::*;
     match ty {
-        Type::Ptr(..) | Type::Scalar(U64 | S64 | F64) => ".b64",
-        Type::Scalar(_) => ".b32",
+        Type::Ptr(..) | Type::Scalar(U64 | S64 | F64) => Some(".b64"),
+        Type::Scalar(_) => Some(".b32"),
+        Type::Vec(..) => None,
+    }
+}
+
+/// The diagnostic for a vector crossing a function boundary (`what`: "a parameter", "the
+/// result"): the verifier refuses vector parameters, and the backend does not pass vector results
+/// either (the default pipeline inlines every call, which removes the boundary).
+fn vector_abi_error(what: &str, ty: Type, span: kir_ir::Span) -> Diagnostic {
+    let d =
+        Diagnostic::error(format!("the PTX backend cannot pass {what} of type `{ty}` to or from a device function"))
+            .with_note("inline the call (the default pass pipeline does), or pass the elements or a pointer");
+    if span.is_dummy() {
+        d
+    } else {
+        d.at(span, "a vector here")
     }
 }
 
@@ -202,10 +218,15 @@ pub(crate) struct KernelEmitter<'a> {
 }
 
 /// Whether `op` is lowered to one PTX instruction that reads all its operands before it writes
-/// its destination (plus, for 8- and 16-bit integers, a re-extension of the destination alone).
+/// its destination (plus, for 8- and 16-bit integers, a re-extension of the destination alone),
+/// or, for a vector result, to code that writes element j of the destination only from element
+/// j of a vector operand or from a scalar operand (`insert`'s moves): either way the result may
+/// share the registers of an operand. `mma` is one instruction, its D sharing C's registers as
+/// CUTLASS's accumulators do.
 fn single_instruction(op: &kir_ir::Op) -> bool {
     use kir_ir::{BinOp, FloatMode, Op};
     match op {
+        Op::Mma(_) | Op::VecInsert(..) => true,
         Op::Bin(b, s, _) if s.is_int() => matches!(
             b,
             BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Min | BinOp::Max | BinOp::And | BinOp::Or | BinOp::Xor
@@ -250,7 +271,10 @@ fn coalesce_latch_args(k: &Kernel, vreg: &mut [Reg]) -> HashSet<Reg> {
         let params = &k.block(c.block).params;
         for (n, a) in c.args.iter().enumerate() {
             let (Operand::Value(v), Some(&p)) = (*a, params.get(n)) else { continue };
-            if uses.get(v.index()) != Some(&1) || vreg[v.index()].class != vreg[p.index()].class {
+            if uses.get(v.index()) != Some(&1)
+                || vreg[v.index()].class != vreg[p.index()].class
+                || RegClass::count(k.value_type(v)) != RegClass::count(k.value_type(p))
+            {
                 continue;
             }
             let kir_ir::ValueDef::Inst(def) = k.value(v).def else { continue };
@@ -263,7 +287,9 @@ fn coalesce_latch_args(k: &Kernel, vreg: &mut [Reg]) -> HashSet<Reg> {
             let read_later = blk.insts[j + 1..].iter().any(|&i| k.inst(i).args.iter().any(|a| *a == Operand::Value(p)));
             if !read_later {
                 vreg[v.index()] = vreg[p.index()];
-                shared.insert(vreg[p.index()]);
+                for j in 0..RegClass::count(k.value_type(p)) {
+                    shared.insert(vreg[p.index()].elem(j));
+                }
             }
         }
     }
@@ -366,7 +392,9 @@ impl<'a> KernelEmitter<'a> {
         funcs: &'a FuncTable,
     ) -> KernelEmitter<'a> {
         let mut regs = RegFile::default();
-        let mut vreg: Vec<Reg> = k.values.iter().map(|v| regs.fresh(RegClass::of(v.ty))).collect();
+        // A vector value gets one register per element, consecutive ([`Reg::elem`]).
+        let mut vreg: Vec<Reg> =
+            k.values.iter().map(|v| regs.fresh_n(RegClass::of(v.ty), RegClass::count(v.ty))).collect();
         let shared_regs = coalesce_latch_args(k, &mut vreg);
         KernelEmitter {
             k,
@@ -482,6 +510,11 @@ impl<'a> KernelEmitter<'a> {
         let mut reachable = vec![false; k.blocks.len()];
         k.reverse_post_order().into_iter().for_each(|b| reachable[b.index()] = true);
 
+        if let Some(t @ Type::Vec(..)) = k.ret_type().filter(|_| is_func) {
+            let span = k.func.map_or(kir_ir::Span::DUMMY, |f| f.ret_span);
+            return Err(vec![vector_abi_error("a result", t, span)]);
+        }
+
         // Parameter loads; a global pointer's `cvta` where its uses need it (`cvta_placement`).
         let cvta_at = if is_func { HashMap::new() } else { cvta_placement(k, &self.cfg) };
         let mut late_cvtas: HashMap<BlockId, Vec<(Reg, Reg)>> = HashMap::new();
@@ -493,7 +526,12 @@ impl<'a> KernelEmitter<'a> {
             let ty = k.value_type(p);
             let r = self.val(p);
             let pty = match ty {
-                _ if is_func => abi_param_type(ty),
+                // The verifier refuses vector parameters of kernels and functions.
+                Type::Vec(..) => {
+                    self.diags.push(vector_abi_error("a parameter", ty, k.value(p).span));
+                    continue;
+                }
+                _ if is_func => abi_param_type(ty).unwrap_or_default(),
                 Type::Ptr(..) => ".u64",
                 Type::Scalar(s) => crate::imm::param_type(s),
             };
@@ -516,6 +554,7 @@ impl<'a> KernelEmitter<'a> {
                 },
                 Type::Ptr(AddrSpace::Shared, _) => self.ins(format_args!("ld.param.u64 {r}, [{pname}]")),
                 Type::Scalar(s) => self.load_param(r, s, &pname),
+                Type::Vec(..) => {}
             }
         }
         std::mem::swap(&mut self.out, &mut prologue);
@@ -571,7 +610,7 @@ impl<'a> KernelEmitter<'a> {
         if is_func {
             let _ = write!(s, "\n// .kir func @{}\n.func ", k.name);
             if let Some(t) = k.ret_type() {
-                let _ = write!(s, "(.param {} func_retval0) ", abi_param_type(t));
+                let _ = write!(s, "(.param {} func_retval0) ", abi_param_type(t).unwrap_or_default());
             }
             let _ = writeln!(s, "{kname}(");
         } else {
@@ -621,6 +660,7 @@ impl<'a> KernelEmitter<'a> {
         let s = match ty {
             Type::Ptr(..) => U64,
             Type::Scalar(s) => s,
+            Type::Vec(..) => return self.diags.push(vector_abi_error("a value", ty, kir_ir::Span::DUMMY)),
         };
         let st = match s {
             F32 => "f32",
@@ -673,19 +713,24 @@ impl<'a> KernelEmitter<'a> {
             self.diags.push(at_call(d, inst.span));
             return;
         };
+        let tys = inst.args.iter().map(|&a| self.operand_type(a)).chain(f.ret);
+        if let Some(t) = tys.clone().find(|t| t.is_vec()) {
+            let what = if inst.args.iter().any(|&a| self.operand_type(a) == t) { "an argument" } else { "a result" };
+            return self.diags.push(vector_abi_error(what, t, inst.span));
+        }
         self.out.push_str("\t{\n");
         let mut names = Vec::with_capacity(inst.args.len());
         for (n, &a) in inst.args.iter().enumerate() {
             let ty = self.operand_type(a);
             let name = format!("param{n}");
-            self.ins(format_args!(".param {} {name}", abi_param_type(ty)));
+            self.ins(format_args!(".param {} {name}", abi_param_type(ty).unwrap_or_default()));
             self.store_param(&name, a, ty);
             names.push(name);
         }
         let args = names.join(", ");
         match f.ret {
             Some(t) => {
-                self.ins(format_args!(".param {} retval0", abi_param_type(t)));
+                self.ins(format_args!(".param {} retval0", abi_param_type(t).unwrap_or_default()));
                 self.ins(format_args!("call.uni (retval0), {}, ({args})", f.symbol));
             }
             None => self.ins(format_args!("call.uni {}, ({args})", f.symbol)),
@@ -696,6 +741,8 @@ impl<'a> KernelEmitter<'a> {
                 match k.value_type(v) {
                     Type::Ptr(..) => self.ins(format_args!("ld.param.u64 {r}, [retval0]")),
                     Type::Scalar(s) => self.load_param(r, s, "retval0"),
+                    // Refused above.
+                    Type::Vec(..) => {}
                 }
             }
             (Some(_), None) => {
@@ -732,6 +779,20 @@ impl<'a> KernelEmitter<'a> {
         let mut copies = Vec::with_capacity(params.len());
         for (&p, &a) in params.iter().zip(&call.args) {
             let dst = self.val(p);
+            let n = RegClass::count(self.k.value_type(p));
+            if n > 1 {
+                // A vector: every element moves (arguments of vector type are values: there are
+                // no vector constants, and the verifier matches argument and parameter types).
+                match a.as_value().filter(|&v| RegClass::count(self.k.value_type(v)) == n) {
+                    Some(v) => copies.extend((0..n).map(|j| (dst.elem(j), Src::Reg(self.val(v).elem(j))))),
+                    None => self.diags.push(Diagnostic::error(format!(
+                        "the PTX backend cannot bind vector parameter `%{}` of block `{}` to a scalar",
+                        self.k.value(p).name,
+                        self.k.block(call.block).name
+                    ))),
+                }
+                continue;
+            }
             let src = match a {
                 Operand::Value(v) => Src::Reg(self.val(v)),
                 Operand::Const(c) if crate::imm::is_float_nan(c) => Src::Reg(self.load_nan(c)),

@@ -399,6 +399,139 @@ impl KernelEmitter<'_> {
                     VoteMode::Any => self.ins(format_args!("vote.sync.any.pred {d}, {p}, {m}")),
                 }
             }
+            Op::VecBuild(w, s) => {
+                let Some(d) = d else { return };
+                for (j, &x) in a.iter().enumerate().take(w.len()) {
+                    let x = self.mov_src(x);
+                    self.ins(format_args!("mov.{} {}, {x}", mty(s), d.elem(j)));
+                }
+            }
+            Op::VecExtract(w, s) => {
+                let Some(d) = d else { return };
+                let (Some(v), Some(lane)) = (self.vector_regs(a[0], w.len()), const_lane(a[1], w.len())) else {
+                    return self.unsupported(i, "the vector must be a value and the lane a constant below its width");
+                };
+                self.ins(format_args!("mov.{} {d}, {}", mty(s), v.elem(lane)));
+            }
+            Op::VecInsert(w, s) => {
+                let Some(d) = d else { return };
+                let (Some(v), Some(lane)) = (self.vector_regs(a[0], w.len()), const_lane(a[1], w.len())) else {
+                    return self.unsupported(i, "the vector must be a value and the lane a constant below its width");
+                };
+                let x = self.mov_src(a[2]);
+                // Element by element: element j of the result is written from element j of `v`
+                // or from `x` only, so the result may share `v`'s registers (emit.rs,
+                // `single_instruction`); moves of a register to itself are left out.
+                for j in 0..w.len() {
+                    if j == lane {
+                        self.ins(format_args!("mov.{} {}, {x}", mty(s), d.elem(j)));
+                    } else if d.elem(j) != v.elem(j) {
+                        self.ins(format_args!("mov.{} {}, {}", mty(s), d.elem(j), v.elem(j)));
+                    }
+                }
+            }
+            Op::LoadVec(w) => {
+                let Some(d) = d else { return };
+                let Some((space, elem)) = self.vector_access(i, a[0], w) else { return };
+                let addr = self.address(a[0], a[1], elem.bytes() as i64);
+                let regs = reg_list(d, w.len());
+                self.ins(format_args!("ld{}.{}.{} {regs}, {addr}", ss(space), w.name(), mem_ty(elem)));
+            }
+            Op::StoreVec(w) => {
+                let Some((space, elem)) = self.vector_access(i, a[0], w) else { return };
+                let Some(v) = self.vector_regs(a[2], w.len()) else {
+                    return self.unsupported(i, "the stored vector must be a value");
+                };
+                let addr = self.address(a[0], a[1], elem.bytes() as i64);
+                let regs = reg_list(v, w.len());
+                self.ins(format_args!("st{}.{}.{} {addr}, {regs}", ss(space), w.name(), mem_ty(elem)));
+            }
+            Op::Mma(kind) => {
+                let (Some(x), Some(y), Some(z)) =
+                    (self.vector_regs(a[0], 4), self.vector_regs(a[1], 2), self.vector_regs(a[2], 4))
+                else {
+                    return self.unsupported(i, "the fragments must be vector values");
+                };
+                if [x.class, y.class, z.class] != [RegClass::B32, RegClass::B32, RegClass::F32] {
+                    return self.unsupported(i, "A and B must be `u32` vectors and C an `f32` vector");
+                }
+                // Without a result the warp still executes it (a collective): into scratch registers.
+                let d = d.unwrap_or_else(|| self.regs.fresh_n(RegClass::F32, 4));
+                let t = kind.name();
+                self.ins(format_args!(
+                    "mma.sync.aligned.{}.row.col.f32.{t}.{t}.f32 {}, {}, {}, {}",
+                    kind.shape(),
+                    reg_list(d, 4),
+                    reg_list(x, 4),
+                    reg_list(y, 2),
+                    reg_list(z, 4)
+                ));
+            }
+            Op::Ldmatrix(num, trans) => {
+                match self.k.operand_type(a[0]).pointee() {
+                    Some((AddrSpace::Shared, e)) if e.bits() == 16 => {}
+                    _ => return self.unsupported(i, "the address must be a `ptr<shared, T>` of a 16-bit T"),
+                }
+                let addr = self.address(a[0], a[1], 2);
+                let d = d.unwrap_or_else(|| self.regs.fresh_n(RegClass::B32, num.count()));
+                self.ins(format_args!(
+                    "ldmatrix.sync.aligned.m8n8.{}{}.shared.b16 {}, {addr}",
+                    num.name(),
+                    if trans { ".trans" } else { "" },
+                    reg_list(d, num.count())
+                ));
+            }
+            Op::CpAsync(size) => {
+                let (dst, src) = (self.k.operand_type(a[0]).pointee(), self.k.operand_type(a[2]).pointee());
+                let (Some((AddrSpace::Shared, de)), Some((AddrSpace::Global, se))) = (dst, src) else {
+                    return self.unsupported(i, "it copies from a `ptr<global, T>` to a `ptr<shared, T>`");
+                };
+                let dst = self.address(a[0], a[1], de.bytes() as i64);
+                let src = self.address(a[2], a[3], se.bytes() as i64);
+                let n = self.op(a[4]);
+                // `.cg` (cache in L2 only) exists for 16-byte copies only; `.ca` for 4 and 8.
+                let cache = if size.bytes() == 16 { "cg" } else { "ca" };
+                self.ins(format_args!("cp.async.{cache}.shared.global {dst}, {src}, {}, {n}", size.bytes()));
+            }
+            Op::CpAsyncCommit => self.ins("cp.async.commit_group"),
+            Op::CpAsyncWait => {
+                let Operand::Const(c) = a[0] else {
+                    return self.unsupported(i, "the number of groups must be a constant");
+                };
+                self.ins(format_args!("cp.async.wait_group {}", c.bits));
+            }
+        }
+    }
+
+    /// The first register of a vector operand of `n` elements (`None` for a constant, which is
+    /// never a vector, or a value of another width).
+    fn vector_regs(&self, o: Operand, n: usize) -> Option<Reg> {
+        let v = o.as_value()?;
+        (RegClass::count(self.k.value_type(v)) == n).then(|| self.val(v))
+    }
+
+    /// The space and element type of a `load.vN`/`store.vN` through `p`, when PTX has that access:
+    /// N elements of at most 16 bytes in all (else a located diagnostic and `None`).
+    fn vector_access(&mut self, i: InstId, p: Operand, w: kir_ir::types::VecWidth) -> Option<(AddrSpace, ScalarType)> {
+        match self.k.operand_type(p).pointee() {
+            Some((space, elem)) if kir_ir::Type::vec(w.len() as u64, elem).is_ok() => Some((space, elem)),
+            Some(_) => {
+                self.unsupported(i, "no such vector access (N elements, 16 bytes at most)");
+                None
+            }
+            None => {
+                self.unsupported(i, "not a pointer");
+                None
+            }
+        }
+    }
+
+    /// A `mov` source for `o`: a register, or the constant as `mov` spells it (a NaN constant is
+    /// loaded from its `.const` variable, never an immediate).
+    fn mov_src(&mut self, o: Operand) -> String {
+        match o {
+            Operand::Const(c) if !crate::imm::is_float_nan(c) => raw_imm(c),
+            _ => self.reg(o).to_string(),
         }
     }
 
@@ -1124,6 +1257,20 @@ fn signed_ity(s: ScalarType) -> &'static str {
         8 | 32 => "s32",
         16 => "s16",
         _ => "s64",
+    }
+}
+
+/// `{%r4, %r5, %r6, %r7}`: the `n` consecutive registers from `first` (a vector's elements).
+fn reg_list(first: Reg, n: usize) -> String {
+    let regs: Vec<String> = (0..n).map(|j| first.elem(j).to_string()).collect();
+    format!("{{{}}}", regs.join(", "))
+}
+
+/// The lane of `extract`/`insert`: a constant below `n`.
+fn const_lane(o: Operand, n: usize) -> Option<usize> {
+    match o {
+        Operand::Const(c) if c.bits < n as u64 => Some(c.bits as usize),
+        _ => None,
     }
 }
 

@@ -3,7 +3,9 @@
 //!
 //! Guarantees:
 //! - Every kir type maps to exactly one class ([`RegClass::of`]); the class decides the PTX register
-//!   width and the name prefix. `u8`/`s8` live in 32-bit registers, zero-extended for `u8` and
+//!   width and the name prefix. A vector `vec<N, T>` is N registers of `T`'s class, one per
+//!   element, numbered consecutively ([`RegFile::fresh_n`], [`Reg::elem`]): element `j` of a
+//!   vector whose first register is `%f4` is `%f(4+j)`. `u8`/`s8` live in 32-bit registers, zero-extended for `u8` and
 //!   sign-extended for `s8` (every instruction that writes one re-establishes this), so 32-bit
 //!   compare, divide, min/max and shift-right instructions give the 8-bit results directly.
 //! - Register names are `%<prefix><n>` with `n` counting from 0 per class; [`RegFile::declarations`]
@@ -38,6 +40,16 @@ impl RegClass {
         match ty {
             Type::Ptr(..) => RegClass::B64,
             Type::Scalar(s) => RegClass::of_scalar(s),
+            // Each element in its own register of the element's class.
+            Type::Vec(_, e) => RegClass::of_scalar(e),
+        }
+    }
+
+    /// How many registers a value of `ty` takes: one, or one per element of a vector.
+    pub fn count(ty: Type) -> usize {
+        match ty {
+            Type::Vec(w, _) => w.len(),
+            Type::Scalar(_) | Type::Ptr(..) => 1,
         }
     }
 
@@ -100,6 +112,14 @@ pub struct Reg {
     pub n: u32,
 }
 
+impl Reg {
+    /// Register `j` of a run handed out by [`RegFile::fresh_n`] whose first register is `self`
+    /// (element `j` of a vector value).
+    pub fn elem(self, j: usize) -> Reg {
+        Reg { class: self.class, n: self.n + j as u32 }
+    }
+}
+
 impl std::fmt::Display for Reg {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "%{}{}", self.class.prefix(), self.n)
@@ -117,6 +137,13 @@ impl RegFile {
         let n = self.counts[class.index()];
         self.counts[class.index()] += 1;
         Reg { class, n }
+    }
+
+    /// `n` (at least one) consecutive registers of `class`; returns the first (see [`Reg::elem`]).
+    pub fn fresh_n(&mut self, class: RegClass, n: usize) -> Reg {
+        let first = self.fresh(class);
+        self.counts[class.index()] += n.max(1) as u32 - 1;
+        first
     }
 
     /// `.reg` declarations for every register handed out, one line per class.
