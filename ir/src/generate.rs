@@ -59,7 +59,7 @@
 use crate::ir::{BlockCall, BlockId, FuncInfo, Kernel, Module, Operand, SharedDecl, Terminator, ValueId};
 use crate::op::*;
 use crate::span::Span;
-use crate::types::{AddrSpace, Constant, ScalarType, Type};
+use crate::types::{AddrSpace, Constant, ScalarType, Type, VecWidth};
 
 /// The kernel name of every generated kernel.
 pub const KERNEL_NAME: &str = "fuzz";
@@ -119,6 +119,9 @@ pub struct GenConfig {
     pub types: Vec<ScalarType>,
     /// Percentage of operands that are constants (more gives more to fold).
     pub const_percent: u32,
+    /// Vector values: `vec` of scalars in scope, `insert`s into it, an `extract` back to a scalar.
+    /// Off by default, so that a seed makes the same kernel as before vectors existed.
+    pub allow_vectors: bool,
     /// Device functions per module ([`random_module`]): each module has 0 to `max_funcs` of them
     /// (so some modules have none). [`random_kernel`] ignores it.
     pub max_funcs: usize,
@@ -145,6 +148,7 @@ impl Default for GenConfig {
             allow_divergent_barriers: false,
             types: ScalarType::ALL.iter().copied().filter(|t| !t.is_pred()).collect(),
             const_percent: 25,
+            allow_vectors: false,
             max_funcs: 0,
             func_insts: 20,
             call_percent: 8,
@@ -736,6 +740,7 @@ impl<'c> Gen<'c> {
             let r = self.rng.below(100);
             let nested = depth < self.cfg.max_depth && end - self.count > 4;
             match r {
+                0..=5 if self.cfg.allow_vectors => self.vector_moves(),
                 0..=59 => self.arith(),
                 60..=65 => self.load(),
                 66..=70 => self.store(),
@@ -756,6 +761,40 @@ impl<'c> Gen<'c> {
                 self.arith();
             }
         }
+    }
+
+    /// `%v = vec.vN.T ...`, up to two `insert`s into it, then `extract` of one lane: the scalar
+    /// goes into scope (uniform when every element that went in was).
+    fn vector_moves(&mut self) {
+        let t = self.pick_type();
+        let w = if self.rng.chance(50) { VecWidth::V2 } else { VecWidth::V4 };
+        let Ok(vt) = Type::vec(w.len() as u64, t) else {
+            return self.arith();
+        };
+        let mut uniform = true;
+        let mut elems = Vec::with_capacity(w.len());
+        for _ in 0..w.len() {
+            let (o, u) = self.operand(t);
+            uniform &= u;
+            elems.push(o);
+        }
+        let mut v = self.emit_vector(Op::VecBuild(w, t), elems, vt);
+        for _ in 0..self.rng.below(3) {
+            let lane = Constant::u32(self.rng.below(w.len() as u64) as u32);
+            let (x, u) = self.operand(t);
+            uniform &= u;
+            v = self.emit_vector(Op::VecInsert(w, t), vec![v.into(), lane.into(), x], vt);
+        }
+        let lane = Constant::u32(self.rng.below(w.len() as u64) as u32);
+        self.emit(Op::VecExtract(w, t), vec![v.into(), lane.into()], Some(t), uniform);
+    }
+
+    /// Appends an instruction with a vector result (never in scope: only `vector_moves` uses it).
+    fn emit_vector(&mut self, op: Op, args: Vec<Operand>, ty: Type) -> ValueId {
+        let name = self.fresh("vv");
+        let i = self.k.append_inst(self.cur, op, args, Some((name.into(), ty)), Span::DUMMY);
+        self.count += 1;
+        self.k.inst(i).result.expect("a vector result")
     }
 
     fn arith(&mut self) {
@@ -1499,8 +1538,23 @@ mod tests {
             },
             GenConfig { divergent_branches: false, divergent_loops: false, const_percent: 60, ..d.clone() },
             GenConfig { allow_divergent_barriers: true, insts: 200, ..d.clone() },
-            GenConfig { types: vec![ScalarType::F16, ScalarType::BF16, ScalarType::S8], insts: 40, ..d },
+            GenConfig { types: vec![ScalarType::F16, ScalarType::BF16, ScalarType::S8], insts: 40, ..d.clone() },
+            GenConfig { allow_vectors: true, insts: 120, ..d },
         ]
+    }
+
+    #[test]
+    fn vectors_only_when_allowed() {
+        let count = |cfg: &GenConfig| {
+            (0..40u64)
+                .map(|seed| {
+                    let k = random_kernel(seed, cfg);
+                    k.placed_insts().filter(|(_, i)| k.inst(*i).op.is_vector_move()).count()
+                })
+                .sum::<usize>()
+        };
+        assert_eq!(count(&GenConfig::default()), 0);
+        assert!(count(&GenConfig { allow_vectors: true, ..GenConfig::default() }) > 40);
     }
 
     #[test]
