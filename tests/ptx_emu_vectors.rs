@@ -9,6 +9,8 @@
 //!   with `vec`, `extract` and `insert`, move every element to the right place (copies, a scale,
 //!   swaps and reversals of elements, `s8` elements sign-extended), and vector block parameters
 //!   swapped on every iteration of a loop come out in the order the trip count's parity says.
+//!   Device functions returning `vec<4, f32>`, `vec<4, s8>` and `vec<2, f16>`, called (not
+//!   inlined), return every element (8-bit ones sign-extended).
 //! - `cp.async` 16, 8 and 4 with full, partial (a per-lane register) and zero source sizes writes
 //!   the source bytes and zeros after them (the emulator's shared memory starts as 0xff, so a
 //!   missing zero shows); `ldmatrix.x1/.x2/.x4`, with and without `.trans`, on rows whose
@@ -694,5 +696,87 @@ fn mma_bf16_and_tf32_accumulate_over_a_k_loop() {
             }
         }
         assert!(told_apart, "{kind}: the inputs must tell the two rules apart");
+    }
+}
+
+const FUNCS: &str = "
+func @scaled(%p: ptr<global, f32>, %i: u32, %k: f32) -> vec<4, f32> {
+entry:
+  %v = load.v4 %p[%i]
+  %a = extract.v4.f32 %v, 0
+  %b = extract.v4.f32 %v, 3
+  %a2 = mul.f32 %a, %k
+  %b2 = mul.f32 %b, %k
+  %w = insert.v4.f32 %v, 0, %a2
+  %w2 = insert.v4.f32 %w, 3, %b2
+  ret %w2
+}
+func @bytes(%p: ptr<global, s8>, %i: u32) -> vec<4, s8> {
+entry:
+  %v = load.v4 %p[%i]
+  ret %v
+}
+func @halves(%x: f16, %y: f16) -> vec<2, f16> {
+entry:
+  %v = vec.v2.f16 %y, %x
+  ret %v
+}
+kernel @calls(%x: ptr<global, f32>, %y: ptr<global, f32>, %b: ptr<global, s8>, %s: ptr<global, s32>,
+              %h: ptr<global, f16>) {
+entry:
+  %i = global_id.x
+  %i4 = shl.u32 %i, 2
+  %v = call @scaled(%x, %i4, 3.0)
+  store.v4 %y[%i4], %v
+  %bv = call @bytes(%b, %i4)
+  %b0 = extract.v4.s8 %bv, 0
+  %b3 = extract.v4.s8 %bv, 3
+  %w0 = cvt.s32.s8 %b0
+  %w3 = cvt.s32.s8 %b3
+  %ws = sub.s32 %w0, %w3
+  store %s[%i], %ws
+  %i2 = shl.u32 %i, 1
+  %h0 = load %h[%i2]
+  %i21 = add.u32 %i2, 1
+  %h1 = load %h[%i21]
+  %hv = call @halves(%h0, %h1)
+  store.v2 %h[%i2], %hv
+  ret
+}
+";
+
+/// Device functions returning vectors (emitted as written, not inlined): the result travels in
+/// a `.param` byte array, 8-bit elements sign-extended on the way back.
+#[test]
+fn vector_results_of_device_functions() {
+    const N: usize = 64;
+    let mut rng = Rng(6);
+    let x: Vec<f32> = (0..4 * N).map(|_| rng.small() as f32).collect();
+    let b = rng.bytes(4 * N);
+    let h: Vec<u16> = (0..2 * N).map(|_| rng.next() as u16).collect();
+    let ey: Vec<f32> = x.chunks(4).flat_map(|c| [c[0] * 3.0, c[1], c[2], c[3] * 3.0]).collect();
+    let es: Vec<u32> = b.chunks(4).map(|c| (c[0] as i8 as i32 - c[3] as i8 as i32) as u32).collect();
+    let eh: Vec<u16> = h.chunks(2).flat_map(|c| [c[1], c[0]]).collect();
+    let hb = |v: &[u16]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    for sm in TARGETS {
+        let text = ptx(FUNCS, sm);
+        assert!(text.contains("call.uni (retval0), scaled"), "the call is emitted as a call:\n{text}");
+        let out = run_ptx(
+            &text,
+            "calls",
+            N as u32,
+            32,
+            &[
+                KArg::Buf(f32s_bytes(&x)),
+                KArg::Buf(vec![0; 16 * N]),
+                KArg::Buf(b.clone()),
+                KArg::Buf(vec![0; 4 * N]),
+                KArg::Buf(hb(&h)),
+            ],
+            None,
+        );
+        assert_eq!(out[1], f32s_bytes(&ey), "{}: vec<4, f32> result", sm.name());
+        assert_eq!(words(&out[3]), es, "{}: vec<4, s8> result", sm.name());
+        assert_eq!(out[4], hb(&eh), "{}: vec<2, f16> result", sm.name());
     }
 }

@@ -46,7 +46,7 @@
 //!   located diagnostic, never a panic.
 
 use crate::pcopy::{self, Src};
-use crate::regs::{Reg, RegClass, RegFile};
+use crate::regs::{reg_list, Reg, RegClass, RegFile};
 use crate::PtxOptions;
 use kir_ir::analysis::available::Available;
 use kir_ir::{
@@ -151,25 +151,27 @@ fn at_call(d: Diagnostic, span: kir_ir::Span) -> Diagnostic {
     }
 }
 
-/// The `.param` type of a function parameter or result: `.b32` up to 32 bits (narrower types
-/// promoted), `.b64` for 64-bit types and pointers; `None` for vectors, which the backend does not
-/// pass to or from functions (see [`vector_abi_error`]).
-pub fn abi_param_type(ty: Type) -> Option<&'static str> {
+/// The `.param` declaration of a function parameter or result `name`: `.param .b32 name` for
+/// types of up to 32 bits (narrower ones promoted), `.param .b64 name` for 64-bit types and
+/// pointers, and for a vector (a function's result) a byte array of its size aligned to its size,
+/// `.param .align 16 .b8 name[16]`, as NVRTC passes a `float4`.
+pub fn abi_param_decl(ty: Type, name: &str) -> String {
     use ScalarType::*;
     match ty {
-        Type::Ptr(..) | Type::Scalar(U64 | S64 | F64) => Some(".b64"),
-        Type::Scalar(_) => Some(".b32"),
-        Type::Vec(..) => None,
+        Type::Ptr(..) | Type::Scalar(U64 | S64 | F64) => format!(".param .b64 {name}"),
+        Type::Scalar(_) => format!(".param .b32 {name}"),
+        Type::Vec(..) => {
+            let bytes = ty.bits() / 8;
+            format!(".param .align {bytes} .b8 {name}[{bytes}]")
+        }
     }
 }
 
-/// The diagnostic for a vector crossing a function boundary (`what`: "a parameter", "the
-/// result"): the verifier refuses vector parameters, and the backend does not pass vector results
-/// either (the default pipeline inlines every call, which removes the boundary).
-fn vector_abi_error(what: &str, ty: Type, span: kir_ir::Span) -> Diagnostic {
-    let d =
-        Diagnostic::error(format!("the PTX backend cannot pass {what} of type `{ty}` to or from a device function"))
-            .with_note("inline the call (the default pass pipeline does), or pass the elements or a pointer");
+/// The diagnostic for a vector parameter or argument: the verifier refuses vector parameters of
+/// kernels and functions (vector results of functions are passed, see [`abi_param_decl`]).
+fn vector_param_error(ty: Type, span: kir_ir::Span) -> Diagnostic {
+    let d = Diagnostic::error(format!("the PTX backend cannot pass a parameter of type `{ty}`"))
+        .with_note("pass a pointer and load the vector with `load.v2`/`load.v4`, or pass its elements");
     if span.is_dummy() {
         d
     } else {
@@ -510,11 +512,6 @@ impl<'a> KernelEmitter<'a> {
         let mut reachable = vec![false; k.blocks.len()];
         k.reverse_post_order().into_iter().for_each(|b| reachable[b.index()] = true);
 
-        if let Some(t @ Type::Vec(..)) = k.ret_type().filter(|_| is_func) {
-            let span = k.func.map_or(kir_ir::Span::DUMMY, |f| f.ret_span);
-            return Err(vec![vector_abi_error("a result", t, span)]);
-        }
-
         // Parameter loads; a global pointer's `cvta` where its uses need it (`cvta_placement`).
         let cvta_at = if is_func { HashMap::new() } else { cvta_placement(k, &self.cfg) };
         let mut late_cvtas: HashMap<BlockId, Vec<(Reg, Reg)>> = HashMap::new();
@@ -525,17 +522,17 @@ impl<'a> KernelEmitter<'a> {
             let pname = format!("{kname}_param_{n}");
             let ty = k.value_type(p);
             let r = self.val(p);
-            let pty = match ty {
+            let decl = match ty {
                 // The verifier refuses vector parameters of kernels and functions.
                 Type::Vec(..) => {
-                    self.diags.push(vector_abi_error("a parameter", ty, k.value(p).span));
+                    self.diags.push(vector_param_error(ty, k.value(p).span));
                     continue;
                 }
-                _ if is_func => abi_param_type(ty).unwrap_or_default(),
-                Type::Ptr(..) => ".u64",
-                Type::Scalar(s) => crate::imm::param_type(s),
+                _ if is_func => abi_param_decl(ty, &pname),
+                Type::Ptr(..) => format!(".param .u64 {pname}"),
+                Type::Scalar(s) => format!(".param {} {pname}", crate::imm::param_type(s)),
             };
-            params_decl.push(format!("\t.param {pty} {pname}"));
+            params_decl.push(format!("\t{decl}"));
             match ty {
                 // A caller passes pointers in their register form (see the module header).
                 Type::Ptr(..) if is_func => self.ins(format_args!("ld.param.u64 {r}, [{pname}]")),
@@ -610,7 +607,7 @@ impl<'a> KernelEmitter<'a> {
         if is_func {
             let _ = write!(s, "\n// .kir func @{}\n.func ", k.name);
             if let Some(t) = k.ret_type() {
-                let _ = write!(s, "(.param {} func_retval0) ", abi_param_type(t).unwrap_or_default());
+                let _ = write!(s, "({}) ", abi_param_decl(t, "func_retval0"));
             }
             let _ = writeln!(s, "{kname}(");
         } else {
@@ -654,13 +651,19 @@ impl<'a> KernelEmitter<'a> {
     }
 
     /// Stores `o` (of type `ty`) to the `.param` variable `name` (declared with
-    /// [`abi_param_type`]), promoting types narrower than 32 bits as the PTX ABI does.
+    /// [`abi_param_decl`]), promoting types narrower than 32 bits as the PTX ABI does; a vector
+    /// with one `st.param.vN` of its elements.
     fn store_param(&mut self, name: &str, o: Operand, ty: Type) {
         use kir_ir::ScalarType::*;
         let s = match ty {
             Type::Ptr(..) => U64,
             Type::Scalar(s) => s,
-            Type::Vec(..) => return self.diags.push(vector_abi_error("a value", ty, kir_ir::Span::DUMMY)),
+            Type::Vec(w, e) => {
+                // A vector is always a value (there are no vector constants).
+                let Some(v) = o.as_value() else { return self.diags.push(vector_param_error(ty, kir_ir::Span::DUMMY)) };
+                let regs = reg_list(self.val(v), w.len());
+                return self.ins(format_args!("st.param.{}.{} [{name}], {regs}", w.name(), crate::imm::mem_ty(e)));
+            }
         };
         let st = match s {
             F32 => "f32",
@@ -713,24 +716,22 @@ impl<'a> KernelEmitter<'a> {
             self.diags.push(at_call(d, inst.span));
             return;
         };
-        let tys = inst.args.iter().map(|&a| self.operand_type(a)).chain(f.ret);
-        if let Some(t) = tys.clone().find(|t| t.is_vec()) {
-            let what = if inst.args.iter().any(|&a| self.operand_type(a) == t) { "an argument" } else { "a result" };
-            return self.diags.push(vector_abi_error(what, t, inst.span));
+        if let Some(t) = inst.args.iter().map(|&a| self.operand_type(a)).find(|t| t.is_vec()) {
+            return self.diags.push(vector_param_error(t, inst.span));
         }
         self.out.push_str("\t{\n");
         let mut names = Vec::with_capacity(inst.args.len());
         for (n, &a) in inst.args.iter().enumerate() {
             let ty = self.operand_type(a);
             let name = format!("param{n}");
-            self.ins(format_args!(".param {} {name}", abi_param_type(ty).unwrap_or_default()));
+            self.ins(abi_param_decl(ty, &name));
             self.store_param(&name, a, ty);
             names.push(name);
         }
         let args = names.join(", ");
         match f.ret {
             Some(t) => {
-                self.ins(format_args!(".param {} retval0", abi_param_type(t).unwrap_or_default()));
+                self.ins(abi_param_decl(t, "retval0"));
                 self.ins(format_args!("call.uni (retval0), {}, ({args})", f.symbol));
             }
             None => self.ins(format_args!("call.uni {}, ({args})", f.symbol)),
@@ -741,8 +742,12 @@ impl<'a> KernelEmitter<'a> {
                 match k.value_type(v) {
                     Type::Ptr(..) => self.ins(format_args!("ld.param.u64 {r}, [retval0]")),
                     Type::Scalar(s) => self.load_param(r, s, "retval0"),
-                    // Refused above.
-                    Type::Vec(..) => {}
+                    Type::Vec(w, e) => self.ins(format_args!(
+                        "ld.param.{}.{} {}, [retval0]",
+                        w.name(),
+                        crate::imm::mem_ty(e),
+                        reg_list(r, w.len())
+                    )),
                 }
             }
             (Some(_), None) => {

@@ -1,5 +1,6 @@
 //! How constants and parameters are spelled in PTX: immediates (`0f3F800000`, `-3`,
-//! `0xFFFFFFFF`), the text a `mov` takes for any constant, and the `.param` type of a scalar.
+//! `0xFFFFFFFF`), the text a `mov` takes for any constant, the `.param` type of a scalar, and the
+//! type a memory access of an element type names ([`mem_ty`]).
 //!
 //! Guarantees: [`Imm`] prints a constant exactly as the register that holds it would read (f32
 //! and f64 as hex bit patterns, so NaN payloads and signed zeros survive; 8-bit values extended as
@@ -21,6 +22,21 @@ pub fn param_type(s: ScalarType) -> &'static str {
         S::F32 => ".f32",
         S::U64 | S::S64 => ".u64",
         S::F64 => ".f64",
+    }
+}
+
+/// The type suffix of a load or store of `elem` (scalar, `.v2`/`.v4`, and `.param`): `u8`/`s8`
+/// (into and from the 32-bit registers 8-bit values live in), `b16` for every 16-bit type
+/// (PTX has no `f16`/`bf16` loads), `u32`, `f32`, `u64`, `f64`.
+pub fn mem_ty(elem: ScalarType) -> &'static str {
+    match elem {
+        S::U8 | S::Pred => "u8",
+        S::S8 => "s8",
+        S::U16 | S::S16 | S::F16 | S::BF16 => "b16",
+        S::U32 | S::S32 => "u32",
+        S::F32 => "f32",
+        S::U64 | S::S64 => "u64",
+        S::F64 => "f64",
     }
 }
 

@@ -42,9 +42,9 @@
 //!   located diagnostic, never a panic or wrong code.
 
 use crate::emit::KernelEmitter;
-pub use crate::imm::{fty, imm_text, param_type, raw_imm, takes_imm, Imm, SrcText};
+pub use crate::imm::{fty, imm_text, mem_ty, param_type, raw_imm, takes_imm, Imm, SrcText};
 use crate::nan_order::{self, Plan, Step, When};
-use crate::regs::{Reg, RegClass};
+use crate::regs::{reg_list, Reg, RegClass};
 use crate::SmVersion;
 use kir_ir::{
     AddrSpace, AtomicOp, BinOp, CmpOp, Diagnostic, FloatFlags, FloatMode, InstId, Op, Operand, Rounding, ScalarType,
@@ -1260,12 +1260,6 @@ fn signed_ity(s: ScalarType) -> &'static str {
     }
 }
 
-/// `{%r4, %r5, %r6, %r7}`: the `n` consecutive registers from `first` (a vector's elements).
-fn reg_list(first: Reg, n: usize) -> String {
-    let regs: Vec<String> = (0..n).map(|j| first.elem(j).to_string()).collect();
-    format!("{{{}}}", regs.join(", "))
-}
-
 /// The lane of `extract`/`insert`: a constant below `n`.
 fn const_lane(o: Operand, n: usize) -> Option<usize> {
     match o {
@@ -1278,17 +1272,5 @@ fn ss(space: AddrSpace) -> &'static str {
     match space {
         AddrSpace::Global => ".global",
         AddrSpace::Shared => ".shared",
-    }
-}
-
-fn mem_ty(elem: ScalarType) -> &'static str {
-    match elem {
-        S::U8 | S::Pred => "u8",
-        S::S8 => "s8",
-        S::U16 | S::S16 | S::F16 | S::BF16 => "b16",
-        S::U32 | S::S32 => "u32",
-        S::F32 => "f32",
-        S::U64 | S::S64 => "u64",
-        S::F64 => "f64",
     }
 }

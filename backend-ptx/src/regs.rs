@@ -126,6 +126,13 @@ impl std::fmt::Display for Reg {
     }
 }
 
+/// `{%r4, %r5, %r6, %r7}`: the `n` consecutive registers from `first` (a vector's elements), as
+/// vector instructions list them.
+pub fn reg_list(first: Reg, n: usize) -> String {
+    let regs: Vec<String> = (0..n).map(|j| first.elem(j).to_string()).collect();
+    format!("{{{}}}", regs.join(", "))
+}
+
 /// Hands out registers and declares them.
 #[derive(Default, Debug)]
 pub struct RegFile {
