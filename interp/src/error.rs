@@ -20,7 +20,8 @@ use std::fmt;
 pub enum FaultKind {
     /// A load, store or atomic outside its buffer or shared declaration.
     OutOfBounds,
-    /// An access whose address is not a multiple of the element size.
+    /// An access whose address is not a multiple of its size (the element's; a vector access's,
+    /// an `ldmatrix` row's or a `cp.async`'s whole size).
     Misaligned,
     /// Threads of a block did not all reach the same barrier instruction.
     BarrierDivergence,
@@ -32,12 +33,15 @@ pub enum FaultKind {
     UninitializedRead,
     /// The launch ran more thread-instructions than its fuel allows.
     FuelExhausted,
+    /// An access to shared memory that a `cp.async` still has in flight (started, not yet waited
+    /// for), or a thread that ends with a copy it never waited for.
+    AsyncCopyInFlight,
 }
 
 impl FaultKind {
     /// Every kind, in the order messages list them. (A kind added to the enum and not here stops
     /// `every_kind_is_listed` below from compiling.)
-    pub const ALL: [FaultKind; 7] = [
+    pub const ALL: [FaultKind; 8] = [
         FaultKind::OutOfBounds,
         FaultKind::Misaligned,
         FaultKind::BarrierDivergence,
@@ -45,6 +49,7 @@ impl FaultKind {
         FaultKind::DataRace,
         FaultKind::UninitializedRead,
         FaultKind::FuelExhausted,
+        FaultKind::AsyncCopyInFlight,
     ];
 
     /// The kind as users read it (in messages and in a filetest's `; fault:` line).
@@ -57,6 +62,7 @@ impl FaultKind {
             FaultKind::DataRace => "data race",
             FaultKind::UninitializedRead => "uninitialized read",
             FaultKind::FuelExhausted => "fuel exhausted",
+            FaultKind::AsyncCopyInFlight => "async copy in flight",
         }
     }
 }
@@ -71,7 +77,8 @@ fn every_kind_is_listed(k: FaultKind) {
         | FaultKind::DivergentCollective
         | FaultKind::DataRace
         | FaultKind::UninitializedRead
-        | FaultKind::FuelExhausted => {}
+        | FaultKind::FuelExhausted
+        | FaultKind::AsyncCopyInFlight => {}
     }
 }
 

@@ -60,6 +60,8 @@
 //! - A launch without functions runs a copy of the warp loop with the frame bookkeeping compiled
 //!   out: call-free kernels pay nothing per instruction for calls.
 
+mod ext;
+
 use crate::enclose::{self, Enc, EncShared, MemEnc, Unusable, Why};
 use crate::error::{coords, FaultKind, InterpError};
 use crate::mem::{self, AccessFault, GlobalMem};
@@ -120,6 +122,8 @@ pub(crate) struct LaunchCtx<'a> {
     pub params: Vec<u64>,
     /// Shared declarations: byte start in the block's shared memory, and length.
     pub shared_start: Vec<usize>,
+    /// Alignment of each shared declaration (its start is a multiple of it).
+    pub shared_align: Vec<u64>,
     pub shared_lens: Vec<u64>,
     pub shared_total: usize,
     pub shared_names: Vec<String>,
@@ -174,8 +178,10 @@ struct Frame {
     floor: usize,
     /// The lanes that called.
     mask: u32,
-    /// The register row (absolute) that receives the result, or `usize::MAX`.
+    /// The register row (absolute) that receives the result, or `usize::MAX`; and the row of its
+    /// high half (a 128-bit result), or `usize::MAX`.
     res: usize,
+    res_hi: usize,
     /// The call instruction in the caller.
     call: Site,
 }
@@ -206,6 +212,21 @@ pub(crate) struct Worker {
     /// they ran (at most [`MAX_PENDING`]): a race if another thread writes the slot before the
     /// next barrier, an uninitialized read if the interval ends without.
     sh_pending: Vec<PendingRead>,
+    /// Shared loads and stores may go straight to memory, a warp at a time: no race detection,
+    /// no uninitialized-read tracking, no async copies in the launch.
+    sh_direct: bool,
+    /// Shared loads and stores may skip the per-lane path when only race detection is on (no
+    /// uninitialized-read tracking, no async copies).
+    sh_race_direct: bool,
+    /// Per byte of shared memory (when the launch has async copies): 0, or the linear thread
+    /// index + 1 of the thread whose `cp.async` has the byte in flight.
+    sh_flight: Vec<u32>,
+    /// Per thread of the block, its copies in flight, in issue order.
+    copies: Vec<Vec<AsyncCopy>>,
+    /// Per thread of the block, its `cp.async.commit`s so far (the group its next copy joins).
+    commits: Vec<u32>,
+    /// Copies in flight in the block (0: a `ret` checks nothing).
+    copies_in_flight: usize,
     /// With enclosure tracking: the enclosure of every register row's lanes (same rows as
     /// `regs`), and of the block's shared memory.
     enc: Vec<[Enc; 32]>,
@@ -258,6 +279,25 @@ struct PendingRead {
     /// as messages name it (built for the first pending read only: only that one is ever
     /// reported).
     err: Option<Box<(InterpError, String)>>,
+}
+
+/// A `cp.async` in flight: its source already read, its destination not yet written.
+#[derive(Clone, Debug)]
+struct AsyncCopy {
+    /// The commit group (the thread's commits before it was issued).
+    group: u32,
+    /// The destination: shared declaration `region`, byte `byte` of it, `size` bytes.
+    region: usize,
+    byte: usize,
+    size: u32,
+    /// The bytes it writes (the source's first `src_bytes`, then zeros).
+    data: [u8; 16],
+    /// The destination's element access (race detection writes element by element).
+    dst: MemAccess,
+    /// The `cp.async` instruction.
+    span: Span,
+    /// With enclosure tracking: the enclosure of the bytes read (exact or unknown).
+    enc: Enc,
 }
 
 /// What a warp does next after running.
@@ -313,7 +353,8 @@ impl Worker {
             granules += (len as usize).div_ceil(1 << shift);
         }
         let uninit = cx.opts.uninit && cx.prog.uses_shared;
-        Worker {
+        let copies = cx.prog.async_copies;
+        let mut worker = Worker {
             stride,
             regs,
             tids,
@@ -328,6 +369,12 @@ impl Worker {
             sh_race_start,
             sh_init: if uninit { vec![0; cx.shared_total] } else { vec![] },
             sh_pending: Vec::new(),
+            sh_direct: false,
+            sh_race_direct: false,
+            sh_flight: if copies { vec![0; cx.shared_total] } else { vec![] },
+            copies: if copies { vec![Vec::new(); cx.nthreads as usize] } else { vec![] },
+            commits: if copies { vec![0; cx.nthreads as usize] } else { vec![] },
+            copies_in_flight: 0,
             enc: if cx.enc.is_some() { vec![[Enc::Exact; 32]; stride * cx.nwarps] } else { vec![] },
             sh_enc: MemEnc::default(),
             cur_base: 0,
@@ -342,7 +389,10 @@ impl Worker {
             linear: 0,
             ctaid: [0; 3],
             epoch: 0,
-        }
+        };
+        worker.sh_direct = worker.sh_race.is_empty() && worker.sh_init.is_empty() && !copies;
+        worker.sh_race_direct = worker.sh_init.is_empty() && !copies;
+        worker
     }
 
     /// Runs block `linear` (x fastest) to completion.
@@ -361,6 +411,12 @@ impl Worker {
             self.shared.fill(0);
         }
         self.sh_pending.clear();
+        if !self.sh_flight.is_empty() {
+            self.sh_flight.fill(0);
+            self.copies.iter_mut().for_each(Vec::clear);
+            self.commits.fill(0);
+            self.copies_in_flight = 0;
+        }
         if !self.enc.is_empty() {
             self.enc.fill([Enc::Exact; 32]);
             self.sh_enc.clear();
@@ -743,6 +799,9 @@ impl Worker {
                 // The block all of `mask` continues at, if the warp does not diverge or exit.
                 let next = match &blk.term {
                     XTerm::Ret => {
+                        if self.copies_in_flight != 0 {
+                            self.no_copies_left(cx, w, mask, blk.term_span)?;
+                        }
                         self.exited[w] |= mask;
                         for l in lanes(mask) {
                             self.exit_block[w][l] = cur;
@@ -753,7 +812,7 @@ impl Worker {
                         self.stacks[w].pop();
                         None
                     }
-                    XTerm::Return(slot) => {
+                    XTerm::Return(slot, slot_hi) => {
                         // The lanes leave the function: results go to the caller's result row,
                         // and the lanes leave every stack entry of the frame.
                         let Some(f) = self.frames[w].last() else {
@@ -761,8 +820,13 @@ impl Worker {
                                 .at(blk.term_span, "here")
                                 .in_block(self.ctaid));
                         };
-                        if *slot != NO_SLOT && f.res != usize::MAX {
-                            let (res, src) = (f.res, base + *slot as usize);
+                        // A 128-bit value returns both halves.
+                        let halves = [(*slot, f.res), (*slot_hi, f.res_hi)];
+                        for (slot, res) in halves {
+                            if slot == NO_SLOT || res == usize::MAX {
+                                continue;
+                            }
+                            let src = base + slot as usize;
                             for l in lanes(mask) {
                                 self.regs[res][l] = self.regs[src][l];
                             }
@@ -876,8 +940,9 @@ impl Worker {
             }
         }
         let res = if res == NO_SLOT { usize::MAX } else { base + res as usize };
+        let res_hi = if call.res_hi == NO_SLOT || res == usize::MAX { usize::MAX } else { base + call.res_hi as usize };
         let floor = self.stacks[w].len();
-        self.frames[w].push(Frame { prog: call.callee, base: new_base, floor, mask, res, call: site });
+        self.frames[w].push(Frame { prog: call.callee, base: new_base, floor, mask, res, res_hi, call: site });
         self.stacks[w].push(Entry { block: 0, ip: 0, mask, rpc: EXIT });
         Ok(())
     }
@@ -1047,7 +1112,8 @@ impl Worker {
                 }
                 set_exact(self);
             }
-            XOp::Barrier | XOp::Call(_) => {}
+            // Computed with their values, by `exec_ext` and the copies' completions.
+            XOp::Barrier | XOp::Call(_) | XOp::Ext(_) | XOp::CpCommit | XOp::CpWait(_) => {}
         }
     }
 
@@ -1209,7 +1275,7 @@ impl Worker {
                 }
                 self.stats.global_bytes_written += acc.size as u64 * mask.count_ones() as u64;
             }
-            XOp::Load(acc) if acc.space == AddrSpace::Shared && self.sh_race.is_empty() && self.sh_init.is_empty() => {
+            XOp::Load(acc) if acc.space == AddrSpace::Shared && self.sh_direct => {
                 let (ptrs, idxs) = (&self.regs[a0], &self.regs[a1]);
                 if let Some((r, bytes)) =
                     mem::locate_warp(ptrs, idxs, mask, acc.idx_shift as u32, acc.size, &cx.shared_lens)
@@ -1231,7 +1297,7 @@ impl Worker {
                 }
                 self.write_res(base, inst.res, mask, &vals);
             }
-            XOp::Store(acc) if acc.space == AddrSpace::Shared && self.sh_race.is_empty() && self.sh_init.is_empty() => {
+            XOp::Store(acc) if acc.space == AddrSpace::Shared && self.sh_direct => {
                 let (ptrs, idxs, v) = (&self.regs[a0], &self.regs[a1], &self.regs[a2]);
                 if let Some((r, bytes)) =
                     mem::locate_warp(ptrs, idxs, mask, acc.idx_shift as u32, acc.size, &cx.shared_lens)
@@ -1272,7 +1338,7 @@ impl Worker {
                             acc.site,
                             cx.global.race_sites_exact,
                         ) {
-                            return Err(self.race_error(cx, w, l, inst, acc, r, bytes[l], Kind::Read, c));
+                            return Err(self.race_error(cx, w, l, inst.span, acc, r, bytes[l], Kind::Read, c));
                         }
                     }
                     let vals = cx.global.load_lanes(r, &bytes, acc.size);
@@ -1306,7 +1372,7 @@ impl Worker {
                             acc.site,
                             cx.global.race_sites_exact,
                         ) {
-                            return Err(self.race_error(cx, w, l, inst, acc, r, bytes[l], Kind::Write, c));
+                            return Err(self.race_error(cx, w, l, inst.span, acc, r, bytes[l], Kind::Write, c));
                         }
                         self.stats.global_bytes_written += acc.size as u64;
                         cx.global.store(r, bytes[l], acc.size, self.regs[a2][l]);
@@ -1318,7 +1384,7 @@ impl Worker {
                     self.access(cx, w, l, inst, acc, self.regs[a0][l], self.regs[a1][l], Access::Write(v))?;
                 }
             }
-            XOp::Load(acc) if acc.space == AddrSpace::Shared && self.sh_init.is_empty() => {
+            XOp::Load(acc) if acc.space == AddrSpace::Shared && self.sh_race_direct => {
                 let (ptrs, idxs) = (&self.regs[a0], &self.regs[a1]);
                 if let Some((r, bytes)) =
                     mem::locate_warp(ptrs, idxs, mask, acc.idx_shift as u32, acc.size, &cx.shared_lens)
@@ -1330,7 +1396,7 @@ impl Worker {
                         if let Some(c) =
                             race::shared_access(&mut self.sh_race, first, acc.size, shift, me, Kind::Read, acc.site)
                         {
-                            return Err(self.race_error(cx, w, l, inst, acc, r, bytes[l], Kind::Read, c));
+                            return Err(self.race_error(cx, w, l, inst.span, acc, r, bytes[l], Kind::Read, c));
                         }
                     }
                     let vals = mem::read_lanes(&self.shared, cx.shared_start[r], &bytes, acc.size);
@@ -1343,7 +1409,7 @@ impl Worker {
                 }
                 self.write_res(base, inst.res, mask, &vals);
             }
-            XOp::Store(acc) if acc.space == AddrSpace::Shared && self.sh_init.is_empty() => {
+            XOp::Store(acc) if acc.space == AddrSpace::Shared && self.sh_race_direct => {
                 let (ptrs, idxs) = (&self.regs[a0], &self.regs[a1]);
                 if let Some((r, bytes)) =
                     mem::locate_warp(ptrs, idxs, mask, acc.idx_shift as u32, acc.size, &cx.shared_lens)
@@ -1356,7 +1422,7 @@ impl Worker {
                         if let Some(c) =
                             race::shared_access(&mut self.sh_race, first, acc.size, shift, me, Kind::Write, acc.site)
                         {
-                            return Err(self.race_error(cx, w, l, inst, acc, r, bytes[l], Kind::Write, c));
+                            return Err(self.race_error(cx, w, l, inst.span, acc, r, bytes[l], Kind::Write, c));
                         }
                         let v = self.regs[a2][l];
                         mem::write_le(&mut self.shared, start + bytes[l], acc.size, v);
@@ -1419,6 +1485,9 @@ impl Worker {
                     InterpError::internal("barrier or call reached the instruction executor").at(inst.span, "here")
                 )
             }
+            XOp::Ext(x) => return self.exec_ext(cx, w, base, mask, inst, x),
+            XOp::CpCommit => self.cp_commit(w, mask),
+            XOp::CpWait(n) => return self.cp_wait(cx, w, mask, inst, *n),
             XOp::Shfl(mode) => {
                 let members = self.collective_mask(cx, w, mask, inst, a2)?;
                 let (v, b) = (self.regs[a0], self.regs[a1]);
@@ -1509,35 +1578,52 @@ impl Worker {
         }
         let missing = m & !mask;
         if missing != 0 {
-            let mut groups: Vec<(Span, String, Vec<usize>)> = Vec::new();
-            for l in lanes(missing) {
-                let (s, what) = self.lane_location(cx, w, l);
-                match groups.iter_mut().find(|g| g.0 == s && g.1 == what) {
-                    Some(g) => g.2.push(l),
-                    None => groups.push((s, what, vec![l])),
-                }
-            }
-            let mut e = fault(
-                l0,
-                format!(
-                    "the member mask {m:#010x} names {} lane{} of warp {w} that {} not executing this collective",
-                    missing.count_ones(),
-                    if missing.count_ones() == 1 { "" } else { "s" },
-                    if missing.count_ones() == 1 { "is" } else { "are" }
-                ),
-            )
-            .with_note(format!("executing lanes: {}", lane_list(mask)));
-            for (s, what, ls) in groups {
-                let msg = format!("lanes {} {what}", lane_list(ls.iter().fold(0u32, |a, l| a | 1 << l)));
-                if s.is_dummy() {
-                    e = e.with_note(msg);
-                } else {
-                    e = e.with_label(s, msg);
-                }
-            }
-            return Err(e);
+            let msg = format!(
+                "the member mask {m:#010x} names {} lane{} of warp {w} that {} not executing this collective",
+                missing.count_ones(),
+                if missing.count_ones() == 1 { "" } else { "s" },
+                if missing.count_ones() == 1 { "is" } else { "are" }
+            );
+            return Err(self.missing_lanes_fault(cx, w, mask, m, inst.span, msg));
         }
         Ok(m)
+    }
+
+    /// The fault of a collective that needs the lanes `members` of warp `w` but is executed by
+    /// `mask` only: `message`, at the first executing lane, with where each missing lane is.
+    #[cold]
+    fn missing_lanes_fault(
+        &self,
+        cx: &LaunchCtx,
+        w: usize,
+        mask: u32,
+        members: u32,
+        span: Span,
+        message: String,
+    ) -> InterpError {
+        let missing = members & !mask;
+        let l0 = mask.trailing_zeros() as usize;
+        let mut groups: Vec<(Span, String, Vec<usize>)> = Vec::new();
+        for l in lanes(missing) {
+            let (s, what) = self.lane_location(cx, w, l);
+            match groups.iter_mut().find(|g| g.0 == s && g.1 == what) {
+                Some(g) => g.2.push(l),
+                None => groups.push((s, what, vec![l])),
+            }
+        }
+        let mut e = InterpError::fault(FaultKind::DivergentCollective, message)
+            .at(span, "warp collective")
+            .in_thread(self.ctaid, cx.tid_of((w * 32 + l0) as u32))
+            .with_note(format!("executing lanes: {}", lane_list(mask)));
+        for (s, what, ls) in groups {
+            let msg = format!("lanes {} {what}", lane_list(ls.iter().fold(0u32, |a, l| a | 1 << l)));
+            if s.is_dummy() {
+                e = e.with_note(msg);
+            } else {
+                e = e.with_label(s, msg);
+            }
+        }
+        e
     }
 
     /// One lane's memory access: bounds, alignment, races, uninitialized reads, then the access.
@@ -1571,6 +1657,27 @@ impl Worker {
                 }
             }
         };
+        self.access_at(cx, w, l, inst.span, acc, region, byte, kind)
+    }
+
+    /// One lane's access of `acc.size` bytes at byte `byte` of region `region` (in bounds and
+    /// aligned: located by the caller) by instruction `span`: in-flight async copies, races,
+    /// uninitialized reads, then the access. Vector accesses, `ldmatrix` rows and async copies
+    /// come here element by element.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn access_at(
+        &mut self,
+        cx: &LaunchCtx,
+        w: usize,
+        l: usize,
+        span: Span,
+        acc: &MemAccess,
+        region: usize,
+        byte: usize,
+        kind: Access,
+    ) -> Result<u64, InterpError> {
+        let size = acc.size;
         let tid = (w * 32 + l) as u64;
         match acc.space {
             AddrSpace::Global => {
@@ -1587,7 +1694,7 @@ impl Worker {
                         acc.site,
                         cx.global.race_sites_exact,
                     ) {
-                        return Err(self.race_error(cx, w, l, inst, acc, region, byte, kind.race_kind(), c));
+                        return Err(self.race_error(cx, w, l, span, acc, region, byte, kind.race_kind(), c));
                     }
                 }
                 match kind {
@@ -1612,6 +1719,11 @@ impl Worker {
             }
             AddrSpace::Shared => {
                 let at = cx.shared_start[region] + byte;
+                if !self.sh_flight.is_empty() {
+                    if let Some(k) = (at..at + size as usize).find(|&b| self.sh_flight[b] != 0) {
+                        return Err(self.in_flight_error(cx, w, l, span, region, byte, size, kind.verb(), k));
+                    }
+                }
                 let reads = !matches!(kind, Access::Write(_));
                 if reads && !self.sh_init.is_empty() {
                     let gen = self.gen;
@@ -1620,7 +1732,7 @@ impl Worker {
                         // Not judged yet: another thread may still write the slot in this
                         // barrier interval, which makes this read a race.
                         let atomic = kind.race_kind() == Kind::Atomic;
-                        self.uninit_read(cx, w, inst, region, byte, k, tid as u32, size, atomic);
+                        self.uninit_read(cx, w, span, region, byte, k, tid as u32, size, atomic);
                     }
                 }
                 // A write to a slot another thread read uninitialized in this interval is the
@@ -1631,7 +1743,7 @@ impl Worker {
                     let gen = self.gen;
                     if self.sh_init[at..at + size as usize].iter().any(|&b| b & !OWN_WRITE == gen | PENDING) {
                         let atomic = kind.race_kind() == Kind::Atomic;
-                        self.write_after_uninit_read(cx, w, l, inst, acc, region, byte, at, atomic)?;
+                        self.write_after_uninit_read(cx, w, l, span, acc, region, byte, at, atomic)?;
                         self_read = true;
                     }
                 }
@@ -1642,7 +1754,7 @@ impl Worker {
                     if let Some(c) =
                         race::shared_access(&mut self.sh_race, first, size, shift, me, kind.race_kind(), acc.site)
                     {
-                        return Err(self.race_error(cx, w, l, inst, acc, region, byte, kind.race_kind(), c));
+                        return Err(self.race_error(cx, w, l, span, acc, region, byte, kind.race_kind(), c));
                     }
                 }
                 if writes && !self.sh_init.is_empty() {
@@ -1679,7 +1791,7 @@ impl Worker {
         &mut self,
         cx: &LaunchCtx,
         w: usize,
-        inst: &XInst,
+        span: Span,
         region: usize,
         byte: usize,
         k: usize,
@@ -1697,7 +1809,7 @@ impl Worker {
             let slot = format!("`@{name}[{elem}]` (byte {})", byte + k);
             let e =
                 InterpError::fault(FaultKind::UninitializedRead, format!("read of uninitialized shared memory {slot}"))
-                    .at(inst.span, "reads memory no thread of this block has written")
+                    .at(span, "reads memory no thread of this block has written")
                     .in_thread(self.ctaid, cx.tid_of(tid))
                     .with_note(
                         "no other thread of the block writes it before the next barrier (or the block's end) either",
@@ -1711,7 +1823,7 @@ impl Worker {
                 *b = pend;
             }
         }
-        self.sh_pending.push(PendingRead { at, size, tid, span: inst.span, atomic, err });
+        self.sh_pending.push(PendingRead { at, size, tid, span, atomic, err });
     }
 
     /// Lane `l` of warp `w` writes shared bytes of which some were read uninitialized in this
@@ -1726,7 +1838,7 @@ impl Worker {
         cx: &LaunchCtx,
         w: usize,
         l: usize,
-        inst: &XInst,
+        span: Span,
         acc: &MemAccess,
         region: usize,
         byte: usize,
@@ -1755,7 +1867,7 @@ impl Worker {
                 if atomic { "updated" } else { "wrote" },
             ),
         )
-        .at(inst.span, format!("{wr} {} it here", if atomic { "updates" } else { "writes" }))
+        .at(span, format!("{wr} {} it here", if atomic { "updates" } else { "writes" }))
         .in_thread(self.ctaid, writer);
         if !read_span.is_dummy() {
             let how = if read_atomic { "updated it atomically" } else { "read it" };
@@ -1847,7 +1959,7 @@ impl Worker {
         cx: &LaunchCtx,
         w: usize,
         l: usize,
-        inst: &XInst,
+        span: Span,
         acc: &MemAccess,
         region: usize,
         byte: usize,
@@ -1891,7 +2003,7 @@ impl Worker {
             ),
         )
         .at(
-            inst.span,
+            span,
             match kind {
                 Kind::Read => "racing read",
                 Kind::Write => "racing write",
@@ -1899,16 +2011,16 @@ impl Worker {
             },
         )
         .in_thread(self.ctaid, cx.tid_of((w * 32 + l) as u32));
-        if let Some(&(body, span)) = c.site.and_then(|s| cx.prog.race_sites.get(s as usize)) {
+        if let Some(&(body, other_span)) = c.site.and_then(|s| cx.prog.race_sites.get(s as usize)) {
             let one = if other_tid == tag::MULTI || several_blocks { " (one of them)" } else { "" };
             let within = match cx.progs.get(body as usize) {
                 Some(p) if body != 0 => format!(" in `@{}`", p.name),
                 _ => String::new(),
             };
-            e = if span == inst.span {
+            e = if other_span == span {
                 e.with_note(format!("{who} {other_did} it{atomically} with this same instruction{one}"))
             } else {
-                e.with_label(span, format!("{who} {other_did} it{atomically} here{one}{within}"))
+                e.with_label(other_span, format!("{who} {other_did} it{atomically} here{one}{within}"))
             };
         }
         let involves_atomic = kind == Kind::Atomic || c.other_kind == Kind::Atomic;
@@ -1989,6 +2101,15 @@ enum Access {
 }
 
 impl Access {
+    /// The access as messages name it (`read of shared ...`).
+    fn verb(self) -> &'static str {
+        match self {
+            Access::Read => "read of",
+            Access::Write(_) => "write to",
+            Access::Rmw(..) | Access::Cas(..) => "atomic on",
+        }
+    }
+
     /// What race detection sees of the access.
     fn race_kind(self) -> Kind {
         match self {

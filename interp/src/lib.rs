@@ -83,6 +83,7 @@ pub mod buffer;
 pub mod enclose;
 pub mod error;
 pub mod exec;
+mod fragments;
 pub mod graph;
 mod mem;
 pub mod npy;
@@ -94,6 +95,7 @@ pub use buffer::Buffer;
 pub use error::{ErrorKind, FaultKind, InterpError};
 
 use exec::{LaunchCtx, Worker};
+pub use kir_ir::eval::tensor_core::TensorCoreRule;
 use kir_ir::types::{AddrSpace, Constant, Type};
 use kir_ir::Kernel;
 use prog::Progs;
@@ -185,11 +187,22 @@ pub struct Options {
     /// Host threads for blocks; `None` uses rayon's global pool (all cores). Clamped to the cores
     /// and the blocks ([`effective_threads`]).
     pub threads: Option<usize>,
+    /// The tensor-core arithmetic `mma` computes (`kir_ir::eval::tensor_core`): the device
+    /// generation whose block size and alignment bits the results reproduce. Default
+    /// [`TensorCoreRule::Sm90`] (H100/H200); [`TensorCoreRule::Sm80`] for an A100.
+    pub tensor_cores: TensorCoreRule,
 }
 
 impl Default for Options {
     fn default() -> Options {
-        Options { races: false, uninit: false, fuel: DEFAULT_FUEL, warp_fuel: DEFAULT_WARP_FUEL, threads: None }
+        Options {
+            races: false,
+            uninit: false,
+            fuel: DEFAULT_FUEL,
+            warp_fuel: DEFAULT_WARP_FUEL,
+            threads: None,
+            tensor_cores: TensorCoreRule::default(),
+        }
     }
 }
 
@@ -402,6 +415,7 @@ fn launch_impl(
 
     // Shared memory layout.
     let mut shared_start = Vec::new();
+    let mut shared_align = Vec::new();
     let mut shared_lens = Vec::new();
     let mut shared_names = Vec::new();
     let mut total: u64 = 0;
@@ -413,6 +427,7 @@ fn launch_impl(
         };
         total = total.div_ceil(align).saturating_mul(align);
         shared_start.push(total as usize);
+        shared_align.push(align);
         shared_lens.push(len);
         shared_names.push(d.name.clone());
         total = total.saturating_add(len);
@@ -508,6 +523,7 @@ fn launch_impl(
             nwarps,
             params,
             shared_start,
+            shared_align,
             shared_lens,
             shared_total: total as usize,
             shared_names,

@@ -73,6 +73,37 @@ pub(crate) fn locate(ptr: u64, index: i128, size: u32, lens: &[u64]) -> Result<(
     Ok((region as usize - 1, byte as usize))
 }
 
+/// Resolves an access of `len` bytes at `ptr[index]`, whose elements are `scale` bytes, that
+/// must be aligned to `align` bytes (a vector access, an `ldmatrix` row, a `cp.async` side):
+/// `(region index from 0, byte offset)`. The checks are [`locate`]'s: the region, then the
+/// bounds (the `len` bytes lie inside the region), then the alignment of the byte offset. With
+/// `len` 0 nothing is read and the bounds are not checked (the offset may then lie anywhere, even
+/// before the region: it is returned as is, and only its alignment is checked).
+pub(crate) fn locate_span(
+    ptr: u64,
+    index: i128,
+    scale: u32,
+    len: u32,
+    align: u32,
+    lens: &[u64],
+) -> Result<(usize, i128), AccessFault> {
+    let region = (ptr >> OFF_BITS) as u32;
+    let raw = ptr & OFF_MASK;
+    let off = if raw >= 1 << (OFF_BITS - 1) { raw as i128 - (1i128 << OFF_BITS) } else { raw as i128 };
+    // 64-bit address arithmetic, as in [`locate`].
+    let byte = (off as i64).wrapping_add((index as i64).wrapping_mul(scale as i64)) as i128;
+    let Some(&rlen) = (region as usize).checked_sub(1).and_then(|r| lens.get(r)) else {
+        return Err(AccessFault::NoRegion(region));
+    };
+    if len > 0 && (byte < 0 || byte + len as i128 > rlen as i128) {
+        return Err(AccessFault::OutOfBounds { region, byte });
+    }
+    if byte.rem_euclid(align as i128) != 0 {
+        return Err(AccessFault::Misaligned { region, byte });
+    }
+    Ok((region as usize - 1, byte))
+}
+
 /// The fast path of [`locate`]: `Some((region index from 0, byte))` for an in-bounds, aligned
 /// access, `None` otherwise (then [`locate`] says why). `size` must be a power of two.
 #[inline(always)]

@@ -2,13 +2,23 @@
 //! (each function once, however often it is called) so the hot loop does no hashing or allocation.
 //!
 //! Guarantees:
-//! - Every operand is a register slot: SSA values use their `ValueId` index, each distinct constant
-//!   gets one broadcast slot after them ([`Prog::consts`]). Every slot index is `< Prog::nslots`.
-//! - No instruction's result slot is one of its operand slots (so a warp can read operands and write
-//!   the result in one register file without copying).
+//! - Every operand is a register slot: SSA values use their `ValueId` index; every value wider
+//!   than 64 bits (a 128-bit vector: `vec<4, f32>`, `vec<2, f64>`, ...) also gets a *high* slot
+//!   after all the values, holding bits 64..128 while its `ValueId` slot holds bits
+//!   0..64; each distinct constant (always a scalar) gets one broadcast slot after those
+//!   ([`Prog::consts`]). Every slot index is `< Prog::nslots`. A vector of at most 64 bits lives
+//!   in its one slot. Element `i` of a vector of `b`-bit elements is bits `i·b..(i+1)·b` of it
+//!   (element 0 lowest, as it is lowest in memory).
+//! - No instruction's result slot is one of its operand slots, high slots included (so a warp can
+//!   read operands and write the result in one register file without copying).
+//! - Vector, tensor-core and async-copy instructions are [`XOp::Ext`]: their operands' slots with
+//!   each one's high slot ([`XExt`]), apart from the scalar ops' [`XInst`] fields (whose `args`
+//!   hold their first four operand slots); the scalar instructions are built as before.
 //! - Every block call names an existing block with as many arguments as it has parameters; every
 //!   block knows its immediate post-dominator ([`EXIT`] when it is the virtual exit), where
-//!   divergent lanes reconverge.
+//!   divergent lanes reconverge. An edge's moves copy both slots of a 128-bit block parameter (its
+//!   high slot from the argument's high slot), and a function's `ret` of a 128-bit value
+//!   ([`XTerm::Return`]) and the call's result ([`XCall::res_hi`]) name both slots too.
 //! - [`Progs::build`] makes one [`Prog`] per body of a [`Verified`] module, on the CFG the
 //!   verifier built for it (no CFG is built here): index 0 is the kernel, then every function it
 //!   reaches through calls ([`XOp::Call`] names its callee by that index, resolved by name once).
@@ -20,7 +30,9 @@
 //! - A function's `ret` is [`XTerm::Return`] (back to the caller, with the returned slot); a
 //!   kernel's is [`XTerm::Ret`] (the thread exits).
 //! - The kernel's `Prog` carries the launch-wide facts of every body: `global_atomics`,
-//!   `uses_shared` and `race_shift` cover the functions' memory accesses too.
+//!   `uses_shared`, `async_copies` and `race_shift` cover the functions' memory accesses too;
+//!   `race_shift` divides the element size of every access, vector, `ldmatrix` and `cp.async`
+//!   ones included (race detection sees those element by element).
 //! - A structurally malformed kernel (dangling value or block, wrong operand count, memory op on a
 //!   non-pointer) is an [`crate::ErrorKind::InvalidLaunch`] error, never a panic. Type errors beyond
 //!   that are the verifier's business, settled by the [`Verified`] type.
@@ -28,7 +40,7 @@
 use crate::error::InterpError;
 use kir_ir::analysis::callgraph::successors_first;
 use kir_ir::analysis::cfg::Cfg;
-use kir_ir::op::{AtomicOp, Op, ShflMode, SpecialReg, VoteMode};
+use kir_ir::op::{AtomicOp, LdmatrixNum, MmaKind, Op, ShflMode, SpecialReg, VoteMode};
 use kir_ir::types::{AddrSpace, ScalarType, Type};
 use kir_ir::verify::Verified;
 use kir_ir::{BlockCall, Kernel, Operand, Span, Terminator};
@@ -79,6 +91,84 @@ pub(crate) enum XOp {
     Vote(VoteMode),
     /// `call`: [`Prog::calls`]`[n]`.
     Call(u32),
+    /// A vector, tensor-core or async-copy instruction (boxed: they are rare, and the scalar
+    /// instructions stay small).
+    Ext(Box<XExt>),
+    /// `cp.async.commit`.
+    CpCommit,
+    /// `cp.async.wait n`.
+    CpWait(u32),
+}
+
+impl XOp {
+    /// The memory accesses of the instruction (one element each: a vector access, `ldmatrix` and
+    /// `cp.async` are seen by race detection element by element; `cp.async` has its destination's
+    /// and its source's).
+    pub(crate) fn accesses(&self) -> impl Iterator<Item = &MemAccess> {
+        let (a, b): (Option<&MemAccess>, Option<&MemAccess>) = match self {
+            XOp::Load(m) | XOp::Store(m) | XOp::Atomic(_, m) | XOp::Cas(m) => (Some(m), None),
+            XOp::Ext(x) => match &x.kind {
+                ExtKind::Load { acc, .. } | ExtKind::Store { acc, .. } | ExtKind::Ldmatrix { acc, .. } => {
+                    (Some(acc), None)
+                }
+                ExtKind::CpAsync { dst, src, .. } => (Some(dst), Some(src)),
+                _ => (None, None),
+            },
+            _ => (None, None),
+        };
+        a.into_iter().chain(b)
+    }
+
+    /// [`XOp::accesses`], to set their race sites.
+    fn accesses_mut(&mut self) -> impl Iterator<Item = &mut MemAccess> {
+        let (a, b): (Option<&mut MemAccess>, Option<&mut MemAccess>) = match self {
+            XOp::Load(m) | XOp::Store(m) | XOp::Atomic(_, m) | XOp::Cas(m) => (Some(m), None),
+            XOp::Ext(x) => match &mut x.kind {
+                ExtKind::Load { acc, .. } | ExtKind::Store { acc, .. } | ExtKind::Ldmatrix { acc, .. } => {
+                    (Some(acc), None)
+                }
+                ExtKind::CpAsync { dst, src, .. } => (Some(dst), Some(src)),
+                _ => (None, None),
+            },
+            _ => (None, None),
+        };
+        a.into_iter().chain(b)
+    }
+}
+
+/// What an [`XOp::Ext`] instruction does.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum ExtKind {
+    /// `vec.vN.T`: one operand per element, of `bits` bits each.
+    Build { bits: u32 },
+    /// `extract.vN.T v, lane`.
+    Extract { bits: u32, lane: u32 },
+    /// `insert.vN.T v, lane, x`.
+    Insert { bits: u32, lane: u32 },
+    /// `load.vN p[i]`: `n` elements, each as `acc` describes (race detection and uninitialized
+    /// reads see them one by one); one access of `n · acc.size` bytes, aligned to that.
+    Load { acc: MemAccess, n: u32 },
+    /// `store.vN p[i], v`.
+    Store { acc: MemAccess, n: u32 },
+    /// `mma.*`.
+    Mma(MmaKind),
+    /// `ldmatrix.xN[.trans] p[i]`: `acc` is one 16-bit element of a row.
+    Ldmatrix { acc: MemAccess, num: LdmatrixNum, trans: bool },
+    /// `cp.async.N dst[i], src[j], n`: `dst` and `src` are one element of each side; `size` bytes.
+    CpAsync { dst: MemAccess, src: MemAccess, size: u32 },
+}
+
+/// An [`XOp::Ext`] instruction's operands: the slot of each, and the high slot of each 128-bit
+/// vector operand ([`NO_SLOT`] for the others); the result is [`XInst::res`] and `res_hi`.
+#[derive(Clone, Debug)]
+pub(crate) struct XExt {
+    pub kind: ExtKind,
+    /// The IR op (its mnemonic names the instruction in messages).
+    pub op: Op,
+    pub args: [u32; 5],
+    pub hi: [u32; 5],
+    pub nargs: u8,
+    pub res_hi: u32,
 }
 
 /// A call: the callee's index in [`Progs::progs`] and the caller's argument slots.
@@ -86,6 +176,8 @@ pub(crate) enum XOp {
 pub(crate) struct XCall {
     pub callee: u32,
     pub args: Vec<u32>,
+    /// The high slot of a 128-bit result ([`NO_SLOT`] otherwise).
+    pub res_hi: u32,
 }
 
 #[derive(Clone, Debug)]
@@ -112,8 +204,8 @@ pub(crate) enum XTerm {
     /// A kernel's `ret`: the lanes exit.
     Ret,
     /// A function's `ret`: the lanes return to the caller, with the value in this slot
-    /// ([`NO_SLOT`] for none).
-    Return(u32),
+    /// ([`NO_SLOT`] for none) and, for a 128-bit value, its high slot (else [`NO_SLOT`]).
+    Return(u32, u32),
     Jmp(XEdge),
     Br {
         cond: u32,
@@ -149,6 +241,8 @@ pub(crate) struct Prog {
     pub global_atomics: bool,
     /// Whether any instruction touches shared memory.
     pub uses_shared: bool,
+    /// Whether any instruction is a `cp.async` (or its commit/wait).
+    pub async_copies: bool,
     /// log2 of the race-shadow granule of global and of shared memory: the smallest element size
     /// of a load, store or atomic there (8 bytes when there is none). Every such access is aligned to its
     /// size, a multiple of the granule, so all bytes of a granule are always accessed together and
@@ -177,6 +271,21 @@ impl Prog {
             return Err(InterpError::invalid(format!("{what} @{} has no blocks", k.name)));
         }
         let nvalues = k.values.len();
+        // High slots of the 128-bit values, right after the values.
+        let mut hi = vec![NO_SLOT; nvalues];
+        let mut nhi = 0usize;
+        for (i, v) in k.values.iter().enumerate() {
+            if v.ty.bits() > 64 {
+                hi[i] = (nvalues + nhi) as u32;
+                nhi += 1;
+            }
+        }
+        let hi_of = |o: Operand| -> u32 {
+            match o {
+                Operand::Value(v) => hi.get(v.index()).copied().unwrap_or(NO_SLOT),
+                Operand::Const(_) => NO_SLOT,
+            }
+        };
         let mut consts: Vec<(u32, u64)> = Vec::new();
         let mut const_slot: HashMap<u64, u32> = HashMap::new();
         let mut slot_of = |o: Operand, span: Span| -> Result<u32, InterpError> {
@@ -184,7 +293,7 @@ impl Prog {
                 Operand::Value(v) if v.index() < nvalues => Ok(v.0),
                 Operand::Value(_) => Err(malformed(span, "operand names an undefined value")),
                 Operand::Const(c) => {
-                    let next = (nvalues + consts.len()) as u32;
+                    let next = (nvalues + nhi + consts.len()) as u32;
                     Ok(*const_slot.entry(c.bits).or_insert_with(|| {
                         consts.push((next, c.bits));
                         next
@@ -196,6 +305,7 @@ impl Prog {
         let mut blocks = Vec::with_capacity(nblocks);
         let mut global_atomics = false;
         let mut uses_shared = !k.shared.is_empty();
+        let mut async_copies = false;
         let mut race_shift = [3u32; 2];
         let mut calls: Vec<XCall> = Vec::new();
         for b in k.block_ids() {
@@ -222,27 +332,30 @@ impl Prog {
                         None => NO_SLOT,
                     };
                     let callee = resolve(n, span)?;
-                    calls.push(XCall { callee, args });
+                    let res_hi = d.result.map_or(NO_SLOT, |r| hi[r.index()]);
+                    calls.push(XCall { callee, args, res_hi });
                     let op = XOp::Call(calls.len() as u32 - 1);
                     insts.push(XInst { op, args: [0; 4], nargs: 0, ctl: true, res, span });
                     continue;
                 }
-                if d.args.len() != d.op.arity() || d.args.len() > 4 {
+                let max_args = if matches!(d.op, Op::CpAsync(_)) { 5 } else { 4 };
+                if d.args.len() != d.op.arity() || d.args.len() > max_args {
                     return Err(malformed(
                         span,
                         format!("`{}` takes {} operands, found {}", d.op, d.op.arity(), d.args.len()),
                     ));
                 }
-                let mut args = [0u32; 4];
+                let mut all_args = [0u32; 5];
                 for (i, a) in d.args.iter().enumerate() {
-                    args[i] = slot_of(*a, span)?;
+                    all_args[i] = slot_of(*a, span)?;
                 }
+                let args = [all_args[0], all_args[1], all_args[2], all_args[3]];
                 let res = match d.result {
                     Some(r) if r.index() < nvalues => r.0,
                     Some(_) => return Err(malformed(span, "result names an undefined value")),
                     None => NO_SLOT,
                 };
-                if res != NO_SLOT && args[..d.args.len()].contains(&res) {
+                if res != NO_SLOT && all_args[..d.args.len()].contains(&res) {
                     return Err(malformed(span, "an instruction uses its own result"));
                 }
                 let ptr_of = |o: Operand| -> Result<(AddrSpace, ScalarType), InterpError> {
@@ -259,13 +372,80 @@ impl Prog {
                         _ => Err(malformed(span, "index operand is not an integer")),
                     }
                 };
-                let mem = |d: &kir_ir::InstData| -> Result<MemAccess, InterpError> {
-                    let (space, elem) = ptr_of(d.args[0])?;
-                    let idx_ty = int_of(d.args[1])?;
+                // The access through operands `p` (pointer) and `p + 1` (index).
+                let mem_at = |d: &kir_ir::InstData, p: usize| -> Result<MemAccess, InterpError> {
+                    let (space, elem) = ptr_of(d.args[p])?;
+                    let idx_ty = int_of(d.args[p + 1])?;
                     let idx_shift = if idx_ty.is_signed_int() { 64 - idx_ty.bits() as u8 } else { 0 };
                     Ok(MemAccess { space, elem, size: elem.bytes(), idx_ty, idx_shift, site: 0 })
                 };
+                let mem = |d: &kir_ir::InstData| mem_at(d, 0);
+                // A constant operand (a vector lane, a group count: the verifier's rule).
+                let constant = |o: Operand| -> Result<u32, InterpError> {
+                    match o {
+                        Operand::Const(c) => Ok(c.bits as u32),
+                        Operand::Value(_) => Err(malformed(span, format!("`{}` needs a constant operand", d.op))),
+                    }
+                };
+                let ext = |kind: ExtKind| -> Result<XOp, InterpError> {
+                    let mut hi_args = [NO_SLOT; 5];
+                    for (i, a) in d.args.iter().enumerate() {
+                        hi_args[i] = hi_of(*a);
+                    }
+                    let res_hi = if res == NO_SLOT { NO_SLOT } else { hi[res as usize] };
+                    if res_hi != NO_SLOT && hi_args.contains(&res_hi) {
+                        return Err(malformed(span, "an instruction uses its own result"));
+                    }
+                    Ok(XOp::Ext(Box::new(XExt {
+                        kind,
+                        op: d.op,
+                        args: all_args,
+                        hi: hi_args,
+                        nargs: d.args.len() as u8,
+                        res_hi,
+                    })))
+                };
                 let op = match &d.op {
+                    Op::VecBuild(_, t) => ext(ExtKind::Build { bits: t.bits() })?,
+                    Op::VecExtract(w, t) | Op::VecInsert(w, t) => {
+                        let lane = constant(d.args[1])?;
+                        if lane as usize >= w.len() {
+                            return Err(malformed(span, format!("lane {lane} of a {}-element vector", w.len())));
+                        }
+                        let bits = t.bits();
+                        ext(if matches!(d.op, Op::VecExtract(..)) {
+                            ExtKind::Extract { bits, lane }
+                        } else {
+                            ExtKind::Insert { bits, lane }
+                        })?
+                    }
+                    Op::LoadVec(w) => ext(ExtKind::Load { acc: mem(d)?, n: w.len() as u32 })?,
+                    Op::StoreVec(w) => ext(ExtKind::Store { acc: mem(d)?, n: w.len() as u32 })?,
+                    Op::Mma(kind) => ext(ExtKind::Mma(*kind))?,
+                    Op::Ldmatrix(num, trans) => {
+                        let acc = mem(d)?;
+                        if acc.space != AddrSpace::Shared || acc.size != 2 {
+                            return Err(malformed(span, "`ldmatrix` reads 16-bit elements of shared memory"));
+                        }
+                        ext(ExtKind::Ldmatrix { acc, num: *num, trans: *trans })?
+                    }
+                    Op::CpAsync(size) => {
+                        let (dst, src) = (mem_at(d, 0)?, mem_at(d, 2)?);
+                        let size = size.bytes();
+                        if dst.space != AddrSpace::Shared
+                            || src.space != AddrSpace::Global
+                            || dst.size > size
+                            || src.size > size
+                        {
+                            return Err(malformed(
+                                span,
+                                "`cp.async` copies whole elements from global to shared memory",
+                            ));
+                        }
+                        ext(ExtKind::CpAsync { dst, src, size })?
+                    }
+                    Op::CpAsyncCommit => XOp::CpCommit,
+                    Op::CpAsyncWait => XOp::CpWait(constant(d.args[0])?),
                     op if op.is_pure() => XOp::Pure(*op),
                     Op::Special(r) => XOp::Special(*r),
                     Op::Load => XOp::Load(mem(d)?),
@@ -299,19 +479,28 @@ impl Prog {
                         )
                     }
                 };
-                if let XOp::Load(m) | XOp::Store(m) | XOp::Atomic(_, m) | XOp::Cas(m) = &op {
+                for m in op.accesses() {
                     let sh = &mut race_shift[(m.space == AddrSpace::Shared) as usize];
                     *sh = (*sh).min(m.size.trailing_zeros());
-                }
-                match &op {
-                    XOp::Atomic(_, m) | XOp::Cas(m) if m.space == AddrSpace::Global => global_atomics = true,
-                    XOp::Load(m) | XOp::Store(m) | XOp::Atomic(_, m) | XOp::Cas(m) if m.space == AddrSpace::Shared => {
-                        uses_shared = true
+                    if m.space == AddrSpace::Shared {
+                        uses_shared = true;
                     }
-                    _ => {}
                 }
-                let needs_result = !matches!(op, XOp::Barrier | XOp::Store(_) | XOp::Atomic(..) | XOp::Cas(..));
-                if needs_result && res == NO_SLOT && !matches!(op, XOp::Pure(_)) {
+                if let XOp::Atomic(_, m) | XOp::Cas(m) = &op {
+                    global_atomics |= m.space == AddrSpace::Global;
+                }
+                async_copies |= matches!(op, XOp::CpCommit | XOp::CpWait(_))
+                    || matches!(&op, XOp::Ext(x) if matches!(x.kind, ExtKind::CpAsync { .. }));
+                let needs_result = match &op {
+                    XOp::Barrier | XOp::Store(_) | XOp::Atomic(..) | XOp::Cas(..) | XOp::CpCommit | XOp::CpWait(_) => {
+                        false
+                    }
+                    XOp::Ext(x) => !matches!(x.kind, ExtKind::Store { .. } | ExtKind::CpAsync { .. }),
+                    _ => true,
+                };
+                let pure = matches!(&op, XOp::Pure(_))
+                    || matches!(&op, XOp::Ext(x) if matches!(x.kind, ExtKind::Build { .. } | ExtKind::Extract { .. } | ExtKind::Insert { .. }));
+                if needs_result && res == NO_SLOT && !pure {
                     return Err(malformed(span, format!("`{}` must define a value", d.op)));
                 }
                 let ctl = matches!(op, XOp::Barrier);
@@ -338,6 +527,17 @@ impl Prog {
                         return Err(malformed(target.span, "block parameter is undefined"));
                     }
                     moves.push((p.0, slot_of(*a, block.term_span)?));
+                    // The high half of a 128-bit parameter, from the argument's.
+                    match (hi[p.index()], hi_of(*a)) {
+                        (NO_SLOT, NO_SLOT) => {}
+                        (d, s) if d != NO_SLOT && s != NO_SLOT => moves.push((d, s)),
+                        _ => {
+                            return Err(malformed(
+                                block.term_span,
+                                "block argument of another width than its parameter",
+                            ))
+                        }
+                    }
                 }
                 if c.block == kir_ir::Kernel::ENTRY {
                     return Err(malformed(block.term_span, "the entry block cannot be jumped to"));
@@ -346,8 +546,8 @@ impl Prog {
             };
             let term = match &block.term {
                 Terminator::Ret(v) if k.is_func() => match v {
-                    Some(v) => XTerm::Return(slot_of(*v, block.term_span)?),
-                    None => XTerm::Return(NO_SLOT),
+                    Some(v) => XTerm::Return(slot_of(*v, block.term_span)?, hi_of(*v)),
+                    None => XTerm::Return(NO_SLOT, NO_SLOT),
                 },
                 Terminator::Ret(_) => XTerm::Ret,
                 Terminator::Jmp(c) => XTerm::Jmp(edge(c)?),
@@ -378,7 +578,7 @@ impl Prog {
             }
             params.push(p.0);
         }
-        let nslots = nvalues + consts.len();
+        let nslots = nvalues + nhi + consts.len();
         Ok(Prog {
             name: k.name.clone(),
             blocks,
@@ -388,6 +588,7 @@ impl Prog {
             params,
             global_atomics,
             uses_shared,
+            async_copies,
             race_shift,
             race_sites: Vec::new(),
         })
@@ -465,17 +666,23 @@ impl Progs {
         }
         let stride = stack_need(&progs)?;
         // Launch-wide facts cover every body.
-        let (mut atomics, mut shared, mut shift) = (false, false, [3u32; 2]);
+        let (mut atomics, mut shared, mut shift, mut copies) = (false, false, [3u32; 2], false);
         for p in &progs {
             atomics |= p.global_atomics;
             shared |= p.uses_shared;
+            copies |= p.async_copies;
             shift = [shift[0].min(p.race_shift[0]), shift[1].min(p.race_shift[1])];
         }
         let mut sites = Vec::new();
         for (body, p) in progs.iter_mut().enumerate() {
             for inst in p.blocks.iter_mut().flat_map(|b| &mut b.insts) {
-                if let XOp::Load(m) | XOp::Store(m) | XOp::Atomic(_, m) | XOp::Cas(m) = &mut inst.op {
-                    m.site = sites.len() as u32;
+                let site = sites.len() as u32;
+                let mut any = false;
+                for m in inst.op.accesses_mut() {
+                    m.site = site;
+                    any = true;
+                }
+                if any {
                     sites.push((body as u32, inst.span));
                 }
             }
@@ -484,6 +691,7 @@ impl Progs {
         k.race_sites = sites;
         k.global_atomics = atomics;
         k.uses_shared = shared;
+        k.async_copies = copies;
         k.race_shift = shift;
         Ok(Progs { progs, stride })
     }
