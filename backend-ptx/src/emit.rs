@@ -3,9 +3,10 @@
 //! arguments as parallel copies on edges, and calls.
 //!
 //! Guarantees:
-//! - Each SSA value gets its own virtual register (see [`crate::regs`]); block parameters are
-//!   written only by the moves on the edges into their block, emitted as sequentialized parallel
-//!   copies ([`crate::pcopy`]), so a swap or rotation of block arguments is correct.
+//! - Each SSA value gets its own virtual register (see [`crate::regs`]; a vector one per element,
+//!   consecutive); block parameters are written only by the moves on the edges into their block,
+//!   emitted as sequentialized parallel copies ([`crate::pcopy`]; a vector parameter is one copy
+//!   per element), so a swap or rotation of block arguments is correct.
 //! - A conditional branch whose both edges carry moves gets an inline edge block (the critical edge
 //!   is split); moves are never executed on an edge not taken.
 //! - `reqntid(x, y, z)` becomes the performance directive `.reqntid x, y, z` (all three written).
@@ -23,7 +24,9 @@
 //!   bits; narrower ones are promoted as the ABI promotes them: `pred` as 0/1, 8- and 16-bit
 //!   integers zero- or sign-extended by their signedness, `f16`/`bf16` bits zero-extended) or
 //!   `.param .b64` (64-bit types and pointers). The callee reads the low bytes back exactly as a
-//!   kernel reads its parameters.
+//!   kernel reads its parameters. A vector result (the verifier refuses vector parameters) is a
+//!   byte array of its size aligned to its size, `.param .align 16 .b8 func_retval0[16]`, written
+//!   with one `st.param.vN` and read with one `ld.param.vN` (as NVRTC returns a `float4`).
 //! - Pointers cross calls in kir's register representation, not as generic addresses: a
 //!   `ptr<global, T>` is a global-window address (the kernel applied `cvta.to.global` once), a
 //!   `ptr<shared, T>` a shared-window address; the callee uses them with `.global` / `.shared`

@@ -28,7 +28,14 @@
 //! - Shared memory: each `shared @s: T[N]` is a function-scope `.shared .align A .b8
 //!   <kernel>$smem$<s>[bytes]`; dynamic shared memory (`T[]`) is a module-scope `.extern .shared`
 //!   array. A kir `ptr<shared, T>` is the 64-bit address in the shared window (`mov.u64 %rd, sym`),
-//!   no `cvta`: it is used only with `.shared` instructions.
+//!   no `cvta`: it is used only with `.shared` instructions (`ld`/`st`/`atom.shared`, and as is by
+//!   `ldmatrix...shared.b16` and as the destination of `cp.async...shared.global`, which take a
+//!   `.shared` address in a 64-bit register; ptxas accepts that for sm_80 and sm_90).
+//! - A vector `vec<N, T>` is N PTX registers of `T`'s class, one per element ([`regs`]); vector
+//!   block parameters move element by element on edges; `vec`/`extract`/`insert` are `mov`s;
+//!   `load.vN`/`store.vN` are one `ld`/`st` `.vN`; `mma`, `ldmatrix` and `cp.async` are one PTX
+//!   instruction each, `mma.sync` (sm_80) and `cp.async` (sm_80, PTX ISA 7.0) being available on
+//!   every target kir emits for (sm_80 and later, PTX ISA 8.0).
 //!
 //! - NaN float constants are never immediates: each body declares a module-scope `.const`
 //!   variable per NaN it uses (`BODY$nan$TYPE$BITS`) and loads it with `ld.const`. ptxas folds NaN
@@ -129,7 +136,8 @@ impl PtxOptions {
     }
 }
 
-/// The PTX version the module declares (every feature used exists in PTX ISA 8.0).
+/// The PTX version the module declares (every feature used exists in PTX ISA 8.0: `mma.sync`
+/// m16n8k16/m16n8k8 and `cp.async` since 7.0, `ldmatrix` since 6.5).
 pub const PTX_VERSION: &str = "8.0";
 
 fn header(opts: &PtxOptions) -> String {

@@ -38,6 +38,17 @@
 //!   or zero-extended (unsigned), via `mul.wide.{s32,u32}` (64-bit: `mul.lo.s64`) and `add.s64`;
 //!   a constant index becomes an immediate offset. Shared pointers are 64-bit addresses in the `.shared` window
 //!   (`mov.u64 %rd, symbol`), used with `ld.shared`/`st.shared`/`atom.shared` directly.
+//! - Vectors: element j of a `vec<N, T>` is register j of the value's run ([`crate::regs`]).
+//!   `vec`/`extract`/`insert` are `mov`s of elements (the lane is a constant); `load.vN`/`store.vN`
+//!   are one `ld`/`st` `.vN` with the element's memory type (`.b16` for every 16-bit type, `.u8`/
+//!   `.s8` into and from the 32-bit registers of 8-bit values, which stay extended) at the address
+//!   a scalar access of the same element computes. `mma` is one `mma.sync.aligned.SHAPE.row.col.
+//!   f32.T.T.f32 {D}, {A}, {B}, {C}` (A, B in `.b32` registers, C, D in `.f32` ones); `ldmatrix`
+//!   one `ldmatrix.sync.aligned.m8n8.xN[.trans].shared.b16 {r..}, [addr]`; `cp.async` of 4 or 8
+//!   bytes `cp.async.ca.shared.global`, of 16 `.cg` (L2 only; PTX allows `.cg` for 16 bytes
+//!   only), the source size as the `u32` register or an immediate; `cp.async.commit` and
+//!   `cp.async.wait N` are `cp.async.commit_group` and `cp.async.wait_group N`. An `mma` or
+//!   `ldmatrix` without a result still executes (into scratch registers): the warp's collective.
 //! - An op/type/mode combination PTX cannot express and the verifier does not exclude yields a
 //!   located diagnostic, never a panic or wrong code.
 
