@@ -509,6 +509,8 @@ impl KernelEmitter<'_> {
                 let Operand::Const(c) = a[0] else {
                     return self.unsupported(i, "the number of groups must be a constant");
                 };
+                // Any N: ptxas saturates it to 63 (`DEPBAR.LE SB0, 0x3f` for N = 64 or 2^32 - 1),
+                // which waits for at least what N asks.
                 self.ins(format_args!("cp.async.wait_group {}", c.bits));
             }
         }
