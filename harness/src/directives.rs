@@ -278,6 +278,9 @@ pub struct RunDirective {
     /// `fuel=N`: this directive's launches may run N thread-instructions in all and N per warp
     /// (instead of `kir test`'s `--fuel` or the defaults).
     pub fuel: Option<u64>,
+    /// `tensor-cores=sm_80|sm_90|sm_100`: whose tensor-core arithmetic the interpreter and the PTX
+    /// emulator compute for `mma` (default: `kir test`'s, the sm_90 rule).
+    pub tensor_cores: Option<kir_ir::eval::tensor_core::TensorCoreRule>,
     /// `NAME=VALUE` in order.
     pub args: Vec<(String, String)>,
     pub expects: Vec<Expect>,
@@ -404,6 +407,7 @@ fn parse_run(line: usize, body: &str) -> Result<RunDirective, String> {
         tol: None,
         checks: Checks::default(),
         fuel: None,
+        tensor_cores: None,
         args: vec![],
         expects: vec![],
         fault: None,
@@ -439,6 +443,7 @@ fn parse_run(line: usize, body: &str) -> Result<RunDirective, String> {
                         .ok_or_else(|| format!("bad fuel `{value}` (a positive number of instructions)"))?,
                 )
             }
+            "tensor-cores" => d.tensor_cores = Some(crate::tensor_cores::parse_rule(value)?),
             "shared" => {
                 d.shared_bytes =
                     value.parse::<u32>().map_err(|_| format!("bad shared memory size `{value}` (bytes)"))?

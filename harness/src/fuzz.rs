@@ -1051,6 +1051,12 @@ pub fn repro_file(m: &Module, seed: u64, failure: &Failure, cfg: &FuzzConfig, na
     if cfg.pipeline.spec() != defaults.pipeline.spec() {
         cmd.push_str(&format!(" --pipeline {}", cfg.pipeline.spec()));
     }
+    if cfg.gen.allow_approx {
+        cmd.push_str(" --approx");
+    }
+    if cfg.gen.allow_vectors {
+        cmd.push_str(" --vectors");
+    }
     let mut s = String::new();
     s.push_str(&format!("; kir fuzz: case seed {seed} (reproduce: {cmd})\n"));
     for (i, line) in failure.to_string().lines().enumerate() {

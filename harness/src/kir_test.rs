@@ -432,6 +432,9 @@ fn run_directive(
         Some(n) => ctx.emu.clone().with_fuel(n),
         None => ctx.emu.clone(),
     };
+    // The emulator computes `mma` with the interpreter's tensor-core rule, whatever the PTX target.
+    let emu_opts =
+        kir_ptx_emu::Options { tensor_cores: Some(crate::tensor_cores::emulator_rule(opts.tensor_cores)), ..emu_opts };
     let (before, after) =
         match (interpret(module, d, &specs, base_dir, &opts), interpret(optimized, d, &specs, base_dir, &opts)) {
             (Ok(a), Ok(b)) => (a, b),
@@ -583,6 +586,42 @@ fn run_directive(
         return emit(Row { label: gpu_label, outcome: Outcome::Fail(msg), note: None });
     }
     let compared: Vec<bool> = before.names.iter().map(|n| !unordered(n)).collect();
+    // Tensor cores compute differently per device generation: a GPU whose rule is not the run's
+    // is compared with the interpreter computing its rule.
+    let device_rule = if crate::tensor_cores::uses_tensor_cores(optimized) {
+        match crate::engine::Gpu::new(runner.as_mut(), optimized).sm() {
+            Ok(sm) => Some(crate::tensor_cores::rule_of_device(sm)).filter(|r| *r != opts.tensor_cores),
+            Err(e) => return emit(Row { label: gpu_label, outcome: Outcome::Fail(e.to_string()), note: None }),
+        }
+    } else {
+        None
+    };
+    if let Some(rule) = device_rule {
+        let theirs = Options { tensor_cores: rule, ..opts.clone() };
+        let reference = match interpret(module, d, &specs, base_dir, &theirs) {
+            Ok(r) => r,
+            Err(e) => {
+                return emit(fail(format!(
+                    "the run with this GPU's tensor-core rule: {}",
+                    render_run_error(e, sources)
+                )))
+            }
+        };
+        let rule = crate::tensor_cores::rule_name(rule);
+        let row = match first_difference_in(&reference, &gpu_buffers, cmp_tol, tol_source, &compared) {
+            Some(msg) => {
+                Row { label: gpu_label, outcome: Outcome::Fail(format!("{msg} (tensor cores: {rule})")), note: None }
+            }
+            None => Row {
+                label: gpu_label,
+                outcome: Outcome::Ok,
+                note: Some(format!(
+                    "matches the interpreter computing this GPU's tensor cores ({rule}; tol {cmp_tol}, {tol_source})"
+                )),
+            },
+        };
+        return emit(row);
+    }
     let matched = match judge(&gpu_buffers, &compared) {
         Err(msg) => return emit(Row { label: gpu_label, outcome: Outcome::Fail(msg), note: None }),
         Ok(note) => note,
@@ -1076,7 +1115,12 @@ fn expected_fault_row(
 /// The interpreter options of directive `d`'s runs: `base` with the directive's runtime checks
 /// (`checks=`; none when `checks_on` is false, as with `kir test --no-checks`) and its `fuel=`.
 pub(crate) fn directive_options(d: &RunDirective, base: &Options, checks_on: bool) -> Options {
-    let opts = Options { races: checks_on && d.checks.races, uninit: checks_on && d.checks.uninit, ..base.clone() };
+    let opts = Options {
+        races: checks_on && d.checks.races,
+        uninit: checks_on && d.checks.uninit,
+        tensor_cores: d.tensor_cores.unwrap_or(base.tensor_cores),
+        ..base.clone()
+    };
     match d.fuel {
         Some(n) => opts.with_fuel(n),
         None => opts,

@@ -33,5 +33,6 @@ pub mod isolate;
 pub mod kir_test;
 pub mod ptx_args;
 pub mod shard;
+pub mod tensor_cores;
 pub mod tolerance;
 pub mod walk;

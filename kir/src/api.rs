@@ -733,6 +733,10 @@ impl<'m> Launch<'m> {
             (Type::Ptr(_, e), _) => {
                 return Err(wrong(format!("a buffer of {e} (`&[{}]`)", rust_name(e))));
             }
+            // The verifier refuses vector parameters; a module that has one cannot get here.
+            (Type::Vec(..), _) => {
+                return Err(arg_err(format!("parameter `{name}: {ty}` is a vector; kernel parameters cannot be")))
+            }
         }
         self.given[i] = Some(value);
         Ok(())
@@ -832,7 +836,7 @@ impl<'m> Launch<'m> {
 
 fn ty_scalar(t: Type) -> ScalarType {
     match t {
-        Type::Scalar(s) | Type::Ptr(_, s) => s,
+        Type::Scalar(s) | Type::Ptr(_, s) | Type::Vec(_, s) => s,
     }
 }
 

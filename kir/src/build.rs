@@ -281,9 +281,15 @@ fn generate(m: &Module, file: &str, name: &str, ptx: &str, sm: SmVersion, pipeli
                         "kernel @{kname}: parameter `%{pname}: {ty}` is a shared-memory pointer, which a launch cannot pass"
                     )))
                 }
+                // The verifier refuses these before bindings are made.
+                Type::Vec(..) => {
+                    return Err(bind_err(format!(
+                        "kernel @{kname}: parameter `%{pname}: {ty}` is a vector, which kernel parameters cannot be"
+                    )))
+                }
             };
             let elem = match ty {
-                Type::Scalar(t) | Type::Ptr(_, t) => rust_type(t),
+                Type::Scalar(t) | Type::Ptr(_, t) | Type::Vec(_, t) => rust_type(t),
             };
             params.push((rname, rty, pname, ty, pass, note, elem));
         }

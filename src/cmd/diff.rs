@@ -355,7 +355,13 @@ fn against_emulator(
         eprintln!("error: ptx-emu: {e}");
         return ExitCode::from(1);
     }
-    let buffers = match PtxEmulator::new(&program, m, a.launch.emu_options()).run(launch, inputs) {
+    // kir's PTX in the emulator computes `mma` as the interpreter does (the sm_90 rule unless
+    // `--tensor-cores` says otherwise), not by the emitted `.target`.
+    let emu_opts = kir_ptx_emu::Options {
+        tensor_cores: Some(kir_harness::tensor_cores::emulator_rule(a.launch.tensor_cores.unwrap_or_default())),
+        ..a.launch.emu_options()
+    };
+    let buffers = match PtxEmulator::new(&program, m, emu_opts).run(launch, inputs) {
         Ok(b) => b,
         Err(EngineError::Emu(e)) => {
             eprintln!("error: {}", e.message.trim_start_matches("ptx-emu: ").replace('\n', "\n  "));

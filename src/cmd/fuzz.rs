@@ -24,6 +24,7 @@
 //!   (issue 42). A case whose only differences lie where an enclosure cannot decide (an
 //!   approximate op's error reached a comparison, conversion, branch or address) is *unverified*:
 //!   neither passed nor failed, counted in the summary.
+//! - `--vectors` lets the generator write vector values (`vec.vN.T`, `insert`, `extract`).
 //! - A missing `ptxas` or GPU is announced on stdout with a `skip:` line and the check is skipped;
 //!   a missing `ptxas` is an error (exit 1) with `--require-ptxas` or when `CI=true`, a missing
 //!   GPU with `--require-gpu` or `KIR_REQUIRE_GPU=1`.
@@ -103,6 +104,9 @@ pub struct Args {
     /// Let the generator write approximate ops (judged by the interpreter's error enclosures).
     #[arg(long)]
     pub approx: bool,
+    /// Let the generator write vector values (`vec`, `insert`, `extract`).
+    #[arg(long)]
+    pub vectors: bool,
     /// Fail when ptxas is not found (also when CI=true).
     #[arg(long)]
     pub require_ptxas: bool,
@@ -182,6 +186,7 @@ pub fn run(a: &Args) -> ExitCode {
     cfg.pipeline = pipeline;
     cfg.emu = !a.no_emu;
     cfg.gen.allow_approx = a.approx;
+    cfg.gen.allow_vectors = a.vectors;
     // The case indices this run takes: all of them, or its shard's range.
     let indices = a.shard.map_or(0..a.cases, |sh| sh.cases(a.cases));
     let which = match a.shard {

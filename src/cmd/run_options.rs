@@ -94,6 +94,11 @@ pub struct LaunchArgs {
     /// with its race-detection shadow (default 8G; accepts 4096, 512M, 8G).
     #[arg(long, value_name = "BYTES")]
     pub max_memory: Option<String>,
+    /// Whose tensor-core arithmetic `mma` computes: sm_80 (A100), sm_90 (H100, H200; the
+    /// interpreter's default) or sm_100 (B200). The PTX emulator takes the same rule; without the
+    /// flag, it takes the rule of a `.ptx` file's `.target`.
+    #[arg(long, value_name = "sm_80|sm_90|sm_100", value_parser = kir_harness::tensor_cores::parse_rule)]
+    pub tensor_cores: Option<kir::ir::eval::tensor_core::TensorCoreRule>,
 }
 
 impl LaunchArgs {
@@ -113,16 +118,27 @@ impl LaunchArgs {
     /// The interpreter's options: `--fuel N` sets the launch's and each warp's limit; without it
     /// both are the defaults.
     pub fn interp_options(&self, races: bool, uninit: bool) -> Options {
-        let o = Options { races, uninit, threads: self.threads, ..Options::default() };
+        let o = Options {
+            races,
+            uninit,
+            threads: self.threads,
+            tensor_cores: self.tensor_cores.unwrap_or_default(),
+            ..Options::default()
+        };
         match self.fuel {
             Some(n) => o.with_fuel(n),
             None => o,
         }
     }
 
-    /// The PTX emulator's options: `--fuel N` (both its limits) and `--threads N`.
+    /// The PTX emulator's options: `--fuel N` (both its limits), `--threads N` and
+    /// `--tensor-cores` (else the rule of the PTX's `.target`).
     pub fn emu_options(&self) -> kir_ptx_emu::Options {
-        let o = kir_ptx_emu::Options { threads: self.threads, ..kir_ptx_emu::Options::default() };
+        let o = kir_ptx_emu::Options {
+            threads: self.threads,
+            tensor_cores: self.tensor_cores.map(kir_harness::tensor_cores::emulator_rule),
+            ..kir_ptx_emu::Options::default()
+        };
         match self.fuel {
             Some(n) => o.with_fuel(n),
             None => o,

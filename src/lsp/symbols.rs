@@ -138,6 +138,7 @@ pub fn type_text(t: &AstType) -> String {
     match t {
         AstType::Named(n) => n.node.to_string(),
         AstType::Ptr { space, elem } => format!("ptr<{}, {}>", space.node, elem.node),
+        AstType::Vec { len, elem, .. } => format!("vec<{}, {}>", len.node, elem.node),
     }
 }
 
