@@ -229,3 +229,82 @@ fn sorted_expectations_are_order_free() {
         std::fs::remove_dir_all(&d).unwrap();
     }
 }
+
+const TENSOR_CORES: &str = "tests/hardware/tensor-cores";
+
+/// The tensor cores of an A100, H100, H200 and B200 as Khattak and Mikaitis measured them
+/// (`tests/hardware/tensor-cores/README.md`): 5,000 fp16, 5,000 bf16 and 5,000 tf32 dot products per
+/// device, 8 per warp through one `mma`, under each device's rule (`tensor-cores=`). Every set must
+/// be reproduced bit for bit by the interpreter and, judged by the recording itself, by the PTX
+/// emulator.
+#[test]
+fn the_tensor_core_measurements_reproduce_on_every_device() {
+    let (code, stdout, stderr) = kir_test(&["-v", TENSOR_CORES]);
+    let directives = run_directives(Path::new(TENSOR_CORES));
+    assert_eq!(directives, 12, "4 devices x fp16, bf16, tf32");
+    let mut wrong = Vec::new();
+    for dev in ["a100", "h100", "h200", "b200"] {
+        for fmt in ["fp16", "bf16", "tf32"] {
+            let want = format!("d == @data/{dev}/{fmt}.d.npy.xz");
+            let row = |engine: &str, note: &str| {
+                stdout.lines().any(|l| {
+                    l.starts_with('[')
+                        && l.contains(&format!("mma_{dev}.kir:"))
+                        && l.contains(" ok    ")
+                        && l.contains(&format!(" {engine}  ({note}"))
+                        && l.contains(&want)
+                })
+            };
+            if !row("interp", "") {
+                wrong.push(format!("{dev} {fmt}: the interpreter does not reproduce {want}"));
+            }
+            if !row("ptx-emu", "matches the hardware: ") {
+                wrong.push(format!("{dev} {fmt}: the PTX emulator does not reproduce {want}"));
+            }
+        }
+    }
+    let (interp, interp_ok) = engine_rows(&stdout, "interp");
+    let (emu, emu_ok) = engine_rows(&stdout, "ptx-emu");
+    assert!(
+        code == 0 && wrong.is_empty() && interp == directives && emu == directives && interp_ok == interp && emu_ok == emu,
+        "kir test {TENSOR_CORES}: exit {code}; interp {interp_ok}/{interp} ok, ptx-emu {emu_ok}/{emu} ok\n{}\n{}\n{stderr}",
+        wrong.join("\n"),
+        failures(&stdout, 40)
+    );
+}
+
+/// The tensor-core data are the authors' measurements: SHA256SUMS pins every data file and the
+/// licence that travels with them, and lists every file under `data/`.
+#[test]
+fn the_tensor_core_measurements_are_unchanged() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join(TENSOR_CORES);
+    let out = std::process::Command::new("sha256sum")
+        .args(["--check", "--quiet", "SHA256SUMS"])
+        .current_dir(&root)
+        .output()
+        .expect("run sha256sum");
+    assert!(
+        out.status.success(),
+        "files under {TENSOR_CORES} differ from SHA256SUMS:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let sums = std::fs::read_to_string(root.join("SHA256SUMS")).unwrap();
+    let listed: std::collections::BTreeSet<&str> = sums.lines().filter_map(|l| l.split("  ").nth(1)).collect();
+    assert!(listed.contains("LICENCE"), "{sums}");
+    let mut on_disk = Vec::new();
+    for dev in std::fs::read_dir(root.join("data")).unwrap() {
+        let dev = dev.unwrap();
+        for f in std::fs::read_dir(dev.path()).unwrap() {
+            on_disk.push(format!(
+                "data/{}/{}",
+                dev.file_name().to_string_lossy(),
+                f.unwrap().file_name().to_string_lossy()
+            ));
+        }
+    }
+    assert_eq!(on_disk.len(), 4 * 3 * 4, "{on_disk:?}");
+    for f in &on_disk {
+        assert!(listed.contains(f.as_str()), "{f} is not in {TENSOR_CORES}/SHA256SUMS");
+    }
+}
