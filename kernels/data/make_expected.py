@@ -342,6 +342,53 @@ def act_chain():
     expect("act_chain_dx", dx, "graph_act_chain.kir", "--graph act_chain --arg x=rand:f32:1000:7 --arg dy=rand:f32:1000:8 --arg dx=zeros:f32:1000 --arg n=1000 --arg s=0.5", "dx", "exact")
 
 
+def relu_backward_v4():
+    # relu_backward_v4.kir: the math of relu_backward.kir (exact), four elements per thread plus a
+    # scalar tail; n = 1003 exercises the tail (3 elements), n = 1000 has none.
+    k = "relu_backward_v4.kir"
+    for (n, sx, sdy, grid, block) in [(1000, 120, 121, 2, 128), (1003, 122, 123, 4, 64)]:
+        _, x = rand("f32", n, sx)
+        _, dy = rand("f32", n, sdy)
+        dx = np.where(x > 0, dy, np.float32(0.0)).astype(np.float32)
+        expect(f"relu_backward_v4_dx_{n}", dx, k, f"--kernel relu_backward_v4 --grid {grid} --block {block} --arg x=rand:f32:{n}:{sx} --arg dy=rand:f32:{n}:{sdy} --arg dx=zeros:f32:{n} --arg n={n}", "dx", "exact")
+
+
+def gemm_mma():
+    # gemm_mma.kir: C = A B with mma.m16n8k16.f16 issued in increasing k, one per block of 16
+    # products, from C = +0. Each output is kernels/data/tensor_core_model.py's dot (sm_90 rule,
+    # blocks of 16 chained in k order): exact bits. numpy's f64 product is only a sanity check.
+    sys.path.insert(0, HERE)
+    import tensor_core_model as tcm
+
+    kf = "gemm_mma.kir"
+    for (m, n, kk, sa, sb, name) in [(128, 128, 128, 130, 131, "gemm_mma_c_128"), (64, 128, 256, 132, 133, "gemm_mma_c_64x128x256")]:
+        a64, a16 = rand("f16", m * kk, sa)
+        b64, b16 = rand("f16", kk * n, sb)
+        abits = a16.view(np.uint16).reshape(m, kk).tolist()
+        bbits = b16.view(np.uint16).reshape(kk, n).tolist()
+        zero = [[0] * n for _ in range(m)]
+        d = tcm.matmul("sm_90", "f16", abits, bbits, zero)
+        c = np.array(d, dtype=np.uint64).astype(np.uint32).view(np.float32).reshape(-1)
+        # sanity (not the expectation): distance to the f64 product. A block truncates each of
+        # its at most 17 terms (16 products and the running c) by less than 2^-25 of 2^E <= its
+        # largest |term|, and its sum by less than 2^-23 relative; the errors of the chained
+        # blocks add up. Bound per output, with a factor 2 of slack for the partial sums being
+        # the exact ones: sum over blocks of 2 (17 2^-25 max(|products|, |c in|) + 2^-23 |c out|).
+        A, B = a64.reshape(m, kk), b64.reshape(kk, n)
+        ref = A @ B
+        bound = np.zeros((m, n))
+        before = np.zeros((m, n))
+        for k0 in range(0, kk, 16):
+            prods = np.abs(A[:, None, k0:k0 + 16] * B[k0:k0 + 16, :].T[None, :, :]).max(axis=2)
+            after = A[:, :k0 + 16] @ B[:k0 + 16, :]
+            bound += 2 * (17 * 2.0**-25 * np.maximum(prods, np.abs(before)) + 2.0**-23 * np.abs(after))
+            before = after
+        diff = np.abs(c.astype(np.float64).reshape(m, n) - ref)
+        print(f"{name}: model vs numpy f64 A @ B: max abs diff {diff.max():.3g} (max |C| {np.abs(ref).max():.3g}, bound {bound.min():.3g}..{bound.max():.3g})", file=sys.stderr)
+        assert np.all(diff <= bound), f"{name}: the tensor-core model is further from A @ B than its truncation bound"
+        expect(name, c, kf, f"--kernel gemm_mma --grid {n // 64},{m // 64} --block 128 --arg a=rand:f16:{m * kk}:{sa} --arg b=rand:f16:{kk * n}:{sb} --arg c=zeros:f32:{m * n} --arg m={m} --arg n={n} --arg k={kk}", "c", "exact")
+
+
 LITERALS = []
 
 
@@ -367,6 +414,8 @@ def literals():
     dx = np.where(x > 0, dy, np.float32(0.0))
     for (lo, hi) in [(1048560, 1048576)]:
         LITERALS.append((f"relu_backward.kir 2^20 dx[{lo}..{hi}]", [float(v) for v in dx[lo:hi]]))
+    # relu_backward_v4.kir's 2^20 run has the same inputs and math: the same literals
+    LITERALS.append(("relu_backward_v4.kir 2^20 dx[1048560..1048576]", [float(v) for v in dx[1048560:1048576]]))
     # quantize.kir: row_absmax 3x10 and the first outputs of dequant_u8 (f16 ops: exact inputs, the
     # product rounded once)
     x64, _ = rand("f32", 30, 22)
@@ -403,6 +452,8 @@ def main():
     graph_gemm_bwd()
     grad_clip()
     act_chain()
+    relu_backward_v4()
+    gemm_mma()
     literals()
     os.makedirs(OUT, exist_ok=True)
     for (name, ref, *_rest) in EXPECTED:
