@@ -18,6 +18,12 @@
 //!   `select` with an uncertain condition is the hull of both sides. An approximate op then widens
 //!   its enclosure by its bound at the enclosure's ends, rounded outward to its format.
 //! - Widths never hide a value: the result's enclosure always contains the evaluator's own result.
+//! - Vectors and tensor-core fragments (`crate::exec`'s vector instructions) are tracked coarsely,
+//!   by choice: a vector value's enclosure is `Exact` when every value it was made of is exact and
+//!   `Unknown` otherwise (an element's range is not kept inside a vector); an `mma` result is
+//!   exact when all its operands in all 32 lanes are, else unknown (the tensor-core arithmetic is
+//!   exact in the sense above: the interpreter computes the hardware's bits). Sound, never a
+//!   range that misses a value: an unknown enclosure only gives up precision.
 //! - `origin` is the approximate op whose error the range started from (the first on its data
 //!   path); `amp` the last exact op that widened a range by 4x or more (in units in the last
 //!   place), e.g. a subtraction that cancels or a multiplication by a large factor.

@@ -27,6 +27,12 @@
 //!   leaves its read waiting). A fault that stops the block first is reported as itself, with the
 //!   first pending read labelled as a possible cause and no verdict on it. At most 4096 reads wait
 //!   per interval; the verdict depends only on the fixed schedule.
+//! - Vector loads and stores, `mma`, `ldmatrix` and `cp.async` run apart from the scalar
+//!   instructions (`ext`, whose header states their semantics); their memory accesses go element by
+//!   element through the same per-lane checks as scalar ones. In a launch with async copies every
+//!   shared-memory access takes the per-lane path, which faults on bytes a `cp.async` still has in
+//!   flight; a kernel `ret` of a thread with a copy in flight is a fault. Without vectors or copies
+//!   the scalar paths do exactly the work they did before them.
 //! - Race detection (`Options::races`) judges every load, store and atomic by `crate::race`'s
 //!   rule (PTX's: plain vs plain with a write, plain vs atomic); a race report names both threads,
 //!   both instructions (the other's from the shadow's site words) and the location.

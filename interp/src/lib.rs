@@ -35,6 +35,15 @@
 //!   shared with constant folding.
 //! - A barrier is identified by its instruction and the chain of call sites that reached it: every
 //!   thread of the block must wait at the same one.
+//! - Vectors (`vec<N, T>`) are the bits of their elements, element 0 lowest; `load.vN`/`store.vN`
+//!   are single accesses that must be aligned to their size (else a [`FaultKind::Misaligned`]
+//!   fault naming the offset, the address and the alignment). `mma` computes what the tensor
+//!   cores of [`Options::tensor_cores`] compute (`kir_ir::eval::tensor_core`), with the PTX ISA's
+//!   fragment layouts; `mma` and `ldmatrix` need the whole warp converged (else a divergent
+//!   collective fault). A `cp.async` reads global memory when issued and writes shared memory at
+//!   the covering `cp.async.wait` of its thread; accesses to its destination before then, and a
+//!   thread that ends without waiting, are [`FaultKind::AsyncCopyInFlight`] faults (`exec::ext`
+//!   states all of it).
 //! - Atomics are sequentially consistent: within a block warps run one at a time; across blocks,
 //!   a kernel with any atomic on global memory runs its blocks one at a time in block-index order.
 //!   `atom.add` on floats rounds to nearest with the H100's subnormal and NaN rules, which differ

@@ -7,6 +7,8 @@
 //!   walks into another buffer: every access is checked against the region it was derived from.
 //! - [`locate`] accepts an access only when it lies entirely inside its region and its byte
 //!   address is a multiple of the element size; otherwise it says which rule broke.
+//!   [`locate_span`] does the same for an access of any length aligned to a given size (a vector
+//!   access, an `ldmatrix` row, a `cp.async` side), with the same address arithmetic.
 //! - Global memory is accessed with relaxed atomic loads and stores of the element's width, so
 //!   blocks running on different host threads never cause undefined behaviour in the interpreter,
 //!   even when the kernel has a cross-block data race (whose outcome is then the kernel's bug).

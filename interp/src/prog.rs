@@ -244,7 +244,8 @@ pub(crate) struct Prog {
     /// Whether any instruction is a `cp.async` (or its commit/wait).
     pub async_copies: bool,
     /// log2 of the race-shadow granule of global and of shared memory: the smallest element size
-    /// of a load, store or atomic there (8 bytes when there is none). Every such access is aligned to its
+    /// of a load, store or atomic there, vector accesses', `ldmatrix`'s and `cp.async`'s elements
+    /// included (8 bytes when there is none). Every such access is aligned to its
     /// size, a multiple of the granule, so all bytes of a granule are always accessed together and
     /// one shadow entry per granule records exactly what one per byte would.
     pub race_shift: [u32; 2],

@@ -15,7 +15,8 @@
 //! Guarantees:
 //! - Per granule (the smallest access size of the kernel in that memory space, see
 //!   `Prog::race_shift`; every byte of a granule is always accessed together, so this is exactly
-//!   per-byte tracking) the shadow holds [`WORDS`] words: three tags, the last plain *write*, the
+//!   per-byte tracking; vector accesses, `ldmatrix` rows and async copies are judged element by
+//!   element, each an access of its element's size) the shadow holds [`WORDS`] words: three tags, the last plain *write*, the
 //!   plain *reads* and the *atomics* (the last thread, or [`tag::MULTI`] when several threads of
 //!   one segment did that), and one word packing, for each, the instruction that made it (21 bits
 //!   each: an index into the launch's memory instructions; the last value means unknown).

@@ -407,7 +407,7 @@ impl Worker {
         for l in lanes(mask) {
             let tid = w * 32 + l;
             let limit = self.commits[tid].saturating_sub(n);
-            if !self.copies[tid].first().is_some_and(|c| c.group < limit) {
+            if self.copies[tid].first().is_none_or(|c| c.group >= limit) {
                 continue;
             }
             let all = std::mem::take(&mut self.copies[tid]);
