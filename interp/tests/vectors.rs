@@ -973,3 +973,46 @@ entry:
         assert!(chunk.iter().all(|e| matches!(e.2, kir_interp::enclose::Enc::Unknown { .. })), "{chunk:?}");
     }
 }
+
+/// A copy carries its source's enclosure to its destination: exact bytes stay exact, an
+/// approximate op's result arrives unknown.
+#[test]
+fn enclosures_flow_through_async_copies() {
+    let src = "kernel @k(%x: ptr<global, f32>, %g: ptr<global, f32>, %y: ptr<global, f32>) {
+  shared @tile: f32[128] align 16
+entry:
+  %t = tid.x : u32
+  %i = mul.u32 %t, 4
+  %v = load %x[%i]
+  %a = ex2.approx.f32 %v
+  store %g[%i], %a
+  %s = addr @tile
+  cp.async.16 %s[%i], %g[%i], 16
+  cp.async.commit
+  cp.async.wait 0
+  %w = load.v4 %s[%i]
+  %e = extract.v4.f32 %w, 1
+  store %y[%i], %e
+  %f = load %s[%i]
+  %j = add.u32 %i, 1
+  store %y[%j], %f
+  ret
+}";
+    let mut bufs =
+        vec![Buffer::from_f32(&[0.25; 128]), Buffer::zeros(ScalarType::F32, 128), Buffer::zeros(ScalarType::F32, 128)];
+    let enc = run_enclosed(src, 1, 32, &mut bufs);
+    assert!(enc.unusable.is_none(), "{enc:?}");
+    // A copy's enclosure is one for all its bytes: one inexact source element makes the whole
+    // destination unknown, so y[4t] (element 1 of a vector loaded from it) and y[4t + 1] (its
+    // element 0) are unknown.
+    let y = &enc.buffers[2];
+    assert_eq!(
+        y.iter().map(|e| e.0).collect::<Vec<_>>(),
+        (0..32).flat_map(|t| [16 * t, 16 * t + 4]).collect::<Vec<_>>()
+    );
+    assert!(y.iter().all(|e| matches!(e.2, kir_interp::enclose::Enc::Unknown { .. })), "{y:?}");
+    // With an exact source nothing is inexact.
+    let exact = src.replace("%a = ex2.approx.f32 %v", "%a = add.f32 %v, 1.0");
+    let enc = run_enclosed(&exact, 1, 32, &mut bufs);
+    assert!(enc.unusable.is_none() && enc.buffers.iter().all(Vec::is_empty), "{enc:?}");
+}
