@@ -196,6 +196,8 @@ fn add_stats(a: emu::Stats, b: emu::Stats) -> emu::Stats {
         warp_instructions: a.warp_instructions + b.warp_instructions,
         global_bytes_read: a.global_bytes_read + b.global_bytes_read,
         global_bytes_written: a.global_bytes_written + b.global_bytes_written,
+        global_load_instructions: a.global_load_instructions + b.global_load_instructions,
+        global_store_instructions: a.global_store_instructions + b.global_store_instructions,
         barriers: a.barriers + b.barriers,
         blocks: a.blocks + b.blocks,
         threads: a.threads + b.threads,

@@ -1784,6 +1784,7 @@ impl Worker {
                         }
                         self.put(w, d0, exec, &out);
                         self.stats.global_bytes_read += (size * exec.count_ones()) as u64;
+                        self.stats.global_load_instructions += exec.count_ones() as u64;
                         return Ok(());
                     }
                 }
@@ -1826,6 +1827,7 @@ impl Worker {
                     }
                     if matches!(space, Space::Global | Space::Generic) {
                         self.stats.global_bytes_read += (size * n) as u64;
+                        self.stats.global_load_instructions += 1;
                     }
                 })
             }
@@ -1842,6 +1844,7 @@ impl Worker {
                             unsafe { store_global(ptr0.add(addrs[l] as usize), size, vals[l]) };
                         }
                         self.stats.global_bytes_written += (size * exec.count_ones()) as u64;
+                        self.stats.global_store_instructions += exec.count_ones() as u64;
                         return Ok(());
                     }
                 }
@@ -1887,6 +1890,7 @@ impl Worker {
                     }
                     if matches!(space, Space::Global | Space::Generic) {
                         self.stats.global_bytes_written += (size * n) as u64;
+                        self.stats.global_store_instructions += 1;
                     }
                 })
             }
@@ -1994,6 +1998,7 @@ impl Worker {
                 if from > 0 {
                     self.stats.global_bytes_read += from as u64;
                 }
+                self.stats.global_load_instructions += 1;
                 for word in 0..size / 4 {
                     let v = u32::from_le_bytes(bytes[4 * word as usize..4 * word as usize + 4].try_into().expect("4"));
                     let acc = self.access(cx, Space::Shared, dst + 4 * word as u64, 4, 4, true, pc, w, l)?;

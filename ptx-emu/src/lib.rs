@@ -175,8 +175,18 @@ pub struct Stats {
     pub thread_instructions: u64,
     /// Instructions executed, once per warp.
     pub warp_instructions: u64,
+    /// Bytes read from global memory by `ld` (global or generic) and `cp.async` (its source).
     pub global_bytes_read: u64,
+    /// Bytes written to global memory by `st` (global or generic).
     pub global_bytes_written: u64,
+    /// Global load instructions executed, once per executing lane: `ld` of any width (global or
+    /// generic, as `global_bytes_read` counts them) and `cp.async`. `global_bytes_read` over this
+    /// is the bytes one load moved on average: 4 for scalar `f32`, 16 for `.v4.f32` or
+    /// `cp.async` of 16 bytes (a zero-filling `cp.async` counts, moving fewer or no bytes).
+    pub global_load_instructions: u64,
+    /// Global store instructions executed (`st` of any width, global or generic), once per
+    /// executing lane; `global_bytes_written` over this is the bytes one store moved on average.
+    pub global_store_instructions: u64,
     /// Block-wide barrier completions.
     pub barriers: u64,
     pub blocks: u64,
@@ -189,6 +199,8 @@ impl Stats {
         self.warp_instructions += o.warp_instructions;
         self.global_bytes_read += o.global_bytes_read;
         self.global_bytes_written += o.global_bytes_written;
+        self.global_load_instructions += o.global_load_instructions;
+        self.global_store_instructions += o.global_store_instructions;
         self.barriers += o.barriers;
         self.blocks += o.blocks;
         self.threads += o.threads;
