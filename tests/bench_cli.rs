@@ -1,7 +1,8 @@
 //! `kir bench` as users run it, on kir's emulated CUDA driver (`KIR_CUDA_DRIVER=emu`): the label
 //! that says the times are CPU times, the launches (command line or `; run:` directives), the bytes
-//! counted, `--cuda` with a CUDA C twin compiled by NVRTC (skipped, saying why, without NVRTC), the
-//! fallback without a CUDA driver, and the errors (exit status and message, never a panic).
+//! counted, the flop count of `--flops` and its TFLOP/s column, `--cuda` with a CUDA C twin
+//! compiled by NVRTC (skipped, saying why, without NVRTC), the fallback without a CUDA driver, and
+//! the errors (exit status and message, never a panic).
 //! Launches are small and `--reps 3`, so that the file runs in seconds on 2 cores.
 
 use std::process::Command;
@@ -74,8 +75,65 @@ fn bench_on_the_emulated_driver_labels_every_time_as_cpu_time() {
         assert!(l.ends_with(CPU_LABEL), "{l}");
         assert!(l.contains("GB/s n/a  % of copy rate n/a"), "{l}");
     }
-    // No copy-rate reference on the emulator.
+    // No copy-rate reference on the emulator; no TFLOP/s without --flops.
     assert!(!out.contains("  copy  "), "{out}");
+    assert!(!out.contains("TFLOP/s") && !out.contains(" flop"), "{out}");
+}
+
+#[test]
+fn bench_flops_gives_each_launch_its_count_and_each_time_line_tflops() {
+    // A product of the launch's arguments: each `; run:` directive of @gemm_tiled gets its own
+    // count (2 m n k), and every time line ends its rates with TFLOP/s (n/a on the emulator).
+    let (code, out, err) =
+        bench(&["kernels/gemm_tiled.kir", "@gemm_tiled", "--flops", "2*m*n*k", "--warmup", "0", "--reps", "1"]);
+    assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
+    assert!(out.contains("not GPU time (GB/s and % of copy rate: n/a; TFLOP/s: n/a)"), "{out}");
+    for (line, flop) in [(18, 2 * 25 * 37 * 37), (20, 2 * 64 * 64 * 64), (22, 2 * 3 * 5)] {
+        let want = format!("(line {line}): ");
+        let head = out.lines().find(|l| l.contains(&want)).expect(&out);
+        assert!(head.ends_with(&format!(" written); {flop} flop (--flops 2*m*n*k)")), "{head}");
+    }
+    let times: Vec<&str> = out.lines().filter(|l| l.contains(" ms [")).collect();
+    assert_eq!(times.len(), 3, "{out}");
+    for l in times {
+        assert!(l.contains("GB/s n/a  % of copy rate n/a  TFLOP/s n/a  [CPU time"), "{l}");
+    }
+
+    // A plain integer (names written `%m` work too), for a launch given on the command line.
+    let mut args = RELU.to_vec();
+    args.extend(["--flops", "64"]);
+    let (code, out, err) = bench(&args);
+    assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
+    assert!(out.contains("dx 256 written); 64 flop (--flops)"), "{out}");
+    assert!(out.contains("TFLOP/s n/a  [CPU time"), "{out}");
+    let mut args = RELU.to_vec();
+    args.extend(["--flops", "2 * %n"]);
+    let (code, out, err) = bench(&args);
+    assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
+    assert!(out.contains("; 128 flop (--flops 2 * %n)"), "{out}");
+
+    // The twin's line gets TFLOP/s too.
+    if nvrtc().is_none() {
+        return;
+    }
+    let (code, out, err) = bench(&[
+        "kernels/gemm_tiled.kir",
+        "@gemm_tiled",
+        "--flops",
+        "2*m*n*k",
+        "--warmup",
+        "0",
+        "--reps",
+        "1",
+        "--cuda",
+        "bench/gemm_tiled.cu",
+    ]);
+    assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
+    let cuda: Vec<&str> = out.lines().filter(|l| l.starts_with("  cuda  median ")).collect();
+    assert_eq!(cuda.len(), 3, "{out}");
+    for l in cuda {
+        assert!(l.contains("TFLOP/s n/a  [CPU time"), "{l}");
+    }
 }
 
 #[test]
@@ -205,6 +263,24 @@ fn bench_usage_errors_exit_2_with_a_message() {
         (&["kernels/relu_backward.kir", "--reps", "0"], "--reps must be at least 1"),
         (&["kernels/relu_backward.kir", "stray"], "expected @KERNEL or a kernel argument NAME=VALUE"),
         (&["kernels/relu_backward.kir", "--passes", "no-such-pass"], "--passes"),
+        // --flops: the syntax (before the file is read), then the names against each launch.
+        (&["kernels/relu_backward.kir", "--flops", ""], "--flops: empty expression"),
+        (&["kernels/relu_backward.kir", "--flops", "2*n+1"], "`n+1` is neither an integer nor an argument name"),
+        (&["kernels/relu_backward.kir", "--flops", "2**n"], "a factor is missing around `*`"),
+        (&["kernels/relu_backward.kir", "--flops", "1.5e12"], "`1.5e12` is neither"),
+        (
+            &["kernels/gemm_tiled.kir", "--flops", "2*m*n*q"],
+            "@gemm_tiled (line 18): --flops `2*m*n*q`: the kernel has no parameter `q` (its integer scalar parameters: m, n, k)",
+        ),
+        (
+            &["kernels/gemm_tiled.kir", "--flops", "2*a*m"],
+            "--flops `2*a*m`: `a` is a ptr<global, f32> parameter; only integer scalar arguments can be named",
+        ),
+        (&["kernels/relu_backward.kir", "--flops", "0*n"], "--flops `0*n` is 0"),
+        (
+            &["kernels/relu_backward.kir", "--flops", "18446744073709551615*18446744073709551615*n"],
+            "overflows 128 bits",
+        ),
     ];
     for (args, want) in cases {
         let (code, out, err) = bench(args);
@@ -257,5 +333,7 @@ fn bench_help_says_how_bytes_and_the_copy_rate_are_counted() {
     assert!(out.contains("Bytes: counted from the arguments, not measured"), "{out}");
     assert!(out.contains("% of copy rate: the kernel's GB/s over the device's copy rate"), "{out}");
     assert!(out.contains("CPU wall time of the\nPTX emulator, not GPU times"), "{out}");
+    assert!(out.contains("--flops <EXPR>"), "{out}");
+    assert!(out.contains("(e.g. --flops 2*m*n*k for a GEMM"), "{out}");
     assert!(!out.contains("[default: \"\"]"), "{out}");
 }

@@ -1,7 +1,7 @@
 //! `kir bench FILE.kir [@KERNEL] [NAME=VALUE]... [--grid X[,Y[,Z]] --block X[,Y[,Z]]] [--passes P]
-//! [--warmup N] [--reps N] [--cuda FILE.cu [--cuda-kernel NAME] [--nvrtc-opt OPT]...]`: time a
-//! kernel on the GPU by CUDA events and, optionally, its CUDA C twin compiled by NVRTC on the same
-//! launches, side by side.
+//! [--warmup N] [--reps N] [--flops EXPR] [--cuda FILE.cu [--cuda-kernel NAME] [--nvrtc-opt OPT]...]`:
+//! time a kernel on the GPU by CUDA events and, optionally, its CUDA C twin compiled by NVRTC on
+//! the same launches, side by side.
 //!
 //! Guarantees:
 //! - What is timed is the PTX of the module after `--passes` (the default pipeline unless given;
@@ -19,6 +19,16 @@
 //!   measured on the same device for each launch: `cuMemcpyDtoDAsync` of half the kernel's bytes
 //!   (at least 4 KiB, at most 256 MiB), counted as read plus written, timed like the kernel
 //!   ([`GpuRunner::time_device_copy`]); "% of copy rate" is the kernel's GB/s over it.
+//! - Floating-point operations (for TFLOP/s) are what `--flops EXPR` says, not counted: `EXPR` is
+//!   a product (`*`) of decimal integers and names of the kernel's integer scalar parameters
+//!   (`2*4096*4096*4096`, `2*m*n*k`; a name may be written `%m`), evaluated for each launch from
+//!   its own arguments (so each `; run:` directive gets its own count) in exact integer
+//!   arithmetic. Each timed line (kir's and the twin's) then ends with TFLOP/s = flops / median
+//!   time (`n/a` on the emulated driver, like GB/s), and the launch's header line gives the count.
+//!   An expression that does not parse, a name that is no integer scalar parameter of the launched
+//!   kernel (its integer parameters are listed), a negative argument, a count of 0 or one above
+//!   `u128` are usage errors (exit 2), found before the device is opened. Without `--flops` no
+//!   TFLOP/s is printed.
 //! - `--cuda FILE.cu` compiles the file with NVRTC ([`kir::ptx::nvrtc`]) for
 //!   `compute_XY` of the device (plus `--nvrtc-opt`s), launches its `extern "C"` kernel of the same
 //!   name (or `--cuda-kernel`) with the same launch shape, parameters and initial buffer contents,
@@ -68,12 +78,15 @@ kernel may read it and once more if it may write it. GB/s = bytes / median time.
 % of copy rate: the kernel's GB/s over the device's copy rate, measured for each launch with a
 device-to-device memcpy of half the kernel's bytes (at least 4 KiB, at most 256 MiB; a copy
 reads and writes each byte, so both count), timed the same way.
+--flops EXPR: floating-point operations per launch, for TFLOP/s on every timed line: a product of
+integers and the kernel's integer scalar arguments by name, evaluated for each launch from its own
+arguments (e.g. --flops 2*m*n*k for a GEMM, or --flops 2*4096*4096*4096). Given, not counted.
 --cuda FILE.cu: NVRTC compiles it for the device (compute_XY), its extern \"C\" kernel of the same
 name (or --cuda-kernel) runs with the same launches and inputs; kir/cuda is the ratio of the
 medians (above 1: kir is slower), and the outputs of the two are compared once.
 Without a GPU: with KIR_CUDA_DRIVER=emu (or automatically when no CUDA driver is found, unless
 --require-gpu) the launches run on kir's emulated CUDA driver: the times are CPU wall time of the
-PTX emulator, not GPU times, and GB/s and % of copy rate are n/a. NVRTC is found as KIR_NVRTC or
+PTX emulator, not GPU times, and GB/s, % of copy rate and TFLOP/s are n/a. NVRTC is found as KIR_NVRTC or
 in .tools/ (bash scripts/setup-tools.sh).";
 
 #[derive(clap::Args)]
@@ -102,6 +115,10 @@ pub struct Args {
     /// Timed launches (the median is reported).
     #[arg(long, default_value_t = 30, value_name = "N")]
     pub reps: usize,
+    /// Floating-point operations of one launch, for TFLOP/s: an integer or a product of integers
+    /// and the kernel's integer scalar arguments by name (e.g. 2*m*n*k), per launch.
+    #[arg(long, value_name = "EXPR")]
+    pub flops: Option<String>,
     /// A CUDA C file to compile with NVRTC and time on the same launches (its twin kernel).
     #[arg(long, value_name = "FILE.cu")]
     pub cuda: Option<String>,
@@ -134,6 +151,8 @@ struct Bound {
     bytes_how: String,
     /// Buffer parameter names, indexed like `buffers` (for the output comparison).
     buffer_names: Vec<String>,
+    /// Floating-point operations of the launch (`--flops`), when given.
+    flops: Option<u128>,
 }
 
 /// The times of one engine's launches, in ms.
@@ -165,6 +184,122 @@ fn ms(x: f64) -> String {
 
 fn gb_per_s(bytes: u64, median_ms: f64) -> Option<f64> {
     (bytes > 0 && median_ms > 0.0).then(|| bytes as f64 / (median_ms * 1e-3) / 1e9)
+}
+
+/// A `--flops` expression: a product of integers and names of integer scalar parameters.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Flops {
+    /// The expression as written.
+    text: String,
+    factors: Vec<Factor>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Factor {
+    Int(u128),
+    /// A parameter's name, without `%`.
+    Name(String),
+}
+
+impl Flops {
+    /// Parses `2*m*n*k`, `2*4096*4096*4096`, `%m * 2` (blanks around `*` allowed).
+    pub fn parse(text: &str) -> Result<Flops, String> {
+        let shape = "the expression is a product (`*`) of decimal integers and names of the kernel's \
+                     integer scalar arguments, e.g. 2*m*n*k or 2*4096*4096*4096";
+        if text.trim().is_empty() {
+            return Err(format!("--flops: empty expression; {shape}"));
+        }
+        let mut factors = Vec::new();
+        for part in text.split('*') {
+            let f = part.trim();
+            if f.is_empty() {
+                return Err(format!("--flops `{text}`: a factor is missing around `*`; {shape}"));
+            }
+            if f.bytes().all(|c| c.is_ascii_digit()) {
+                let v = f.parse::<u128>().map_err(|_| format!("--flops `{text}`: `{f}` is too large"))?;
+                factors.push(Factor::Int(v));
+                continue;
+            }
+            let name = f.strip_prefix('%').unwrap_or(f);
+            let ok = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.');
+            if !ok {
+                return Err(format!("--flops `{text}`: `{f}` is neither an integer nor an argument name; {shape}"));
+            }
+            factors.push(Factor::Name(name.to_string()));
+        }
+        Ok(Flops { text: text.trim().to_string(), factors })
+    }
+
+    /// The count for one launch of `k` with `args` (bound to `k`'s parameters, in order).
+    fn eval(&self, k: &kir::ir::Kernel, args: &[Arg]) -> Result<u128, String> {
+        let text = &self.text;
+        let mut total: u128 = 1;
+        for f in &self.factors {
+            let v = match f {
+                Factor::Int(v) => *v,
+                Factor::Name(name) => {
+                    let Some(i) = k.params.iter().position(|p| k.value(*p).name == name.as_str()) else {
+                        return Err(format!(
+                            "--flops `{text}`: the kernel has no parameter `{name}` ({})",
+                            int_params(k)
+                        ));
+                    };
+                    let ty = k.value(k.params[i]).ty;
+                    let c = match (&args[i], ty) {
+                        (Arg::Scalar(c), kir::ir::Type::Scalar(t)) if t.is_int() => *c,
+                        _ => {
+                            return Err(format!(
+                                "--flops `{text}`: `{name}` is a {ty} parameter; only integer scalar arguments can be named ({})",
+                                int_params(k)
+                            ))
+                        }
+                    };
+                    let bits = c.bits & c.ty.mask();
+                    let width = c.ty.bits();
+                    if c.ty.is_signed_int() && (bits >> (width - 1)) & 1 == 1 {
+                        return Err(format!("--flops `{text}`: argument `{name}` is negative"));
+                    }
+                    bits as u128
+                }
+            };
+            total = total.checked_mul(v).ok_or_else(|| format!("--flops `{text}` overflows 128 bits"))?;
+        }
+        if total == 0 {
+            return Err(format!("--flops `{text}` is 0: no TFLOP/s to give"));
+        }
+        Ok(total)
+    }
+
+    /// Whether the expression is one integer as written (its value needs no explanation).
+    fn is_literal(&self) -> bool {
+        matches!(self.factors.as_slice(), [Factor::Int(_)])
+    }
+}
+
+/// `its integer scalar parameters: m, n, k` (or that it has none).
+fn int_params(k: &kir::ir::Kernel) -> String {
+    let names: Vec<String> = k
+        .params
+        .iter()
+        .filter(|p| matches!(k.value(**p).ty, kir::ir::Type::Scalar(t) if t.is_int()))
+        .map(|p| k.value(*p).name.to_string())
+        .collect();
+    if names.is_empty() {
+        "it has no integer scalar parameter".into()
+    } else {
+        format!("its integer scalar parameters: {}", names.join(", "))
+    }
+}
+
+/// TFLOP/s with three significant digits (at least one decimal).
+fn tflops(flops: u128, median_ms: f64) -> Option<String> {
+    if median_ms <= 0.0 || !median_ms.is_finite() {
+        return None;
+    }
+    let x = flops as f64 / (median_ms * 1e-3) / 1e12;
+    let decimals = if x <= 0.0 || !x.is_finite() { 1 } else { (2 - x.log10().floor() as i32).clamp(1, 9) as usize };
+    Some(format!("{x:.decimals$}"))
 }
 
 /// `grid(4,4) block(16,16)` (trailing 1s dropped), with `shared=N` when there is some.
@@ -228,6 +363,10 @@ pub fn run(a: &Args) -> ExitCode {
     if a.reps == 0 {
         return usage("--reps must be at least 1");
     }
+    let flops = match a.flops.as_deref().map(Flops::parse).transpose() {
+        Ok(f) => f,
+        Err(e) => return usage(e),
+    };
     // `@KERNEL` and `NAME=VALUE` given as positional arguments.
     let mut kernel = a.target.kernel.clone();
     let mut arg_texts = a.target.args.clone();
@@ -271,7 +410,7 @@ pub fn run(a: &Args) -> ExitCode {
     let base_dir = std::path::Path::new(&a.file).parent().map(std::path::Path::to_path_buf);
     let mut bound = Vec::new();
     for case in cases {
-        match bind(&optimized, case, base_dir.as_deref()) {
+        match bind(&optimized, case, base_dir.as_deref(), flops.as_ref()) {
             Ok(b) => bound.push(b),
             Err(code) => return code,
         }
@@ -322,8 +461,9 @@ pub fn run(a: &Args) -> ExitCode {
 
     if emulated {
         println!(
-            "device {}: {device}, emulated: every time below is CPU wall time of kir's PTX emulator, not GPU time (GB/s and % of copy rate: n/a)",
-            a.gpu.device
+            "device {}: {device}, emulated: every time below is CPU wall time of kir's PTX emulator, not GPU time (GB/s and % of copy rate: n/a{})",
+            a.gpu.device,
+            if flops.is_some() { "; TFLOP/s: n/a" } else { "" }
         );
     } else {
         println!("device {}: {device} (sm_{}{})", a.gpu.device, cc.0, cc.1);
@@ -359,7 +499,12 @@ pub fn run(a: &Args) -> ExitCode {
         let ptx = &ptx_cache[k];
         let at = b.case.line.map(|l| format!(" (line {l})")).unwrap_or_default();
         println!();
-        println!("@{k} {}{at}: {} bytes ({})", shape(&b.case.launch), b.bytes, b.bytes_how);
+        let flop_note = match (b.flops, &flops) {
+            (Some(n), Some(f)) if f.is_literal() => format!("; {n} flop (--flops)"),
+            (Some(n), Some(f)) => format!("; {n} flop (--flops {})", f.text),
+            _ => String::new(),
+        };
+        println!("@{k} {}{at}: {} bytes ({}){flop_note}", shape(&b.case.launch), b.bytes, b.bytes_how);
         let label = if emulated { "  [CPU time of the PTX emulator, not GPU time]" } else { "" };
         let kir_times = match time(&mut runner, ptx, &kir::api::ptx_entry_name(k), b, a) {
             Ok(t) => t,
@@ -382,14 +527,23 @@ pub fn run(a: &Args) -> ExitCode {
             }
         };
         let rates = |t: &Times| -> String {
+            let tf = match b.flops {
+                None => String::new(),
+                Some(_) if emulated => "  TFLOP/s n/a".into(),
+                Some(n) => match tflops(n, t.median) {
+                    Some(x) => format!("  {x} TFLOP/s"),
+                    None => "  TFLOP/s n/a (no time)".into(),
+                },
+            };
             if emulated {
-                return "  GB/s n/a  % of copy rate n/a".into();
+                return format!("  GB/s n/a  % of copy rate n/a{tf}");
             }
-            match (gb_per_s(b.bytes, t.median), &copy) {
+            let mem = match (gb_per_s(b.bytes, t.median), &copy) {
                 (Some(g), Some((_, _, rate))) => format!("  {g:.1} GB/s  {:.1}% of copy rate", 100.0 * g / rate),
                 (Some(g), None) => format!("  {g:.1} GB/s  % of copy rate n/a"),
                 (None, _) => "  GB/s n/a (no buffer)  % of copy rate n/a".into(),
-            }
+            };
+            format!("{mem}{tf}")
         };
         println!("  kir   {}{}{label}", kir_times.describe(), rates(&kir_times));
         if let Some((n, t, rate)) = &copy {
@@ -521,7 +675,7 @@ fn cases(
 }
 
 /// Binds a case's arguments to its kernel in `m` and counts the bytes it moves.
-fn bind(m: &Checked, case: Case, base_dir: Option<&std::path::Path>) -> Result<Bound, ExitCode> {
+fn bind(m: &Checked, case: Case, base_dir: Option<&std::path::Path>, flops: Option<&Flops>) -> Result<Bound, ExitCode> {
     let Some(k) = m.kernel(&case.kernel) else {
         return Err(usage(format!("no kernel `@{}`", case.kernel)));
     };
@@ -547,7 +701,11 @@ fn bind(m: &Checked, case: Case, base_dir: Option<&std::path::Path>) -> Result<B
         buffer_names[bi] = name;
     }
     let bytes_how = if how.is_empty() { "no buffer arguments".into() } else { how.join(", ") };
-    Ok(Bound { case, args: b.args, buffers: b.buffers, bytes, bytes_how, buffer_names })
+    let flops = match flops {
+        Some(f) => Some(f.eval(k, &b.args).map_err(|e| usage(format!("@{}{at}: {e}", case.kernel)))?),
+        None => None,
+    };
+    Ok(Bound { case, args: b.args, buffers: b.buffers, bytes, bytes_how, buffer_names, flops })
 }
 
 /// The device parameters of a bound launch.
@@ -679,4 +837,49 @@ fn compile_cuda(path: &str, cc: (i32, i32), extra: &[String]) -> Result<Cuda, Ex
         .filter(|e| !e.is_empty())
         .collect();
     Ok(Cuda { path: path.to_string(), version: nv.version(), options, ptx, entries, note: None })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flops_expressions_parse_to_integers_and_names() {
+        let f = Flops::parse("2*4096*4096*4096").unwrap();
+        assert!(!f.is_literal());
+        assert_eq!(f.factors, vec![Factor::Int(2), Factor::Int(4096), Factor::Int(4096), Factor::Int(4096)]);
+        assert!(Flops::parse(" 68719476736 ").unwrap().is_literal());
+        let f = Flops::parse("2 * %m * n.rows *k").unwrap();
+        assert_eq!(
+            f.factors,
+            vec![Factor::Int(2), Factor::Name("m".into()), Factor::Name("n.rows".into()), Factor::Name("k".into())]
+        );
+        for (bad, want) in [
+            ("", "empty expression"),
+            ("  ", "empty expression"),
+            ("2**m", "a factor is missing"),
+            ("*m", "a factor is missing"),
+            ("m*", "a factor is missing"),
+            ("m+1", "`m+1` is neither an integer nor an argument name"),
+            ("2.5*m", "`2.5` is neither"),
+            ("-2*m", "`-2` is neither"),
+            ("1e9", "`1e9` is neither"),
+            ("%", "`%` is neither"),
+            ("9999999999999999999999999999999999999999", "too large"),
+        ] {
+            let e = Flops::parse(bad).unwrap_err();
+            assert!(e.contains(want), "{bad:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn tflops_is_flops_over_the_median_with_three_significant_digits() {
+        // 2 * 4096^3 flop in 2.660 ms (cuBLAS f32 on the H100, BENCHMARKS.md): 51.7 TFLOP/s.
+        assert_eq!(tflops(2 * 4096u128.pow(3), 2.660).as_deref(), Some("51.7"));
+        assert_eq!(tflops(2 * 4096u128.pow(3), 16.866).as_deref(), Some("8.15"));
+        assert_eq!(tflops(2 * 4096u128.pow(3), 0.5).as_deref(), Some("274.9"));
+        assert_eq!(tflops(30, 0.001).as_deref(), Some("0.0000300"));
+        assert_eq!(tflops(1, 0.0), None);
+        assert_eq!(tflops(1, f64::NAN), None);
+    }
 }
