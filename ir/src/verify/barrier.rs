@@ -252,7 +252,14 @@ fn verify_impl(k: &Kernel, u: &Uniformity, prov: Option<&Provenance<'_, '_>>) ->
                 what.push(format!("{nb} more barrier{}", if nb == 1 { "" } else { "s" }));
             }
             if nc > 0 {
-                what.push(format!("{nc} more shuffle{} or vote{}", if nc == 1 { "" } else { "s" }, if nc == 1 { "" } else { "s" }));
+                let s = if nc == 1 { "" } else { "s" };
+                // Shuffles and votes are named as before; `mma`/`ldmatrix` make it "warp collectives".
+                let whole_warp = others.iter().any(|o| o.2 == What::Collective && k.insts[o.1.index()].op.needs_whole_warp());
+                what.push(if whole_warp {
+                    format!("{nc} more warp collective{s}")
+                } else {
+                    format!("{nc} more shuffle{s} or vote{s}")
+                });
             }
             d.with_note(format!(
                 "the same cause makes {} divergent (labelled \"also rejected\"); they are reported once, here: one fix covers them all",
