@@ -1,17 +1,29 @@
 //! Executed PTX instructions of kir's kernels against NVRTC's PTX of their CUDA C twins, in the
-//! PTX emulator, on the same launches; plus static SASS instruction counts (issue 28, the measure).
+//! PTX emulator, on the same launches; the bytes each executed global memory instruction moved;
+//! plus static register and SASS counts (issue 28, the measure; issue 40, the CPU proxies).
 //!
 //! `cargo run --release --example loop_instructions [-- --passes PIPELINE] [--dump DIR]`
 //!
 //! For every `; run:` directive of `kernels/*.kir` that launches one kernel (graph directives are
-//! skipped) whose name is an entry of NVRTC's PTX of some `bench/*.cu`: kir's PTX (load → verify →
-//! the pipeline, `DEFAULT_PIPELINE` unless `--passes` → emit, sm_80) and NVRTC's PTX
-//! (`--fmad=false`, `compute_80`) run in `kir-ptx-emu` on identical inputs (the directive's
-//! arguments bound by `kir_interp::args`). One row per directive: thread-instructions executed
-//! (every active lane of every executed PTX instruction, as `kir run FILE.ptx --stats` counts
-//! them), kir / NVRTC. Then one row per kernel: SASS instructions of each (`ptxas` sm_80 +
-//! `nvdisasm -c`, NOPs excluded), static counts. The last lines give the geometric mean of the
-//! executed ratios and the worst one.
+//! skipped): kir's PTX (load → verify → the pipeline, `DEFAULT_PIPELINE` unless `--passes` →
+//! emit, sm_80) and, when the kernel's name is an entry of NVRTC's PTX of some `bench/*.cu`,
+//! NVRTC's PTX of that twin (`--fmad=false`, `compute_80`) run in `kir-ptx-emu` on identical
+//! inputs (the directive's arguments bound by `kir_interp::args`, its `fuel=` if any). One row
+//! per directive:
+//! - thread-instructions executed (every active lane of every executed PTX instruction, as
+//!   `kir run FILE.ptx --stats` counts them) of each, and kir / NVRTC;
+//! - global memory instructions executed, loads / stores, once per executing lane
+//!   (`Stats::global_load_instructions`: `ld` of any width and `cp.async`; `..._store_...`: `st`),
+//!   and the bytes one of them moved on average (`global_bytes_read` / loads, `global_bytes_written`
+//!   / stores): the vector width achieved, 4.0 for scalar `f32`, 16.0 for `.v4.f32` or a 16-byte
+//!   `cp.async`; between the two when a kernel mixes widths (a scalar tail), `-` without any.
+//!
+//! A kernel without a twin gets its kir columns and `-` for NVRTC's (not in the mean). Then one row
+//! per kernel: registers (`ptxas -v` sm_80) and SASS instructions of each (`ptxas` sm_80 +
+//! `nvdisasm -c`, NOPs excluded), and the SASS global memory instructions by access width
+//! (`LDG`, `STG`, `LDGSTS` (cp.async), `ATOMG`/`RED`; static counts: `LDG 32x2 128x2` is two
+//! 32-bit and two 128-bit loads in the code, whether or not they run). The last lines give the
+//! geometric mean of the executed ratios and the worst one.
 //!
 //! Needs `scripts/setup-tools.sh` (ptxas, nvdisasm, libnvrtc under `.tools/`); NVRTC is loaded with
 //! `dlopen` from its absolute path (`kir_backend_ptx::nvrtc`). Deterministic: the inputs come
@@ -56,13 +68,99 @@ fn kir_ptx(m: &kir_ir::Module, pipeline: &str) -> Result<String, String> {
         .map_err(|d| format!("{d:?}"))
 }
 
-/// SASS instruction counts per kernel (NOPs excluded).
-fn sass_counts(ptx: &str) -> BTreeMap<String, usize> {
-    let r = tools::assemble(ptx, SmVersion::Sm80, true).unwrap_or_else(|e| fail(e));
-    tools::sass_instruction_counts(r.cubin.as_deref().unwrap_or(&[])).unwrap_or_else(|e| fail(e))
+/// What ptxas and nvdisasm say about one kernel.
+#[derive(Default)]
+struct Sass {
+    /// SASS instructions, NOPs excluded.
+    instructions: usize,
+    registers: Option<u32>,
+    /// Global memory instructions in the code: (kind, width in bits) → count.
+    memory: BTreeMap<(&'static str, u32), usize>,
 }
 
-/// Runs `entry` of `module` in the emulator on copies of `buffers`; returns the thread-instructions.
+impl Sass {
+    /// `LDG 32x78 128x2; STG 32x39 128x1` (or `-`).
+    fn memory(&self) -> String {
+        let mut out: Vec<String> = Vec::new();
+        for kind in ["LDG", "STG", "LDGSTS", "ATOMG", "RED"] {
+            let w: Vec<String> =
+                self.memory.iter().filter(|((k, _), _)| *k == kind).map(|((_, b), n)| format!("{b}x{n}")).collect();
+            if !w.is_empty() {
+                out.push(format!("{kind} {}", w.join(" ")));
+            }
+        }
+        if out.is_empty() {
+            "-".into()
+        } else {
+            out.join("; ")
+        }
+    }
+}
+
+/// The global memory instruction of a SASS line (`LDG.E.128`, `@P0 STG.E`, `LDGSTS.E.BYPASS.128`):
+/// its kind and access width in bits (32 without a width suffix).
+fn sass_memory_op(ins: &str) -> Option<(&'static str, u32)> {
+    let mut words = ins.split_whitespace();
+    let mut op = words.next()?;
+    if op.starts_with('@') {
+        op = words.next()?;
+    }
+    let mut parts = op.trim_end_matches(';').split('.');
+    let kind = match parts.next()? {
+        "LDG" => "LDG",
+        "STG" => "STG",
+        "LDGSTS" => "LDGSTS",
+        "ATOMG" => "ATOMG",
+        "RED" => "RED",
+        _ => return None,
+    };
+    let mut bits = 32;
+    for p in parts {
+        bits = match p {
+            "U8" | "S8" | "8" => 8,
+            "U16" | "S16" | "16" => 16,
+            "64" | "U64" | "S64" | "F64" => 64,
+            "128" => 128,
+            _ => continue,
+        };
+    }
+    Some((kind, bits))
+}
+
+/// Registers, SASS instruction counts and SASS global memory instructions per kernel.
+fn sass(ptx: &str) -> Result<BTreeMap<String, Sass>, String> {
+    let r = tools::assemble(ptx, SmVersion::Sm80, true)?;
+    let cubin = r.cubin.as_deref().unwrap_or(&[]);
+    let mut out: BTreeMap<String, Sass> = BTreeMap::new();
+    for (k, n) in tools::sass_instruction_counts(cubin)? {
+        out.entry(k).or_default().instructions = n;
+    }
+    for k in &r.kernels {
+        out.entry(k.name.clone()).or_default().registers = Some(k.registers);
+    }
+    // The memory instructions by width: nvdisasm's text, section by section.
+    let nvdisasm = tools::find_nvdisasm().ok_or("nvdisasm not found (run scripts/setup-tools.sh)")?;
+    let f = std::env::temp_dir().join(format!("loop_instructions-{}.cubin", std::process::id()));
+    std::fs::write(&f, cubin).map_err(|e| format!("{}: {e}", f.display()))?;
+    let text = std::process::Command::new(&nvdisasm).arg("-c").arg(&f).output();
+    let _ = std::fs::remove_file(&f);
+    let text = text.map_err(|e| format!("{}: {e}", nvdisasm.display()))?;
+    let text = String::from_utf8_lossy(&text.stdout);
+    let mut cur: Option<String> = None;
+    for line in text.lines() {
+        let t = line.trim();
+        if let Some(rest) = t.strip_prefix(".section\t").or_else(|| t.strip_prefix(".section ")) {
+            cur = rest.trim().strip_prefix(".text.").map(|s| s.split(',').next().unwrap_or(s).to_string());
+        } else if let (Some(k), true) = (&cur, t.starts_with("/*")) {
+            if let Some(m) = sass_memory_op(t.split("*/").nth(1).unwrap_or("")) {
+                *out.entry(k.clone()).or_default().memory.entry(m).or_insert(0) += 1;
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Runs `entry` of `module` in the emulator on copies of `buffers`; returns its statistics.
 fn run(
     module: &emu::Module,
     entry: &str,
@@ -70,7 +168,8 @@ fn run(
     cfg: &emu::LaunchConfig,
     args: &[Arg],
     buffers: &[kir_interp::Buffer],
-) -> Result<u64, String> {
+    opts: &emu::Options,
+) -> Result<emu::Stats, String> {
     let e = module.entry(entry).ok_or_else(|| format!("no entry `{entry}`"))?;
     if e.params.len() != args.len() {
         return Err(format!("{} parameters, the .kir kernel {}", e.params.len(), args.len()));
@@ -88,9 +187,22 @@ fn run(
             (Arg::Buffer(_), t) => return Err(format!("parameter {i}: a buffer for a {t}")),
         }
     }
-    let s = emu::launch(module, entry, cfg, &eargs, &mut mem, &emu::Options::default())
-        .map_err(|e| format!("emulator: {e}"))?;
-    Ok(s.thread_instructions)
+    emu::launch(module, entry, cfg, &eargs, &mut mem, opts).map_err(|e| format!("emulator: {e}"))
+}
+
+/// `1024 / 512`: global loads / stores executed (per lane).
+fn mem_counts(s: &emu::Stats) -> String {
+    format!("{} / {}", s.global_load_instructions, s.global_store_instructions)
+}
+
+/// `16.0 / 16.0`: bytes per executed global load / store (`-` where there is none).
+fn mem_widths(s: &emu::Stats) -> String {
+    let per = |bytes: u64, n: u64| if n == 0 { "-".to_string() } else { format!("{:.1}", bytes as f64 / n as f64) };
+    format!(
+        "{} / {}",
+        per(s.global_bytes_read, s.global_load_instructions),
+        per(s.global_bytes_written, s.global_store_instructions)
+    )
 }
 
 fn main() {
@@ -128,66 +240,124 @@ fn main() {
     }
     println!("pipeline: {pipeline}; NVRTC {} (compute_80, --fmad=false); kir sm_80", nv.version());
     println!();
-    println!("| directive | kernel | kir executed | NVRTC executed | kir / NVRTC |");
-    println!("|---|---|---:|---:|---:|");
+    println!(
+        "| directive | kernel | kir executed | NVRTC executed | kir / NVRTC | kir global ld / st | kir bytes per ld / st | NVRTC global ld / st | NVRTC bytes per ld / st |"
+    );
+    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|");
     let mut ratios: Vec<(String, f64)> = Vec::new();
-    let mut kir_sass: BTreeMap<String, usize> = BTreeMap::new();
-    let mut nv_sass: BTreeMap<String, usize> = BTreeMap::new();
+    let mut kir_sass: BTreeMap<String, Sass> = BTreeMap::new();
+    let mut nv_sass: BTreeMap<String, Sass> = BTreeMap::new();
+    // What could not run (a kernel file being written, a missing input): reported after the
+    // tables, and the exit status is 1; the other rows are still printed.
+    let mut errors: Vec<String> = Vec::new();
     for path in files(&root().join("kernels"), "kir") {
         let rel = path.strip_prefix(root()).unwrap_or(&path).display().to_string();
         let src = std::fs::read_to_string(&path).unwrap_or_else(|e| fail(e));
-        let module = kir_ir::text::load::load_source(&path, src.clone())
-            .unwrap_or_else(|e| fail(format!("{rel}: {}", e.render(false))))
-            .module;
-        if !module.kernels.iter().any(|k| by_entry.contains_key(&k.name)) {
-            continue;
+        let module = match kir_ir::text::load::load_source(&path, src.clone()) {
+            Ok(l) => l.module,
+            Err(e) => {
+                errors.push(format!("{rel}: {}", e.render(false)));
+                continue;
+            }
+        };
+        let dirs = match parse_directives(&src) {
+            Ok(d) => d,
+            Err(e) => {
+                errors.push(format!("{rel}: {e:?}"));
+                continue;
+            }
+        };
+        if !dirs.runs.iter().any(|d| module.kernel(&d.target).is_some()) {
+            continue; // graph directives only
         }
-        let ptx = kir_ptx(&module, &pipeline).unwrap_or_else(|e| fail(format!("{rel}: {e}")));
+        let ptx = match kir_ptx(&module, &pipeline) {
+            Ok(p) => p,
+            Err(e) => {
+                errors.push(format!("{rel}: {e}"));
+                continue;
+            }
+        };
         if let Some(d) = &dump {
             let stem = path.file_stem().unwrap().to_string_lossy();
             std::fs::write(d.join(format!("{stem}.kir.ptx")), &ptx).unwrap_or_else(|e| fail(e));
         }
         let kir_mod = emu::Module::parse(&ptx).unwrap_or_else(|e| fail(format!("{rel}: kir's PTX: {e}")));
-        for (k, n) in sass_counts(&ptx) {
-            kir_sass.insert(k, n);
+        match sass(&ptx) {
+            Ok(x) => kir_sass.extend(x),
+            Err(e) => errors.push(format!("{rel}: ptxas/nvdisasm on kir's PTX: {e}")),
         }
-        let dirs = parse_directives(&src).unwrap_or_else(|e| fail(format!("{rel}: {e:?}")));
         for d in &dirs.runs {
             let Some(k) = module.kernel(&d.target) else { continue };
-            let Some(&ti) = by_entry.get(&k.name) else { continue };
-            let specs: Vec<_> = d
-                .args
-                .iter()
-                .map(|(n, v)| parse_arg_spec(v).map(|s| (n.clone(), s)))
-                .collect::<Result<_, _>>()
-                .unwrap_or_else(|e| fail(format!("{rel}:{}: {e}", d.line)));
-            let bound = kir_interp::args::bind(k, &specs, path.parent()).unwrap_or_else(|e| fail(e));
+            let label = format!("{rel}:{}", d.line);
+            let specs =
+                d.args.iter().map(|(n, v)| parse_arg_spec(v).map(|s| (n.clone(), s))).collect::<Result<Vec<_>, _>>();
+            let bound = match specs.and_then(|specs| kir_interp::args::bind(k, &specs, path.parent())) {
+                Ok(b) => b,
+                Err(e) => {
+                    errors.push(format!("{label} @{}: {e}", k.name));
+                    continue;
+                }
+            };
             let cfg = emu::LaunchConfig {
                 grid: d.grid.unwrap_or([1; 3]),
                 block: d.block.unwrap_or([1; 3]),
                 dynamic_shared_bytes: d.shared_bytes,
             };
-            let label = format!("{rel}:{}", d.line);
-            let ki = run(&kir_mod, &k.name, k, &cfg, &bound.args, &bound.buffers)
-                .unwrap_or_else(|e| fail(format!("{label} kir: {e}")));
-            let ni = run(&nv_mods[ti].1, &k.name, k, &cfg, &bound.args, &bound.buffers)
-                .unwrap_or_else(|e| fail(format!("{label} NVRTC: {e}")));
+            let opts = match d.fuel {
+                Some(n) => emu::Options::default().with_fuel(n),
+                None => emu::Options::default(),
+            };
+            let ks = match run(&kir_mod, &k.name, k, &cfg, &bound.args, &bound.buffers, &opts) {
+                Ok(s) => s,
+                Err(e) => {
+                    errors.push(format!("{label} @{} kir: {e}", k.name));
+                    continue;
+                }
+            };
+            let ki = ks.thread_instructions;
+            let Some(&ti) = by_entry.get(&k.name) else {
+                println!("| {label} | {} | {ki} | - | - | {} | {} | - | - |", k.name, mem_counts(&ks), mem_widths(&ks));
+                continue;
+            };
+            let ns = match run(&nv_mods[ti].1, &k.name, k, &cfg, &bound.args, &bound.buffers, &opts) {
+                Ok(s) => s,
+                Err(e) => {
+                    errors.push(format!("{label} @{} NVRTC: {e}", k.name));
+                    continue;
+                }
+            };
+            let ni = ns.thread_instructions;
             let r = ki as f64 / ni.max(1) as f64;
-            println!("| {label} | {} | {ki} | {ni} | {r:.3} |", k.name);
+            println!(
+                "| {label} | {} | {ki} | {ni} | {r:.3} | {} | {} | {} | {} |",
+                k.name,
+                mem_counts(&ks),
+                mem_widths(&ks),
+                mem_counts(&ns),
+                mem_widths(&ns)
+            );
             ratios.push((format!("{label} @{}", k.name), r));
         }
     }
     for (ptx, _) in &nv_mods {
-        for (k, n) in sass_counts(ptx) {
-            nv_sass.insert(k, n);
-        }
+        nv_sass.extend(sass(ptx).unwrap_or_else(|e| fail(format!("ptxas/nvdisasm on NVRTC's PTX: {e}"))));
     }
     println!();
-    println!("| kernel | kir SASS | NVRTC SASS |");
-    println!("|---|---:|---:|");
-    for (k, n) in &kir_sass {
-        if let Some(m) = nv_sass.get(k) {
-            println!("| {k} | {n} | {m} |");
+    println!("| kernel | kir registers | NVRTC registers | kir SASS | NVRTC SASS | kir SASS global memory | NVRTC SASS global memory |");
+    println!("|---|---:|---:|---:|---:|---|---|");
+    let regs = |s: &Sass| s.registers.map_or("-".to_string(), |r| r.to_string());
+    for (k, a) in &kir_sass {
+        match nv_sass.get(k) {
+            Some(b) => println!(
+                "| {k} | {} | {} | {} | {} | {} | {} |",
+                regs(a),
+                regs(b),
+                a.instructions,
+                b.instructions,
+                a.memory(),
+                b.memory()
+            ),
+            None => println!("| {k} | {} | - | {} | - | {} | - |", regs(a), a.instructions, a.memory()),
         }
     }
     println!();
@@ -195,10 +365,18 @@ fn main() {
         let g = (ratios.iter().map(|(_, r)| r.ln()).sum::<f64>() / ratios.len() as f64).exp();
         let worst = ratios.iter().max_by(|a, b| a.1.total_cmp(&b.1)).unwrap();
         println!(
-            "executed kir / NVRTC: geometric mean {g:.3} over {} launches; worst {:.3} ({})",
+            "executed kir / NVRTC: geometric mean {g:.3} over {} launches with a twin; worst {:.3} ({})",
             ratios.len(),
             worst.1,
             worst.0
         );
+    }
+    if !errors.is_empty() {
+        eprintln!();
+        eprintln!("loop_instructions: {} could not be measured (no row above):", errors.len());
+        for e in &errors {
+            eprintln!("  {e}");
+        }
+        std::process::exit(1);
     }
 }
