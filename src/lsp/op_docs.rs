@@ -41,7 +41,8 @@ fn code_spans(s: &str) -> Vec<&str> {
 }
 
 /// The op keys a code span names: `mul.hi.T` -> `mul.hi`; `tid.{x,y,z}` -> `tid`;
-/// `atom.add/min/max/exch` -> `atom.add`, `atom.min`, ...; `cvt[.rnd]...` -> `cvt`.
+/// `atom.add/min/max/exch` -> `atom.add`, `atom.min`, ...; `cvt[.rnd]...` -> `cvt`;
+/// `load.v2/v4` -> `load.v2`, `load.v4`; `mma.m16n8k16.f16/bf16` -> `mma.m16n8k16.f16`, ...
 fn keys_of_span(span: &str) -> Vec<String> {
     let mut out = vec![];
     for word in span.split_whitespace() {
@@ -57,7 +58,7 @@ fn keys_of_span(span: &str) -> Vec<String> {
         }
         let mut keys = vec![first.to_string()];
         for p in parts {
-            if p.is_empty() || !p.chars().all(|c| c.is_ascii_lowercase() || c == '/') {
+            if p.is_empty() || !p.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '/') {
                 break;
             }
             keys = keys.iter().flat_map(|k| p.split('/').map(move |alt| format!("{k}.{alt}"))).collect();
@@ -204,11 +205,11 @@ fn key_of(op: &Op) -> (String, Option<bool>) {
         Op::VecBuild(..) => ("vec".into(), None),
         Op::VecExtract(..) => ("extract".into(), None),
         Op::VecInsert(..) => ("insert".into(), None),
-        Op::LoadVec(_) => ("load.v4".into(), None),
-        Op::StoreVec(_) => ("store.v4".into(), None),
-        Op::Mma(_) => ("mma".into(), None),
-        Op::Ldmatrix(..) => ("ldmatrix".into(), None),
-        Op::CpAsync(_) => ("cp.async".into(), None),
+        Op::LoadVec(w) => (format!("load.{}", w.name()), None),
+        Op::StoreVec(w) => (format!("store.{}", w.name()), None),
+        Op::Mma(k) => (format!("mma.{}.{}", k.shape(), k.name()), None),
+        Op::Ldmatrix(n, _) => (format!("ldmatrix.{}", n.name()), None),
+        Op::CpAsync(s) => (format!("cp.async.{}", s.name()), None),
         Op::CpAsyncCommit => ("cp.async.commit".into(), None),
         Op::CpAsyncWait => ("cp.async.wait".into(), None),
     }
@@ -268,6 +269,12 @@ mod tests {
         assert!(d("cvt.rn.f32.s32").text.starts_with("`cvt"));
         assert!(d("lt.s32").text.contains("`eq ne lt le gt ge`"));
         assert!(d("shfl.down.f32").text.contains("MODE"));
+        assert!(d("mma.m16n8k16.f16").text.contains("tensor-core product"), "{:?}", d("mma.m16n8k16.f16"));
+        assert!(d("ldmatrix.x4.trans").pattern.contains("ldmatrix"));
+        assert!(d("cp.async.16").text.contains("from global"), "{:?}", d("cp.async.16"));
+        assert!(d("cp.async.wait").pattern.contains("cp.async.wait"));
+        assert!(d("load.v2").pattern.contains("load.v2/v4"));
+        assert!(d("extract.v4.f32").text.contains("element 2"));
         assert!(d("barrier").text.contains("bar.sync 0"));
     }
 }
