@@ -267,22 +267,27 @@ def case_relu_v4():
     return c
 
 
-def case_gelu():
-    return elementwise("gelu_backward", "activations", lambda dy, x: torch.ops.aten.gelu_backward(dy, x, approximate="tanh"),
+def case_gelu(v4=False):
+    return elementwise("gelu_backward" + ("_v4" if v4 else ""), "activations" + ("_v4" if v4 else ""),
+                       lambda dy, x: torch.ops.aten.gelu_backward(dy, x, approximate="tanh"),
                        2 * 44 * 1.5 * U24, 1e-5, "tanh GELU, x,dy in [-1,1): header bound 44*1.5*2^-24 per side -> "
-                       "twin 7.9e-6; torch's tanh form adds < 10 ulp of terms <= 1.5 -> 1e-5")
+                       "twin 7.9e-6; torch's tanh form adds < 10 ulp of terms <= 1.5 -> 1e-5"
+                       + ("; 16-byte accesses, 4 per thread, scalar tail" if v4 else ""),
+                       cu="activations" + ("_v4" if v4 else ""), vec=4 if v4 else 1)
 
 
-def case_swiglu(dt):
-    h, rows = S(4096, 100), S(16384, 13)
+def case_swiglu(dt, v4=False):
+    h, rows = S(4096, 100 if not v4 else 96), S(16384, 13)  # v4: h % E == 0 takes the vector path (E = 4 f32, 8 f16)
     n, f32 = rows * h, dt == cp.float32
+    per = (4 if f32 else 8) if v4 else 1  # elements per thread
 
     def tfn(s):  # what autograd runs for a * silu(b) with a, b = x.chunk(2, -1): mul and silu backward, cat
         x, dy = T(s[0]).view(rows, 2 * h), T(s[1]).view(rows, h)
         a, b = x[:, :h], x[:, h:]
         return torch.cat([dy * F.silu(b), torch.ops.aten.silu_backward(dy * a, b)], dim=1)
-    name = "swiglu_backward_" + ("f32" if f32 else "f16")
-    return NS(name=name, kir="gated_backward", cu="gated_backward", kernel=name, grid=(cdiv(n, 256),), block=(256,),
+    name = "swiglu_backward_" + ("f32" if f32 else "f16") + ("_v4" if v4 else "")
+    f = "gated_backward" + ("_v4" if v4 else "")
+    return NS(name=name, kir=f, cu=f, kernel=name, grid=(cdiv(cdiv(n, per), 256),), block=(256,),
               sets=[(rand(2 * n, 21, dtype=dt), rand(n, 22, dtype=dt))], size=f"rows={rows} h={h} n={n}",
               out=lambda: cp.empty(2 * n, dt), args=lambda s, o: (s[0], s[1], o, u32(n), u32(h)),
               torch=tfn if torch else None, tol_twin=4e-6 if f32 else 1e-3, tol_torch=1e-5 if f32 else 2e-3,
@@ -455,7 +460,9 @@ def case_grad_pre():
 
 # Scalar kernels first, each vectorized / tensor-core variant of issue 40 after its scalar one (same sizes).
 CASES = [("relu_backward", case_relu), ("relu_backward_v4", case_relu_v4), ("gelu_backward", case_gelu),
-         ("swiglu_backward_f32", lambda: case_swiglu(cp.float32)), ("swiglu_backward_f16", lambda: case_swiglu(cp.float16)),
+         ("gelu_backward_v4", lambda: case_gelu(True)),
+         ("swiglu_backward_f32", lambda: case_swiglu(cp.float32)), ("swiglu_backward_f32_v4", lambda: case_swiglu(cp.float32, True)),
+         ("swiglu_backward_f16", lambda: case_swiglu(cp.float16)), ("swiglu_backward_f16_v4", lambda: case_swiglu(cp.float16, True)),
          ("softmax_rows", case_softmax), ("softmax_online", lambda: case_softmax_online("softmax_online")),
          ("softmax_warp_rows", lambda: case_softmax_online("softmax_warp_rows")),
          ("squared_sum", lambda: case_squared_sum(S(SM * 8, 8), "squared_sum")),

@@ -25,7 +25,8 @@ FILES = {  # kir file -> twin .cu file (bench/T.cu), used when it exists
     "rmsnorm": "rmsnorm", "gemm_bwd": "gemm_bwd",
     # issue 40: 16-byte accesses, tensor cores
     "relu_backward_v4": "relu_backward_v4", "gemm_mma": "gemm_mma", "rmsnorm_v4": "rmsnorm_v4",
-    "squared_sum_v4": "squared_sum_v4", "softmax_online": "softmax_online",
+    "squared_sum_v4": "squared_sum_v4", "softmax_online": "softmax_online", "activations_v4": "activations_v4",
+    "gated_backward_v4": "gated_backward_v4",
 }
 
 
