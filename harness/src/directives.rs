@@ -1193,7 +1193,7 @@ mod tests {
                    ; Fault: data race\n; run: @k grid(0) block(1)\n; fault: data race\n";
         let errs = parse_directives(src).unwrap_err();
         let got: Vec<(usize, &str)> = errs.iter().map(|e| (e.line, e.message.as_str())).collect();
-        let kinds = "out-of-bounds access, misaligned access, barrier divergence, divergent warp collective, data race, uninitialized read, fuel exhausted";
+        let kinds = "out-of-bounds access, misaligned access, barrier divergence, divergent warp collective, data race, uninitialized read, fuel exhausted, async copy in flight";
         assert_eq!(
             got,
             [

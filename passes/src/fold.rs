@@ -13,6 +13,9 @@
 //!   integer `min`/`max` of `x, x`; shifts by 0; integer `mad` with a zero factor → the addend; `mov x → x`; `select` with a constant condition or
 //!   two equal operands. No float identity is applied (`x+0.0` is wrong for `-0.0`, `x*1.0` changes
 //!   NaN payloads and flushes subnormals under `.ftz`).
+//! - Vector element moves: `extract` of lane i of a `vec` is its i-th operand; of an `insert`
+//!   into lane i, the inserted value; of an `insert` into another lane, `extract` of lane i of the
+//!   vector inserted into (which may fold in turn). Bits only move, so this holds for every input.
 //! - An integer `mad` with both factors constant becomes `add` of the addend and their (wrapped)
 //!   product, and one with a factor 1 becomes `add` of the other factor and the addend: the same
 //!   value modulo 2^bits for every input, one multiply less.
@@ -48,6 +51,8 @@ impl Pass for Fold {
         let mut subst = Subst::new(k);
         let (mut folded, mut simplified) = (0u64, 0u64);
         let rpo = k.reverse_post_order();
+        // How each vector value seen so far was made (`vec` or `insert`), for `extract`.
+        let mut vectors: rustc_hash::FxHashMap<kir_ir::ValueId, (Op, kir_ir::Args)> = Default::default();
         let Kernel { blocks, insts, .. } = &mut *k;
         for &b in &rpo {
             let block = &mut blocks[b.index()];
@@ -56,6 +61,26 @@ impl Pass for Fold {
                 let d = &mut insts[i.index()];
                 let op = d.op;
                 subst.apply_to_args(&op, &mut d.args);
+                if let (Op::VecBuild(..) | Op::VecInsert(..), Some(r)) = (op, d.result) {
+                    vectors.insert(r, (op, d.args.clone()));
+                }
+                if let Op::VecExtract(..) = op {
+                    if let Some((rep, args)) = extract_of(&vectors, &d.args) {
+                        match rep {
+                            Some(rep) => {
+                                if let Some(r) = d.result {
+                                    subst.set(r, rep);
+                                    simplified += 1;
+                                    return false;
+                                }
+                            }
+                            None => {
+                                d.args = args;
+                                simplified += 1;
+                            }
+                        }
+                    }
+                }
                 let replacement = match d.result {
                     Some(r) if op.is_pure() => self.try_fold(&op, &d.args).map(|(rep, is_const)| (r, rep, is_const)),
                     _ => None,
@@ -110,6 +135,42 @@ impl Fold {
         }
         identity(op, args).map(|o| (o, o.as_const().is_some()))
     }
+}
+
+/// `extract v, lane` through the `vec`/`insert` chain that made `v`: `(Some(x), _)` when the lane
+/// is operand `x` of a `vec` or the value of an `insert` into that lane, `(None, args)` when it
+/// reads an earlier vector instead (the `extract`'s new operands); `None` when nothing is known.
+fn extract_of(
+    vectors: &rustc_hash::FxHashMap<kir_ir::ValueId, (Op, kir_ir::Args)>,
+    args: &[Operand],
+) -> Option<(Option<Operand>, kir_ir::Args)> {
+    let (Some(mut v), Some(lane)) = (args.first().and_then(|a| a.as_value()), args.get(1).and_then(|a| a.as_const()))
+    else {
+        return None;
+    };
+    let lane = lane.bits as usize;
+    let mut moved = false;
+    // Each step goes to an earlier definition: the chain ends.
+    while let Some((op, vargs)) = vectors.get(&v) {
+        match op {
+            Op::VecBuild(..) => return vargs.get(lane).map(|x| (Some(*x), kir_ir::Args::new())),
+            Op::VecInsert(..) => {
+                let ilane = vargs.get(1).and_then(|a| a.as_const())?.bits as usize;
+                if ilane == lane {
+                    return vargs.get(2).map(|x| (Some(*x), kir_ir::Args::new()));
+                }
+                match vargs.first().and_then(|a| a.as_value()) {
+                    Some(earlier) => {
+                        v = earlier;
+                        moved = true;
+                    }
+                    None => break,
+                }
+            }
+            _ => break,
+        }
+    }
+    moved.then(|| (None, [Operand::Value(v), args[1]].into_iter().collect()))
 }
 
 fn is_zero(o: Operand) -> bool {
