@@ -173,7 +173,10 @@ fn run_twin(
         }
     }
     let ecfg = emu::LaunchConfig { grid: cfg.grid, block: cfg.block, dynamic_shared_bytes: cfg.dynamic_shared_bytes };
-    emu::launch(module, entry, &ecfg, &eargs, &mut mem, &emu::Options::default()).map_err(|e| {
+    // The interpreter predicts the sm_90 tensor cores (its default); so does the emulator here,
+    // whatever `.target` NVRTC's PTX names.
+    let opts = emu::Options { tensor_cores: Some(emu::TensorCores::Sm90), ..emu::Options::default() };
+    emu::launch(module, entry, &ecfg, &eargs, &mut mem, &opts).map_err(|e| {
         let text = e
             .line
             .and_then(|l| ptx.lines().nth(l.saturating_sub(1) as usize))
