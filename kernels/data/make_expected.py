@@ -27,6 +27,7 @@ import numpy as np
 
 import expected_reductions  # softmax_online, squared_sum_v4, rmsnorm_v4 (issue 40)
 import expected_v4_elementwise  # activations_v4, gated_backward_v4 (issue 40)
+import expected_gemm_fast  # gemm_mma_bf16, gemm_sgemm (issue 40)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 KERNELS = os.path.dirname(HERE)
@@ -459,6 +460,7 @@ def main():
     gemm_mma()
     expected_reductions.register(expect, rand)
     expected_v4_elementwise.register(sys.modules[__name__])
+    expected_gemm_fast.register(sys.modules[__name__])
     literals()
     os.makedirs(OUT, exist_ok=True)
     for (name, ref, *_rest) in EXPECTED:
