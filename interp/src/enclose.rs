@@ -18,12 +18,17 @@
 //!   `select` with an uncertain condition is the hull of both sides. An approximate op then widens
 //!   its enclosure by its bound at the enclosure's ends, rounded outward to its format.
 //! - Widths never hide a value: the result's enclosure always contains the evaluator's own result.
-//! - Vectors and tensor-core fragments (`crate::exec`'s vector instructions) are tracked coarsely,
-//!   by choice: a vector value's enclosure is `Exact` when every value it was made of is exact and
-//!   `Unknown` otherwise (an element's range is not kept inside a vector); an `mma` result is
-//!   exact when all its operands in all 32 lanes are, else unknown (the tensor-core arithmetic is
-//!   exact in the sense above: the interpreter computes the hardware's bits). Sound, never a
-//!   range that misses a value: an unknown enclosure only gives up precision.
+//! - Vectors keep an enclosure per element (`crate::exec::ext`, in the enclosure program's
+//!   element slots of `crate::prog`): built, extracted, inserted, loaded, stored, copied by
+//!   `cp.async`, passed along block-parameter edges and returned from functions element by
+//!   element, so an approximate value stored with `store.v4` keeps its range and its neighbours
+//!   stay exact. An element of an integer type (a bit pattern) is `Exact` or `Unknown`.
+//!   Tensor-core fragments are tracked coarsely, by choice: an `mma` result is exact when every
+//!   element of its operands in all 32 lanes is, else unknown (its inputs are bit patterns; the
+//!   tensor-core arithmetic is exact in the sense above: the interpreter computes the hardware's
+//!   bits), and an `ldmatrix` result is exact when every row it read is. Sound, never a range that
+//!   misses a value: an unknown enclosure only gives up precision. The plain launch pays nothing
+//!   for this: element slots exist only in the enclosure run's programs.
 //! - `origin` is the approximate op whose error the range started from (the first on its data
 //!   path); `amp` the last exact op that widened a range by 4x or more (in units in the last
 //!   place), e.g. a subtraction that cancels or a multiplication by a large factor.

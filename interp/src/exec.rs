@@ -71,7 +71,7 @@ mod ext;
 use crate::enclose::{self, Enc, EncShared, MemEnc, Unusable, Why};
 use crate::error::{coords, FaultKind, InterpError};
 use crate::mem::{self, AccessFault, GlobalMem};
-use crate::prog::{MemAccess, Prog, XEdge, XInst, XOp, XTerm, EXIT, NO_SLOT};
+use crate::prog::{ElSlots, MemAccess, Prog, XEdge, XInst, XOp, XTerm, EXIT, NO_SLOT};
 use crate::race::{self, tag, Conflict, Kind};
 use crate::{Options, Stats};
 use kir_ir::eval;
@@ -302,8 +302,9 @@ struct AsyncCopy {
     dst: MemAccess,
     /// The `cp.async` instruction.
     span: Span,
-    /// With enclosure tracking: the enclosure of the bytes read (exact or unknown).
-    enc: Enc,
+    /// With enclosure tracking: the enclosures of the bytes read, by their offset in the copy
+    /// (empty when all are exact).
+    enc: MemEnc,
 }
 
 /// What a warp does next after running.
@@ -843,10 +844,16 @@ impl Worker {
                             }
                         }
                         let floor = f.floor;
+                        // A vector's elements' enclosures (the enclosure program's element slots).
+                        let el = if ENC { prog.ret_el.get(cur as usize).filter(|el| el[0] != NO_SLOT) } else { None };
+                        let frame = if el.is_some() { Some(*f) } else { None };
                         for e in &mut self.stacks[w][floor..] {
                             e.mask &= !mask;
                         }
                         self.stacks[w].pop();
+                        if let (Some(f), Some(el)) = (frame, el) {
+                            self.enc_return_elements(cx, base, el, &f, mask);
+                        }
                         None
                     }
                     XTerm::Jmp(edge) => {
@@ -951,6 +958,33 @@ impl Worker {
         self.frames[w].push(Frame { prog: call.callee, base: new_base, floor, mask, res, res_hi, call: site });
         self.stacks[w].push(Entry { block: 0, ip: 0, mask, rpc: EXIT });
         Ok(())
+    }
+
+    /// With enclosures: a function's `ret` of a vector whose element slots are `el` (registers at
+    /// `base`) by the lanes in `mask` gives the elements' enclosures to the call `f`'s result.
+    #[cold]
+    #[inline(never)]
+    fn enc_return_elements(&mut self, cx: &LaunchCtx, base: usize, el: &ElSlots, f: &Frame, mask: u32) {
+        if f.res == usize::MAX {
+            return;
+        }
+        // The call instruction's result slot and element slots, in the caller's registers.
+        let caller = &cx.progs[f.call.0 as usize];
+        let Some(inst) = caller.blocks.get(f.call.1 as usize).and_then(|b| b.insts.get(f.call.2 as usize)) else {
+            return;
+        };
+        let XOp::Call(c) = inst.op else { return };
+        let Some(call) = caller.calls.get(c as usize) else { return };
+        let caller_base = f.res - inst.res as usize;
+        for (&s, &d) in el.iter().zip(&call.res_el) {
+            if s == NO_SLOT || d == NO_SLOT {
+                continue;
+            }
+            let (src, dst) = (base + s as usize, caller_base + d as usize);
+            for l in lanes(mask) {
+                self.enc[dst][l] = self.enc[src][l];
+            }
+        }
     }
 
     /// [`Self::moves`] for the enclosures.

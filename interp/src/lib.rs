@@ -48,9 +48,10 @@
 //!   a kernel with any atomic on global memory runs its blocks one at a time in block-index order.
 //!   `atom.add` on floats rounds to nearest with the H100's subnormal and NaN rules, which differ
 //!   between global and shared memory (see `exec::atom_add`).
-//! - [`launch_enclosed`] also computes, per value, an enclosure of every result the hardware may
-//!   give within the approximate ops' measured error bounds ([`enclose`]); plain launches run a
-//!   separate copy of the warp loop and pay nothing for it.
+//! - [`launch_enclosed`] also computes, per value (per element of a vector), an enclosure of every
+//!   result the hardware may give within the approximate ops' measured error bounds ([`enclose`]);
+//!   plain launches run a separate copy of the warp loop, on programs without the enclosure run's
+//!   element slots, and pay nothing for it.
 //! - Data races (`--races`) follow the PTX memory model: a plain write races with any unordered
 //!   access of another thread, and a plain access with an unordered atomic; atomics never race
 //!   with each other ([`race`] states the rule and what the shadow keeps).
@@ -419,7 +420,7 @@ fn launch_impl(
     check_reqntid(kernel, cfg)?;
     check_whole_warps(&m.funcs, kernel, cfg)?;
     let (params, global_names) = check_args(kernel, args, buffers)?;
-    let progs = Progs::build(m, kernel)?;
+    let progs = Progs::build(m, kernel, enc.is_some())?;
     let prog = &progs.progs[0];
 
     // Shared memory layout.

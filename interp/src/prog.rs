@@ -9,6 +9,15 @@
 //!   ([`Prog::consts`]). Every slot index is `< Prog::nslots`. A vector of at most 64 bits lives
 //!   in its one slot. Element `i` of a vector of `b`-bit elements is bits `i·b..(i+1)·b` of it
 //!   (element 0 lowest, as it is lowest in memory).
+//! - The *enclosure program* ([`Progs::build`] with `enc`, for `crate::launch_enclosed`) keeps an
+//!   error enclosure per vector element: every vector value of N elements also gets N − 1
+//!   *element slots* (after the high slots, before the constants), whose enclosure rows hold the
+//!   enclosures of its elements 1..N (element 0's is its value slot's row; the high slot's
+//!   enclosure row is unused). Their value rows hold nothing. [`ElSlots`] names them for each
+//!   operand and result of an [`XExt`], each `ret` of a vector ([`Prog::ret_el`]) and each call's
+//!   vector result ([`XCall::res_el`]); an edge's moves copy them like the value slots. The plain
+//!   program has none (every [`ElSlots`] is [`NO_EL`]): its register file, moves and
+//!   instructions are exactly what they were before element slots existed.
 //! - No instruction's result slot is one of its operand slots, high slots included (so a warp can
 //!   read operands and write the result in one register file without copying).
 //! - Vector, tensor-core and async-copy instructions are [`XOp::Ext`]: their operands' slots with
@@ -50,6 +59,13 @@ use std::collections::HashMap;
 pub(crate) const EXIT: u32 = u32::MAX;
 /// No result slot.
 pub(crate) const NO_SLOT: u32 = u32::MAX;
+
+/// The element slots of a vector value in the enclosure program: the slot whose enclosure row
+/// holds element `k + 1`'s enclosure ([`NO_SLOT`] past the last element, for scalars, and
+/// everywhere in the plain program). Element 0's enclosure is in the value slot's row.
+pub(crate) type ElSlots = [u32; 3];
+/// No element slots.
+pub(crate) const NO_EL: ElSlots = [NO_SLOT; 3];
 
 /// How a memory instruction addresses memory.
 #[derive(Clone, Copy, Debug)]
@@ -159,7 +175,8 @@ pub(crate) enum ExtKind {
 }
 
 /// An [`XOp::Ext`] instruction's operands: the slot of each, and the high slot of each 128-bit
-/// vector operand ([`NO_SLOT`] for the others); the result is [`XInst::res`] and `res_hi`.
+/// vector operand ([`NO_SLOT`] for the others); the result is [`XInst::res`] and `res_hi`. In the
+/// enclosure program, `el` and `res_el` are the element slots of the vector operands and result.
 #[derive(Clone, Debug)]
 pub(crate) struct XExt {
     pub kind: ExtKind,
@@ -169,6 +186,8 @@ pub(crate) struct XExt {
     pub hi: [u32; 5],
     pub nargs: u8,
     pub res_hi: u32,
+    pub el: [ElSlots; 5],
+    pub res_el: ElSlots,
 }
 
 /// A call: the callee's index in [`Progs::progs`] and the caller's argument slots.
@@ -178,6 +197,8 @@ pub(crate) struct XCall {
     pub args: Vec<u32>,
     /// The high slot of a 128-bit result ([`NO_SLOT`] otherwise).
     pub res_hi: u32,
+    /// The element slots of a vector result (the enclosure program's; else [`NO_EL`]).
+    pub res_el: ElSlots,
 }
 
 #[derive(Clone, Debug)]
@@ -204,7 +225,8 @@ pub(crate) enum XTerm {
     /// A kernel's `ret`: the lanes exit.
     Ret,
     /// A function's `ret`: the lanes return to the caller, with the value in this slot
-    /// ([`NO_SLOT`] for none) and, for a 128-bit value, its high slot (else [`NO_SLOT`]).
+    /// ([`NO_SLOT`] for none) and, for a 128-bit value, its high slot (else [`NO_SLOT`]); in the
+    /// enclosure program a vector's element slots are [`Prog::ret_el`]'s.
     Return(u32, u32),
     Jmp(XEdge),
     Br {
@@ -253,6 +275,10 @@ pub(crate) struct Prog {
     /// index of its body in [`Progs::progs`] and its span; [`MemAccess::site`] indexes it, so a
     /// race report can point at the other access's instruction.
     pub race_sites: Vec<(u32, Span)>,
+    /// The enclosure program's: per block, the element slots of the vector its `ret` returns
+    /// ([`NO_EL`] for other blocks; empty when no `ret` returns a vector, and in the plain
+    /// program).
+    pub ret_el: Vec<ElSlots>,
 }
 
 fn malformed(span: Span, msg: impl Into<String>) -> InterpError {
@@ -261,11 +287,13 @@ fn malformed(span: Span, msg: impl Into<String>) -> InterpError {
 
 impl Prog {
     /// The execution form of `k`, whose CFG is `cfg` (the verifier's); `resolve(n, span)` gives
-    /// the [`Progs::progs`] index of `k.callees[n]`, called once per call instruction.
+    /// the [`Progs::progs`] index of `k.callees[n]`, called once per call instruction. With
+    /// `enc`, the enclosure program (with element slots).
     pub fn new(
         k: &Kernel,
         cfg: &Cfg,
         resolve: &mut dyn FnMut(u32, Span) -> Result<u32, InterpError>,
+        enc: bool,
     ) -> Result<Prog, InterpError> {
         let what = if k.is_func() { "function" } else { "kernel" };
         if k.blocks.is_empty() {
@@ -287,6 +315,23 @@ impl Prog {
                 Operand::Const(_) => NO_SLOT,
             }
         };
+        // The enclosure program's element slots of the vectors, after the high slots.
+        let mut el = vec![NO_EL; if enc { nvalues } else { 0 }];
+        let mut nel = 0usize;
+        for (i, v) in k.values.iter().enumerate().filter(|_| enc) {
+            if let Type::Vec(w, _) = v.ty {
+                for s in &mut el[i][..w.len() - 1] {
+                    *s = (nvalues + nhi + nel) as u32;
+                    nel += 1;
+                }
+            }
+        }
+        let el_of = |o: Operand| -> ElSlots {
+            match o {
+                Operand::Value(v) => el.get(v.index()).copied().unwrap_or(NO_EL),
+                Operand::Const(_) => NO_EL,
+            }
+        };
         let mut consts: Vec<(u32, u64)> = Vec::new();
         let mut const_slot: HashMap<u64, u32> = HashMap::new();
         let mut slot_of = |o: Operand, span: Span| -> Result<u32, InterpError> {
@@ -294,7 +339,7 @@ impl Prog {
                 Operand::Value(v) if v.index() < nvalues => Ok(v.0),
                 Operand::Value(_) => Err(malformed(span, "operand names an undefined value")),
                 Operand::Const(c) => {
-                    let next = (nvalues + nhi + consts.len()) as u32;
+                    let next = (nvalues + nhi + nel + consts.len()) as u32;
                     Ok(*const_slot.entry(c.bits).or_insert_with(|| {
                         consts.push((next, c.bits));
                         next
@@ -309,6 +354,7 @@ impl Prog {
         let mut async_copies = false;
         let mut race_shift = [3u32; 2];
         let mut calls: Vec<XCall> = Vec::new();
+        let mut ret_el: Vec<ElSlots> = Vec::new();
         for b in k.block_ids() {
             let block = k.block(b);
             let mut insts = Vec::with_capacity(block.insts.len());
@@ -334,7 +380,8 @@ impl Prog {
                     };
                     let callee = resolve(n, span)?;
                     let res_hi = d.result.map_or(NO_SLOT, |r| hi[r.index()]);
-                    calls.push(XCall { callee, args, res_hi });
+                    let res_el = d.result.map_or(NO_EL, |r| el_of(Operand::Value(r)));
+                    calls.push(XCall { callee, args, res_hi, res_el });
                     let op = XOp::Call(calls.len() as u32 - 1);
                     insts.push(XInst { op, args: [0; 4], nargs: 0, ctl: true, res, span });
                     continue;
@@ -390,13 +437,16 @@ impl Prog {
                 };
                 let ext = |kind: ExtKind| -> Result<XOp, InterpError> {
                     let mut hi_args = [NO_SLOT; 5];
+                    let mut el_args = [NO_EL; 5];
                     for (i, a) in d.args.iter().enumerate() {
                         hi_args[i] = hi_of(*a);
+                        el_args[i] = el_of(*a);
                     }
                     let res_hi = if res == NO_SLOT { NO_SLOT } else { hi[res as usize] };
                     if res_hi != NO_SLOT && hi_args.contains(&res_hi) {
                         return Err(malformed(span, "an instruction uses its own result"));
                     }
+                    let res_el = d.result.map_or(NO_EL, |r| el_of(Operand::Value(r)));
                     Ok(XOp::Ext(Box::new(XExt {
                         kind,
                         op: d.op,
@@ -404,6 +454,8 @@ impl Prog {
                         hi: hi_args,
                         nargs: d.args.len() as u8,
                         res_hi,
+                        el: el_args,
+                        res_el,
                     })))
                 };
                 let op = match &d.op {
@@ -528,15 +580,20 @@ impl Prog {
                         return Err(malformed(target.span, "block parameter is undefined"));
                     }
                     moves.push((p.0, slot_of(*a, block.term_span)?));
-                    // The high half of a 128-bit parameter, from the argument's.
-                    match (hi[p.index()], hi_of(*a)) {
-                        (NO_SLOT, NO_SLOT) => {}
-                        (d, s) if d != NO_SLOT && s != NO_SLOT => moves.push((d, s)),
-                        _ => {
-                            return Err(malformed(
-                                block.term_span,
-                                "block argument of another width than its parameter",
-                            ))
+                    // The high half of a 128-bit parameter, from the argument's; and in the
+                    // enclosure program its elements' enclosure slots.
+                    let (pe, ae) = (el_of(Operand::Value(*p)), el_of(*a));
+                    let halves = [(hi[p.index()], hi_of(*a))].into_iter().chain(pe.into_iter().zip(ae));
+                    for (d, s) in halves {
+                        match (d, s) {
+                            (NO_SLOT, NO_SLOT) => {}
+                            (d, s) if d != NO_SLOT && s != NO_SLOT => moves.push((d, s)),
+                            _ => {
+                                return Err(malformed(
+                                    block.term_span,
+                                    "block argument of another width than its parameter",
+                                ))
+                            }
                         }
                     }
                 }
@@ -547,7 +604,13 @@ impl Prog {
             };
             let term = match &block.term {
                 Terminator::Ret(v) if k.is_func() => match v {
-                    Some(v) => XTerm::Return(slot_of(*v, block.term_span)?, hi_of(*v)),
+                    Some(v) => {
+                        if enc && el_of(*v) != NO_EL {
+                            ret_el.resize(nblocks, NO_EL);
+                            ret_el[b.index()] = el_of(*v);
+                        }
+                        XTerm::Return(slot_of(*v, block.term_span)?, hi_of(*v))
+                    }
                     None => XTerm::Return(NO_SLOT, NO_SLOT),
                 },
                 Terminator::Ret(_) => XTerm::Ret,
@@ -579,7 +642,7 @@ impl Prog {
             }
             params.push(p.0);
         }
-        let nslots = nvalues + nhi + consts.len();
+        let nslots = nvalues + nhi + nel + consts.len();
         Ok(Prog {
             name: k.name.clone(),
             blocks,
@@ -592,6 +655,7 @@ impl Prog {
             async_copies,
             race_shift,
             race_sites: Vec::new(),
+            ret_el,
         })
     }
 }
@@ -607,8 +671,9 @@ pub(crate) struct Progs {
 
 impl Progs {
     /// Builds kernel `kernel` of the verified module `m` and every function it reaches, each once,
-    /// on the CFGs the verifier built (none is built again here).
-    pub fn build(m: &Verified, kernel: &Kernel) -> Result<Progs, InterpError> {
+    /// on the CFGs the verifier built (none is built again here); with `enc`, the enclosure
+    /// programs (with element slots).
+    pub fn build(m: &Verified, kernel: &Kernel, enc: bool) -> Result<Progs, InterpError> {
         let funcs = &m.funcs;
         // A body's CFG, by its (verified: unique) name.
         let cfg_of = |body: &Kernel| -> Result<&Cfg, InterpError> {
@@ -647,7 +712,7 @@ impl Progs {
                 ids.insert(&f.name, id);
                 Ok(id)
             };
-            progs.push(Prog::new(body, cfg_of(body)?, &mut resolve)?);
+            progs.push(Prog::new(body, cfg_of(body)?, &mut resolve, enc)?);
             i += 1;
         }
         // Arity of every call, against its callee.
@@ -750,7 +815,7 @@ entry:
   ret
 }",
         );
-        let p = Progs::build(&m, &m.kernels[0]).unwrap();
+        let p = Progs::build(&m, &m.kernels[0], false).unwrap();
         let slots = |n: &str| p.progs.iter().find(|x| x.name == n).unwrap().nslots;
         // k -> mid -> leaf is deeper than k -> leaf.
         assert_eq!(p.stride, slots("k") + slots("mid") + slots("leaf"));

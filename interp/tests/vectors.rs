@@ -10,9 +10,13 @@
 //! - faults: a misaligned `load.v4` (message asserted), an access to a `cp.async` destination in
 //!   flight, a thread that exits with a copy in flight, a race between a copy's completion and
 //!   another thread's read without a barrier; and `cp.async`'s zero-fill and wait-group
-//!   accounting (`cp.async.wait 1` with two groups).
+//!   accounting (`cp.async.wait 1` with two groups);
+//! - error enclosures, kept per vector element: through `vec`/`extract`/`insert`, vector loads
+//!   and stores (global and shared), loop-carried block parameters, function returns and
+//!   `cp.async`; integer elements exact or unknown; `mma` results exact or unknown as a whole.
 
 use half::{bf16, f16};
+use kir_interp::enclose::{Enc, Why};
 use kir_interp::{launch_verified, Arg, Buffer, FaultKind, InterpError, LaunchConfig, Options, TensorCoreRule};
 use kir_ir::eval::tensor_core::{dot, TensorCoreInput};
 use kir_ir::verify::Verified;
@@ -926,9 +930,30 @@ fn run_enclosed(src: &str, grid: u32, block: u32, bufs: &mut [Buffer]) -> kir_in
     enc
 }
 
-/// Vectors of exact values stay exact through registers, loops, memory and `mma`; a vector made
-/// of an approximate op's result is unknown, and so is what is stored from it (documented: a
-/// vector's enclosure is exact or unknown).
+/// Byte offsets of a buffer's non-exact enclosures.
+fn inexact_bytes(entries: &[(usize, u32, Enc)]) -> Vec<usize> {
+    entries.iter().map(|e| e.0).collect()
+}
+
+/// `e` is a range of f32 values that holds `v` and spans at most `ulps` ulp of `v`.
+#[track_caller]
+fn assert_f32_range(e: &Enc, v: f32, ulps: f32) {
+    let Enc::Range { lo, hi, .. } = *e else { panic!("not a range around {v}: {e:?}") };
+    let (l, h) = (f32::from_bits(lo as u32), f32::from_bits(hi as u32));
+    let ulp = f32::from_bits((v.abs().to_bits() & 0x7f80_0000).max(0x0080_0000)) * f32::EPSILON;
+    assert!(l < h && l <= v && v <= h, "{v} outside [{l}, {h}]");
+    assert!(h - l <= ulps * ulp, "[{l}, {h}] around {v} is wider than {ulps} ulp");
+}
+
+/// The entry at byte `byte` of a buffer's non-exact enclosures.
+#[track_caller]
+fn enc_at(entries: &[(usize, u32, Enc)], byte: usize) -> Enc {
+    entries.iter().find(|e| e.0 == byte).unwrap_or_else(|| panic!("no enclosure at byte {byte}: {entries:?}")).2
+}
+
+/// Vectors of exact values stay exact through registers, loops, memory and `mma`; an `mma` with
+/// one inexact input element anywhere in the warp gives an unknown result everywhere (fragments
+/// are exact or unknown); a vector keeps an enclosure per element, through shared memory too.
 #[test]
 fn enclosures_flow_through_vectors() {
     let mut rng = Rng(99);
@@ -942,6 +967,21 @@ fn enclosures_flow_through_vectors() {
     ];
     let exact = run_enclosed(&mma_kernel("mma.m16n8k16.f16"), 1, 32, &mut bufs);
     assert!(exact.unusable.is_none() && exact.buffers.iter().all(Vec::is_empty), "{exact:?}");
+    // Element 3 of lane 5's C fragment inexact: every element of every lane's D is unknown.
+    let inexact = mma_kernel("mma.m16n8k16.f16").replace(
+        "  %fd = mma.m16n8k16.f16 %fa, %fb, %fc\n",
+        "  %c3 = extract.v4.f32 %fc, 3
+  %x3 = ex2.approx.f32 %c3
+  %five = eq.u32 %t, 5
+  %y3 = select.f32 %five, %x3, %c3
+  %fc2 = insert.v4.f32 %fc, 3, %y3
+  %fd = mma.m16n8k16.f16 %fa, %fb, %fc2\n",
+    );
+    assert_ne!(inexact, mma_kernel("mma.m16n8k16.f16"));
+    let enc = run_enclosed(&inexact, 1, 32, &mut bufs);
+    assert!(enc.unusable.is_none(), "{enc:?}");
+    assert_eq!(inexact_bytes(&enc.buffers[3]), (0..128).map(|i| 4 * i).collect::<Vec<_>>());
+    assert!(enc.buffers[3].iter().all(|e| matches!(e.2, Enc::Unknown { .. })), "{:?}", enc.buffers[3]);
 
     let src = "kernel @k(%x: ptr<global, f32>, %y: ptr<global, f32>) {
   shared @tile: f32[128] align 16
@@ -964,22 +1004,236 @@ entry:
     let mut bufs = vec![Buffer::from_f32(&[0.5; 128]), Buffer::zeros(ScalarType::F32, 128)];
     let enc = run_enclosed(src, 1, 32, &mut bufs);
     assert!(enc.unusable.is_none(), "{enc:?}");
-    // Elements 1..4 of every thread's vector are unknown (element 0 was stored again, exactly).
+    // Only element 2 (the approximate op's result) of every thread's vector is inexact, with
+    // ex2's range, through shared memory and back.
     let y = &enc.buffers[1];
-    assert_eq!(y.len(), 32 * 3, "{y:?}");
-    for (t, chunk) in y.chunks(3).enumerate() {
-        let bytes: Vec<usize> = chunk.iter().map(|e| e.0).collect();
-        assert_eq!(bytes, vec![16 * t + 4, 16 * t + 8, 16 * t + 12]);
-        assert!(chunk.iter().all(|e| matches!(e.2, kir_interp::enclose::Enc::Unknown { .. })), "{chunk:?}");
+    assert_eq!(inexact_bytes(y), (0..32).map(|t| 16 * t + 8).collect::<Vec<_>>(), "{y:?}");
+    let out = bufs[1].to_f32();
+    for (t, e) in y.iter().enumerate() {
+        assert_eq!(e.1, 4);
+        assert_f32_range(&e.2, out[4 * t + 2], 8.0);
+        assert_eq!(out[4 * t + 1], 0.5, "element 1 is the exact input");
     }
 }
 
-/// A copy carries its source's enclosure to its destination: exact bytes stay exact, an
-/// approximate op's result arrives unknown.
+/// An approximate value in element 2 of a `vec<4, f32>` stored with `store.v4` gets its own
+/// range and the other three elements stay exact; the same in a `vec<4, f16>` (four elements in
+/// one 64-bit register) whose element 2 is a cancelled, then converted, approximate value.
+#[test]
+fn a_vector_keeps_an_enclosure_per_element() {
+    let src = "kernel @k(%x: ptr<global, f32>, %y: ptr<global, f32>, %h: ptr<global, f16>) {
+entry:
+  %t = tid.x : u32
+  %i = mul.u32 %t, 4
+  %v = load.v4 %x[%i]
+  %e0 = extract.v4.f32 %v, 0
+  %e1 = extract.v4.f32 %v, 1
+  %e2 = extract.v4.f32 %v, 2
+  %e3 = extract.v4.f32 %v, 3
+  %a = ex2.approx.f32 %e2
+  %w = vec.v4.f32 %e0, %e1, %a, %e3
+  store.v4 %y[%i], %w
+  %c = sub.f32 %a, 1.0
+  %h0 = cvt.rn.f16.f32 %e0
+  %h1 = cvt.rn.f16.f32 %e1
+  %h2 = cvt.rn.f16.f32 %c
+  %h3 = cvt.rn.f16.f32 %e3
+  %hv = vec.v4.f16 %h0, %h1, %h2, %h3
+  store.v4 %h[%i], %hv
+  ret
+}";
+    // ex2(1.44e-4) - 1 is about 1e-4: ex2's error (about 2^-22 absolute) is several f16 ulp there.
+    let x: Vec<f32> = (0..128).map(|i| 1.44e-4 + i as f32 * 1e-7).collect();
+    let mut bufs = vec![Buffer::from_f32(&x), Buffer::zeros(ScalarType::F32, 128), Buffer::zeros(ScalarType::F16, 128)];
+    let enc = run_enclosed(src, 1, 32, &mut bufs);
+    assert!(enc.unusable.is_none(), "{enc:?}");
+    let (y, h) = (&enc.buffers[1], &enc.buffers[2]);
+    assert_eq!(inexact_bytes(y), (0..32).map(|t| 16 * t + 8).collect::<Vec<_>>(), "{y:?}");
+    assert_eq!(inexact_bytes(h), (0..32).map(|t| 8 * t + 4).collect::<Vec<_>>(), "{h:?}");
+    let out = bufs[1].to_f32();
+    let hs: Vec<u64> = (0..128).map(|i| bufs[2].get_bits(i)).collect();
+    for t in 0..32 {
+        assert_f32_range(&y[t].2, out[4 * t + 2], 8.0);
+        for k in [0, 1, 3] {
+            assert_eq!(out[4 * t + k], x[4 * t + k], "thread {t} element {k}");
+        }
+        let Enc::Range { lo, hi, .. } = h[t].2 else { panic!("not a range: {:?}", h[t]) };
+        let (l, m, u) = (f16::from_bits(lo as u16), f16::from_bits(hs[4 * t + 2] as u16), f16::from_bits(hi as u16));
+        assert!(h[t].1 == 2 && l < u && l <= m && m <= u, "thread {t}: {m} in [{l}, {u}]");
+    }
+}
+
+/// `extract` gives an element's own enclosure and `insert` replaces one: an inexact element
+/// overwritten by an exact value is exact again, an exact one overwritten by a range gets it.
+#[test]
+fn extract_and_insert_move_element_enclosures() {
+    let src = "kernel @k(%x: ptr<global, f32>, %y: ptr<global, f32>, %z: ptr<global, f32>) {
+entry:
+  %t = tid.x : u32
+  %i = mul.u32 %t, 4
+  %v = load.v4 %x[%i]
+  %e = extract.v4.f32 %v, 1
+  %a = ex2.approx.f32 %e
+  %w = insert.v4.f32 %v, 1, %a
+  %w2 = insert.v4.f32 %w, 3, %a
+  %b = extract.v4.f32 %w2, 3
+  %c = extract.v4.f32 %w2, 0
+  %d = add.f32 %b, %c
+  %w3 = insert.v4.f32 %w2, 1, %c
+  %w4 = insert.v4.f32 %w3, 0, %d
+  store.v4 %y[%i], %w4
+  store %z[%i], %c
+  %j = add.u32 %i, 1
+  store %z[%j], %b
+  ret
+}";
+    let x: Vec<f32> = (0..128).map(|i| 0.25 + i as f32 / 256.0).collect();
+    let mut bufs = vec![Buffer::from_f32(&x), Buffer::zeros(ScalarType::F32, 128), Buffer::zeros(ScalarType::F32, 128)];
+    let enc = run_enclosed(src, 1, 32, &mut bufs);
+    assert!(enc.unusable.is_none(), "{enc:?}");
+    // y = [d (range), c (exact), x2 (exact), a (range)]; z[4t] = c exact, z[4t + 1] = b a range.
+    let (y, z) = (&enc.buffers[1], &enc.buffers[2]);
+    assert_eq!(inexact_bytes(y), (0..32).flat_map(|t| [16 * t, 16 * t + 12]).collect::<Vec<_>>(), "{y:?}");
+    assert_eq!(inexact_bytes(z), (0..32).map(|t| 16 * t + 4).collect::<Vec<_>>(), "{z:?}");
+    let (out, zs) = (bufs[1].to_f32(), bufs[2].to_f32());
+    for t in 0..32 {
+        assert_f32_range(&enc_at(y, 16 * t), out[4 * t], 8.0);
+        assert_f32_range(&enc_at(y, 16 * t + 12), out[4 * t + 3], 8.0);
+        assert_f32_range(&enc_at(z, 16 * t + 4), zs[4 * t + 1], 8.0);
+        assert_eq!((out[4 * t + 1], out[4 * t + 2]), (x[4 * t], x[4 * t + 2]), "thread {t}");
+    }
+}
+
+/// Loop-carried vector block parameters carry every element's enclosure: each thread runs
+/// `tid % 5` iterations (the warp diverges), each makes element 2 of one vector approximate, and
+/// the two vectors swap places at every back edge.
+#[test]
+fn element_enclosures_survive_divergent_loops_and_swaps() {
+    let src = "kernel @k(%x: ptr<global, f32>, %y: ptr<global, f32>) {
+entry:
+  %t = tid.x : u32
+  %n = rem.u32 %t, 5
+  %i = mul.u32 %t, 4
+  %a = load.v4 %x[%i]
+  %b = vec.v4.f32 10.0, 20.0, 30.0, 40.0
+  jmp head(0, %a, %b)
+head(%k: u32, %p: vec<4, f32>, %q: vec<4, f32>):
+  %more = lt.u32 %k, %n
+  br %more, body, done
+body:
+  %e = extract.v4.f32 %p, 2
+  %s = mul.f32 %e, 0.001
+  %e2 = ex2.approx.f32 %s
+  %p2 = insert.v4.f32 %p, 2, %e2
+  %k2 = add.u32 %k, 1
+  jmp head(%k2, %q, %p2)
+done:
+  %j = mul.u32 %t, 8
+  store.v4 %y[%j], %p
+  %j2 = add.u32 %j, 4
+  store.v4 %y[%j2], %q
+  ret
+}";
+    let x: Vec<f32> = (0..256).map(|i| i as f32 / 64.0).collect();
+    let mut bufs = vec![Buffer::from_f32(&x), Buffer::zeros(ScalarType::F32, 512)];
+    let enc = run_enclosed(src, 1, 64, &mut bufs);
+    assert!(enc.unusable.is_none(), "{enc:?}");
+    let (y, out) = (&enc.buffers[1], bufs[1].to_f32());
+    let mut expected = Vec::new();
+    for t in 0..64usize {
+        // Whether element 2 of p and q is an approximate op's result.
+        let (mut p, mut q) = (false, false);
+        for _ in 0..t % 5 {
+            p = true;
+            std::mem::swap(&mut p, &mut q);
+        }
+        for (inexact, at) in [(p, 8 * t + 2), (q, 8 * t + 6)] {
+            if inexact {
+                expected.push(4 * at);
+                assert_f32_range(&enc_at(y, 4 * at), out[at], 8.0);
+            }
+        }
+    }
+    assert!(expected.len() > 40, "{expected:?}");
+    assert_eq!(inexact_bytes(y), expected, "{y:?}");
+}
+
+/// A function returning a vector returns every element's enclosure, from whichever of its
+/// `ret`s each lane took.
+#[test]
+fn a_returned_vector_keeps_its_element_enclosures() {
+    let src = "func @f(%x: f32, %odd: pred) -> vec<4, f32> {
+entry:
+  %a = ex2.approx.f32 %x
+  br %odd, one, two
+one:
+  %v = vec.v4.f32 %x, %a, %x, 1.0
+  ret %v
+two:
+  %w = vec.v4.f32 %x, %x, %a, 1.0
+  ret %w
+}
+kernel @k(%x: ptr<global, f32>, %y: ptr<global, f32>) {
+entry:
+  %t = tid.x : u32
+  %v = load %x[%t]
+  %b = and.u32 %t, 1
+  %odd = eq.u32 %b, 1
+  %w = call @f(%v, %odd)
+  %i = mul.u32 %t, 4
+  store.v4 %y[%i], %w
+  ret
+}";
+    let x: Vec<f32> = (0..32).map(|i| i as f32 / 8.0 - 2.0).collect();
+    let mut bufs = vec![Buffer::from_f32(&x), Buffer::zeros(ScalarType::F32, 128)];
+    let enc = run_enclosed(src, 1, 32, &mut bufs);
+    assert!(enc.unusable.is_none(), "{enc:?}");
+    let (y, out) = (&enc.buffers[1], bufs[1].to_f32());
+    let at = |t: usize| 4 * t + if t % 2 == 1 { 1 } else { 2 };
+    assert_eq!(inexact_bytes(y), (0..32).map(|t| 4 * at(t)).collect::<Vec<_>>(), "{y:?}");
+    for t in 0..32 {
+        assert_f32_range(&y[t].2, out[at(t)], 8.0);
+        assert_eq!(out[4 * t + 3], 1.0);
+    }
+}
+
+/// Elements of integer vectors are exact or unknown: a `u32` view of a vector whose element 2 is
+/// an approximate f32 value loads that element unknown and the others exact.
+#[test]
+fn integer_vector_elements_are_exact_or_unknown() {
+    let src = "kernel @k(%x: ptr<global, f32>, %g: ptr<global, f32>, %y: ptr<global, u32>) {
+entry:
+  %t = tid.x : u32
+  %i = mul.u32 %t, 4
+  %v = load.v4 %x[%i]
+  %e = extract.v4.f32 %v, 2
+  %a = ex2.approx.f32 %e
+  %w = insert.v4.f32 %v, 2, %a
+  store.v4 %g[%i], %w
+  %gu = ptrcast %g : ptr<global, u32>
+  %u = load.v4 %gu[%i]
+  store.v4 %y[%i], %u
+  ret
+}";
+    let mut bufs =
+        vec![Buffer::from_f32(&[0.75; 128]), Buffer::zeros(ScalarType::F32, 128), Buffer::zeros(ScalarType::U32, 128)];
+    let enc = run_enclosed(src, 1, 32, &mut bufs);
+    assert!(enc.unusable.is_none(), "{enc:?}");
+    let (g, y) = (&enc.buffers[1], &enc.buffers[2]);
+    let elem2: Vec<usize> = (0..32).map(|t| 16 * t + 8).collect();
+    assert_eq!((inexact_bytes(g), inexact_bytes(y)), (elem2.clone(), elem2));
+    assert!(g.iter().all(|e| matches!(e.2, Enc::Range { .. })), "{g:?}");
+    assert!(y.iter().all(|e| matches!(e.2, Enc::Unknown { why: Why::Bits, .. })), "{y:?}");
+}
+
+/// A copy carries each source element's enclosure to its destination element: exact bytes stay
+/// exact, an approximate op's result keeps its range; an element only partly read (the rest
+/// zero-filled) is unknown.
 #[test]
 fn enclosures_flow_through_async_copies() {
     let src = "kernel @k(%x: ptr<global, f32>, %g: ptr<global, f32>, %y: ptr<global, f32>) {
   shared @tile: f32[128] align 16
+  shared @part: f32[128] align 16
 entry:
   %t = tid.x : u32
   %i = mul.u32 %t, 4
@@ -988,6 +1242,8 @@ entry:
   store %g[%i], %a
   %s = addr @tile
   cp.async.16 %s[%i], %g[%i], 16
+  %s2 = addr @part
+  cp.async.16 %s2[%i], %g[%i], 2
   cp.async.commit
   cp.async.wait 0
   %w = load.v4 %s[%i]
@@ -996,21 +1252,27 @@ entry:
   %f = load %s[%i]
   %j = add.u32 %i, 1
   store %y[%j], %f
+  %p = load %s2[%i]
+  %k = add.u32 %i, 2
+  store %y[%k], %p
+  %q = load %s2[%j]
+  %m = add.u32 %i, 3
+  store %y[%m], %q
   ret
 }";
     let mut bufs =
         vec![Buffer::from_f32(&[0.25; 128]), Buffer::zeros(ScalarType::F32, 128), Buffer::zeros(ScalarType::F32, 128)];
     let enc = run_enclosed(src, 1, 32, &mut bufs);
     assert!(enc.unusable.is_none(), "{enc:?}");
-    // A copy's enclosure is one for all its bytes: one inexact source element makes the whole
-    // destination unknown, so y[4t] (element 1 of a vector loaded from it) and y[4t + 1] (its
-    // element 0) are unknown.
-    let y = &enc.buffers[2];
-    assert_eq!(
-        y.iter().map(|e| e.0).collect::<Vec<_>>(),
-        (0..32).flat_map(|t| [16 * t, 16 * t + 4]).collect::<Vec<_>>()
-    );
-    assert!(y.iter().all(|e| matches!(e.2, kir_interp::enclose::Enc::Unknown { .. })), "{y:?}");
+    // y[4t] (element 1 of the copied vector) is exact, y[4t + 1] (element 0, the approximate
+    // value) has its range, y[4t + 2] (the half-copied element 0) is unknown and y[4t + 3] (a
+    // zero-filled element) exact.
+    let (y, out) = (&enc.buffers[2], bufs[2].to_f32());
+    assert_eq!(inexact_bytes(y), (0..32).flat_map(|t| [16 * t + 4, 16 * t + 8]).collect::<Vec<_>>(), "{y:?}");
+    for t in 0..32 {
+        assert_f32_range(&enc_at(y, 16 * t + 4), out[4 * t + 1], 8.0);
+        assert!(matches!(enc_at(y, 16 * t + 8), Enc::Unknown { why: Why::Bits, .. }), "{y:?}");
+    }
     // With an exact source nothing is inexact.
     let exact = src.replace("%a = ex2.approx.f32 %v", "%a = add.f32 %v, 1.0");
     let enc = run_enclosed(&exact, 1, 32, &mut bufs);

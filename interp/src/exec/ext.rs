@@ -31,23 +31,84 @@
 //!   writes through the scalar path (races, initialization) as a plain write of that thread at the
 //!   wait, element by element. A thread that executes `ret` with a copy in flight is a fault
 //!   ("never waited for").
-//! - Enclosures (with `ENC`): a vector or fragment value is exact when every value it was made of
-//!   is exact, and otherwise unknown (an unknown input's cause kept; a range becomes unknown at
-//!   this instruction); an `mma` result likewise over all 32 lanes' operands, an `ldmatrix` result
-//!   over every row read, a loaded vector over its elements in memory; stored elements and a
-//!   copy's destination get the enclosure of what was stored or read. An address, a copy's source
-//!   size, whose enclosure is not exact makes the launch's enclosures unusable.
+//! - Enclosures (with `ENC`) are kept per vector element, in the rows of the enclosure program's
+//!   element slots (`crate::prog`, [`ElSlots`]): `vec` gives element `i` operand `i`'s
+//!   enclosure, `extract` the element's, `insert` replaces one; `load.vN` gives each element the
+//!   enclosure of its bytes in memory, `store.vN` gives each element's bytes the element's
+//!   enclosure (block arguments and a function's `ret` carry every element's, `crate::exec`). An
+//!   element of an integer type is exact or unknown (a range met there becomes unknown at this
+//!   instruction). Fragments are coarser, by choice: an `mma` result (every element, every lane)
+//!   is exact when every element of its three operands in all 32 lanes is, and otherwise unknown
+//!   (an unknown input's cause kept; a range becomes unknown at the `mma`); an `ldmatrix` result
+//!   likewise over every row read. A `cp.async` keeps the enclosure of each source element and
+//!   gives it to the destination element at the same place and of the same size when the copy
+//!   completes (a destination element of another shape than the source's overlapping elements,
+//!   or holding a partly read element, is unknown unless those are exact; zero-filled bytes are
+//!   exact). An address, a copy's source size, whose enclosure is not exact makes the launch's
+//!   enclosures unusable.
 
 use super::{lanes, Access, AsyncCopy, LaunchCtx, Worker};
-use crate::enclose::{Enc, Why};
+use crate::enclose::{Enc, MemEnc, Why};
 use crate::error::{coords, FaultKind, InterpError};
 use crate::fragments::{self, MmaLane};
 use crate::mem::{self, AccessFault};
-use crate::prog::{ExtKind, MemAccess, XExt, XInst, NO_SLOT};
+use crate::prog::{ElSlots, ExtKind, MemAccess, XExt, XInst, NO_SLOT};
 use crate::race::{self, tag, Kind};
 use kir_ir::op::Op;
-use kir_ir::types::AddrSpace;
+use kir_ir::types::{AddrSpace, ScalarType};
 use kir_ir::Span;
+
+/// The enclosure rows of a value's elements (enclosure program): element 0's is the value's row,
+/// element `k`'s that of its element slot `k - 1` ([`ElSlots`]); a scalar has one.
+#[derive(Clone, Copy)]
+struct ElRows {
+    rows: [usize; 4],
+    n: usize,
+}
+
+impl ElRows {
+    /// The elements of the value in row `lo` (registers at `base`) with element slots `el`.
+    fn new(base: usize, lo: usize, el: &ElSlots) -> ElRows {
+        let mut rows = [lo; 4];
+        let mut n = 1;
+        for &s in el.iter().take_while(|&&s| s != NO_SLOT) {
+            rows[n] = base + s as usize;
+            n += 1;
+        }
+        ElRows { rows, n }
+    }
+
+    /// Element `k`'s row (element 0's when the program has no element slots: never in a launch
+    /// with enclosures, whose programs have them).
+    fn get(&self, k: usize) -> usize {
+        if k < self.n {
+            self.rows[k]
+        } else {
+            self.rows[0]
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = usize> + '_ {
+        self.rows[..self.n].iter().copied()
+    }
+}
+
+/// The enclosure of an element of scalar type `ty`: a range only for a float (the bits of an
+/// integer or bit pattern are exact or unknown; unknown here, at `at`).
+fn elem_enc(ty: ScalarType, e: Enc, at: Span) -> Enc {
+    match e {
+        Enc::Range { .. } if !ty.is_float() => Enc::Unknown { at, why: Why::Bits },
+        e => e,
+    }
+}
+
+/// The element type of `vec`, `extract` and `insert` (`u32`, a bit pattern, for anything else).
+fn elem_type(op: &Op) -> ScalarType {
+    match *op {
+        Op::VecBuild(_, t) | Op::VecExtract(_, t) | Op::VecInsert(_, t) => t,
+        _ => ScalarType::U32,
+    }
+}
 
 /// The low `bits` bits.
 fn low(bits: u32) -> u64 {
@@ -92,8 +153,10 @@ impl Worker {
         out
     }
 
-    fn set_enc(&mut self, lo: Option<usize>, hi: Option<usize>, l: usize, e: Enc) {
-        for r in [lo, hi].into_iter().flatten() {
+    /// With enclosures: sets the enclosure of every element of lane `l` of the vector whose
+    /// element rows are `rows`.
+    fn set_enc_all(&mut self, rows: &ElRows, l: usize, e: Enc) {
+        for r in rows.iter() {
             self.enc[r][l] = e;
         }
     }
@@ -148,6 +211,9 @@ impl Worker {
         let (res, res_hi) = (row(inst.res), row(x.res_hi));
         let enc = !self.enc.is_empty();
         let span = inst.span;
+        // With enclosures, the enclosure rows of each operand's and the result's elements.
+        let arg_els = |i: usize| ElRows::new(base, arg(i), &x.el[i]);
+        let res_els = res.map(|r| ElRows::new(base, r, &x.res_el));
         match x.kind {
             ExtKind::Build { bits } => {
                 let n = x.nargs as usize;
@@ -157,10 +223,15 @@ impl Worker {
                         v |= ((self.regs[arg(i)][l] & low(bits)) as u128) << (i as u32 * bits);
                     }
                     self.put_wide(res, res_hi, l, v);
-                    if enc {
-                        let rows: Vec<usize> = (0..n).map(arg).collect();
-                        let e = self.enc_made_of(&rows, l, span);
-                        self.set_enc(res, res_hi, l, e);
+                }
+                if let (true, Some(out)) = (enc, res_els) {
+                    // Element `i` is operand `i`.
+                    let ty = elem_type(&x.op);
+                    for i in 0..n {
+                        let (src, dst) = (arg(i), out.get(i));
+                        for l in lanes(mask) {
+                            self.enc[dst][l] = elem_enc(ty, self.enc[src][l], span);
+                        }
                     }
                 }
             }
@@ -169,10 +240,12 @@ impl Worker {
                     let v = self.get_wide(arg(0), arg_hi(0), l);
                     let e = (v >> (lane * bits)) as u64 & low(bits);
                     self.put_wide(res, None, l, e as u128);
-                    if enc {
-                        let rows: Vec<usize> = [Some(arg(0)), arg_hi(0)].into_iter().flatten().collect();
-                        let e = self.enc_made_of(&rows, l, span);
-                        self.set_enc(res, None, l, e);
+                }
+                if let (true, Some(r)) = (enc, res) {
+                    // The element's own enclosure.
+                    let src = arg_els(0).get(lane as usize);
+                    for l in lanes(mask) {
+                        self.enc[r][l] = self.enc[src][l];
                     }
                 }
             }
@@ -182,10 +255,16 @@ impl Worker {
                     let v = self.get_wide(arg(0), arg_hi(0), l);
                     let e = ((self.regs[arg(2)][l] & low(bits)) as u128) << (lane * bits);
                     self.put_wide(res, res_hi, l, (v & !m) | e);
-                    if enc {
-                        let rows: Vec<usize> = [Some(arg(0)), arg_hi(0), Some(arg(2))].into_iter().flatten().collect();
-                        let e = self.enc_made_of(&rows, l, span);
-                        self.set_enc(res, res_hi, l, e);
+                }
+                if let (true, Some(out)) = (enc, res_els) {
+                    // The vector's elements, element `lane` replaced by the scalar's.
+                    let (from, ty) = (arg_els(0), elem_type(&x.op));
+                    for k in 0..out.n {
+                        let src = if k == lane as usize { arg(2) } else { from.get(k) };
+                        let dst = out.get(k);
+                        for l in lanes(mask) {
+                            self.enc[dst][l] = elem_enc(ty, self.enc[src][l], span);
+                        }
                     }
                 }
             }
@@ -198,22 +277,17 @@ impl Worker {
                     let (p, i) = (self.regs[arg(0)][l], self.regs[arg(1)][l]);
                     let (region, byte) = self.locate_ext(cx, w, l, span, &x.op, &acc, p, i, len, len, "from")?;
                     let mut v = 0u128;
-                    let mut e = Enc::Exact;
                     for k in 0..n {
                         let at = byte + (k * acc.size) as usize;
                         let bits = self.access_at(cx, w, l, span, &acc, region, at, Access::Read)?;
                         v |= (bits as u128) << (k * acc.size * 8);
-                        if enc && e.is_exact() {
-                            e = match self.enc_load(cx, acc.space, region, at, acc.size, span) {
-                                Enc::Range { .. } => Enc::Unknown { at: span, why: Why::Inexact },
-                                other => other,
-                            };
+                        if let (true, Some(out)) = (enc, res_els) {
+                            // Each element: the enclosure of its bytes in memory.
+                            let e = self.enc_load(cx, acc.space, region, at, acc.size, span);
+                            self.enc[out.get(k as usize)][l] = elem_enc(acc.elem, e, span);
                         }
                     }
                     self.put_wide(res, res_hi, l, v);
-                    if enc {
-                        self.set_enc(res, res_hi, l, e);
-                    }
                 }
             }
             ExtKind::Store { acc, n } => {
@@ -231,9 +305,10 @@ impl Worker {
                         self.access_at(cx, w, l, span, &acc, region, at, Access::Write(bits))?;
                     }
                     if enc {
-                        let rows: Vec<usize> = [Some(arg(2)), arg_hi(2)].into_iter().flatten().collect();
-                        let e = self.enc_made_of(&rows, l, span);
+                        // Each element's bytes get its own enclosure.
+                        let from = arg_els(2);
                         for k in 0..n {
+                            let e = self.enc[from.get(k as usize)][l];
                             self.enc_store(cx, acc.space, region, byte + (k * acc.size) as usize, acc.size, e);
                         }
                     }
@@ -255,16 +330,14 @@ impl Worker {
                     let v = out.iter().enumerate().fold(0u128, |v, (i, &x)| v | (x as u128) << (32 * i));
                     self.put_wide(res, res_hi, l, v);
                 }
-                if enc {
-                    // Every output depends on lanes all over the warp.
-                    let rows: Vec<usize> = [Some(arg(0)), arg_hi(0), Some(arg(1)), arg_hi(1), Some(arg(2)), arg_hi(2)]
-                        .into_iter()
-                        .flatten()
-                        .collect();
+                if let (true, Some(out)) = (enc, res_els) {
+                    // Every output depends on lanes all over the warp: the elements of all three
+                    // operands in all lanes.
+                    let rows: Vec<usize> = (0..3).flat_map(|i| arg_els(i).iter().collect::<Vec<_>>()).collect();
                     let e =
                         (0..32).map(|l| self.enc_made_of(&rows, l, span)).find(|e| !e.is_exact()).unwrap_or(Enc::Exact);
                     for l in 0..32 {
-                        self.set_enc(res, res_hi, l, e);
+                        self.set_enc_all(&out, l, e);
                     }
                 }
             }
@@ -297,8 +370,8 @@ impl Worker {
                     let v = (0..count)
                         .fold(0u128, |v, j| v | (fragments::ldmatrix_lane(&mats[j], trans, l) as u128) << (32 * j));
                     self.put_wide(res, res_hi, l, v);
-                    if enc {
-                        self.set_enc(res, res_hi, l, e);
+                    if let (true, Some(out)) = (enc, res_els) {
+                        self.set_enc_all(&out, l, e);
                     }
                 }
             }
@@ -366,22 +439,27 @@ impl Worker {
             }
         }
         let mut data = [0u8; 16];
-        let mut e = Enc::Exact;
+        let mut enc = MemEnc::default();
         for k in 0..read / src.size {
             let byte = sb + (k * src.size) as usize;
             let bits = self.access_at(cx, w, l, span, src, sr, byte, Access::Read)?;
             let at = (k * src.size) as usize;
             data[at..at + src.size as usize].copy_from_slice(&bits.to_le_bytes()[..src.size as usize]);
-            if !self.enc.is_empty() && e.is_exact() {
-                e = match self.enc_load(cx, AddrSpace::Global, sr, byte, src.size, span) {
-                    Enc::Range { .. } => Enc::Unknown { at: span, why: Why::Inexact },
-                    other => other,
+            if !self.enc.is_empty() {
+                // Each source element's enclosure, at its offset in the copy; an element only
+                // partly read (the rest zeros) is new bits.
+                let e = match self.enc_load(cx, AddrSpace::Global, sr, byte, src.size, span) {
+                    e if at + src.size as usize > n as usize && !e.is_exact() => {
+                        Enc::Unknown { at: span, why: Why::Bits }
+                    }
+                    e => e,
                 };
+                enc.store(at, src.size, e);
             }
         }
         data[n as usize..].fill(0);
         let group = self.commits[tid];
-        self.copies[tid].push(AsyncCopy { group, region: dr, byte: db, size, data, dst: *dst, span, enc: e });
+        self.copies[tid].push(AsyncCopy { group, region: dr, byte: db, size, data, dst: *dst, span, enc });
         self.sh_flight[at..at + size as usize].fill(tid as u32 + 1);
         self.copies_in_flight += 1;
         Ok(())
@@ -428,8 +506,13 @@ impl Worker {
                     )?;
                 }
                 if !self.enc.is_empty() {
+                    // Each destination element: the enclosure of its bytes in the source (a
+                    // source element of the same place and size: its own; of another shape:
+                    // unknown; zeros and exact bytes: exact).
                     for k in 0..c.size / esize {
-                        self.enc_store(cx, AddrSpace::Shared, c.region, c.byte + (k * esize) as usize, esize, c.enc);
+                        let off = (k * esize) as usize;
+                        let e = c.enc.load(off, esize, c.span);
+                        self.enc_store(cx, AddrSpace::Shared, c.region, c.byte + off, esize, e);
                     }
                 }
             }
