@@ -3,10 +3,14 @@
 //! arguments as parallel copies on edges, and calls.
 //!
 //! Guarantees:
-//! - Each SSA value gets its own virtual register (see [`crate::regs`]; a vector one per element,
-//!   consecutive); block parameters are written only by the moves on the edges into their block,
-//!   emitted as sequentialized parallel copies ([`crate::pcopy`]; a vector parameter is one copy
-//!   per element), so a swap or rotation of block arguments is correct.
+//! - Each SSA value's registers are decided before emission ([`crate::assign`]): registers of its
+//!   own (a vector one per element, see [`crate::regs`]), except that a latch argument may share
+//!   its parameter's and an element `vec`, `extract` or `insert` builds may name its source's, in
+//!   both cases only where no write of the register can meet a live reader of another value.
+//!   Block parameters are written only by the moves on the edges into their block (and by latch
+//!   arguments that share their registers), emitted as sequentialized parallel copies
+//!   ([`crate::pcopy`]; a vector parameter is one copy per element), so a swap or rotation of block
+//!   arguments is correct.
 //! - A conditional branch whose both edges carry moves gets an inline edge block (the critical edge
 //!   is split); moves are never executed on an edge not taken.
 //! - `reqntid(x, y, z)` becomes the performance directive `.reqntid x, y, z` (all three written).
@@ -49,7 +53,7 @@
 //!   located diagnostic, never a panic.
 
 use crate::pcopy::{self, Src};
-use crate::regs::{reg_list, Reg, RegClass, RegFile};
+use crate::regs::{Reg, RegClass, RegFile, Regs};
 use crate::PtxOptions;
 use kir_ir::analysis::available::Available;
 use kir_ir::{
@@ -189,8 +193,8 @@ pub(crate) struct KernelEmitter<'a> {
     pub funcs: &'a FuncTable,
     pub lines: Option<&'a LineIndex>,
     pub regs: RegFile,
-    /// The register of each value, indexed by `ValueId`.
-    pub vreg: Vec<Reg>,
+    /// The registers of each value, indexed by `ValueId` ([`crate::assign`]).
+    pub vregs: Vec<Regs>,
     pub out: String,
     pub diags: Vec<Diagnostic>,
     edge_labels: u32,
@@ -210,7 +214,7 @@ pub(crate) struct KernelEmitter<'a> {
     /// Special-register instructions already read into their register by a composite read
     /// (`global_id.x`) earlier in their block: they emit nothing themselves.
     pub early_specials: HashSet<InstId>,
-    /// Registers a block parameter shares with an argument (see `coalesce_latch_args`).
+    /// Registers a block parameter shares with a latch argument ([`crate::assign`]).
     pub shared_regs: HashSet<Reg>,
     /// Likewise the zero (and -1) guards of integer divisors, by (divisor value, type).
     pub divisor_guards: Available<(ValueId, kir_ir::ScalarType), (Reg, Reg, Option<Reg>)>,
@@ -220,85 +224,6 @@ pub(crate) struct KernelEmitter<'a> {
     /// The NaN constants this body loads from `.const` memory (see [`crate::imm::is_float_nan`]),
     /// by (type, bits), in first-use order: declared at module scope before the body.
     pub nan_consts: Vec<(kir_ir::ScalarType, u64)>,
-}
-
-/// Whether `op` is lowered to one PTX instruction that reads all its operands before it writes
-/// its destination (plus, for 8- and 16-bit integers, a re-extension of the destination alone),
-/// or, for a vector result, to code that writes element j of the destination only from element
-/// j of a vector operand or from a scalar operand (`insert`'s moves): either way the result may
-/// share the registers of an operand. `mma` is one instruction, its D sharing C's registers as
-/// CUTLASS's accumulators do.
-fn single_instruction(op: &kir_ir::Op) -> bool {
-    use kir_ir::{BinOp, FloatMode, Op};
-    match op {
-        Op::Mma(_) | Op::VecInsert(..) => true,
-        Op::Bin(b, s, _) if s.is_int() => matches!(
-            b,
-            BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Min | BinOp::Max | BinOp::And | BinOp::Or | BinOp::Xor
-        ),
-        Op::Bin(BinOp::Add | BinOp::Sub | BinOp::Mul, s, fl) | Op::Fma(s, fl) => {
-            matches!(s, kir_ir::ScalarType::F32 | kir_ir::ScalarType::F64)
-                && matches!(fl.mode, FloatMode::Exact(_))
-                && !(fl.ftz && *s == kir_ir::ScalarType::F64)
-        }
-        _ => false,
-    }
-}
-
-/// Coalescing of block arguments: in a block ending in `jmp h(..., %v, ...)` where `%v` is
-/// computed in that block and used nowhere else, by an instruction that does not read the
-/// parameter `%p` of `h` it binds or is a [`single_instruction`] op, and `%p` is not read after
-/// that instruction (nor passed by the jump), `%v` takes
-/// `%p`'s register: `%p` is dead from there on (the jump's only successor rebinds it), so the
-/// instruction may overwrite it, and the move on the edge disappears.
-/// Returns the registers now shared by a parameter and an argument (they are written more than
-/// once, so the emitter's reuse of a register as holding one value does not apply to them).
-fn coalesce_latch_args(k: &Kernel, vreg: &mut [Reg]) -> HashSet<Reg> {
-    let mut shared = HashSet::new();
-    let mut uses = vec![0u32; k.values.len()];
-    for (_, i) in k.placed_insts() {
-        for a in &k.inst(i).args {
-            if let Some(v) = a.as_value().filter(|v| v.index() < uses.len()) {
-                uses[v.index()] += 1;
-            }
-        }
-    }
-    for b in k.block_ids() {
-        for a in k.block(b).term.operands() {
-            if let Some(v) = a.as_value().filter(|v| v.index() < uses.len()) {
-                uses[v.index()] += 1;
-            }
-        }
-    }
-    for b in k.block_ids() {
-        let blk = k.block(b);
-        let Terminator::Jmp(c) = &blk.term else { continue };
-        let params = &k.block(c.block).params;
-        for (n, a) in c.args.iter().enumerate() {
-            let (Operand::Value(v), Some(&p)) = (*a, params.get(n)) else { continue };
-            if uses.get(v.index()) != Some(&1)
-                || vreg[v.index()].class != vreg[p.index()].class
-                || RegClass::count(k.value_type(v)) != RegClass::count(k.value_type(p))
-            {
-                continue;
-            }
-            let kir_ir::ValueDef::Inst(def) = k.value(v).def else { continue };
-            let Some(j) = blk.insts.iter().position(|&i| i == def) else { continue };
-            // An instruction that reads `%p` may overwrite it only if it reads before it writes.
-            let reads_p = k.inst(def).args.contains(&Operand::Value(p));
-            if (reads_p && !single_instruction(&k.inst(def).op)) || c.args.contains(&Operand::Value(p)) {
-                continue;
-            }
-            let read_later = blk.insts[j + 1..].iter().any(|&i| k.inst(i).args.iter().any(|a| *a == Operand::Value(p)));
-            if !read_later {
-                vreg[v.index()] = vreg[p.index()];
-                for j in 0..RegClass::count(k.value_type(p)) {
-                    shared.insert(vreg[p.index()].elem(j));
-                }
-            }
-        }
-    }
-    shared
 }
 
 /// Where a kernel converts each global-pointer parameter with `cvta.to.global`: the block that
@@ -397,17 +322,15 @@ impl<'a> KernelEmitter<'a> {
         funcs: &'a FuncTable,
     ) -> KernelEmitter<'a> {
         let mut regs = RegFile::default();
-        // A vector value gets one register per element, consecutive ([`Reg::elem`]).
-        let mut vreg: Vec<Reg> =
-            k.values.iter().map(|v| regs.fresh_n(RegClass::of(v.ty), RegClass::count(v.ty))).collect();
-        let shared_regs = coalesce_latch_args(k, &mut vreg);
+        let cfg = kir_ir::analysis::cfg::Cfg::new(k);
+        let assigned = crate::assign::assign(k, &cfg, &mut regs);
         KernelEmitter {
             k,
             opts,
             funcs,
             lines,
             regs,
-            vreg,
+            vregs: assigned.regs,
             // Roughly what the body takes, so the buffer does not regrow while it is written.
             out: String::with_capacity(48 * (k.insts.len() + 2 * k.blocks.len()) + 256),
             diags: Vec::new(),
@@ -415,12 +338,12 @@ impl<'a> KernelEmitter<'a> {
             layout_pos: vec![usize::MAX; k.blocks.len()],
             cur_pos: 0,
             cur_block: Kernel::ENTRY,
-            cfg: kir_ir::analysis::cfg::Cfg::new(k),
+            cfg,
             scaled: Available::default(),
             addresses: Available::default(),
             specials: Available::default(),
             early_specials: HashSet::new(),
-            shared_regs,
+            shared_regs: assigned.shared,
             divisor_guards: Available::default(),
             only_compared: only_compared(k),
             nan_consts: Vec::new(),
@@ -441,8 +364,14 @@ impl<'a> KernelEmitter<'a> {
         self.regs.fresh(c)
     }
 
+    /// The register of a scalar or pointer value (element 0 of a vector).
     pub fn val(&self, v: ValueId) -> Reg {
-        self.vreg[v.index()]
+        self.vregs[v.index()].first()
+    }
+
+    /// The registers of a value: one per element of a vector.
+    pub fn regs_of(&self, v: ValueId) -> Regs {
+        self.vregs[v.index()]
     }
 
     fn comment(&mut self, span: kir_ir::Span, text: &str) {
@@ -664,7 +593,7 @@ impl<'a> KernelEmitter<'a> {
             Type::Vec(w, e) => {
                 // A vector is always a value (there are no vector constants).
                 let Some(v) = o.as_value() else { return self.diags.push(vector_param_error(ty, kir_ir::Span::DUMMY)) };
-                let regs = reg_list(self.val(v), w.len());
+                let regs = self.regs_of(v);
                 return self.ins(format_args!("st.param.{}.{} [{name}], {regs}", w.name(), crate::imm::mem_ty(e)));
             }
         };
@@ -749,7 +678,7 @@ impl<'a> KernelEmitter<'a> {
                         "ld.param.{}.{} {}, [retval0]",
                         w.name(),
                         crate::imm::mem_ty(e),
-                        reg_list(r, w.len())
+                        self.regs_of(v)
                     )),
                 }
             }
@@ -792,7 +721,10 @@ impl<'a> KernelEmitter<'a> {
                 // A vector: every element moves (arguments of vector type are values: there are
                 // no vector constants, and the verifier matches argument and parameter types).
                 match a.as_value().filter(|&v| RegClass::count(self.k.value_type(v)) == n) {
-                    Some(v) => copies.extend((0..n).map(|j| (dst.elem(j), Src::Reg(self.val(v).elem(j))))),
+                    Some(v) => {
+                        let (dst, src) = (self.regs_of(p), self.regs_of(v));
+                        copies.extend((0..n).map(|j| (dst.get(j), Src::Reg(src.get(j)))))
+                    }
                     None => self.diags.push(Diagnostic::error(format!(
                         "the PTX backend cannot bind vector parameter `%{}` of block `{}` to a scalar",
                         self.k.value(p).name,
@@ -813,6 +745,14 @@ impl<'a> KernelEmitter<'a> {
         }
         let regs = &mut self.regs;
         pcopy::sequentialize(&copies, |r| regs.fresh(r.class))
+    }
+
+    /// The copies `dst_i <- src_i`, all sources read before any destination is written
+    /// ([`pcopy::sequentialize`]: a copy of a register to itself emits nothing).
+    pub(crate) fn parallel_copy(&mut self, copies: &[(Reg, Src<Reg>)]) {
+        let regs = &mut self.regs;
+        let moves = pcopy::sequentialize(copies, |r| regs.fresh(r.class));
+        self.emit_moves(&moves);
     }
 
     fn emit_moves(&mut self, moves: &[(Reg, Src<Reg>)]) {

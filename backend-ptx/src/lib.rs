@@ -21,8 +21,10 @@
 //!   contract `mul`+`add` into an `fma`).
 //!
 //! Representation choices:
-//! - One PTX virtual register per SSA value ([`regs`]); ptxas allocates physical registers.
-//!   Block parameters are assigned by parallel copies on incoming edges ([`pcopy`], [`emit`]).
+//! - One PTX virtual register per SSA value or vector element ([`regs`]), assigned before emission
+//!   ([`assign`]: a latch argument shares its parameter's registers, an element `vec`/`extract`/
+//!   `insert` passes on names its source's register); ptxas allocates physical registers. Block
+//!   parameters are assigned by parallel copies on incoming edges ([`pcopy`], [`emit`]).
 //! - Global pointers arrive as `.param .u64`, converted once with `cvta.to.global`, and are used
 //!   with `ld.global`/`st.global`/`atom.global`.
 //! - Shared memory: each `shared @s: T[N]` is a function-scope `.shared .align A .b8
@@ -32,7 +34,8 @@
 //!   `ldmatrix...shared.b16` and as the destination of `cp.async...shared.global`, which take a
 //!   `.shared` address in a 64-bit register; ptxas accepts that for sm_80 and sm_90).
 //! - A vector `vec<N, T>` is N PTX registers of `T`'s class, one per element ([`regs`]); vector
-//!   block parameters move element by element on edges; `vec`/`extract`/`insert` are `mov`s;
+//!   block parameters move element by element on edges; `vec`/`extract`/`insert` are `mov`s only
+//!   where an element cannot name its source's register ([`assign`]), usually none;
 //!   `load.vN`/`store.vN` are one `ld`/`st` `.vN`; `mma`, `ldmatrix` and `cp.async` are one PTX
 //!   instruction each, `mma.sync` (sm_80) and `cp.async` (sm_80, PTX ISA 7.0) being available on
 //!   every target kir emits for (sm_80 and later, PTX ISA 8.0).
@@ -56,6 +59,7 @@
 //! modules are the `gpu` feature (on by default); `--no-default-features` builds the emitter and
 //! `tools` alone, without cudarc.
 
+pub mod assign;
 #[cfg(feature = "gpu")]
 pub mod driver_lib;
 pub mod emit;

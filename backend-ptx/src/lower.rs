@@ -38,8 +38,10 @@
 //!   or zero-extended (unsigned), via `mul.wide.{s32,u32}` (64-bit: `mul.lo.s64`) and `add.s64`;
 //!   a constant index becomes an immediate offset. Shared pointers are 64-bit addresses in the `.shared` window
 //!   (`mov.u64 %rd, symbol`), used with `ld.shared`/`st.shared`/`atom.shared` directly.
-//! - Vectors: element j of a `vec<N, T>` is register j of the value's run ([`crate::regs`]).
-//!   `vec`/`extract`/`insert` are `mov`s of elements (the lane is a constant); `load.vN`/`store.vN`
+//! - Vectors: element j of a `vec<N, T>` is register j of the value's [`crate::regs::Regs`].
+//!   `vec`/`extract`/`insert` are parallel copies of elements (the lane is a constant): a `mov`
+//!   per element whose register is not already its source's ([`crate::assign`] makes most of them
+//!   the same register, so usually nothing is emitted); `load.vN`/`store.vN`
 //!   are one `ld`/`st` `.vN` with the element's memory type (`.b16` for every 16-bit type, `.u8`/
 //!   `.s8` into and from the 32-bit registers of 8-bit values, which stay extended) at the address
 //!   a scalar access of the same element computes. `mma` is one `mma.sync.aligned.SHAPE.row.col.
@@ -55,7 +57,8 @@
 use crate::emit::KernelEmitter;
 pub use crate::imm::{fty, imm_text, mem_ty, param_type, raw_imm, takes_imm, Imm, SrcText};
 use crate::nan_order::{self, Plan, Step, When};
-use crate::regs::{reg_list, Reg, RegClass};
+use crate::pcopy::Src;
+use crate::regs::{Reg, RegClass, Regs};
 use crate::SmVersion;
 use kir_ir::{
     AddrSpace, AtomicOp, BinOp, CmpOp, Diagnostic, FloatFlags, FloatMode, InstId, Op, Operand, Rounding, ScalarType,
@@ -410,51 +413,54 @@ impl KernelEmitter<'_> {
                     VoteMode::Any => self.ins(format_args!("vote.sync.any.pred {d}, {p}, {m}")),
                 }
             }
-            Op::VecBuild(w, s) => {
-                let Some(d) = d else { return };
+            Op::VecBuild(w, _) => {
+                let Some(v) = inst.result else { return };
+                let d = self.regs_of(v);
+                // Elements that name their source's register (crate::assign) copy nothing; an
+                // element sharing an earlier element's register (a repeated constant) is written once.
+                let mut copies = Vec::with_capacity(w.len());
                 for (j, &x) in a.iter().enumerate().take(w.len()) {
-                    let x = self.mov_src(x);
-                    self.ins(format_args!("mov.{} {}, {x}", mty(s), d.elem(j)));
-                }
-            }
-            Op::VecExtract(w, s) => {
-                let Some(d) = d else { return };
-                let (Some(v), Some(lane)) = (self.vector_regs(a[0], w.len()), const_lane(a[1], w.len())) else {
-                    return self.unsupported(i, "the vector must be a value and the lane a constant below its width");
-                };
-                self.ins(format_args!("mov.{} {d}, {}", mty(s), v.elem(lane)));
-            }
-            Op::VecInsert(w, s) => {
-                let Some(d) = d else { return };
-                let (Some(v), Some(lane)) = (self.vector_regs(a[0], w.len()), const_lane(a[1], w.len())) else {
-                    return self.unsupported(i, "the vector must be a value and the lane a constant below its width");
-                };
-                let x = self.mov_src(a[2]);
-                // Element by element: element j of the result is written from element j of `v`
-                // or from `x` only, so the result may share `v`'s registers (emit.rs,
-                // `single_instruction`); moves of a register to itself are left out.
-                for j in 0..w.len() {
-                    if j == lane {
-                        self.ins(format_args!("mov.{} {}, {x}", mty(s), d.elem(j)));
-                    } else if d.elem(j) != v.elem(j) {
-                        self.ins(format_args!("mov.{} {}, {}", mty(s), d.elem(j), v.elem(j)));
+                    if !d.as_slice()[..j].contains(&d.get(j)) {
+                        let src = self.copy_src(x);
+                        copies.push((d.get(j), src));
                     }
                 }
+                self.parallel_copy(&copies);
+            }
+            Op::VecExtract(w, _) => {
+                let Some(d) = d else { return };
+                let (Some(v), Some(lane)) = (self.vector_regs(a[0], w.len()), const_lane(a[1], w.len())) else {
+                    return self.unsupported(i, "the vector must be a value and the lane a constant below its width");
+                };
+                self.parallel_copy(&[(d, Src::Reg(v.get(lane)))]);
+            }
+            Op::VecInsert(w, _) => {
+                let Some(dv) = inst.result else { return };
+                let (Some(v), Some(lane)) = (self.vector_regs(a[0], w.len()), const_lane(a[1], w.len())) else {
+                    return self.unsupported(i, "the vector must be a value and the lane a constant below its width");
+                };
+                let d = self.regs_of(dv);
+                let x = self.copy_src(a[2]);
+                // A parallel copy of the elements: the result may share `v`'s registers (in place,
+                // emit.rs's latch arguments) or name them (crate::assign); copies of a register
+                // to itself emit nothing.
+                let copies: Vec<(Reg, Src<Reg>)> =
+                    (0..w.len()).map(|j| (d.get(j), if j == lane { x.clone() } else { Src::Reg(v.get(j)) })).collect();
+                self.parallel_copy(&copies);
             }
             Op::LoadVec(w) => {
-                let Some(d) = d else { return };
+                let Some(dv) = inst.result else { return };
                 let Some((space, elem)) = self.vector_access(i, a[0], w) else { return };
                 let addr = self.address(a[0], a[1], elem.bytes() as i64);
-                let regs = reg_list(d, w.len());
+                let regs = self.regs_of(dv);
                 self.ins(format_args!("ld{}.{}.{} {regs}, {addr}", ss(space), w.name(), mem_ty(elem)));
             }
             Op::StoreVec(w) => {
                 let Some((space, elem)) = self.vector_access(i, a[0], w) else { return };
-                let Some(v) = self.vector_regs(a[2], w.len()) else {
+                let Some(regs) = self.vector_regs(a[2], w.len()) else {
                     return self.unsupported(i, "the stored vector must be a value");
                 };
                 let addr = self.address(a[0], a[1], elem.bytes() as i64);
-                let regs = reg_list(v, w.len());
                 self.ins(format_args!("st{}.{}.{} {addr}, {regs}", ss(space), w.name(), mem_ty(elem)));
             }
             Op::Mma(kind) => {
@@ -463,20 +469,18 @@ impl KernelEmitter<'_> {
                 else {
                     return self.unsupported(i, "the fragments must be vector values");
                 };
-                if [x.class, y.class, z.class] != [RegClass::B32, RegClass::B32, RegClass::F32] {
+                let classes = [x.first().class, y.first().class, z.first().class];
+                if classes != [RegClass::B32, RegClass::B32, RegClass::F32] {
                     return self.unsupported(i, "A and B must be `u32` vectors and C an `f32` vector");
                 }
                 // Without a result the warp still executes it (a collective): into scratch registers.
-                let d = d.unwrap_or_else(|| self.regs.fresh_n(RegClass::F32, 4));
+                let d = match inst.result {
+                    Some(v) => self.regs_of(v),
+                    None => Regs::run(self.regs.fresh_n(RegClass::F32, 4), 4),
+                };
                 let t = kind.name();
-                self.ins(format_args!(
-                    "mma.sync.aligned.{}.row.col.f32.{t}.{t}.f32 {}, {}, {}, {}",
-                    kind.shape(),
-                    reg_list(d, 4),
-                    reg_list(x, 4),
-                    reg_list(y, 2),
-                    reg_list(z, 4)
-                ));
+                let shape = kind.shape();
+                self.ins(format_args!("mma.sync.aligned.{shape}.row.col.f32.{t}.{t}.f32 {d}, {x}, {y}, {z}"));
             }
             Op::Ldmatrix(num, trans) => {
                 match self.k.operand_type(a[0]).pointee() {
@@ -484,12 +488,14 @@ impl KernelEmitter<'_> {
                     _ => return self.unsupported(i, "the address must be a `ptr<shared, T>` of a 16-bit T"),
                 }
                 let addr = self.address(a[0], a[1], 2);
-                let d = d.unwrap_or_else(|| self.regs.fresh_n(RegClass::B32, num.count()));
+                let d = match inst.result {
+                    Some(v) => self.regs_of(v),
+                    None => Regs::run(self.regs.fresh_n(RegClass::B32, num.count()), num.count()),
+                };
                 self.ins(format_args!(
-                    "ldmatrix.sync.aligned.m8n8.{}{}.shared.b16 {}, {addr}",
+                    "ldmatrix.sync.aligned.m8n8.{}{}.shared.b16 {d}, {addr}",
                     num.name(),
                     if trans { ".trans" } else { "" },
-                    reg_list(d, num.count())
                 ));
             }
             Op::CpAsync(size) => {
@@ -516,11 +522,11 @@ impl KernelEmitter<'_> {
         }
     }
 
-    /// The first register of a vector operand of `n` elements (`None` for a constant, which is
-    /// never a vector, or a value of another width).
-    fn vector_regs(&self, o: Operand, n: usize) -> Option<Reg> {
+    /// The registers of a vector operand of `n` elements (`None` for a constant, which is never a
+    /// vector, or a value of another width).
+    fn vector_regs(&self, o: Operand, n: usize) -> Option<Regs> {
         let v = o.as_value()?;
-        (RegClass::count(self.k.value_type(v)) == n).then(|| self.val(v))
+        (RegClass::count(self.k.value_type(v)) == n).then(|| self.regs_of(v))
     }
 
     /// The space and element type of a `load.vN`/`store.vN` through `p`, when PTX has that access:
@@ -539,12 +545,12 @@ impl KernelEmitter<'_> {
         }
     }
 
-    /// A `mov` source for `o`: a register, or the constant as `mov` spells it (a NaN constant is
+    /// A copy's source for `o`: a register, or the constant as `mov` spells it (a NaN constant is
     /// loaded from its `.const` variable, never an immediate).
-    fn mov_src(&mut self, o: Operand) -> String {
+    fn copy_src(&mut self, o: Operand) -> Src<Reg> {
         match o {
-            Operand::Const(c) if !crate::imm::is_float_nan(c) => raw_imm(c),
-            _ => self.reg(o).to_string(),
+            Operand::Const(c) if !crate::imm::is_float_nan(c) => Src::Imm(raw_imm(c)),
+            _ => Src::Reg(self.reg(o)),
         }
     }
 

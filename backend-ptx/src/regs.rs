@@ -4,8 +4,10 @@
 //! Guarantees:
 //! - Every kir type maps to exactly one class ([`RegClass::of`]); the class decides the PTX register
 //!   width and the name prefix. A vector `vec<N, T>` is N registers of `T`'s class, one per
-//!   element, numbered consecutively ([`RegFile::fresh_n`], [`Reg::elem`]): element `j` of a
-//!   vector whose first register is `%f4` is `%f(4+j)`. `u8`/`s8` live in 32-bit registers, zero-extended for `u8` and
+//!   element ([`Regs`]): a vector an instruction computes gets a consecutive run
+//!   ([`RegFile::fresh_n`], [`Regs::run`]); one built from other values (`vec`, `extract`,
+//!   `insert`) may name their registers instead, in any order and more than once (which
+//!   [`crate::assign`] decides). `u8`/`s8` live in 32-bit registers, zero-extended for `u8` and
 //!   sign-extended for `s8` (every instruction that writes one re-establishes this), so 32-bit
 //!   compare, divide, min/max and shift-right instructions give the 8-bit results directly.
 //! - Register names are `%<prefix><n>` with `n` counting from 0 per class; [`RegFile::declarations`]
@@ -126,11 +128,77 @@ impl std::fmt::Display for Reg {
     }
 }
 
-/// `{%r4, %r5, %r6, %r7}`: the `n` consecutive registers from `first` (a vector's elements), as
-/// vector instructions list them.
-pub fn reg_list(first: Reg, n: usize) -> String {
-    let regs: Vec<String> = (0..n).map(|j| first.elem(j).to_string()).collect();
-    format!("{{{}}}", regs.join(", "))
+/// The registers of one value: one for a scalar or a pointer, one per element for a vector (at
+/// most [`Regs::MAX`]). The registers of a vector need not be consecutive or distinct.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Regs {
+    regs: [Reg; Regs::MAX],
+    len: u8,
+}
+
+impl Regs {
+    /// The most elements a vector has (`vec<4, T>`).
+    pub const MAX: usize = 4;
+
+    /// One register.
+    pub fn one(r: Reg) -> Regs {
+        Regs { regs: [r; Regs::MAX], len: 1 }
+    }
+
+    /// The `n` (1 to [`Regs::MAX`]) consecutive registers from `first` (a run handed out by
+    /// [`RegFile::fresh_n`]).
+    pub fn run(first: Reg, n: usize) -> Regs {
+        debug_assert!((1..=Regs::MAX).contains(&n));
+        let mut regs = [first; Regs::MAX];
+        for (j, r) in regs.iter_mut().enumerate().take(n) {
+            *r = first.elem(j);
+        }
+        Regs { regs, len: n.clamp(1, Regs::MAX) as u8 }
+    }
+
+    /// These registers with element `j` (at most one past the last) in `r`.
+    pub fn with(mut self, j: usize, r: Reg) -> Regs {
+        debug_assert!(j <= self.len() && j < Regs::MAX);
+        self.regs[j] = r;
+        self.len = self.len.max(j as u8 + 1);
+        self
+    }
+
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    /// Register `j` (element `j` of a vector).
+    pub fn get(&self, j: usize) -> Reg {
+        self.as_slice()[j]
+    }
+
+    /// The register of a scalar (element 0 of a vector).
+    pub fn first(&self) -> Reg {
+        self.regs[0]
+    }
+
+    pub fn as_slice(&self) -> &[Reg] {
+        &self.regs[..self.len()]
+    }
+}
+
+/// `{%r4, %r5, %r6, %r7}`: the registers as vector instructions list them.
+impl std::fmt::Display for Regs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("{")?;
+        for (j, r) in self.as_slice().iter().enumerate() {
+            if j > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{r}")?;
+        }
+        f.write_str("}")
+    }
 }
 
 /// Hands out registers and declares them.
