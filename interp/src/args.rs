@@ -151,11 +151,25 @@ pub fn number_constant(text: &str, ty: ScalarType) -> Result<Constant, String> {
 /// splitmix64 as docs/testing.md defines it: the next `r` and the new state.
 pub use kir_ir::rng::splitmix64;
 
-/// Bits of `v` rounded to the float type `ty` (to nearest even).
+/// Bits of `v` rounded to the float type `ty` (to nearest even, once: f16 and bf16 through kir's
+/// own `cvt.rn` from f64, since `half`'s `bf16::from_f64` rounds from a truncated f64 and can miss
+/// the nearest bf16, e.g. for f32 `0xbf348002`).
 fn float_bits(ty: ScalarType, v: f64) -> u64 {
     match ty {
-        ScalarType::F16 => half::f16::from_f64(v).to_bits() as u64,
-        ScalarType::BF16 => half::bf16::from_f64(v).to_bits() as u64,
+        ScalarType::F16 | ScalarType::BF16 => {
+            let cvt = kir_ir::Op::Cvt {
+                to: ty,
+                from: ScalarType::F64,
+                rounding: Some(kir_ir::Rounding::Rn),
+                sat: false,
+                ftz: false,
+            };
+            match kir_ir::eval::eval_const(&cvt, &[kir_ir::Constant::f64(v)]) {
+                Some(c) => c.bits,
+                // Not reached: `cvt.rn` from f64 to a 16-bit float is defined for every input.
+                None => half::f16::from_f64(v).to_bits() as u64,
+            }
+        }
         ScalarType::F32 => (v as f32).to_bits() as u64,
         _ => v.to_bits(),
     }
@@ -330,6 +344,19 @@ pub fn bind(kernel: &Kernel, named: &[(String, ArgSpec)], base_dir: Option<&Path
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn half_floats_round_to_nearest_once() {
+        // f32 0xbf348002 (= -0.70507824...) lies just above the bf16 midpoint 0xbf348000: the
+        // nearest bf16 is 0xbf35 (rounding from a truncated f64 gave 0xbf34).
+        let v = f32::from_bits(0xbf34_8002) as f64;
+        assert_eq!(super::float_bits(ScalarType::BF16, v), 0xbf35);
+        // An exact tie rounds to even.
+        assert_eq!(super::float_bits(ScalarType::BF16, f32::from_bits(0x3f80_8000) as f64), 0x3f80);
+        assert_eq!(super::float_bits(ScalarType::BF16, f32::from_bits(0x3f81_8000) as f64), 0x3f82);
+        // f16: 1 + 2^-11 + 2^-40 is above the tie: rounds up; the tie itself to even.
+        assert_eq!(super::float_bits(ScalarType::F16, 1.0 + 2f64.powi(-11) + 2f64.powi(-40)), 0x3c01);
+        assert_eq!(super::float_bits(ScalarType::F16, 1.0 + 2f64.powi(-11)), 0x3c00);
+    }
 
     #[test]
     fn decimals_that_overflow_to_infinity_are_errors() {
