@@ -10,7 +10,8 @@
 //!   and both engines evaluate it the same way, so results must agree bit for bit (NaN payloads
 //!   aside).
 //! - Otherwise the rule, applied to the approximate instructions placed in the kernel (each
-//!   static instruction counted once):
+//!   static instruction counted once; with [`derived_tolerance_with_calls`], a called function's once
+//!   per call site):
 //!   1. if any of them has no bound (approximate ops on types other than f32: nothing measured,
 //!      and the PTX ISA documents none) or the kernel mixes ops bounded in ulp with `sin`/`cos`
 //!      (bounded absolutely), the result is `Ulp(u32::MAX)`: only NaN-ness and infinities are
@@ -74,6 +75,35 @@ pub fn derived_tolerance_graph(m: &Module, g: &Graph) -> (Tolerance, Derivation)
     derive(ops)
 }
 
+/// [`derived_tolerance`] for a kernel that may call device functions of `funcs` (its module's):
+/// the approximate ops of every function a call reaches count too, once per call site (a callee
+/// called twice adds its errors twice). Calls of functions not in `funcs` add nothing.
+pub fn derived_tolerance_with_calls(funcs: &[Kernel], k: &Kernel) -> Tolerance {
+    derived_tolerance_explained_with_calls(funcs, k).0
+}
+
+/// [`derived_tolerance_explained`] with the approximate ops of the called functions (as
+/// [`derived_tolerance_with_calls`]).
+pub fn derived_tolerance_explained_with_calls(funcs: &[Kernel], k: &Kernel) -> (Tolerance, Derivation) {
+    let mut ops = Vec::new();
+    ops_through_calls(funcs, k, &mut ops, 0);
+    derive(ops.into_iter())
+}
+
+/// The instructions of `k` and, for each `call`, of its callee (recursively; the verifier
+/// refuses recursion, and the depth is bounded anyway).
+fn ops_through_calls<'a>(funcs: &'a [Kernel], k: &'a Kernel, out: &mut Vec<&'a Op>, depth: usize) {
+    for op in kernel_ops(k) {
+        out.push(op);
+        if let (Op::Call(c), true) = (op, depth < 64) {
+            let callee = k.callees.get(*c as usize).and_then(|c| funcs.iter().find(|f| f.name == c.name));
+            if let Some(f) = callee {
+                ops_through_calls(funcs, f, out, depth + 1);
+            }
+        }
+    }
+}
+
 fn kernel_ops(k: &Kernel) -> impl Iterator<Item = &Op> + '_ {
     k.placed_insts().map(move |(_, i)| &k.inst(i).op)
 }
@@ -114,6 +144,21 @@ fn derive<'a>(ops: impl Iterator<Item = &'a Op>) -> (Tolerance, Derivation) {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn approximate_ops_in_called_functions_count_per_call() {
+        let m = kir_ir::parse(
+            "func @e(%x: f32) -> f32 {\nentry:\n  %y = ex2.approx.f32 %x\n  ret %y\n}\n\
+             kernel @k(%p: ptr<global, f32>) {\nentry:\n  %v = load %p[0]\n  %a = call @e(%v)\n  %b = call @e(%a)\n  store %p[0], %b\n  ret\n}\n",
+        )
+        .unwrap();
+        let k = &m.kernels[0];
+        // The kernel's own instructions hold no approximate op; its two calls hold one each.
+        assert_eq!(derived_tolerance(k), Tolerance::Exact);
+        let (t, why) = derived_tolerance_explained_with_calls(&m.funcs, k);
+        assert_eq!(t, Tolerance::Ulp(4));
+        assert_eq!(why.to_string(), "approximate ops: 2x ex2.approx.f32");
+    }
+
     use super::*;
 
     fn kernel(body: &str) -> Kernel {
