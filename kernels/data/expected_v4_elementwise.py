@@ -87,53 +87,6 @@ GATED_FALLBACK = [
     ("swiglu", 13, 100, 220),  # 100 % 8 = 4: the f32 kernel vectorizes, f16/bf16 fall back
     ("geglu", 7, 129, 230),
 ]
-GATED_TOL32 = {"glu": "abs:2e-6", "reglu": "exact", "swiglu": "abs:2e-6", "geglu": "abs:3e-6"}
-
-
-def gated_ref(m, kind, ty, rows, h, seed):
-    """gated_backward.kir's math (its header), f64, rounded once to the storage type."""
-    n = rows * h
-    x64, xs = m.rand(ty, 2 * n, seed)
-    dy64, dys = m.rand(ty, n, seed + 1)
-    x2 = x64.reshape(rows, 2 * h)
-    a, b = x2[:, :h], x2[:, h:]
-    g = dy64.reshape(rows, h)
-    if kind == "glu":
-        da = g * m.sigma(b)
-        db = g * a * m.sigma(b) * (1.0 - m.sigma(b))
-    elif kind == "reglu":
-        # exact: one f32 product of exact inputs, rounded once to the storage type; +0.0 where
-        # b <= 0
-        if ty == "f32":
-            a32 = xs.reshape(rows, 2 * h)[:, :h]
-            b32 = xs.reshape(rows, 2 * h)[:, h:]
-            g32 = dys.reshape(rows, h)
-            da = np.where(b32 > 0, g32 * b32, np.float32(0.0))
-            db = np.where(b32 > 0, g32 * a32, np.float32(0.0))
-        else:
-            # a product of two f16/bf16 values is exact in f64 (and in f32)
-            da = np.where(b > 0, g * b, 0.0)
-            db = np.where(b > 0, g * a, 0.0)
-    elif kind == "swiglu":
-        s = m.sigma(b)
-        da = g * b * s
-        db = g * a * s * (1.0 + b * (1.0 - s))
-    else:
-        P = m.Phi(b)
-        da = g * b * P
-        db = g * a * (P + b * m.phi(b))
-    dx = np.concatenate([da, db], axis=1).reshape(-1)
-    if kind == "reglu" and ty == "f32":
-        return dx.astype(np.float32)
-    return m.store(ty, dx.astype(np.float64))
-
-
-def gated_tol(kind, ty):
-    if kind == "reglu":
-        return "exact"
-    return GATED_TOL32[kind] if ty == "f32" else {"f16": "abs:1e-3", "bf16": "abs:8e-3"}[ty]
-
-
 def gated(m):
     """gated_backward_v4.kir: gated_backward.kir's math, 4 (f32) or 8 (f16, bf16) per thread."""
     check_copies(GATED, "gated_backward.kir", [f"{k}_backward_{t}" for (k, *_r) in GATED_VEC for t in ("f32", "f16", "bf16")])
@@ -145,12 +98,12 @@ def gated(m):
                 per = 4 if ty == "f32" else 8
                 block = 64
                 grid = -(-(-(-n // per)) // block)
-                ref = gated_ref(m, kind, ty, rows, h, seed)
+                ref = m.gated_ref(kind, ty, rows, h, seed)
                 run = (
                     f"--kernel {kind}_backward_{ty}_v4 --grid {grid} --block {block} --arg x=rand:{ty}:{2 * n}:{seed}"
                     f" --arg dy=rand:{ty}:{n}:{seed + 1} --arg dx=zeros:{ty}:{2 * n} --arg n={n} --arg h={h}"
                 )
-                m.expect(f"{kind}_backward_{ty}_v4_dx_{tag}", ref, GATED, run, "dx", gated_tol(kind, ty))
+                m.expect(f"{kind}_backward_{ty}_v4_dx_{tag}", ref, GATED, run, "dx", m.gated_tol(kind, ty))
 
 
 def register(m):

@@ -179,6 +179,55 @@ def relu_backward():
         expect(name, dx, k, f"--kernel relu_backward --grid {grid} --block 256 --arg x=rand:f32:{n}:{sx} --arg dy=rand:f32:{n}:{sdy} --arg dx=zeros:f32:{n} --arg n={n}", "dx", "exact")
 
 
+GATED_TOL32 = {"glu": "abs:2e-6", "reglu": "exact", "swiglu": "abs:2e-6", "geglu": "abs:3e-6"}
+
+
+def gated_ref(kind, ty, rows, h, seed):
+    """gated_backward.kir's math (its header) on `rand` inputs, f64, rounded once to the storage
+    type (reglu f32: one exact f32 product)."""
+    n = rows * h
+    x64, xs = rand(ty, 2 * n, seed)
+    dy64, dys = rand(ty, n, seed + 1)
+    x2 = x64.reshape(rows, 2 * h)
+    a, b = x2[:, :h], x2[:, h:]
+    g = dy64.reshape(rows, h)
+    if kind == "glu":
+        da = g * sigma(b)
+        db = g * a * sigma(b) * (1.0 - sigma(b))
+    elif kind == "reglu":
+        # exact: f32 products of f32 (or f16/bf16) inputs, then one rounding to the
+        # storage type; 0.0 (positive zero) where b <= 0
+        if ty == "f32":
+            a32 = xs.reshape(rows, 2 * h)[:, :h]
+            b32 = xs.reshape(rows, 2 * h)[:, h:]
+            g32 = dys.reshape(rows, h)
+            da = np.where(b32 > 0, g32 * b32, np.float32(0.0))
+            db = np.where(b32 > 0, g32 * a32, np.float32(0.0))
+        else:
+            # a product of two f16/bf16 values is exact in f64 (and in f32)
+            da = np.where(b > 0, g * b, 0.0)
+            db = np.where(b > 0, g * a, 0.0)
+    elif kind == "swiglu":
+        s = sigma(b)
+        da = g * b * s
+        db = g * a * s * (1.0 + b * (1.0 - s))
+    else:
+        P = Phi(b)
+        da = g * b * P
+        db = g * a * (P + b * phi(b))
+    dx = np.concatenate([da, db], axis=1).reshape(-1)
+    if kind == "reglu" and ty == "f32":
+        return dx.astype(np.float32)
+    return store(ty, dx.astype(np.float64))
+
+
+def gated_tol(kind, ty):
+    """The tolerance of a gated kernel's output: reglu is exact, the others within their bound."""
+    if kind == "reglu":
+        return "exact"
+    return GATED_TOL32[kind] if ty == "f32" else {"f16": "abs:1e-3", "bf16": "abs:8e-3"}[ty]
+
+
 def gated():
     k = "gated_backward.kir"
     rows = [
@@ -187,46 +236,12 @@ def gated():
         ("swiglu", 1300, 100, 11, 38),
         ("geglu", 903, 129, 8, 47),
     ]
-    tol32 = {"glu": "abs:2e-6", "reglu": "exact", "swiglu": "abs:2e-6", "geglu": "abs:3e-6"}
     for (kind, n, h, grid, seed0) in rows:
         for ti, ty in enumerate(["f32", "f16", "bf16"]):
             seed = seed0 + 3 * ti
             rows_ = n // h
-            x64, xs = rand(ty, 2 * n, seed)
-            dy64, dys = rand(ty, n, seed + 1)
-            x2 = x64.reshape(rows_, 2 * h)
-            a, b = x2[:, :h], x2[:, h:]
-            g = dy64.reshape(rows_, h)
-            if kind == "glu":
-                da = g * sigma(b)
-                db = g * a * sigma(b) * (1.0 - sigma(b))
-            elif kind == "reglu":
-                # exact: f32 products of f32 (or f16/bf16) inputs, then one rounding to the
-                # storage type; 0.0 (positive zero) where b <= 0
-                if ty == "f32":
-                    a32 = xs.reshape(rows_, 2 * h)[:, :h]
-                    b32 = xs.reshape(rows_, 2 * h)[:, h:]
-                    g32 = dys.reshape(rows_, h)
-                    da = np.where(b32 > 0, g32 * b32, np.float32(0.0))
-                    db = np.where(b32 > 0, g32 * a32, np.float32(0.0))
-                else:
-                    # a product of two f16/bf16 values is exact in f64 (and in f32)
-                    da = np.where(b > 0, g * b, 0.0)
-                    db = np.where(b > 0, g * a, 0.0)
-            elif kind == "swiglu":
-                s = sigma(b)
-                da = g * b * s
-                db = g * a * s * (1.0 + b * (1.0 - s))
-            else:
-                P = Phi(b)
-                da = g * b * P
-                db = g * a * (P + b * phi(b))
-            dx = np.concatenate([da, db], axis=1).reshape(-1)
-            if kind == "reglu" and ty == "f32":
-                ref = dx.astype(np.float32)
-            else:
-                ref = store(ty, dx.astype(np.float64))
-            tol = tol32[kind] if ty == "f32" else ("exact" if kind == "reglu" else {"f16": "abs:1e-3", "bf16": "abs:8e-3"}[ty])
+            ref = gated_ref(kind, ty, rows_, h, seed)
+            tol = gated_tol(kind, ty)
             expect(f"{kind}_backward_{ty}_dx", ref, k, f"--kernel {kind}_backward_{ty} --grid {grid} --block 128 --arg x=rand:{ty}:{2 * n}:{seed} --arg dy=rand:{ty}:{n}:{seed + 1} --arg dx=zeros:{ty}:{2 * n} --arg n={n} --arg h={h}", "dx", tol)
 
 
