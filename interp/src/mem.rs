@@ -53,34 +53,20 @@ pub(crate) enum AccessFault {
 }
 
 /// Resolves `ptr[index]` with elements of `size` bytes against regions of the given lengths:
-/// `(region index from 0, byte offset)`.
+/// `(region index from 0, byte offset)`: [`locate_span`] of one element, aligned to its size.
 #[inline]
 pub(crate) fn locate(ptr: u64, index: i128, size: u32, lens: &[u64]) -> Result<(usize, usize), AccessFault> {
-    let region = (ptr >> OFF_BITS) as u32;
-    let raw = ptr & OFF_MASK;
-    // Offsets at or above 2^39 are negative (pointer moved before its region).
-    let off = if raw >= 1 << (OFF_BITS - 1) { raw as i128 - (1i128 << OFF_BITS) } else { raw as i128 };
-    // 64-bit address arithmetic, as the GPU's: the index times the element size wraps modulo
-    // 2^64 (a `u64` index of 0x4000_0000_0000_0001 on 4-byte elements is element 1).
-    let byte = (off as i64).wrapping_add((index as i64).wrapping_mul(size as i64)) as i128;
-    let Some(&len) = (region as usize).checked_sub(1).and_then(|r| lens.get(r)) else {
-        return Err(AccessFault::NoRegion(region));
-    };
-    if byte < 0 || byte + size as i128 > len as i128 {
-        return Err(AccessFault::OutOfBounds { region, byte });
-    }
-    if byte % size as i128 != 0 {
-        return Err(AccessFault::Misaligned { region, byte });
-    }
-    Ok((region as usize - 1, byte as usize))
+    // In bounds, so the offset is not negative.
+    locate_span(ptr, index, size, size, size, lens).map(|(r, byte)| (r, byte as usize))
 }
 
 /// Resolves an access of `len` bytes at `ptr[index]`, whose elements are `scale` bytes, that
 /// must be aligned to `align` bytes (a vector access, an `ldmatrix` row, a `cp.async` side):
-/// `(region index from 0, byte offset)`. The checks are [`locate`]'s: the region, then the
-/// bounds (the `len` bytes lie inside the region), then the alignment of the byte offset. With
+/// `(region index from 0, byte offset)`. The checks, in order: the region, then the bounds (the
+/// `len` bytes lie inside the region), then the alignment of the byte offset. With
 /// `len` 0 nothing is read and the bounds are not checked (the offset may then lie anywhere, even
 /// before the region: it is returned as is, and only its alignment is checked).
+#[inline]
 pub(crate) fn locate_span(
     ptr: u64,
     index: i128,
@@ -91,8 +77,10 @@ pub(crate) fn locate_span(
 ) -> Result<(usize, i128), AccessFault> {
     let region = (ptr >> OFF_BITS) as u32;
     let raw = ptr & OFF_MASK;
+    // Offsets at or above 2^39 are negative (pointer moved before its region).
     let off = if raw >= 1 << (OFF_BITS - 1) { raw as i128 - (1i128 << OFF_BITS) } else { raw as i128 };
-    // 64-bit address arithmetic, as in [`locate`].
+    // 64-bit address arithmetic, as the GPU's: the index times the element size wraps modulo
+    // 2^64 (a `u64` index of 0x4000_0000_0000_0001 on 4-byte elements is element 1).
     let byte = (off as i64).wrapping_add((index as i64).wrapping_mul(scale as i64)) as i128;
     let Some(&rlen) = (region as usize).checked_sub(1).and_then(|r| lens.get(r)) else {
         return Err(AccessFault::NoRegion(region));
