@@ -132,30 +132,16 @@ fn sass(ptx: &str) -> Result<BTreeMap<String, Sass>, String> {
     let r = tools::assemble(ptx, SmVersion::Sm80, true)?;
     let cubin = r.cubin.as_deref().unwrap_or(&[]);
     let mut out: BTreeMap<String, Sass> = BTreeMap::new();
-    for (k, n) in tools::sass_instruction_counts(cubin)? {
-        out.entry(k).or_default().instructions = n;
+    // One disassembly: the instruction count and the memory instructions by width.
+    for (k, ins) in tools::sass_instructions(cubin)? {
+        let s = out.entry(k).or_default();
+        s.instructions = ins.len();
+        for m in ins.iter().filter_map(|i| sass_memory_op(i)) {
+            *s.memory.entry(m).or_insert(0) += 1;
+        }
     }
     for k in &r.kernels {
         out.entry(k.name.clone()).or_default().registers = Some(k.registers);
-    }
-    // The memory instructions by width: nvdisasm's text, section by section.
-    let nvdisasm = tools::find_nvdisasm().ok_or("nvdisasm not found (run scripts/setup-tools.sh)")?;
-    let f = std::env::temp_dir().join(format!("loop_instructions-{}.cubin", std::process::id()));
-    std::fs::write(&f, cubin).map_err(|e| format!("{}: {e}", f.display()))?;
-    let text = std::process::Command::new(&nvdisasm).arg("-c").arg(&f).output();
-    let _ = std::fs::remove_file(&f);
-    let text = text.map_err(|e| format!("{}: {e}", nvdisasm.display()))?;
-    let text = String::from_utf8_lossy(&text.stdout);
-    let mut cur: Option<String> = None;
-    for line in text.lines() {
-        let t = line.trim();
-        if let Some(rest) = t.strip_prefix(".section\t").or_else(|| t.strip_prefix(".section ")) {
-            cur = rest.trim().strip_prefix(".text.").map(|s| s.split(',').next().unwrap_or(s).to_string());
-        } else if let (Some(k), true) = (&cur, t.starts_with("/*")) {
-            if let Some(m) = sass_memory_op(t.split("*/").nth(1).unwrap_or("")) {
-                *out.entry(k.clone()).or_default().memory.entry(m).or_insert(0) += 1;
-            }
-        }
     }
     Ok(out)
 }

@@ -275,6 +275,12 @@ fn classify(ptxas: &Path, sm: SmVersion, status: &std::process::ExitStatus, log:
 /// SASS instructions per kernel of a cubin (`nvdisasm -c`, NOPs excluded), keyed by kernel name:
 /// the static code-size measure of the benchmarks that compare kir with NVRTC.
 pub fn sass_instruction_counts(cubin: &[u8]) -> Result<std::collections::BTreeMap<String, usize>, String> {
+    Ok(sass_instructions(cubin)?.into_iter().map(|(k, ins)| (k, ins.len())).collect())
+}
+
+/// The SASS instructions of each kernel of a cubin (`nvdisasm -c`; NOPs excluded), as nvdisasm
+/// writes them (`LDG.E.128 R4, desc[UR4][R2.64] ;`), keyed by kernel name, in code order.
+pub fn sass_instructions(cubin: &[u8]) -> Result<std::collections::BTreeMap<String, Vec<String>>, String> {
     let nvdisasm = find_nvdisasm().ok_or_else(|| format!("nvdisasm not found: {INSTALL_HINT}"))?;
     let dir = Scratch::new()?;
     let f = dir.0.join("kernel.cubin");
@@ -285,7 +291,7 @@ pub fn sass_instruction_counts(cubin: &[u8]) -> Result<std::collections::BTreeMa
         .output()
         .map_err(|e| format!("cannot run {}: {e}", nvdisasm.display()))?;
     let text = String::from_utf8_lossy(&out.stdout);
-    let mut counts = std::collections::BTreeMap::new();
+    let mut kernels: std::collections::BTreeMap<String, Vec<String>> = std::collections::BTreeMap::new();
     let mut cur: Option<String> = None;
     for line in text.lines() {
         let t = line.trim();
@@ -294,11 +300,11 @@ pub fn sass_instruction_counts(cubin: &[u8]) -> Result<std::collections::BTreeMa
         } else if let (Some(k), true) = (&cur, t.starts_with("/*")) {
             let ins = t.split("*/").nth(1).unwrap_or("").trim();
             if !ins.is_empty() && !ins.starts_with("NOP") {
-                *counts.entry(k.clone()).or_insert(0) += 1;
+                kernels.entry(k.clone()).or_default().push(ins.to_string());
             }
         }
     }
-    Ok(counts)
+    Ok(kernels)
 }
 
 /// Assembles `ptx` for `sm` with `ptxas -v`; keeps the cubin when `keep_cubin`. A crash of ptxas is
