@@ -65,20 +65,19 @@ impl Pass for Fold {
                     vectors.insert(r, (op, d.args.clone()));
                 }
                 if let Op::VecExtract(..) = op {
-                    if let Some((rep, args)) = extract_of(&vectors, &d.args) {
-                        match rep {
-                            Some(rep) => {
-                                if let Some(r) = d.result {
-                                    subst.set(r, rep);
-                                    simplified += 1;
-                                    return false;
-                                }
-                            }
-                            None => {
-                                d.args = args;
+                    match extract_of(&vectors, &d.args) {
+                        Some(Extracted::Value(x)) => {
+                            if let Some(r) = d.result {
+                                subst.set(r, x);
                                 simplified += 1;
+                                return false;
                             }
                         }
+                        Some(Extracted::From(earlier)) => {
+                            d.args[0] = Operand::Value(earlier);
+                            simplified += 1;
+                        }
+                        None => {}
                     }
                 }
                 let replacement = match d.result {
@@ -137,13 +136,19 @@ impl Fold {
     }
 }
 
-/// `extract v, lane` through the `vec`/`insert` chain that made `v`: `(Some(x), _)` when the lane
-/// is operand `x` of a `vec` or the value of an `insert` into that lane, `(None, args)` when it
-/// reads an earlier vector instead (the `extract`'s new operands); `None` when nothing is known.
+/// What an `extract` reads, found through the `vec`/`insert` chain that made its vector.
+enum Extracted {
+    /// An operand of a `vec`, or the value of an `insert` into the lane.
+    Value(Operand),
+    /// The same lane of an earlier vector (inserts into other lanes skipped).
+    From(kir_ir::ValueId),
+}
+
+/// `extract v, lane` through the chain that made `v`; `None` when nothing is known.
 fn extract_of(
     vectors: &rustc_hash::FxHashMap<kir_ir::ValueId, (Op, kir_ir::Args)>,
     args: &[Operand],
-) -> Option<(Option<Operand>, kir_ir::Args)> {
+) -> Option<Extracted> {
     let (Some(mut v), Some(lane)) = (args.first().and_then(|a| a.as_value()), args.get(1).and_then(|a| a.as_const()))
     else {
         return None;
@@ -153,11 +158,11 @@ fn extract_of(
     // Each step goes to an earlier definition: the chain ends.
     while let Some((op, vargs)) = vectors.get(&v) {
         match op {
-            Op::VecBuild(..) => return vargs.get(lane).map(|x| (Some(*x), kir_ir::Args::new())),
+            Op::VecBuild(..) => return vargs.get(lane).map(|x| Extracted::Value(*x)),
             Op::VecInsert(..) => {
                 let ilane = vargs.get(1).and_then(|a| a.as_const())?.bits as usize;
                 if ilane == lane {
-                    return vargs.get(2).map(|x| (Some(*x), kir_ir::Args::new()));
+                    return vargs.get(2).map(|x| Extracted::Value(*x));
                 }
                 match vargs.first().and_then(|a| a.as_value()) {
                     Some(earlier) => {
@@ -170,7 +175,7 @@ fn extract_of(
             _ => break,
         }
     }
-    moved.then(|| (None, [Operand::Value(v), args[1]].into_iter().collect()))
+    moved.then_some(Extracted::From(v))
 }
 
 fn is_zero(o: Operand) -> bool {
