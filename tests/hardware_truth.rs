@@ -101,11 +101,10 @@ fn the_fuzz_cases_reproduce_the_h100() {
     check_family("fuzz");
 }
 
-/// The recorded files are the specification: their bytes are pinned by SHA256SUMS, so no tool
-/// (nor a hand) can rewrite them unnoticed.
-#[test]
-fn the_recorded_files_are_unchanged() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join(TRUTH);
+/// Checks the files of folder `dir` (relative to the repository) against its SHA256SUMS; returns
+/// the folder's path.
+fn sums_hold(dir: &str) -> std::path::PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
     let out = std::process::Command::new("sha256sum")
         .args(["--check", "--quiet", "SHA256SUMS"])
         .current_dir(&root)
@@ -113,10 +112,18 @@ fn the_recorded_files_are_unchanged() {
         .expect("run sha256sum");
     assert!(
         out.status.success(),
-        "files under {TRUTH} differ from SHA256SUMS:\n{}{}",
+        "files under {dir} differ from SHA256SUMS:\n{}{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+    root
+}
+
+/// The recorded files are the specification: their bytes are pinned by SHA256SUMS, so no tool
+/// (nor a hand) can rewrite them unnoticed.
+#[test]
+fn the_recorded_files_are_unchanged() {
+    let root = sums_hold(TRUTH);
     // Every recorded GPU output is listed.
     let sums = std::fs::read_to_string(root.join("SHA256SUMS")).unwrap();
     let listed = sums.lines().filter(|l| l.contains("/gpu/")).count();
@@ -277,18 +284,7 @@ fn the_tensor_core_measurements_reproduce_on_every_device() {
 /// licence that travels with them, and lists every file under `data/`.
 #[test]
 fn the_tensor_core_measurements_are_unchanged() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join(TENSOR_CORES);
-    let out = std::process::Command::new("sha256sum")
-        .args(["--check", "--quiet", "SHA256SUMS"])
-        .current_dir(&root)
-        .output()
-        .expect("run sha256sum");
-    assert!(
-        out.status.success(),
-        "files under {TENSOR_CORES} differ from SHA256SUMS:\n{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let root = sums_hold(TENSOR_CORES);
     let sums = std::fs::read_to_string(root.join("SHA256SUMS")).unwrap();
     let listed: std::collections::BTreeSet<&str> = sums.lines().filter_map(|l| l.split("  ").nth(1)).collect();
     assert!(listed.contains("LICENCE"), "{sums}");
