@@ -372,21 +372,23 @@ def relu_backward_v4():
         expect(f"relu_backward_v4_dx_{n}", dx, k, f"--kernel relu_backward_v4 --grid {grid} --block {block} --arg x=rand:f32:{n}:{sx} --arg dy=rand:f32:{n}:{sdy} --arg dx=zeros:f32:{n} --arg n={n}", "dx", "exact")
 
 
-def gemm_mma():
-    # gemm_mma.kir: C = A B with mma.m16n8k16.f16 issued in increasing k, one per block of 16
-    # products, from C = +0. Each output is kernels/data/tensor_core_model.py's dot (sm_90 rule,
-    # blocks of 16 chained in k order): exact bits. numpy's f64 product is only a sanity check.
+def gemm_mma_expect(kernel, fmt, runs):
+    """Expectations of a tensor-core GEMM like gemm_mma.kir (`fmt` "f16" or "bf16" inputs, f32
+    C): C = A B with mma.m16n8k16 issued in increasing k, one per block of 16 products, from
+    C = +0. Each output is kernels/data/tensor_core_model.py's dot (sm_90 rule, blocks of 16
+    chained in k order): exact bits. numpy's f64 product is only a sanity check. `runs`:
+    (m, n, k, seed of A, seed of B, expectation name)."""
     sys.path.insert(0, HERE)
     import tensor_core_model as tcm
 
-    kf = "gemm_mma.kir"
-    for (m, n, kk, sa, sb, name) in [(128, 128, 128, 130, 131, "gemm_mma_c_128"), (64, 128, 256, 132, 133, "gemm_mma_c_64x128x256")]:
-        a64, a16 = rand("f16", m * kk, sa)
-        b64, b16 = rand("f16", kk * n, sb)
+    kf = f"{kernel}.kir"
+    for (m, n, kk, sa, sb, name) in runs:
+        a64, a16 = rand(fmt, m * kk, sa)
+        b64, b16 = rand(fmt, kk * n, sb)
         abits = a16.view(np.uint16).reshape(m, kk).tolist()
         bbits = b16.view(np.uint16).reshape(kk, n).tolist()
         zero = [[0] * n for _ in range(m)]
-        d = tcm.matmul("sm_90", "f16", abits, bbits, zero)
+        d = tcm.matmul("sm_90", fmt, abits, bbits, zero)
         c = np.array(d, dtype=np.uint64).astype(np.uint32).view(np.float32).reshape(-1)
         # sanity (not the expectation): distance to the f64 product. A block truncates each of
         # its at most 17 terms (16 products and the running c) by less than 2^-25 of 2^E <= its
@@ -405,7 +407,11 @@ def gemm_mma():
         diff = np.abs(c.astype(np.float64).reshape(m, n) - ref)
         print(f"{name}: model vs numpy f64 A @ B: max abs diff {diff.max():.3g} (max |C| {np.abs(ref).max():.3g}, bound {bound.min():.3g}..{bound.max():.3g})", file=sys.stderr)
         assert np.all(diff <= bound), f"{name}: the tensor-core model is further from A @ B than its truncation bound"
-        expect(name, c, kf, f"--kernel gemm_mma --grid {n // 64},{m // 64} --block 128 --arg a=rand:f16:{m * kk}:{sa} --arg b=rand:f16:{kk * n}:{sb} --arg c=zeros:f32:{m * n} --arg m={m} --arg n={n} --arg k={kk}", "c", "exact")
+        expect(name, c, kf, f"--kernel {kernel} --grid {n // 64},{m // 64} --block 128 --arg a=rand:{fmt}:{m * kk}:{sa} --arg b=rand:{fmt}:{kk * n}:{sb} --arg c=zeros:f32:{m * n} --arg m={m} --arg n={n} --arg k={kk}", "c", "exact")
+
+
+def gemm_mma():
+    gemm_mma_expect("gemm_mma", "f16", [(128, 128, 128, 130, 131, "gemm_mma_c_128"), (64, 128, 256, 132, 133, "gemm_mma_c_64x128x256")])
 
 
 LITERALS = []
