@@ -175,7 +175,8 @@ fn run_twin(
     let ecfg = emu::LaunchConfig { grid: cfg.grid, block: cfg.block, dynamic_shared_bytes: cfg.dynamic_shared_bytes };
     // The interpreter predicts the sm_90 tensor cores (its default); so does the emulator here,
     // whatever `.target` NVRTC's PTX names.
-    let opts = emu::Options { tensor_cores: Some(emu::TensorCores::Sm90), ..emu::Options::default() };
+    let rule = kir_harness::tensor_cores::emulator_rule(kir_interp::Options::default().tensor_cores);
+    let opts = emu::Options { tensor_cores: Some(rule), ..emu::Options::default() };
     emu::launch(module, entry, &ecfg, &eargs, &mut mem, &opts).map_err(|e| {
         let text = e
             .line
@@ -321,7 +322,7 @@ fn check_file(path: &Path, twins: &Twins, arch: Arch, rows: &mut Vec<Row>, untwi
                 if !twins.by_entry.contains_key(&pl.kernel.name) {
                     continue;
                 }
-                let tol = d.tol.unwrap_or_else(|| kir_harness::tolerance::derived_tolerance(pl.kernel));
+                let tol = d.tol.unwrap_or_else(|| kir_harness::tolerance::derived_tolerance(&module.funcs, pl.kernel));
                 let r = check_launch(twins, arch, pl.kernel, &pl.cfg, &pl.args, &before, &all, &names, tol);
                 rows.push(Row { label: llabel, result: r });
             }
@@ -358,7 +359,7 @@ fn check_file(path: &Path, twins: &Twins, arch: Arch, rows: &mut Vec<Row>, untwi
             continue;
         }
         let names = kernel_names(k, &bound.param_buffer, after.len());
-        let tol = d.tol.unwrap_or_else(|| kir_harness::tolerance::derived_tolerance(k));
+        let tol = d.tol.unwrap_or_else(|| kir_harness::tolerance::derived_tolerance(&module.funcs, k));
         let r = check_launch(twins, arch, k, &cfg, &bound.args, &bound.buffers, &after, &names, tol);
         rows.push(Row { label, result: r });
     }

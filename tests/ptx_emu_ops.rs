@@ -517,7 +517,7 @@ fn op_tolerance(op: Op) -> Tolerance {
         .map(|(i, t)| Operand::Value(k.add_param(format!("a{i}"), t.expect("pure op"))))
         .collect();
     k.append_inst(b, op, args, sig.result.map(|t| ("r".into(), t)), Span::DUMMY);
-    kir_harness::tolerance::derived_tolerance(&k)
+    kir_harness::tolerance::derived_tolerance(&[], &k)
 }
 
 /// A pure-op case: operands from buffers `in0..`, or operand `const_at` as the immediate

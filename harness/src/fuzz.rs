@@ -195,8 +195,8 @@ pub fn gpu_failure(e: GpuError, ptx: &str, what: &str) -> Failure {
 /// generated kernels, whose generator writes none unless [`GenConfig::allow_approx`] is set
 /// (`kir fuzz --approx`) — else by the interpreter's per-element error enclosures
 /// ([`crate::enclosure`]; this derived tolerance only says that there are approximate ops).
-pub fn engine_strictness(k: &Kernel) -> Strictness {
-    match crate::tolerance::derived_tolerance(k) {
+pub fn engine_strictness(funcs: &[Kernel], k: &Kernel) -> Strictness {
+    match crate::tolerance::derived_tolerance(funcs, k) {
         crate::directives::Tolerance::Exact => Strictness::Bitwise,
         tol => Strictness::Within(tol),
     }
@@ -471,7 +471,7 @@ pub fn check_module(
         return Err(Failure::new(FailureKind::Inline, "the inlined module has no kernel"));
     };
     // Approximate ops: the other engines are judged by the interpreter's error enclosures.
-    let enclosures = match engine_strictness(fk) {
+    let enclosures = match engine_strictness(&flat.funcs, fk) {
         Strictness::Bitwise => None,
         _ => {
             let mut buffers = bound.buffers.clone();
@@ -535,7 +535,7 @@ pub fn check_module(
         };
         let got = emulate_in(Some(&flat), fk, ptx, &launch, &bound, cfg.fuel.saturating_mul(EMU_FUEL_FACTOR))?;
         ran.emu = true;
-        let s = engine_strictness(fk);
+        let s = engine_strictness(&flat.funcs, fk);
         compare_engine(k, &bound, &reference, &got, s, enclosures.as_ref(), ran).map_err(|e| {
             Failure::new(
                 FailureKind::EmuMismatch,
@@ -549,7 +549,7 @@ pub fn check_module(
         let inputs = Inputs { args: &bound.args, buffers: &bound.buffers, names: &names };
         let got = run_on_gpu(Gpu::with_sm(&mut *runner, &flat, sm), &fk.name, &launch, &inputs, "")?;
         ran.gpu = true;
-        let s = engine_strictness(fk);
+        let s = engine_strictness(&flat.funcs, fk);
         compare_engine(k, &bound, &reference, &got, s, enclosures.as_ref(), ran).map_err(|e| {
             Failure::new(FailureKind::GpuMismatch, format!("interpreter vs GPU ({}): {e}", judged_by(s, &enclosures)))
         })?;
@@ -1109,7 +1109,7 @@ mod tests {
         for seed in 0..200 {
             let (m, _) = generate_case(seed, &cfg);
             let flat = inlined(&m).unwrap();
-            assert_eq!(engine_strictness(&flat.kernels[0]), Strictness::Bitwise, "seed {seed}");
+            assert_eq!(engine_strictness(&flat.funcs, &flat.kernels[0]), Strictness::Bitwise, "seed {seed}");
         }
         let k = parse("kernel @k(%f: ptr<global, f32>, %u: ptr<global, u32>) {\nentry:\n  ret\n}\n");
         let bound = bind_case(&k, &[("f".into(), "zeros:f32:2".into()), ("u".into(), "zeros:u32:2".into())]).unwrap();
@@ -1121,7 +1121,7 @@ mod tests {
             }
             b
         };
-        let s = engine_strictness(&k);
+        let s = engine_strictness(&[], &k);
         let a = with([0x7fc0_0000, 0], [1, 2]);
         assert!(compare_all(&k, &bound, &a, &a.clone(), s).is_ok());
         // Another NaN payload, the other zero, another integer: each a difference.

@@ -481,7 +481,7 @@ fn run_directive(
         None => match optimized.graph(&d.target) {
             Some(g) => (crate::tolerance::derived_tolerance_graph(optimized, g).0, "derived"),
             None => match optimized.kernel(&d.target) {
-                Some(k) => (crate::tolerance::derived_tolerance_with_calls(&optimized.funcs, k), "derived"),
+                Some(k) => (crate::tolerance::derived_tolerance(&optimized.funcs, k), "derived"),
                 None => (Tolerance::Exact, "derived"),
             },
         },

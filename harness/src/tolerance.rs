@@ -10,8 +10,7 @@
 //!   and both engines evaluate it the same way, so results must agree bit for bit (NaN payloads
 //!   aside).
 //! - Otherwise the rule, applied to the approximate instructions placed in the kernel (each
-//!   static instruction counted once; with [`derived_tolerance_with_calls`], a called function's once
-//!   per call site):
+//!   static instruction counted once, a called function's once per call site):
 //!   1. if any of them has no bound (approximate ops on types other than f32: nothing measured,
 //!      and the PTX ISA documents none) or the kernel mixes ops bounded in ulp with `sin`/`cos`
 //!      (bounded absolutely), the result is `Ulp(u32::MAX)`: only NaN-ness and infinities are
@@ -57,36 +56,28 @@ impl std::fmt::Display for Derivation {
     }
 }
 
-/// The derived tolerance of one kernel (see the module docs).
-pub fn derived_tolerance(k: &Kernel) -> Tolerance {
-    derive(kernel_ops(k)).0
+/// The derived tolerance of one kernel (see the module docs), which may call device functions of
+/// `funcs` (its module's): the approximate ops of every function a call reaches count too, once
+/// per call site (a callee called twice adds its errors twice).
+pub fn derived_tolerance(funcs: &[Kernel], k: &Kernel) -> Tolerance {
+    derived_tolerance_explained(funcs, k).0
 }
 
-/// The derived tolerance of one kernel and the ops it was derived from.
-pub fn derived_tolerance_explained(k: &Kernel) -> (Tolerance, Derivation) {
-    derive(kernel_ops(k))
+/// [`derived_tolerance`] and the ops it was derived from.
+pub fn derived_tolerance_explained(funcs: &[Kernel], k: &Kernel) -> (Tolerance, Derivation) {
+    let mut ops = Vec::new();
+    ops_through_calls(funcs, k, &mut ops, 0);
+    derive(ops.into_iter())
 }
 
 /// The derived tolerance of a graph: the rule applied to the approximate instructions of every
-/// kernel the graph launches (each kernel counted once per launch, since errors of successive
-/// launches add up along the graph).
+/// kernel the graph launches, its calls included (each kernel counted once per launch, since
+/// errors of successive launches add up along the graph).
 pub fn derived_tolerance_graph(m: &Module, g: &Graph) -> (Tolerance, Derivation) {
-    let ops = g.launches.iter().filter_map(|l| m.kernel(&l.kernel)).flat_map(kernel_ops);
-    derive(ops)
-}
-
-/// [`derived_tolerance`] for a kernel that may call device functions of `funcs` (its module's):
-/// the approximate ops of every function a call reaches count too, once per call site (a callee
-/// called twice adds its errors twice). Calls of functions not in `funcs` add nothing.
-pub fn derived_tolerance_with_calls(funcs: &[Kernel], k: &Kernel) -> Tolerance {
-    derived_tolerance_explained_with_calls(funcs, k).0
-}
-
-/// [`derived_tolerance_explained`] with the approximate ops of the called functions (as
-/// [`derived_tolerance_with_calls`]).
-pub fn derived_tolerance_explained_with_calls(funcs: &[Kernel], k: &Kernel) -> (Tolerance, Derivation) {
     let mut ops = Vec::new();
-    ops_through_calls(funcs, k, &mut ops, 0);
+    for k in g.launches.iter().filter_map(|l| m.kernel(&l.kernel)) {
+        ops_through_calls(&m.funcs, k, &mut ops, 0);
+    }
     derive(ops.into_iter())
 }
 
@@ -152,9 +143,9 @@ mod tests {
         )
         .unwrap();
         let k = &m.kernels[0];
-        // The kernel's own instructions hold no approximate op; its two calls hold one each.
-        assert_eq!(derived_tolerance(k), Tolerance::Exact);
-        let (t, why) = derived_tolerance_explained_with_calls(&m.funcs, k);
+        // The kernel alone holds no approximate op; its two calls hold one each.
+        assert_eq!(derived_tolerance(&[], k), Tolerance::Exact);
+        let (t, why) = derived_tolerance_explained(&m.funcs, k);
         assert_eq!(t, Tolerance::Ulp(4));
         assert_eq!(why.to_string(), "approximate ops: 2x ex2.approx.f32");
     }
@@ -170,7 +161,7 @@ mod tests {
     #[test]
     fn exact_without_approximate_ops() {
         let k = kernel("  %a = add.f32 %x, %x\n  %b = div.f32 %a, %x\n  store %o[0], %b\n");
-        assert_eq!(derived_tolerance(&k), Tolerance::Exact);
+        assert_eq!(derived_tolerance(&[], &k), Tolerance::Exact);
     }
 
     #[test]
@@ -178,7 +169,7 @@ mod tests {
         let k = kernel(
             "  %a = ex2.approx.f32 %x\n  %b = rsqrt.approx.f32 %a\n  %c = ex2.approx.f32 %b\n  store %o[0], %c\n",
         );
-        let (t, why) = derived_tolerance_explained(&k);
+        let (t, why) = derived_tolerance_explained(&[], &k);
         assert_eq!(t, Tolerance::Ulp(2 + 2 + 2));
         assert_eq!(why.to_string(), "approximate ops: 2x ex2.approx.f32, rsqrt.approx.f32");
     }
@@ -187,9 +178,9 @@ mod tests {
     fn sin_cos_are_absolute_and_mixing_gives_up() {
         let k =
             kernel("  %a = sin.approx.f32 %x\n  %b = cos.approx.f32 %x\n  %c = add.f32 %a, %b\n  store %o[0], %c\n");
-        assert_eq!(derived_tolerance(&k), Tolerance::Abs(2.0 * 3.757e-5));
+        assert_eq!(derived_tolerance(&[], &k), Tolerance::Abs(2.0 * 3.757e-5));
         let k = kernel("  %a = sin.approx.f32 %x\n  %b = ex2.approx.f32 %a\n  store %o[0], %b\n");
-        assert_eq!(derived_tolerance(&k), Tolerance::Ulp(u32::MAX));
+        assert_eq!(derived_tolerance(&[], &k), Tolerance::Ulp(u32::MAX));
     }
 
     #[test]
@@ -206,20 +197,20 @@ mod tests {
             ("tanh.approx.f32", 134),
         ] {
             let k = kernel(&format!("  %a = {op} %x\n  store %o[0], %a\n"));
-            assert_eq!(derived_tolerance(&k), Tolerance::Ulp(want), "{op}");
+            assert_eq!(derived_tolerance(&[], &k), Tolerance::Ulp(want), "{op}");
         }
         for op in ["div.approx.f32", "div.full.f32", "div.approx.ftz.f32"] {
             let k = kernel(&format!("  %a = {op} %x, %x\n  store %o[0], %a\n"));
-            assert_eq!(derived_tolerance(&k), Tolerance::Ulp(2), "{op}");
+            assert_eq!(derived_tolerance(&[], &k), Tolerance::Ulp(2), "{op}");
         }
         let k = kernel("  %a = cos.approx.f32 %x\n  store %o[0], %a\n");
-        assert_eq!(derived_tolerance(&k), Tolerance::Abs(3.757e-5));
+        assert_eq!(derived_tolerance(&[], &k), Tolerance::Abs(3.757e-5));
         assert!((3.757e-5 - 2f64.powf(-14.7)).abs() < 1e-8);
     }
 
     #[test]
     fn undocumented_bounds_compare_only_special_values() {
         let k = kernel("  %a = rcp.approx.ftz.f64 %y\n  %b = cvt.f32.f64 %a\n  store %o[0], %b\n");
-        assert_eq!(derived_tolerance(&k), Tolerance::Ulp(u32::MAX));
+        assert_eq!(derived_tolerance(&[], &k), Tolerance::Ulp(u32::MAX));
     }
 }

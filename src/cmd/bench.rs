@@ -746,7 +746,7 @@ fn agreement(
         .run(kir_ptx, &kir::api::ptx_entry_name(&k.name), b.case.launch, &contents, &p)
         .map_err(|e| e.to_string())?;
     let cuda_out = runner.run(cuda_ptx, entry, b.case.launch, &contents, &p).map_err(|e| e.to_string())?;
-    let (tol, _) = kir_harness::tolerance::derived_tolerance_explained_with_calls(funcs, k);
+    let (tol, _) = kir_harness::tolerance::derived_tolerance_explained(funcs, k);
     let mut differing = Vec::new();
     for (i, (x, y)) in kir_out.into_iter().zip(cuda_out).enumerate() {
         let (mut bx, mut by) = (b.buffers[i].clone(), b.buffers[i].clone());

@@ -173,7 +173,7 @@ pub fn run(a: &Args) -> ExitCode {
         },
         None => {
             let (t, d) = match &target {
-                Target::Kernel { k, .. } => kir_harness::tolerance::derived_tolerance_explained_with_calls(&m.funcs, k),
+                Target::Kernel { k, .. } => kir_harness::tolerance::derived_tolerance_explained(&m.funcs, k),
                 Target::Graph { g } => kir_harness::tolerance::derived_tolerance_graph(m, g),
             };
             (t, format!("derived: {d}"))
