@@ -547,10 +547,13 @@ fn run_directive(
             return emit(Row { label: gpu_label, outcome: Outcome::Fail(why.clone()), note: None });
         }
     };
-    let gpu_buffers = match crate::engine::Gpu::new(runner.as_mut(), optimized).run(&launch, &inputs) {
+    let mut gpu = crate::engine::Gpu::new(runner.as_mut(), optimized);
+    let gpu_buffers = match gpu.run(&launch, &inputs) {
         Ok(b) => b,
         Err(e) => return emit(Row { label: gpu_label, outcome: Outcome::Fail(e.to_string()), note: None }),
     };
+    // The device's target, which the run asked of it once: its tensor-core rule, below.
+    let device_sm = gpu.sm();
     if judged_by_hardware {
         let device = runner.device_name().unwrap_or_else(|_| "this GPU".into());
         let emulated = runner.is_emulated();
@@ -589,7 +592,7 @@ fn run_directive(
     // Tensor cores compute differently per device generation: a GPU whose rule is not the run's
     // is compared with the interpreter computing its rule.
     let device_rule = if crate::tensor_cores::uses_tensor_cores(optimized) {
-        match crate::engine::Gpu::new(runner.as_mut(), optimized).sm() {
+        match device_sm {
             Ok(sm) => Some(crate::tensor_cores::rule_of_device(sm)).filter(|r| *r != opts.tensor_cores),
             Err(e) => return emit(Row { label: gpu_label, outcome: Outcome::Fail(e.to_string()), note: None }),
         }
